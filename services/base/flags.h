@@ -1,0 +1,25 @@
+// Parsers for flag values shared by every binary: durations ("120s", "500ms") and lists ("1,1,2,4").
+#ifndef SYNCOPATE_BASE_FLAGS_H_
+#define SYNCOPATE_BASE_FLAGS_H_
+
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+
+namespace syncopate::base {
+
+// Accepts Go-style durations ("90s", "1m30s", "250ms"); a bare number means seconds.
+// INVALID_ARGUMENT for anything else or for negative durations.
+absl::StatusOr<absl::Duration> ParseDuration(const std::string& text);
+
+// "1,1,2,4" -> {1,1,2,4}. INVALID_ARGUMENT on an empty item or a non-number.
+absl::StatusOr<std::vector<double>> ParseDoubleList(const std::string& text);
+
+// "a:1,b:2" -> {"a:1","b:2"}; empty items are skipped.
+std::vector<std::string> SplitList(const std::string& text);
+
+}  // namespace syncopate::base
+
+#endif  // SYNCOPATE_BASE_FLAGS_H_

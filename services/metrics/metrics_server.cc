@@ -1,0 +1,40 @@
+#include "metrics/metrics_server.h"
+
+#include <exception>
+
+#include "absl/strings/str_cat.h"
+#include "prometheus/text_serializer.h"
+
+namespace syncopate::metrics {
+
+MetricsServer::MetricsServer(std::unique_ptr<prometheus::Exposer> exposer,
+                             std::shared_ptr<prometheus::Registry> registry, int port)
+    : exposer_(std::move(exposer)), registry_(std::move(registry)), port_(port) {}
+
+absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& address) {
+  std::unique_ptr<prometheus::Exposer> exposer;
+  try {
+    exposer = std::make_unique<prometheus::Exposer>(address, /*num_threads=*/1);
+  } catch (const std::exception& e) {
+    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", address, ": ", e.what()));
+  }
+  auto registry = std::make_shared<prometheus::Registry>();
+  exposer->RegisterCollectable(registry);
+  std::vector<int> ports = exposer->GetListeningPorts();
+  if (ports.empty()) return absl::UnavailableError(absl::StrCat("metrics not listening: ", address));
+  return std::unique_ptr<MetricsServer>(
+      new MetricsServer(std::move(exposer), std::move(registry), ports.front()));
+}
+
+prometheus::Histogram::BucketBoundaries ExponentialBuckets(double start, double factor, int count) {
+  prometheus::Histogram::BucketBoundaries bounds;
+  double b = start;
+  for (int i = 0; i < count; ++i, b *= factor) bounds.push_back(b);
+  return bounds;
+}
+
+std::string SerializeText(prometheus::Registry& registry) {
+  return prometheus::TextSerializer().Serialize(registry.Collect());
+}
+
+}  // namespace syncopate::metrics

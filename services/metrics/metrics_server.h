@@ -1,0 +1,43 @@
+// Every Syncopate process serves its metrics as Prometheus text on its own HTTP port.
+#ifndef SYNCOPATE_METRICS_METRICS_SERVER_H_
+#define SYNCOPATE_METRICS_METRICS_SERVER_H_
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "prometheus/exposer.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace syncopate::metrics {
+
+// Owns a registry and the HTTP exposer that serves it at /metrics. Thread-safe as prometheus-cpp is.
+class MetricsServer {
+ public:
+  // Binds `address` ("127.0.0.1:0" picks a free port). INVALID_ARGUMENT/UNAVAILABLE when it cannot.
+  static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& address);
+
+  prometheus::Registry& registry() { return *registry_; }
+  std::shared_ptr<prometheus::Registry> shared_registry() { return registry_; }
+  int port() const { return port_; }
+
+ private:
+  MetricsServer(std::unique_ptr<prometheus::Exposer> exposer,
+                std::shared_ptr<prometheus::Registry> registry, int port);
+
+  std::unique_ptr<prometheus::Exposer> exposer_;
+  std::shared_ptr<prometheus::Registry> registry_;
+  int port_;
+};
+
+// `count` bucket bounds start, start*factor, ... (Prometheus' ExponentialBuckets).
+prometheus::Histogram::BucketBoundaries ExponentialBuckets(double start, double factor, int count);
+
+// The registry's families in the Prometheus text format (what /metrics serves).
+std::string SerializeText(prometheus::Registry& registry);
+
+}  // namespace syncopate::metrics
+
+#endif  // SYNCOPATE_METRICS_METRICS_SERVER_H_

@@ -1,0 +1,36 @@
+// The edge between Abseil statuses and gRPC, and the channel/server settings every Syncopate
+// process shares (message limits for chunked tensors, keepalive that survives idle sessions).
+#ifndef SYNCOPATE_RPC_GRPC_UTIL_H_
+#define SYNCOPATE_RPC_GRPC_UTIL_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "grpcpp/grpcpp.h"
+
+namespace syncopate::rpc {
+
+// Receive limit on both ends: comfortably above the 4 MiB largest chunk.
+inline constexpr int kMaxMessageBytes = 16 << 20;
+
+// absl and gRPC status codes are numerically equal; the message is kept.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// An insecure channel to `address` with Syncopate's limits and keepalive.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+
+// Applies Syncopate's limits and keepalive to a server builder.
+void ConfigureServerBuilder(grpc::ServerBuilder& builder);
+
+// A client context whose deadline is `timeout` from now.
+std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout);
+
+// Calls grpc.health.v1.Health/Check on `channel`; OK when the server reports SERVING.
+absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout);
+
+}  // namespace syncopate::rpc
+
+#endif  // SYNCOPATE_RPC_GRPC_UTIL_H_

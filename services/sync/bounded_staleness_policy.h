@@ -1,0 +1,62 @@
+// BSP, SSP(s) and ASP as one rule: a trainer at clock c may start iteration c+1 only while
+// c - (minimum live clock) <= s. BSP is s = 0 with round snapshots (everyone pulls the same
+// round-c model); ASP is s = infinity.
+#ifndef SYNCOPATE_SYNC_BOUNDED_STALENESS_POLICY_H_
+#define SYNCOPATE_SYNC_BOUNDED_STALENESS_POLICY_H_
+
+#include <set>
+
+#include "sync/policy.h"
+
+namespace syncopate::sync {
+
+struct BoundedStalenessConfig {
+  std::string name = "ssp";
+  // -1: unbounded (ASP).
+  int64_t staleness = 3;
+  // Close a round when every live trainer has pushed it, and make grants pull that round (BSP).
+  bool round_snapshots = false;
+  // Hold the first grants until this many trainers joined, or until start_timeout after the first
+  // join, so a run does not start with whoever happened to connect first.
+  int min_trainers = 1;
+  absl::Duration start_timeout = absl::Seconds(30);
+};
+
+class BoundedStalenessPolicy final : public SyncPolicy {
+ public:
+  explicit BoundedStalenessPolicy(BoundedStalenessConfig config);
+
+  std::string name() const override { return config_.name; }
+  PushMode push_mode() const override {
+    return config_.round_snapshots ? PushMode::kRound : PushMode::kImmediate;
+  }
+  int64_t staleness_bound() const override { return config_.staleness; }
+
+  absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now,
+                                 Decisions* decisions) override;
+  absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
+  Decisions OnLeave(TrainerId trainer, absl::Time now) override;
+  Decisions OnTick(absl::Time now) override;
+
+  std::optional<int64_t> ClockOf(TrainerId trainer) const override { return clocks_.Get(trainer); }
+  std::optional<int64_t> MinClock() const override { return clocks_.Min(); }
+  int64_t last_closed_round() const override { return last_closed_round_; }
+
+ private:
+  // Closes every round that all live trainers have pushed and grants every waiter within the bound.
+  Decisions Evaluate(absl::Time now);
+
+  const BoundedStalenessConfig config_;
+  ClockTable clocks_;
+  std::set<TrainerId> waiting_;
+  // Round 0 is the initial model.
+  int64_t last_closed_round_ = 0;
+  // The minimum clock when the table last had members: where a trainer joining an empty job starts.
+  int64_t floor_clock_ = 0;
+  bool started_ = false;
+  std::optional<absl::Time> first_join_;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_BOUNDED_STALENESS_POLICY_H_

@@ -1,0 +1,37 @@
+#include "sync/clock_table.h"
+
+namespace syncopate::sync {
+
+void ClockTable::Set(TrainerId trainer, int64_t clock) {
+  auto [it, inserted] = clocks_.try_emplace(trainer, clock);
+  if (!inserted) {
+    ordered_.erase(ordered_.find(it->second));
+    it->second = clock;
+  }
+  ordered_.insert(clock);
+}
+
+void ClockTable::Erase(TrainerId trainer) {
+  auto it = clocks_.find(trainer);
+  if (it == clocks_.end()) return;
+  ordered_.erase(ordered_.find(it->second));
+  clocks_.erase(it);
+}
+
+std::optional<int64_t> ClockTable::Get(TrainerId trainer) const {
+  auto it = clocks_.find(trainer);
+  if (it == clocks_.end()) return std::nullopt;
+  return it->second;
+}
+
+std::optional<int64_t> ClockTable::Min() const {
+  if (ordered_.empty()) return std::nullopt;
+  return *ordered_.begin();
+}
+
+std::optional<int64_t> ClockTable::Max() const {
+  if (ordered_.empty()) return std::nullopt;
+  return *ordered_.rbegin();
+}
+
+}  // namespace syncopate::sync

@@ -1,0 +1,36 @@
+// Clocks of the live trainers (clock = iterations a trainer has completed and pushed), with the
+// minimum that every staleness rule is measured against.
+#ifndef SYNCOPATE_SYNC_CLOCK_TABLE_H_
+#define SYNCOPATE_SYNC_CLOCK_TABLE_H_
+
+#include <cstdint>
+#include <optional>
+#include <set>
+
+#include "absl/container/flat_hash_map.h"
+
+namespace syncopate::sync {
+
+using TrainerId = uint64_t;
+
+// Not thread-safe; owned by one policy.
+class ClockTable {
+ public:
+  // Inserts or moves a trainer's clock.
+  void Set(TrainerId trainer, int64_t clock);
+  // Removes a trainer; a no-op for an unknown one.
+  void Erase(TrainerId trainer);
+  std::optional<int64_t> Get(TrainerId trainer) const;
+  // Minimum / maximum over the trainers in the table; nullopt when it is empty. O(1).
+  std::optional<int64_t> Min() const;
+  std::optional<int64_t> Max() const;
+  size_t size() const { return clocks_.size(); }
+
+ private:
+  absl::flat_hash_map<TrainerId, int64_t> clocks_;
+  std::multiset<int64_t> ordered_;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_CLOCK_TABLE_H_

@@ -1,0 +1,55 @@
+#include "sync/membership.h"
+
+#include "gtest/gtest.h"
+
+namespace syncopate::sync {
+namespace {
+
+const absl::Time kT0 = absl::UnixEpoch();
+
+TEST(Membership, RejoinKeepsIdAndBumpsIncarnation) {
+  Membership m;
+  JoinResult a = *m.Join("trainer-0", 0, kT0);
+  JoinResult b = *m.Join("trainer-1", 1, kT0);
+  EXPECT_NE(a.member.id, b.member.id);
+  ASSERT_TRUE(m.Remove(a.member.id, a.member.incarnation).ok());
+  JoinResult again = *m.Join("trainer-0", 0, kT0);
+  EXPECT_EQ(again.member.id, a.member.id);
+  EXPECT_EQ(again.member.incarnation, a.member.incarnation + 1);
+  EXPECT_FALSE(again.replaced);
+}
+
+TEST(Membership, RejoinWhileLiveReplacesTheOldIncarnation) {
+  Membership m;
+  JoinResult a = *m.Join("t", 0, kT0);
+  JoinResult b = *m.Join("t", 0, kT0);
+  ASSERT_TRUE(b.replaced);
+  EXPECT_EQ(b.replaced->incarnation, a.member.incarnation);
+  EXPECT_EQ(m.Touch(a.member.id, a.member.incarnation, kT0).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(m.Touch(b.member.id, b.member.incarnation, kT0).ok());
+}
+
+TEST(Membership, UnknownAndDepartedTrainersAreRejected) {
+  Membership m;
+  EXPECT_EQ(m.Touch(99, 1, kT0).code(), absl::StatusCode::kUnauthenticated);
+  JoinResult a = *m.Join("t", 0, kT0);
+  ASSERT_TRUE(m.Remove(a.member.id, a.member.incarnation).ok());
+  EXPECT_EQ(m.Touch(a.member.id, a.member.incarnation, kT0).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_FALSE(m.Join("", 0, kT0).ok());
+}
+
+TEST(Membership, ExpiresOnlySilentTrainers) {
+  Membership m;
+  JoinResult a = *m.Join("a", 0, kT0);
+  JoinResult b = *m.Join("b", 1, kT0);
+  ASSERT_TRUE(m.Touch(b.member.id, b.member.incarnation, kT0 + absl::Seconds(4)).ok());
+  std::vector<Member> expired = m.Expired(kT0 + absl::Seconds(6), absl::Seconds(5));
+  ASSERT_EQ(expired.size(), 1u);
+  EXPECT_EQ(expired[0].id, a.member.id);
+  EXPECT_TRUE(m.Expired(kT0 + absl::Seconds(5), absl::Seconds(5)).empty());
+}
+
+}  // namespace
+}  // namespace syncopate::sync

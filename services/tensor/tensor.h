@@ -1,0 +1,66 @@
+// Named float32 tensors as they travel between trainers and the store, and the rules both sides
+// share: how a name maps to a shard, how a tensor is cut into chunks, and how a model is checksummed.
+#ifndef SYNCOPATE_TENSOR_TENSOR_H_
+#define SYNCOPATE_TENSOR_TENSOR_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/types/span.h"
+#include "syncopate/v1/tensor.pb.h"
+
+namespace syncopate::tensor {
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+
+  // Product of the shape; 0 for an invalid shape.
+  int64_t NumElements() const;
+  bool operator==(const TensorSpec& other) const {
+    return name == other.name && shape == other.shape;
+  }
+};
+
+// INVALID_ARGUMENT unless the name is non-empty and every dimension is positive.
+absl::Status ValidateSpec(const TensorSpec& spec);
+
+TensorSpec FromProto(const v1::TensorSpec& proto);
+void ToProto(const TensorSpec& spec, v1::TensorSpec* proto);
+
+// A host-side model or delta: tensor name -> values. Ordered by name, so every process iterates the
+// same tensors in the same order (checksums and chunk streams rely on it).
+using TensorMap = std::map<std::string, std::vector<float>>;
+
+// Which of `shard_count` store shards holds a tensor: FNV-1a of the name, modulo the count. Stable
+// across processes, builds and restarts.
+uint32_t ShardOf(std::string_view name, uint32_t shard_count);
+
+// Default and allowed chunk sizes in bytes (1 MiB measured best on loopback; see build-facts).
+inline constexpr uint32_t kDefaultChunkBytes = 1 << 20;
+inline constexpr uint32_t kMinChunkBytes = 64 << 10;
+inline constexpr uint32_t kMaxChunkBytes = 4 << 20;
+uint32_t ClampChunkBytes(uint32_t requested);
+
+// Calls `emit` once per chunk of `values`, in order; each chunk carries at most `chunk_bytes` bytes.
+// The chunk passed to `emit` is reused between calls. A zero-length tensor emits one empty chunk.
+void ForEachChunk(const std::string& name, absl::Span<const float> values, uint32_t chunk_bytes,
+                  const std::function<void(const v1::TensorChunk&)>& emit);
+
+// The float values a chunk carries; INVALID_ARGUMENT when its byte length is not a multiple of 4.
+absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* values);
+
+// INVALID_ARGUMENT naming the first NaN or infinity in `values`.
+absl::Status CheckFinite(absl::Span<const float> values);
+
+// CRC-32 over raw float bytes, chainable: Crc32(b, Crc32(a)) is the checksum of a then b.
+uint32_t Crc32(absl::Span<const float> values, uint32_t previous = 0);
+
+}  // namespace syncopate::tensor
+
+#endif  // SYNCOPATE_TENSOR_TENSOR_H_

@@ -1,0 +1,66 @@
+#include "tensor/tensor.h"
+
+#include <cmath>
+#include <limits>
+
+#include "gtest/gtest.h"
+
+namespace syncopate::tensor {
+namespace {
+
+TEST(ShardOf, StableAndSpread) {
+  EXPECT_EQ(ShardOf("fc1/weight", 4), ShardOf("fc1/weight", 4));
+  EXPECT_EQ(ShardOf("anything", 1), 0u);
+  std::vector<int> hits(4);
+  for (int i = 0; i < 400; ++i) hits[ShardOf("t" + std::to_string(i), 4)]++;
+  for (int h : hits) EXPECT_GT(h, 50);
+}
+
+TEST(ForEachChunk, CoversTensorExactlyOnceInOrder) {
+  std::vector<float> values(300000);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i);
+  std::vector<float> rebuilt;
+  ForEachChunk("w", values, kMinChunkBytes, [&](const v1::TensorChunk& c) {
+    EXPECT_EQ(c.offset(), rebuilt.size());
+    EXPECT_LE(c.data().size(), kMinChunkBytes);
+    absl::Span<const float> v;
+    ASSERT_TRUE(ChunkValues(c, &v).ok());
+    rebuilt.insert(rebuilt.end(), v.begin(), v.end());
+  });
+  EXPECT_EQ(rebuilt, values);
+}
+
+TEST(ChunkValues, RejectsRaggedBytes) {
+  v1::TensorChunk chunk;
+  chunk.set_data("abc");
+  absl::Span<const float> v;
+  EXPECT_EQ(ChunkValues(chunk, &v).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(CheckFinite, FindsNanAndInf) {
+  std::vector<float> v(1000, 1.0f);
+  EXPECT_TRUE(CheckFinite(v).ok());
+  v[10] = std::numeric_limits<float>::quiet_NaN();
+  EXPECT_EQ(CheckFinite(v).code(), absl::StatusCode::kInvalidArgument);
+  v[10] = 0;
+  v[999] = -std::numeric_limits<float>::infinity();
+  EXPECT_EQ(CheckFinite(v).code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(Crc32, ChainsAndDetectsChange) {
+  std::vector<float> a = {1, 2, 3}, b = {4, 5};
+  std::vector<float> ab = {1, 2, 3, 4, 5};
+  EXPECT_EQ(Crc32(b, Crc32(a)), Crc32(ab));
+  ab[4] = 5.0001f;
+  EXPECT_NE(Crc32(b, Crc32(a)), Crc32(ab));
+}
+
+TEST(ValidateSpec, RejectsBadShapes) {
+  EXPECT_TRUE(ValidateSpec({"w", {2, 3}}).ok());
+  EXPECT_FALSE(ValidateSpec({"", {2}}).ok());
+  EXPECT_FALSE(ValidateSpec({"w", {}}).ok());
+  EXPECT_FALSE(ValidateSpec({"w", {2, 0}}).ok());
+}
+
+}  // namespace
+}  // namespace syncopate::tensor
