@@ -35,6 +35,21 @@ void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10 * 1000);
 }
 
+absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
+                         std::unique_ptr<grpc::Server>* server, int* port) {
+  grpc::EnableDefaultHealthCheckService(true);
+  grpc::ServerBuilder builder;
+  ConfigureServerBuilder(builder);
+  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), port);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  *server = builder.BuildAndStart();
+  if (*server == nullptr || *port == 0) {
+    return absl::UnavailableError(absl::StrCat("cannot serve gRPC on ", address));
+  }
+  (*server)->GetHealthCheckService()->SetServingStatus(true);
+  return absl::OkStatus();
+}
+
 std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));

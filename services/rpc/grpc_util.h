@@ -5,6 +5,7 @@
 
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
@@ -27,6 +28,11 @@ void ConfigureServerBuilder(grpc::ServerBuilder& builder);
 
 // A client context whose deadline is `timeout` from now.
 std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout);
+
+// Builds and starts a server on `address` ("127.0.0.1:0" picks a port) with `services`, gRPC's health
+// service (reporting SERVING) and Syncopate's settings. UNAVAILABLE when it cannot bind.
+absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
+                         std::unique_ptr<grpc::Server>* server, int* port);
 
 // Calls grpc.health.v1.Health/Check on `channel`; OK when the server reports SERVING.
 absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout);

@@ -1,0 +1,233 @@
+#include "store/parameter_table.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace syncopate::store {
+namespace {
+
+// dst[i] += scale * src[i]; written plainly so the compiler vectorises it.
+void ScaledAdd(float* __restrict dst, const float* __restrict src, size_t n, float scale) {
+  if (scale == 1.0f) {
+    for (size_t i = 0; i < n; ++i) dst[i] += src[i];
+  } else {
+    for (size_t i = 0; i < n; ++i) dst[i] += scale * src[i];
+  }
+}
+
+}  // namespace
+
+std::optional<tensor::TensorSpec> ParameterTable::Spec(const std::string& name) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = tensors_.find(name);
+  if (it == tensors_.end()) return std::nullopt;
+  return it->second.spec;
+}
+
+std::vector<tensor::TensorSpec> ParameterTable::Specs() const {
+  absl::ReaderMutexLock lock(&mu_);
+  std::vector<tensor::TensorSpec> specs;
+  for (const auto& [name, t] : tensors_) specs.push_back(t.spec);
+  return specs;
+}
+
+int64_t ParameterTable::live_version() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return live_version_;
+}
+
+int64_t ParameterTable::last_closed_round() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return last_closed_round_;
+}
+
+void ParameterTable::SetMembers(const std::vector<TrainerKey>& members) {
+  absl::MutexLock lock(&mu_);
+  member_incarnation_.clear();
+  for (const TrainerKey& m : members) {
+    member_incarnation_[m.id] = m.incarnation;
+    ever_members_.insert(m.id);
+  }
+}
+
+absl::Status ParameterTable::CheckMember(const v1::PushHeader& header) const {
+  if (!ever_members_.contains(header.trainer_id())) {
+    return absl::UnauthenticatedError(
+        absl::StrCat("unknown trainer ", header.trainer_id(), ": not a member of this job"));
+  }
+  auto it = member_incarnation_.find(header.trainer_id());
+  if (it == member_incarnation_.end()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trainer ", header.trainer_id(), " has left or was evicted"));
+  }
+  if (it->second != header.incarnation()) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trainer ", header.trainer_id(), " incarnation ", header.incarnation(),
+                     " is stale (current ", it->second, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<ApplyResult> ParameterTable::Initialize(const StagedPush& push) {
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckMember(push.header));
+  bool any_new = false;
+  for (const tensor::TensorSpec& spec : push.tensors) {
+    auto it = tensors_.find(spec.name);
+    if (it == tensors_.end()) {
+      any_new = true;
+    } else if (it->second.spec.shape != spec.shape) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("tensor '", spec.name, "' exists with a different shape"));
+    }
+  }
+  ApplyResult result;
+  if (!any_new) {
+    result.already_initialized = true;
+    result.live_version = live_version_;
+    return result;
+  }
+  if (last_closed_round_ > 0) {
+    return absl::FailedPreconditionError("cannot add tensors after training rounds have closed");
+  }
+  std::vector<bool> fresh(push.tensors.size());
+  for (size_t i = 0; i < push.tensors.size(); ++i) {
+    const tensor::TensorSpec& spec = push.tensors[i];
+    if (tensors_.count(spec.name) > 0) continue;
+    fresh[i] = true;
+    Tensor& t = tensors_[spec.name];
+    t.spec = spec;
+    t.values.assign(spec.NumElements(), 0.0f);
+  }
+  for (const StagedChunk& chunk : push.chunks) {
+    if (!fresh[chunk.tensor_index]) continue;
+    Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
+    std::memcpy(t.values.data() + chunk.offset, chunk.values(), chunk.bytes.size());
+  }
+  ++live_version_;
+  last_closed_round_ = 0;
+  snapshots_.clear();
+  Publish(MakeSnapshot(0));
+  result.live_version = live_version_;
+  return result;
+}
+
+absl::StatusOr<ApplyResult> ParameterTable::Apply(const StagedPush& push) {
+  const v1::PushHeader& h = push.header;
+  if (!std::isfinite(h.weight())) return absl::InvalidArgumentError("non-finite push weight");
+  absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckMember(h));
+  ApplyResult result;
+  uint64_t& last = last_sequence_[{h.trainer_id(), h.incarnation()}];
+  if (h.sequence() != 0 && h.sequence() <= last) {
+    result.duplicate = true;
+    result.live_version = live_version_;
+    return result;
+  }
+  // Every tensor is checked before any is changed: the push applies entirely or not at all.
+  for (const tensor::TensorSpec& spec : push.tensors) {
+    auto it = tensors_.find(spec.name);
+    if (it == tensors_.end() || it->second.spec.shape != spec.shape) {
+      return absl::NotFoundError(absl::StrCat("tensor '", spec.name, "' is not held here"));
+    }
+  }
+  switch (h.apply_mode()) {
+    case v1::APPLY_MODE_IMMEDIATE:
+      for (const StagedChunk& chunk : push.chunks) {
+        Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
+        ScaledAdd(t.values.data() + chunk.offset, chunk.values(), chunk.size(), h.weight());
+      }
+      break;
+    case v1::APPLY_MODE_ROUND: {
+      if (h.round() != last_closed_round_ + 1) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("push for round ", h.round(), " but the open round is ",
+                         last_closed_round_ + 1));
+      }
+      if (h.weight() <= 0) return absl::InvalidArgumentError("round pushes need a positive weight");
+      for (const tensor::TensorSpec& spec : push.tensors) {
+        Tensor& t = tensors_[spec.name];
+        if (t.round_sum.empty()) t.round_sum.assign(t.values.size(), 0.0f);
+        t.round_weight += h.weight();
+      }
+      for (const StagedChunk& chunk : push.chunks) {
+        Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
+        ScaledAdd(t.round_sum.data() + chunk.offset, chunk.values(), chunk.size(), h.weight());
+      }
+      ++open_round_pushes_;
+      break;
+    }
+    default:
+      return absl::InvalidArgumentError("push without an apply mode");
+  }
+  if (h.sequence() != 0) last = h.sequence();
+  result.live_version = ++live_version_;
+  return result;
+}
+
+absl::StatusOr<CloseResult> ParameterTable::CloseRound(int64_t round) {
+  absl::MutexLock lock(&mu_);
+  if (auto it = close_results_.find(round); it != close_results_.end()) return it->second;
+  if (last_closed_round_ < 0) {
+    return absl::FailedPreconditionError("cannot close a round before the model is initialized");
+  }
+  if (round != last_closed_round_ + 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot close round ", round, "; the open round is ", last_closed_round_ + 1));
+  }
+  for (auto& [name, t] : tensors_) {
+    if (t.round_weight > 0) {
+      ScaledAdd(t.values.data(), t.round_sum.data(), t.values.size(),
+                static_cast<float>(1.0 / t.round_weight));
+    }
+    t.round_sum.clear();
+    t.round_weight = 0;
+  }
+  last_closed_round_ = round;
+  ++live_version_;
+  auto snapshot = MakeSnapshot(round);
+  CloseResult result{live_version_, snapshot->checksum, open_round_pushes_};
+  open_round_pushes_ = 0;
+  Publish(std::move(snapshot));
+  close_results_[round] = result;
+  while (close_results_.size() > 64) close_results_.erase(close_results_.begin());
+  return result;
+}
+
+absl::StatusOr<std::shared_ptr<const ModelSnapshot>> ParameterTable::Snapshot(
+    int64_t round) const {
+  absl::ReaderMutexLock lock(&mu_);
+  if (round < 0) return MakeSnapshot(-1);
+  if (round > last_closed_round_) {
+    return absl::FailedPreconditionError(absl::StrCat("round ", round, " is not closed yet (last ",
+                                                      last_closed_round_, ")"));
+  }
+  for (const auto& s : snapshots_) {
+    if (s->round == round) return s;
+  }
+  return absl::NotFoundError(absl::StrCat("round ", round, " is no longer kept (oldest ",
+                                          snapshots_.empty() ? -1 : snapshots_.front()->round,
+                                          ")"));
+}
+
+std::shared_ptr<const ModelSnapshot> ParameterTable::MakeSnapshot(int64_t round) const {
+  auto s = std::make_shared<ModelSnapshot>();
+  s->round = round;
+  s->live_version = live_version_;
+  for (const auto& [name, t] : tensors_) {
+    s->specs.push_back(t.spec);
+    s->values.push_back(t.values);
+    if (round >= 0) s->checksum = tensor::Crc32(t.values, s->checksum);
+  }
+  return s;
+}
+
+void ParameterTable::Publish(std::shared_ptr<const ModelSnapshot> snapshot) {
+  snapshots_.push_back(std::move(snapshot));
+  while (static_cast<int>(snapshots_.size()) > snapshots_kept_) snapshots_.pop_front();
+}
+
+}  // namespace syncopate::store

@@ -1,0 +1,67 @@
+// Collects one Push or Initialize stream into a StagedPush, validating as chunks arrive, so that a
+// bad or truncated stream is rejected before anything touches the model.
+#ifndef SYNCOPATE_STORE_PUSH_ASSEMBLER_H_
+#define SYNCOPATE_STORE_PUSH_ASSEMBLER_H_
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "syncopate/v1/store.pb.h"
+#include "tensor/tensor.h"
+
+namespace syncopate::store {
+
+// A chunk whose payload was moved out of its message (no copy).
+struct StagedChunk {
+  size_t tensor_index = 0;  // into StagedPush::tensors
+  uint64_t offset = 0;      // elements
+  std::string bytes;        // float32 values
+
+  const float* values() const { return reinterpret_cast<const float*>(bytes.data()); }
+  size_t size() const { return bytes.size() / sizeof(float); }
+};
+
+// A complete, validated push: every tensor of the header covered exactly once by finite values.
+struct StagedPush {
+  v1::PushHeader header;  // tensors field cleared; see `tensors`
+  std::vector<tensor::TensorSpec> tensors;
+  std::vector<StagedChunk> chunks;
+  uint64_t payload_bytes = 0;
+};
+
+// Looks up the store's shape of a tensor; nullopt when the store does not hold it.
+using SpecLookup = std::function<std::optional<tensor::TensorSpec>(const std::string&)>;
+
+// Not thread-safe; one per stream.
+class PushAssembler {
+ public:
+  // `lookup` is empty for Initialize streams (the header defines the tensors); for Push streams it
+  // checks that every header tensor exists here with the same shape.
+  explicit PushAssembler(SpecLookup lookup = nullptr) : lookup_(std::move(lookup)) {}
+
+  // Takes one stream message (its chunk payload is moved out). INVALID_ARGUMENT for: a first message
+  // that is not a header, a second header, an unknown tensor (NOT_FOUND), a shape mismatch, a chunk
+  // out of order or past the tensor's end, a ragged byte length, NaN or infinity.
+  absl::Status Add(v1::PushMessage& message);
+
+  // The stream ended: INVALID_ARGUMENT when it was empty or any tensor is incomplete (truncated).
+  absl::StatusOr<StagedPush> Finish();
+
+ private:
+  absl::Status AddHeader(v1::PushHeader& header);
+  absl::Status AddChunk(v1::TensorChunk& chunk);
+
+  SpecLookup lookup_;
+  bool have_header_ = false;
+  StagedPush push_;
+  std::vector<uint64_t> filled_;  // elements received per tensor
+};
+
+}  // namespace syncopate::store
+
+#endif  // SYNCOPATE_STORE_PUSH_ASSEMBLER_H_

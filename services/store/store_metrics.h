@@ -1,0 +1,39 @@
+// The store shard's Prometheus metrics (catalogue: docs/metrics.md).
+#ifndef SYNCOPATE_STORE_STORE_METRICS_H_
+#define SYNCOPATE_STORE_STORE_METRICS_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "prometheus/counter.h"
+#include "prometheus/family.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace syncopate::store {
+
+// Registered once per process; the members are thread-safe prometheus-cpp metrics.
+struct StoreMetrics {
+  explicit StoreMetrics(prometheus::Registry& registry);
+
+  // Counts a rejected request under its gRPC code name (bounded label values).
+  void Reject(const absl::Status& status);
+
+  prometheus::Counter& push_bytes;
+  prometheus::Counter& pull_bytes;
+  prometheus::Counter& pushes_applied;
+  prometheus::Counter& pushes_duplicate;
+  prometheus::Counter& rounds_closed;
+  prometheus::Histogram& push_duration;
+  prometheus::Histogram& pull_duration;
+  prometheus::Histogram& apply_duration;
+  prometheus::Gauge& live_version;
+  prometheus::Gauge& last_closed_round;
+  prometheus::Gauge& model_bytes;
+  prometheus::Family<prometheus::Counter>& rejected;
+};
+
+}  // namespace syncopate::store
+
+#endif  // SYNCOPATE_STORE_STORE_METRICS_H_

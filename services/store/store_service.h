@@ -1,0 +1,48 @@
+// The gRPC face of one parameter-store shard: translates ParameterStore RPCs into ParameterTable
+// calls and table results into replies. Holds no model state of its own.
+#ifndef SYNCOPATE_STORE_STORE_SERVICE_H_
+#define SYNCOPATE_STORE_STORE_SERVICE_H_
+
+#include <cstdint>
+
+#include "store/parameter_table.h"
+#include "store/store_metrics.h"
+#include "syncopate/v1/store.grpc.pb.h"
+
+namespace syncopate::store {
+
+// Thread-safe (the table is); `table` and `metrics` must outlive the service.
+class StoreService final : public v1::ParameterStore::Service {
+ public:
+  StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard, uint32_t shard_count);
+
+  grpc::Status GetSchema(grpc::ServerContext* ctx, const v1::GetSchemaRequest* request,
+                         v1::Schema* reply) override;
+  grpc::Status Initialize(grpc::ServerContext* ctx, grpc::ServerReader<v1::PushMessage>* reader,
+                          v1::PushReply* reply) override;
+  grpc::Status Push(grpc::ServerContext* ctx, grpc::ServerReader<v1::PushMessage>* reader,
+                    v1::PushReply* reply) override;
+  grpc::Status Pull(grpc::ServerContext* ctx, const v1::PullRequest* request,
+                    grpc::ServerWriter<v1::PullMessage>* writer) override;
+  grpc::Status SetMembership(grpc::ServerContext* ctx, const v1::Membership* request,
+                             v1::SetMembershipReply* reply) override;
+  grpc::Status CloseRound(grpc::ServerContext* ctx, const v1::CloseRoundRequest* request,
+                          v1::CloseRoundReply* reply) override;
+
+ private:
+  // Reads a whole push stream; `initialize` selects Initialize's rules.
+  absl::Status ReceivePush(grpc::ServerReader<v1::PushMessage>* reader, bool initialize,
+                           v1::PushReply* reply);
+  // Counts a failure and converts it for the wire.
+  grpc::Status Finish(const absl::Status& status);
+  void UpdateGauges();
+
+  ParameterTable& table_;
+  StoreMetrics& metrics_;
+  const uint32_t shard_;
+  const uint32_t shard_count_;
+};
+
+}  // namespace syncopate::store
+
+#endif  // SYNCOPATE_STORE_STORE_SERVICE_H_
