@@ -1,0 +1,311 @@
+#include "coordinator/coordinator.h"
+
+#include "absl/strings/str_cat.h"
+#include "spdlog/spdlog.h"
+
+namespace syncopate::coordinator {
+namespace {
+
+v1::ApplyMode ToProto(sync::PushMode mode) {
+  return mode == sync::PushMode::kRound ? v1::APPLY_MODE_ROUND : v1::APPLY_MODE_IMMEDIATE;
+}
+
+}  // namespace
+
+Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<sync::SyncPolicy> policy,
+                         StoreControl& stores, const base::Clock& clock,
+                         CoordinatorMetrics& metrics)
+    : options_(options),
+      stores_(stores),
+      clock_(clock),
+      metrics_(metrics),
+      started_at_(clock.Now()),
+      policy_(std::move(policy)) {
+  absl::MutexLock lock(&mu_);
+  metrics_.staleness_bound.Set(static_cast<double>(policy_->staleness_bound()));
+}
+
+Coordinator::~Coordinator() { Stop(); }
+
+void Coordinator::Start() { thread_ = std::thread([this] { ActionLoop(); }); }
+
+void Coordinator::Stop() {
+  {
+    absl::MutexLock lock(&mu_);
+    if (stopping_) return;
+    stopping_ = true;
+    for (auto& [id, session] : sessions_) session.outbox->Close();
+  }
+  if (thread_.joinable()) thread_.join();
+}
+
+absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join,
+                                             std::shared_ptr<Outbox> outbox) {
+  const absl::Time now = clock_.Now();
+  absl::MutexLock lock(&mu_);
+  absl::StatusOr<sync::JoinResult> joined = membership_.Join(join.name(), join.rank(), now);
+  if (!joined.ok()) return joined.status();
+  const sync::Member& member = joined->member;
+  if (joined->replaced) {
+    // A restarted trainer came back before its old incarnation was evicted.
+    EnqueueDecisions(policy_->OnLeave(member.id, now));
+    CloseSession({member.id, joined->replaced->incarnation}, "evicted",
+                 "replaced by a new incarnation");
+  }
+  sync::Decisions decisions;
+  absl::StatusOr<int64_t> start = policy_->OnJoin(member.id, now, &decisions);
+  if (!start.ok()) return start.status();
+  sessions_[member.id] = Session{member.incarnation, outbox};
+  names_[member.id] = member.name;
+  membership_dirty_ = true;
+
+  v1::TrainerStatus& status = trainer_status_[member.name];
+  status.set_trainer_id(member.id);
+  status.set_incarnation(member.incarnation);
+  status.set_name(member.name);
+  status.set_rank(join.rank());
+  status.set_state("live");
+  status.set_clock(*start);
+  status.set_slowdown(join.slowdown());
+  status.clear_timings();
+  status.set_compute_time_ratio(0);
+
+  v1::Directive welcome;
+  v1::Welcome* w = welcome.mutable_welcome();
+  w->set_trainer_id(member.id);
+  w->set_incarnation(member.incarnation);
+  w->set_mode(policy_->name());
+  for (const std::string& address : stores_.addresses()) w->add_store_addresses(address);
+  w->set_heartbeat_interval_seconds(absl::ToDoubleSeconds(options_.heartbeat_interval));
+  w->set_push_mode(ToProto(policy_->push_mode()));
+  w->set_start_clock(*start);
+  Action action;
+  action.sends.emplace_back(outbox, std::move(welcome));
+  Enqueue(std::move(action));
+  EnqueueDecisions(std::move(decisions));
+  metrics_.joins.Increment();
+  UpdateGauges();
+  spdlog::info("trainer '{}' (rank {}) joined as id {} incarnation {} at clock {}", member.name,
+               join.rank(), member.id, member.incarnation, *start);
+  return SessionKey{member.id, member.incarnation};
+}
+
+void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
+  const absl::Time now = clock_.Now();
+  absl::MutexLock lock(&mu_);
+  if (!membership_.Touch(key.id, key.incarnation, now).ok()) return;
+  report_arrival_[key.id] = now;
+  absl::StatusOr<sync::Decisions> decisions = policy_->OnClock(key.id, report.clock(), now);
+  if (!decisions.ok()) {
+    spdlog::warn("evicting trainer {}: {}", key.id, decisions.status().ToString());
+    metrics_.evictions.Add({{"reason", "protocol"}}).Increment();
+    Depart(key, "evicted", std::string(decisions.status().message()));
+    return;
+  }
+  v1::TrainerStatus& status = trainer_status_[names_[key.id]];
+  status.set_clock(report.clock());
+  UpdateTimings(key.id, report.timings());
+  if (report.has_test_accuracy()) {
+    accuracy_ = report.test_accuracy();
+    accuracy_at_ = absl::ToDoubleSeconds(now - started_at_);
+  }
+  EnqueueDecisions(*std::move(decisions));
+  UpdateGauges();
+}
+
+void Coordinator::Heartbeat(const SessionKey& key, const v1::Heartbeat& heartbeat) {
+  absl::MutexLock lock(&mu_);
+  if (!membership_.Touch(key.id, key.incarnation, clock_.Now()).ok()) return;
+  UpdateTimings(key.id, heartbeat.timings());
+}
+
+void Coordinator::Leave(const SessionKey& key, const std::string& reason) {
+  absl::MutexLock lock(&mu_);
+  if (!membership_.CheckLive(key.id, key.incarnation).ok()) return;
+  metrics_.leaves.Increment();
+  spdlog::info("trainer {} left: {}", key.id, reason);
+  Depart(key, "left", reason);
+}
+
+void Coordinator::Disconnected(const SessionKey& key) {
+  absl::MutexLock lock(&mu_);
+  if (!membership_.CheckLive(key.id, key.incarnation).ok()) return;
+  metrics_.evictions.Add({{"reason", "disconnected"}}).Increment();
+  spdlog::warn("trainer {} disconnected without leaving; evicted", key.id);
+  Depart(key, "evicted", "session stream closed without Leave");
+}
+
+void Coordinator::Depart(const SessionKey& key, const std::string& state,
+                         const std::string& reason) {
+  if (!membership_.Remove(key.id, key.incarnation).ok()) return;
+  membership_dirty_ = true;
+  EnqueueDecisions(policy_->OnLeave(key.id, clock_.Now()));
+  CloseSession(key, state, reason);
+}
+
+void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
+                               const std::string& reason) {
+  if (auto it = sessions_.find(key.id);
+      it != sessions_.end() && it->second.incarnation == key.incarnation) {
+    if (state == "evicted") {
+      v1::Directive evicted;
+      evicted.mutable_evicted()->set_reason(reason);
+      it->second.outbox->Send(std::move(evicted));
+    }
+    it->second.outbox->Close();
+    sessions_.erase(it);
+  }
+  report_arrival_.erase(key.id);
+  trainer_status_[names_[key.id]].set_state(state);
+  UpdateGauges();
+}
+
+void Coordinator::UpdateTimings(sync::TrainerId id, const v1::TrainerTimings& timings) {
+  v1::TrainerStatus& status = trainer_status_[names_[id]];
+  *status.mutable_timings() = timings;
+  status.set_compute_time_ratio(
+      timings.wall_seconds() > 0 ? timings.compute_seconds() / timings.wall_seconds() : 0);
+}
+
+void Coordinator::UpdateGauges() {
+  metrics_.live_trainers.Set(static_cast<double>(membership_.live_count()));
+  metrics_.min_clock.Set(static_cast<double>(policy_->MinClock().value_or(0)));
+}
+
+sync::TrainerId Coordinator::Evaluator() const {
+  std::optional<sync::Member> best;
+  for (const sync::Member& m : membership_.Live()) {
+    if (!best || m.rank < best->rank) best = m;
+  }
+  return best ? best->id : 0;
+}
+
+void Coordinator::Enqueue(Action action) {
+  action.created = clock_.Now();
+  pending_.push_back(std::move(action));
+}
+
+void Coordinator::EnqueueDecisions(sync::Decisions decisions) {
+  if (decisions.empty()) return;
+  const int64_t min = policy_->MinClock().value_or(0);
+  for (const sync::Grant& g : decisions.grants) {
+    metrics_.staleness_at_grant.Observe(static_cast<double>(g.clock - min));
+  }
+  Action action;
+  action.close_rounds = std::move(decisions.close_rounds);
+  action.grants = std::move(decisions.grants);
+  Enqueue(std::move(action));
+}
+
+void Coordinator::ActionLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      auto work = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+        return stopping_ || !pending_.empty() || membership_dirty_;
+      };
+      mu_.AwaitWithTimeout(absl::Condition(&work), options_.tick);
+      if (stopping_) return;
+    }
+    Tick();
+    RunPending();
+  }
+}
+
+void Coordinator::Tick() {
+  const absl::Time now = clock_.Now();
+  absl::MutexLock lock(&mu_);
+  for (const sync::Member& m : membership_.Expired(now, options_.eviction_timeout)) {
+    metrics_.evictions.Add({{"reason", "heartbeat_timeout"}}).Increment();
+    spdlog::warn("trainer {} ('{}') silent for over {}; evicted", m.id, m.name,
+                 absl::FormatDuration(options_.eviction_timeout));
+    Depart({m.id, m.incarnation}, "evicted", "heartbeat timeout");
+  }
+  EnqueueDecisions(policy_->OnTick(now));
+}
+
+void Coordinator::RunPending() {
+  while (true) {
+    std::vector<sync::Member> members;
+    bool sync_members = false;
+    Action action;
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+      if (membership_dirty_) {
+        members = membership_.Live();
+        membership_dirty_ = false;
+        sync_members = true;
+      } else if (pending_.empty()) {
+        return;
+      } else {
+        action = pending_.front();
+      }
+    }
+    if (sync_members) {
+      absl::Status status = stores_.SetMembership(members);
+      if (!status.ok()) {
+        spdlog::warn("store membership update failed (will retry): {}", status.ToString());
+        absl::MutexLock lock(&mu_);
+        membership_dirty_ = true;
+        return;
+      }
+      continue;
+    }
+    for (int64_t round : action.close_rounds) {
+      const absl::Time start = clock_.Now();
+      absl::Status status = stores_.CloseRound(round);
+      if (!status.ok()) {
+        spdlog::warn("closing round {} failed (will retry): {}", round, status.ToString());
+        return;
+      }
+      metrics_.close_round_duration.Observe(absl::ToDoubleSeconds(clock_.Now() - start));
+      metrics_.rounds_closed.Increment();
+    }
+    absl::MutexLock lock(&mu_);
+    pending_.pop_front();
+    rounds_closed_ += static_cast<int64_t>(action.close_rounds.size());
+    const sync::TrainerId evaluator = Evaluator();
+    const absl::Time now = clock_.Now();
+    for (const sync::Grant& g : action.grants) {
+      auto it = sessions_.find(g.trainer);
+      if (it == sessions_.end()) continue;  // departed since the decision
+      v1::Directive directive;
+      v1::Proceed* p = directive.mutable_proceed();
+      p->set_clock(g.clock);
+      if (g.pull.kind == sync::PullSpec::Kind::kRound) {
+        p->mutable_pull()->set_round(g.pull.round);
+      } else {
+        p->mutable_pull()->set_live(true);
+      }
+      p->set_staleness_bound(g.staleness_bound);
+      p->set_evaluate(g.trainer == evaluator);
+      it->second.outbox->Send(std::move(directive));
+      metrics_.grants.Increment();
+      if (auto arrival = report_arrival_.find(g.trainer); arrival != report_arrival_.end()) {
+        metrics_.directive_latency.Observe(absl::ToDoubleSeconds(now - arrival->second));
+        report_arrival_.erase(arrival);
+      }
+    }
+    for (auto& [outbox, directive] : action.sends) outbox->Send(std::move(directive));
+  }
+}
+
+v1::ClusterStatus Coordinator::Status() const {
+  absl::MutexLock lock(&mu_);
+  v1::ClusterStatus status;
+  status.set_mode(policy_->name());
+  status.set_staleness_bound(policy_->staleness_bound());
+  status.set_uptime_seconds(absl::ToDoubleSeconds(clock_.Now() - started_at_));
+  for (const auto& [name, t] : trainer_status_) *status.add_trainers() = t;
+  status.set_min_live_clock(policy_->MinClock().value_or(0));
+  status.set_rounds_closed(rounds_closed_);
+  if (accuracy_) {
+    status.set_test_accuracy(*accuracy_);
+    status.set_test_accuracy_at_seconds(accuracy_at_);
+  }
+  status.set_live_trainers(static_cast<uint32_t>(membership_.live_count()));
+  return status;
+}
+
+}  // namespace syncopate::coordinator

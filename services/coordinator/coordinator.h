@@ -1,0 +1,121 @@
+// The sync coordinator's engine: membership (join, heartbeat, leave, eviction), the sync policy,
+// and the actions its decisions imply (store membership, round closes, directives). gRPC-free: the
+// session service feeds it events and drains each trainer's Outbox.
+#ifndef SYNCOPATE_COORDINATOR_COORDINATOR_H_
+#define SYNCOPATE_COORDINATOR_COORDINATOR_H_
+
+#include <deque>
+#include <map>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "base/clock.h"
+#include "coordinator/coordinator_metrics.h"
+#include "coordinator/outbox.h"
+#include "coordinator/store_control.h"
+#include "sync/membership.h"
+#include "sync/policy.h"
+#include "syncopate/v1/coordinator.pb.h"
+
+namespace syncopate::coordinator {
+
+struct CoordinatorOptions {
+  // A trainer silent for this long is evicted.
+  absl::Duration eviction_timeout = absl::Seconds(5);
+  // Told to trainers in Welcome; should be well below the eviction timeout.
+  absl::Duration heartbeat_interval = absl::Seconds(1);
+  // How often the action thread checks for expired trainers and retries failed store calls.
+  absl::Duration tick = absl::Milliseconds(100);
+};
+
+struct SessionKey {
+  sync::TrainerId id = 0;
+  uint64_t incarnation = 0;
+};
+
+// Thread-safe: events may come from any thread. Actions run on one internal thread, in the order the
+// events produced them, so a round is closed on every shard before anyone is told to pull it.
+class Coordinator {
+ public:
+  Coordinator(CoordinatorOptions options, std::unique_ptr<sync::SyncPolicy> policy,
+              StoreControl& stores, const base::Clock& clock, CoordinatorMetrics& metrics);
+  ~Coordinator();
+
+  // Starts the action thread. Call once.
+  void Start();
+  // Stops it; closes every outbox. Idempotent.
+  void Stop();
+
+  // A trainer opened a session. Its Welcome, then Proceed directives, go to `outbox`.
+  // INVALID_ARGUMENT for a join without a name.
+  absl::StatusOr<SessionKey> Join(const v1::Join& join, std::shared_ptr<Outbox> outbox);
+  // The trainer pushed `report.clock`. A report that breaks the protocol evicts the trainer.
+  void Report(const SessionKey& key, const v1::ClockReport& report);
+  void Heartbeat(const SessionKey& key, const v1::Heartbeat& heartbeat);
+  void Leave(const SessionKey& key, const std::string& reason);
+  // The stream broke without a Leave: the trainer is treated as dead at once.
+  void Disconnected(const SessionKey& key);
+
+  v1::ClusterStatus Status() const;
+
+ private:
+  // One step of work for the action thread; fields are carried out in this order.
+  struct Action {
+    std::vector<int64_t> close_rounds;
+    std::vector<sync::Grant> grants;
+    // Directives for a specific session (welcome, evicted).
+    std::vector<std::pair<std::shared_ptr<Outbox>, v1::Directive>> sends;
+    absl::Time created;
+  };
+  struct Session {
+    uint64_t incarnation = 0;
+    std::shared_ptr<Outbox> outbox;
+  };
+
+  void Enqueue(Action action) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void EnqueueDecisions(sync::Decisions decisions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Removes a live trainer (leave, eviction) and re-evaluates the policy.
+  void Depart(const SessionKey& key, const std::string& state, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Tells an evicted session why, closes its outbox and records its final state.
+  void CloseSession(const SessionKey& key, const std::string& state, const std::string& reason)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateTimings(sync::TrainerId id, const v1::TrainerTimings& timings)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  sync::TrainerId Evaluator() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
+  void ActionLoop();
+  void Tick() ABSL_LOCKS_EXCLUDED(mu_);
+  // Carries out pending actions until one fails (kept for the next tick) or none is left.
+  void RunPending() ABSL_LOCKS_EXCLUDED(mu_);
+
+  const CoordinatorOptions options_;
+  StoreControl& stores_;
+  const base::Clock& clock_;
+  CoordinatorMetrics& metrics_;
+  const absl::Time started_at_;
+
+  mutable absl::Mutex mu_;
+  std::unique_ptr<sync::SyncPolicy> policy_ ABSL_GUARDED_BY(mu_);
+  sync::Membership membership_ ABSL_GUARDED_BY(mu_);
+  std::map<sync::TrainerId, Session> sessions_ ABSL_GUARDED_BY(mu_);
+  std::map<sync::TrainerId, absl::Time> report_arrival_ ABSL_GUARDED_BY(mu_);
+  std::deque<Action> pending_ ABSL_GUARDED_BY(mu_);
+  bool membership_dirty_ ABSL_GUARDED_BY(mu_) = false;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // Status of every trainer ever seen, by name (bounded by the job's trainers).
+  std::map<std::string, v1::TrainerStatus> trainer_status_ ABSL_GUARDED_BY(mu_);
+  std::map<sync::TrainerId, std::string> names_ ABSL_GUARDED_BY(mu_);
+  int64_t rounds_closed_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<double> accuracy_ ABSL_GUARDED_BY(mu_);
+  double accuracy_at_ ABSL_GUARDED_BY(mu_) = 0;
+  std::thread thread_;
+};
+
+}  // namespace syncopate::coordinator
+
+#endif  // SYNCOPATE_COORDINATOR_COORDINATOR_H_

@@ -1,0 +1,168 @@
+#include "coordinator/coordinator.h"
+
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "sync/policy_factory.h"
+
+namespace syncopate::coordinator {
+namespace {
+
+// Records calls; can be told to fail.
+class FakeStores final : public StoreControl {
+ public:
+  absl::Status SetMembership(const std::vector<sync::Member>& members) override {
+    absl::MutexLock lock(&mu_);
+    log_.push_back("members:" + std::to_string(members.size()));
+    return absl::OkStatus();
+  }
+  absl::Status CloseRound(int64_t round) override {
+    absl::MutexLock lock(&mu_);
+    if (failures_left_ > 0) {
+      --failures_left_;
+      return absl::UnavailableError("store down");
+    }
+    log_.push_back("close:" + std::to_string(round));
+    return absl::OkStatus();
+  }
+  std::vector<std::string> addresses() const override { return {"127.0.0.1:1"}; }
+  std::vector<std::string> log() const {
+    absl::MutexLock lock(&mu_);
+    return log_;
+  }
+  void FailNext(int n) {
+    absl::MutexLock lock(&mu_);
+    failures_left_ = n;
+  }
+
+ private:
+  mutable absl::Mutex mu_;
+  std::vector<std::string> log_;
+  int failures_left_ = 0;
+};
+
+class CoordinatorTest : public ::testing::Test {
+ protected:
+  void SetUp() override { Make("bsp", 2); }
+
+  void Make(const std::string& mode, int min_trainers) {
+    if (coordinator_) coordinator_->Stop();
+    sync::PolicyOptions p;
+    p.mode = mode;
+    p.min_trainers = min_trainers;
+    CoordinatorOptions o;
+    o.eviction_timeout = absl::Seconds(5);
+    o.tick = absl::Milliseconds(5);
+    coordinator_ = std::make_unique<Coordinator>(o, *sync::MakePolicy(p), stores_, clock_,
+                                                 metrics_);
+    coordinator_->Start();
+  }
+
+  std::pair<SessionKey, std::shared_ptr<Outbox>> Join(const std::string& name, uint32_t rank) {
+    auto outbox = std::make_shared<Outbox>();
+    v1::Join join;
+    join.set_name(name);
+    join.set_rank(rank);
+    return {*coordinator_->Join(join, outbox), outbox};
+  }
+
+  // The next directive, waiting at most 5 s of real time (a deadline, not a timing assertion).
+  static v1::Directive Next(Outbox& outbox) {
+    v1::Directive d;
+    EXPECT_TRUE(outbox.Pop(&d, absl::Seconds(5))) << "no directive";
+    return d;
+  }
+  static bool Quiet(Outbox& outbox) {
+    v1::Directive d;
+    return !outbox.Pop(&d, absl::Milliseconds(100));
+  }
+  void Report(const SessionKey& key, int64_t clock) {
+    v1::ClockReport r;
+    r.set_clock(clock);
+    coordinator_->Report(key, r);
+  }
+
+  FakeStores stores_;
+  base::FakeClock clock_;
+  prometheus::Registry registry_;
+  CoordinatorMetrics metrics_{registry_};
+  std::unique_ptr<Coordinator> coordinator_;
+};
+
+TEST_F(CoordinatorTest, WelcomeThenRoundGrantsAfterStoresClose) {
+  auto [a, out_a] = Join("a", 0);
+  v1::Directive welcome = Next(*out_a);
+  ASSERT_TRUE(welcome.has_welcome());
+  EXPECT_EQ(welcome.welcome().push_mode(), v1::APPLY_MODE_ROUND);
+  EXPECT_TRUE(Quiet(*out_a)) << "start must wait for min_trainers";
+  auto [b, out_b] = Join("b", 1);
+  ASSERT_TRUE(Next(*out_b).has_welcome());
+  v1::Directive first = Next(*out_a);
+  ASSERT_TRUE(first.has_proceed());
+  EXPECT_EQ(first.proceed().pull().round(), 0);
+  EXPECT_TRUE(first.proceed().evaluate()) << "lowest rank evaluates";
+  EXPECT_FALSE(Next(*out_b).proceed().evaluate());
+
+  stores_.FailNext(3);
+  Report(a, 1);
+  Report(b, 1);
+  v1::Directive granted = Next(*out_a);
+  EXPECT_EQ(granted.proceed().pull().round(), 1);
+  EXPECT_EQ(Next(*out_b).proceed().pull().round(), 1);
+  std::vector<std::string> log = stores_.log();
+  EXPECT_EQ(log.back(), "close:1");
+  EXPECT_EQ(log.front(), "members:1") << "membership reaches the stores before the Welcome";
+}
+
+TEST_F(CoordinatorTest, SilentTrainerIsEvictedAndBarrierReleased) {
+  auto [a, out_a] = Join("a", 0);
+  auto [b, out_b] = Join("b", 1);
+  Next(*out_a);
+  Next(*out_a);
+  Next(*out_b);
+  Next(*out_b);
+  Report(a, 1);
+  EXPECT_TRUE(Quiet(*out_a));
+  clock_.Advance(absl::Seconds(3));
+  coordinator_->Heartbeat(a, v1::Heartbeat());
+  clock_.Advance(absl::Seconds(3));  // b silent for 6 s > 5 s
+  v1::Directive released = Next(*out_a);
+  ASSERT_TRUE(released.has_proceed());
+  EXPECT_EQ(released.proceed().pull().round(), 1);
+  v1::Directive evicted = Next(*out_b);
+  EXPECT_TRUE(evicted.has_evicted());
+  v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_EQ(status.live_trainers(), 1u);
+  EXPECT_EQ(status.rounds_closed(), 1);
+}
+
+TEST_F(CoordinatorTest, DisconnectReleasesAtOnceAndProtocolErrorsEvict) {
+  auto [a, out_a] = Join("a", 0);
+  auto [b, out_b] = Join("b", 1);
+  Next(*out_a);
+  Next(*out_a);
+  Next(*out_b);
+  Next(*out_b);
+  Report(a, 5);  // skips clocks: a protocol violation
+  EXPECT_TRUE(Next(*out_a).has_evicted());
+  Report(b, 1);
+  EXPECT_EQ(Next(*out_b).proceed().pull().round(), 1);
+  coordinator_->Disconnected(b);
+  EXPECT_EQ(coordinator_->Status().live_trainers(), 0u);
+}
+
+TEST_F(CoordinatorTest, RejoinGetsNewIncarnationAndOldOneIsEvicted) {
+  auto [a, out_a] = Join("a", 0);
+  auto [a2, out_a2] = Join("a", 0);
+  EXPECT_EQ(a2.id, a.id);
+  EXPECT_EQ(a2.incarnation, a.incarnation + 1);
+  // The old session is told it was evicted (its Welcome may not have gone out yet) and closed.
+  v1::Directive last;
+  v1::Directive d;
+  while (out_a->Pop(&d, absl::Milliseconds(200))) last = d;
+  EXPECT_TRUE(last.has_evicted());
+  EXPECT_TRUE(out_a->closed());
+  EXPECT_TRUE(Next(*out_a2).has_welcome());
+}
+
+}  // namespace
+}  // namespace syncopate::coordinator

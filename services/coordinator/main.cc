@@ -1,0 +1,91 @@
+// syncopate-coordinator: membership, the sync policy and directives for every trainer.
+#include <memory>
+
+#include "CLI/CLI.hpp"
+#include "base/clock.h"
+#include "base/flags.h"
+#include "base/logging.h"
+#include "base/ready_file.h"
+#include "base/signals.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/coordinator_metrics.h"
+#include "coordinator/session_service.h"
+#include "coordinator/store_control.h"
+#include "metrics/metrics_server.h"
+#include "rpc/grpc_util.h"
+#include "sync/policy_factory.h"
+
+namespace {
+
+int Fail(const absl::Status& status) {
+  spdlog::critical("{}", status.ToString());
+  return 1;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  syncopate::base::BlockTerminationSignals();
+  CLI::App app{"syncopate-coordinator: Syncopate's sync coordinator"};
+  std::string listen = "0.0.0.0:7000";
+  std::string metrics_listen = "0.0.0.0:9100";
+  std::string stores;
+  syncopate::sync::PolicyOptions policy_options;
+  std::string eviction_timeout = "5s";
+  std::string heartbeat_interval = "1s";
+  std::string start_timeout = "30s";
+  std::string ready_file;
+  std::string log_level = "info";
+  app.add_option("--listen", listen, "gRPC address (host:port; port 0 picks one)");
+  app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
+  app.add_option("--stores", stores, "Store shard addresses, comma-separated, in shard order")
+      ->required();
+  app.add_option("--mode", policy_options.mode, "Sync mode: bsp, asp, ssp");
+  app.add_option("--staleness", policy_options.staleness, "SSP staleness bound s");
+  app.add_option("--min-trainers", policy_options.min_trainers,
+                 "Hold the first grants until this many trainers joined");
+  app.add_option("--start-timeout", start_timeout, "...or until this long after the first join");
+  app.add_option("--eviction-timeout", eviction_timeout, "Evict a trainer silent this long");
+  app.add_option("--heartbeat-interval", heartbeat_interval, "Heartbeat period told to trainers");
+  app.add_option("--ready-file", ready_file, "Write the bound ports here once serving");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  CLI11_PARSE(app, argc, argv);
+  syncopate::base::InitLogging("coordinator", log_level);
+
+  syncopate::coordinator::CoordinatorOptions options;
+  for (auto [text, out] : {std::pair{&eviction_timeout, &options.eviction_timeout},
+                           std::pair{&heartbeat_interval, &options.heartbeat_interval},
+                           std::pair{&start_timeout, &policy_options.start_timeout}}) {
+    absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
+    if (!d.ok()) return Fail(d.status());
+    *out = *d;
+  }
+  auto policy = syncopate::sync::MakePolicy(policy_options);
+  if (!policy.ok()) return Fail(policy.status());
+  std::vector<std::string> store_addresses = syncopate::base::SplitList(stores);
+  if (store_addresses.empty()) return Fail(absl::InvalidArgumentError("--stores is empty"));
+
+  auto metrics_server = syncopate::metrics::MetricsServer::Start(metrics_listen);
+  if (!metrics_server.ok()) return Fail(metrics_server.status());
+  syncopate::coordinator::CoordinatorMetrics metrics((*metrics_server)->registry());
+  syncopate::coordinator::GrpcStoreControl store_control(store_addresses, absl::Seconds(3));
+  syncopate::coordinator::Coordinator coordinator(options, *std::move(policy), store_control,
+                                                  syncopate::base::MonotonicClock::Get(), metrics);
+  coordinator.Start();
+  syncopate::coordinator::SessionService service(coordinator);
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  absl::Status started = syncopate::rpc::StartServer(listen, {&service}, &server, &port);
+  if (!started.ok()) return Fail(started);
+  absl::Status ready =
+      syncopate::base::WriteReadyFile(ready_file, {port, (*metrics_server)->port(), 0});
+  if (!ready.ok()) return Fail(ready);
+  spdlog::info("mode {} with {} store shard(s); gRPC on port {}, metrics on port {}",
+               policy_options.mode, store_addresses.size(), port, (*metrics_server)->port());
+  while (syncopate::base::WaitForTerminationSignal(absl::Hours(1)) == 0) {
+  }
+  spdlog::info("shutting down");
+  coordinator.Stop();
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  return 0;
+}
