@@ -1,0 +1,61 @@
+// The compute-backend seam: a trainer sees a Model (parameters in, one SGD step, predictions out)
+// created by a Backend (CPU/OpenBLAS here; a CUDA/cuDNN backend plugs in behind the same interface).
+#ifndef SYNCOPATE_COMPUTE_BACKEND_H_
+#define SYNCOPATE_COMPUTE_BACKEND_H_
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "tensor/tensor.h"
+
+namespace syncopate::compute {
+
+struct ModelSpec {
+  // "mlp": input -> [dense + ReLU]* -> dense -> softmax.
+  std::string architecture = "mlp";
+  int input_features = 784;
+  std::vector<int> hidden = {128};
+  int classes = 10;
+};
+
+// A model resident on a backend. Not thread-safe: one trainer thread drives it.
+class Model {
+ public:
+  virtual ~Model() = default;
+
+  // Names and shapes of the trainable parameters, in name order.
+  virtual std::vector<tensor::TensorSpec> Parameters() const = 0;
+  // Host copies of all parameters (replaces `out`'s contents).
+  virtual void ReadParameters(tensor::TensorMap* out) const = 0;
+  // Sets the parameters named in `in`. INVALID_ARGUMENT (model unchanged) for an unknown name or a
+  // wrong element count; parameters not named stay as they are.
+  virtual absl::Status WriteParameters(const tensor::TensorMap& in) = 0;
+  // Forward, backward and an SGD update on `batch` examples (`x`: batch x input_features, row-major).
+  // Returns the mean cross-entropy loss before the update.
+  virtual float TrainStep(const float* x, const int32_t* labels, int batch, float learning_rate) = 0;
+  // The most likely class of each of `n` examples.
+  virtual void Predict(const float* x, int n, int32_t* classes) = 0;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual std::string name() const = 0;
+  // A freshly initialised model; the same spec and seed give bit-identical parameters on every
+  // process. INVALID_ARGUMENT for an unknown architecture or a bad spec.
+  virtual absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec,
+                                                             uint64_t seed) = 0;
+};
+
+// The backend for `device` ("cpu"). INVALID_ARGUMENT for a device this build does not support.
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device);
+
+// Fraction of `n` examples whose predicted class equals the label, evaluated in batches.
+double Accuracy(Model& model, const float* x, const int32_t* labels, size_t n, int features);
+
+}  // namespace syncopate::compute
+
+#endif  // SYNCOPATE_COMPUTE_BACKEND_H_
