@@ -1,0 +1,166 @@
+#include "cli/local_cluster.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/files.h"
+#include "base/ready_file.h"
+#include "base/status_macros.h"
+#include "nlohmann/json.hpp"
+#include "rpc/grpc_util.h"
+
+namespace syncopate::cli {
+namespace {
+
+constexpr absl::Duration kReadyTimeout = absl::Seconds(60);
+
+std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToDoubleSeconds(d), "s"); }
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
+    const LocalClusterOptions& options) {
+  if (options.trainers <= 0) return absl::InvalidArgumentError("--trainers must be positive");
+  if (options.store_shards <= 0) {
+    return absl::InvalidArgumentError("--store-shards must be positive");
+  }
+  if (static_cast<int>(options.slowdowns.size()) != options.trainers) {
+    return absl::InvalidArgumentError(absl::StrCat("--slowdown has ", options.slowdowns.size(),
+                                                   " values for ", options.trainers,
+                                                   " trainers"));
+  }
+  for (double s : options.slowdowns) {
+    if (s < 1.0) return absl::InvalidArgumentError("slowdowns must be >= 1");
+  }
+  std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
+  absl::Status status = [&]() -> absl::Status {
+    std::vector<std::string> stores;
+    for (int s = 0; s < options.store_shards; ++s) {
+      RETURN_IF_ERROR(cluster->Launch(
+          "store", s,
+          {absl::StrCat("--shard=", s), absl::StrCat("--shard-count=", options.store_shards)},
+          true));
+      stores.push_back(absl::StrCat("127.0.0.1:", cluster->endpoints_.back().grpc_port));
+    }
+    RETURN_IF_ERROR(cluster->Launch(
+        "coordinator", 0,
+        {absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
+         absl::StrCat("--mode=", options.mode), absl::StrCat("--staleness=", options.staleness),
+         absl::StrCat("--min-trainers=", options.trainers),
+         absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))},
+        true));
+    cluster->coordinator_ =
+        v1::Coordinator::NewStub(rpc::MakeChannel(cluster->coordinator_address()));
+    for (int r = 0; r < options.trainers; ++r) {
+      RETURN_IF_ERROR(cluster->Launch(
+          "trainer", r,
+          {absl::StrCat("--coordinator=", cluster->coordinator_address()),
+           absl::StrCat("--rank=", r), absl::StrCat("--world=", options.trainers),
+           absl::StrCat("--slowdown=", options.slowdowns[r]),
+           absl::StrCat("--model=", options.model), absl::StrCat("--device=", options.device),
+           absl::StrCat("--learning-rate=", options.learning_rate),
+           absl::StrCat("--batch-size=", options.batch_size),
+           absl::StrCat("--eval-interval=", Seconds(options.eval_interval)),
+           absl::StrCat("--seed=", options.seed),
+           absl::StrCat("--trace-file=", options.run_dir, "/trainer-", r, ".trace.jsonl")},
+          false));
+    }
+    // Trainers load data before joining; wait for all of them together.
+    for (Endpoint& e : cluster->endpoints_) {
+      if (e.role != "trainer") continue;
+      const std::string ready = absl::StrCat(options.run_dir, "/trainer-", e.index, ".ready.json");
+      absl::StatusOr<base::ReadyInfo> info =
+          base::WaitForReadyFile(ready, absl::Now() + kReadyTimeout);
+      if (!info.ok()) {
+        return absl::UnavailableError(absl::StrCat("trainer ", e.index,
+                                                   " did not start; see ", e.process->log_path()));
+      }
+      e.metrics_port = info->metrics_port;
+    }
+    return cluster->WriteClusterFile();
+  }();
+  if (!status.ok()) {
+    cluster->Stop(absl::Seconds(2));
+    return status;
+  }
+  return cluster;
+}
+
+LocalCluster::~LocalCluster() { Stop(); }
+
+absl::Status LocalCluster::Launch(const std::string& role, int index,
+                                  std::vector<std::string> args, bool wait_ready) {
+  const std::string base = absl::StrCat(options_.run_dir, "/", role, "-", index);
+  const std::string ready = base + ".ready.json";
+  unlink(ready.c_str());
+  std::vector<std::string> argv = {absl::StrCat(options_.bin_dir, "/syncopate-", role)};
+  if (role != "trainer") argv.push_back("--listen=127.0.0.1:0");
+  argv.push_back("--metrics-listen=127.0.0.1:0");
+  argv.push_back("--ready-file=" + ready);
+  argv.insert(argv.end(), args.begin(), args.end());
+  // One BLAS thread per trainer: the cluster shares the machine's cores.
+  ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> process,
+                   ChildProcess::Spawn(argv, {{"OPENBLAS_NUM_THREADS", "1"}}, base + ".log"));
+  Endpoint endpoint{role, index, 0, 0, process.get()};
+  processes_.push_back(std::move(process));
+  if (wait_ready) {
+    absl::StatusOr<base::ReadyInfo> info = base::WaitForReadyFile(ready, absl::Now() + kReadyTimeout);
+    if (!info.ok() || !endpoint.process->running()) {
+      return absl::UnavailableError(
+          absl::StrCat(role, " ", index, " did not start; see ", base, ".log"));
+    }
+    endpoint.grpc_port = info->grpc_port;
+    endpoint.metrics_port = info->metrics_port;
+  }
+  endpoints_.push_back(endpoint);
+  return absl::OkStatus();
+}
+
+absl::Status LocalCluster::WriteClusterFile() const {
+  nlohmann::json processes = nlohmann::json::array();
+  for (const Endpoint& e : endpoints_) {
+    processes.push_back({{"role", e.role},
+                         {"index", e.index},
+                         {"pid", e.process->pid()},
+                         {"grpc_port", e.grpc_port},
+                         {"metrics_port", e.metrics_port},
+                         {"log", e.process->log_path()}});
+  }
+  return base::WriteFileAtomically(options_.run_dir + "/cluster.json",
+                                   nlohmann::json{{"processes", processes}}.dump(2));
+}
+
+std::string LocalCluster::coordinator_address() const {
+  for (const Endpoint& e : endpoints_) {
+    if (e.role == "coordinator") return absl::StrCat("127.0.0.1:", e.grpc_port);
+  }
+  return "";
+}
+
+absl::StatusOr<v1::ClusterStatus> LocalCluster::Status(absl::Duration timeout) {
+  if (!coordinator_) return absl::FailedPreconditionError("coordinator not started");
+  auto ctx = rpc::ContextWithTimeout(timeout);
+  v1::ClusterStatus status;
+  grpc::Status s = coordinator_->GetStatus(ctx.get(), v1::GetStatusRequest(), &status);
+  if (!s.ok()) return rpc::FromGrpcStatus(s);
+  return status;
+}
+
+void LocalCluster::Stop(absl::Duration grace) {
+  if (stopped_) return;
+  stopped_ = true;
+  for (const char* role : {"trainer", "coordinator", "store"}) {
+    for (Endpoint& e : endpoints_) {
+      if (e.role == role) e.process->Signal(SIGTERM);
+    }
+    for (Endpoint& e : endpoints_) {
+      if (e.role == role) e.process->Stop(grace);
+    }
+  }
+  // Processes that never got an endpoint (failed during start).
+  for (auto& p : processes_) p->Stop(absl::Seconds(2));
+}
+
+}  // namespace syncopate::cli

@@ -1,0 +1,118 @@
+#include "cli/local_command.h"
+
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/signals.h"
+#include "base/status_macros.h"
+
+namespace syncopate::cli {
+namespace {
+
+constexpr absl::Duration kPoll = absl::Milliseconds(250);
+
+absl::StatusOr<std::string> PrepareRunDir(const std::string& requested) {
+  if (requested.empty()) {
+    char pattern[] = "/tmp/syncopate-run-XXXXXX";
+    if (mkdtemp(pattern) == nullptr) return absl::UnavailableError("cannot create a run directory");
+    return std::string(pattern);
+  }
+  if (mkdir(requested.c_str(), 0755) != 0 && errno != EEXIST) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot create --report-dir ", requested));
+  }
+  return requested;
+}
+
+std::string ProgressLine(const v1::ClusterStatus& status, double elapsed,
+                         const std::optional<double>& accuracy) {
+  std::string clocks;
+  for (const v1::TrainerStatus& t : status.trainers()) {
+    absl::StrAppend(&clocks, " t", t.rank(), ":", t.clock(), t.state() == "live" ? "" : "(x)");
+  }
+  return absl::StrFormat("[%6.1fs] %s | accuracy %s | clocks%s | live %d",
+                         elapsed, status.mode(),
+                         accuracy ? absl::StrFormat("%.4f", *accuracy) : "  n/a ", clocks,
+                         status.live_trainers());
+}
+
+}  // namespace
+
+absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
+  ASSIGN_OR_RETURN(options.cluster.run_dir, PrepareRunDir(options.report_dir));
+  std::fprintf(stderr, "syncopate local: %s with %d trainers (slowdowns", options.cluster.mode.c_str(),
+               options.cluster.trainers);
+  for (double s : options.cluster.slowdowns) std::fprintf(stderr, " %g", s);
+  std::fprintf(stderr, "), logs in %s\n", options.cluster.run_dir.c_str());
+
+  ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(options.cluster));
+  RunSummary summary;
+  summary.mode = options.cluster.mode;
+  summary.staleness = options.cluster.mode == "ssp" ? options.cluster.staleness
+                      : options.cluster.mode == "bsp" ? 0
+                                                      : -1;
+  summary.trainers = options.cluster.trainers;
+  summary.store_shards = options.cluster.store_shards;
+  summary.target_accuracy = options.target_accuracy;
+
+  const bool tty = isatty(STDERR_FILENO);
+  const absl::Time start = absl::Now();
+  absl::Time last_line = absl::InfinitePast();
+  std::optional<double> coordinator_offset;  // coordinator uptime - our elapsed
+  double last_accuracy_at = -1;
+  v1::ClusterStatus status;
+  absl::Status failure;
+  while (true) {
+    if (base::WaitForTerminationSignal(kPoll) != 0) {
+      summary.interrupted = true;
+      std::fprintf(stderr, "\ninterrupted: stopping the cluster\n");
+      break;
+    }
+    const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
+    absl::StatusOr<v1::ClusterStatus> polled = cluster->Status(absl::Seconds(5));
+    if (!polled.ok()) {
+      failure = absl::UnavailableError(
+          absl::StrCat("coordinator unreachable: ", polled.status().message()));
+      break;
+    }
+    status = *polled;
+    if (!coordinator_offset) coordinator_offset = status.uptime_seconds() - elapsed;
+    if (status.has_test_accuracy() && status.test_accuracy_at_seconds() != last_accuracy_at) {
+      last_accuracy_at = status.test_accuracy_at_seconds();
+      const double at = std::max(0.0, last_accuracy_at - *coordinator_offset);
+      summary.accuracy.emplace_back(at, status.test_accuracy());
+      summary.final_accuracy = status.test_accuracy();
+      if (status.test_accuracy() >= options.target_accuracy) {
+        summary.reached_target = true;
+        summary.time_to_target_seconds = at;
+      }
+    }
+    if (tty || absl::Now() - last_line >= absl::Seconds(5)) {
+      std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n",
+                   ProgressLine(status, elapsed, summary.final_accuracy).c_str());
+      last_line = absl::Now();
+    }
+    if (summary.reached_target) break;
+    if (elapsed >= absl::ToDoubleSeconds(options.time_limit)) break;
+    if (status.live_trainers() == 0 && elapsed > 5) {
+      failure = absl::AbortedError("every trainer has left or died; see the logs");
+      break;
+    }
+  }
+  if (tty) std::fprintf(stderr, "\n");
+  summary.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  FillFromStatus(status, &summary);
+  cluster->Stop();
+  RETURN_IF_ERROR(WriteReport(options.cluster.run_dir, summary));
+  if (!failure.ok()) {
+    return absl::Status(failure.code(), absl::StrCat(failure.message(), " (logs in ",
+                                                     options.cluster.run_dir, ")"));
+  }
+  return summary;
+}
+
+}  // namespace syncopate::cli

@@ -1,0 +1,88 @@
+#include "cli/run_report.h"
+
+#include <algorithm>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/files.h"
+#include "base/status_macros.h"
+
+namespace syncopate::cli {
+
+void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary) {
+  summary->per_trainer.clear();
+  double ratio_sum = 0;
+  for (const v1::TrainerStatus& t : status.trainers()) {
+    TrainerSummary s;
+    s.rank = static_cast<int>(t.rank());
+    s.slowdown = t.slowdown();
+    s.clock = t.clock();
+    s.compute_time_ratio = t.compute_time_ratio();
+    s.wait_seconds = t.timings().wait_seconds();
+    s.state = t.state();
+    ratio_sum += s.compute_time_ratio;
+    summary->per_trainer.push_back(s);
+  }
+  std::sort(summary->per_trainer.begin(), summary->per_trainer.end(),
+            [](const TrainerSummary& a, const TrainerSummary& b) { return a.rank < b.rank; });
+  summary->compute_time_ratio =
+      summary->per_trainer.empty() ? 0 : ratio_sum / summary->per_trainer.size();
+  summary->rounds_closed = status.rounds_closed();
+}
+
+nlohmann::json ToJson(const RunSummary& s) {
+  nlohmann::json per_trainer = nlohmann::json::array();
+  for (const TrainerSummary& t : s.per_trainer) {
+    per_trainer.push_back({{"rank", t.rank},
+                           {"slowdown", t.slowdown},
+                           {"clock", t.clock},
+                           {"compute_time_ratio", t.compute_time_ratio},
+                           {"wait_seconds", t.wait_seconds},
+                           {"state", t.state}});
+  }
+  nlohmann::json j = {{"mode", s.mode},
+                      {"staleness", s.staleness},
+                      {"trainers", s.trainers},
+                      {"store_shards", s.store_shards},
+                      {"target_accuracy", s.target_accuracy},
+                      {"reached_target", s.reached_target},
+                      {"time_to_target_seconds", nullptr},
+                      {"final_accuracy", nullptr},
+                      {"wall_seconds", s.wall_seconds},
+                      {"compute_time_ratio", s.compute_time_ratio},
+                      {"rounds_closed", s.rounds_closed},
+                      {"interrupted", s.interrupted},
+                      {"per_trainer", per_trainer}};
+  if (s.time_to_target_seconds) j["time_to_target_seconds"] = *s.time_to_target_seconds;
+  if (s.final_accuracy) j["final_accuracy"] = *s.final_accuracy;
+  return j;
+}
+
+absl::Status WriteReport(const std::string& dir, const RunSummary& summary) {
+  RETURN_IF_ERROR(base::WriteFileAtomically(dir + "/summary.json", ToJson(summary).dump(2) + "\n"));
+  std::string csv = "elapsed_seconds,accuracy\n";
+  for (const auto& [t, a] : summary.accuracy) absl::StrAppendFormat(&csv, "%.3f,%.4f\n", t, a);
+  return base::WriteFileAtomically(dir + "/accuracy.csv", csv);
+}
+
+std::string FormatSummary(const RunSummary& s) {
+  std::string out = absl::StrFormat(
+      "mode %s%s, %d trainers, %d store shard(s): %s in %.1fs, final accuracy %s, "
+      "compute-time ratio %.2f\n",
+      s.mode, s.mode == "ssp" ? absl::StrCat(" (s=", s.staleness, ")") : "", s.trainers,
+      s.store_shards,
+      s.reached_target ? absl::StrFormat("reached %.2f after %.1fs", s.target_accuracy,
+                                         s.time_to_target_seconds.value_or(0))
+                       : absl::StrFormat("did not reach %.2f", s.target_accuracy),
+      s.wall_seconds, s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a",
+      s.compute_time_ratio);
+  absl::StrAppendFormat(&out, "  %-5s %-9s %-8s %-9s %-14s %-8s\n", "rank", "slowdown", "clock",
+                        "wait(s)", "compute ratio", "state");
+  for (const TrainerSummary& t : s.per_trainer) {
+    absl::StrAppendFormat(&out, "  %-5d %-9.1f %-8d %-9.1f %-14.2f %-8s\n", t.rank, t.slowdown,
+                          t.clock, t.wait_seconds, t.compute_time_ratio, t.state);
+  }
+  return out;
+}
+
+}  // namespace syncopate::cli

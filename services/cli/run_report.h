@@ -1,0 +1,56 @@
+// What a `syncopate local` run produced: summary.json (a stable schema other tools read),
+// accuracy.csv (elapsed seconds, accuracy) and the table printed at the end.
+#ifndef SYNCOPATE_CLI_RUN_REPORT_H_
+#define SYNCOPATE_CLI_RUN_REPORT_H_
+
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "nlohmann/json.hpp"
+#include "syncopate/v1/coordinator.pb.h"
+
+namespace syncopate::cli {
+
+struct TrainerSummary {
+  int rank = 0;
+  double slowdown = 1;
+  int64_t clock = 0;
+  double compute_time_ratio = 0;
+  double wait_seconds = 0;
+  std::string state;
+};
+
+struct RunSummary {
+  std::string mode;
+  int64_t staleness = 0;
+  int trainers = 0;
+  int store_shards = 1;
+  double target_accuracy = 0;
+  bool reached_target = false;
+  std::optional<double> time_to_target_seconds;
+  std::optional<double> final_accuracy;
+  double wall_seconds = 0;
+  double compute_time_ratio = 0;  // mean over trainers
+  int64_t rounds_closed = 0;
+  bool interrupted = false;
+  std::vector<TrainerSummary> per_trainer;
+  std::vector<std::pair<double, double>> accuracy;  // (elapsed seconds, accuracy)
+};
+
+// Fills per_trainer (by rank) and the cluster compute-time ratio from the coordinator's status.
+void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary);
+
+nlohmann::json ToJson(const RunSummary& summary);
+
+// Writes DIR/summary.json and DIR/accuracy.csv.
+absl::Status WriteReport(const std::string& dir, const RunSummary& summary);
+
+// A human-readable table of the run.
+std::string FormatSummary(const RunSummary& summary);
+
+}  // namespace syncopate::cli
+
+#endif  // SYNCOPATE_CLI_RUN_REPORT_H_

@@ -1,0 +1,149 @@
+// syncopate-trainer: trains a model on its shard of Fashion-MNIST under the coordinator's mode.
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "base/clock.h"
+#include "base/flags.h"
+#include "base/logging.h"
+#include "base/ready_file.h"
+#include "base/signals.h"
+#include "compute/backend.h"
+#include "data/dataset.h"
+#include "metrics/metrics_server.h"
+#include "trainer/session_client.h"
+#include "trainer/store_client.h"
+#include "trainer/trace_writer.h"
+#include "trainer/trainer_metrics.h"
+#include "trainer/worker.h"
+
+namespace {
+
+// Exit codes a supervisor can act on.
+constexpr int kExitError = 1;
+constexpr int kExitUsage = 2;
+constexpr int kExitEvicted = 3;
+
+int Fail(const absl::Status& status, int code = kExitError) {
+  spdlog::critical("{}", status.ToString());
+  return code;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  syncopate::base::BlockTerminationSignals();
+  CLI::App app{"syncopate-trainer: one Syncopate trainer"};
+  std::string coordinator;
+  std::string name;
+  int rank = 0;
+  int world = 1;
+  syncopate::trainer::WorkerOptions options;
+  std::string model_name = "mlp";
+  std::vector<int> hidden = {128};
+  std::string device = "cpu";
+  std::string data_dir = syncopate::data::kDefaultFashionMnistDir;
+  std::string eval_interval = "2s";
+  std::string rpc_timeout = "30s";
+  std::string metrics_listen = "0.0.0.0:9100";
+  std::string ready_file;
+  std::string trace_file;
+  std::string log_level = "info";
+  app.add_option("--coordinator", coordinator, "Coordinator address host:port")->required();
+  app.add_option("--name", name, "Stable trainer name (default trainer-<rank>)");
+  app.add_option("--rank", rank, "Data shard index")->check(CLI::NonNegativeNumber);
+  app.add_option("--world", world, "Number of data shards")->check(CLI::PositiveNumber);
+  app.add_option("--slowdown", options.slowdown, "Stretch each step's compute time to F x")
+      ->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--learning-rate", options.learning_rate, "SGD learning rate")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--batch-size", options.batch_size, "Minibatch size")->check(CLI::PositiveNumber);
+  app.add_option("--model", model_name, "Model architecture (mlp)");
+  app.add_option("--hidden", hidden, "Hidden layer widths of the MLP")->delimiter(',');
+  app.add_option("--device", device, "Compute device: cpu or auto");
+  app.add_option("--data-dir", data_dir, "Directory with the Fashion-MNIST IDX files");
+  app.add_option("--eval-interval", eval_interval, "Evaluate at most this often (evaluator only)");
+  app.add_option("--eval-samples", options.eval_samples, "Test examples per evaluation")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-steps", options.max_steps, "Leave after this many steps (0: never)");
+  app.add_option("--seed", options.seed, "Seed of the model initialisation and batch order");
+  app.add_option("--rpc-timeout", rpc_timeout, "Deadline of each store RPC");
+  app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
+  app.add_option("--ready-file", ready_file, "Write the metrics port here once running");
+  app.add_option("--trace-file", trace_file, "Append a JSON-lines trace of clocks and pulls");
+  app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  CLI11_PARSE(app, argc, argv);
+  if (rank >= world) {
+    std::fprintf(stderr, "--rank=%d must be below --world=%d\n", rank, world);
+    return kExitUsage;
+  }
+  if (name.empty()) name = absl::StrCat("trainer-", rank);
+  syncopate::base::InitLogging(name, log_level);
+
+  auto eval_every = syncopate::base::ParseDuration(eval_interval);
+  if (!eval_every.ok()) return Fail(eval_every.status(), kExitUsage);
+  options.eval_interval = *eval_every;
+  auto timeout = syncopate::base::ParseDuration(rpc_timeout);
+  if (!timeout.ok()) return Fail(timeout.status(), kExitUsage);
+
+  auto backend = syncopate::compute::MakeBackend(device);
+  if (!backend.ok()) return Fail(backend.status(), kExitUsage);
+  syncopate::compute::ModelSpec spec;
+  spec.architecture = model_name;
+  spec.hidden = hidden;
+  // The model's seed is shared by every trainer (they must agree on the initial model); the batch
+  // order's seed differs per rank.
+  auto model = (*backend)->CreateModel(spec, /*seed=*/options.seed);
+  if (!model.ok()) return Fail(model.status(), kExitUsage);
+  options.seed = options.seed * 1000003 + rank;
+
+  auto train_full = syncopate::data::LoadFashionMnist(data_dir, "train");
+  if (!train_full.ok()) return Fail(train_full.status());
+  auto train = syncopate::data::Shard(*train_full, rank, world);
+  if (!train.ok()) return Fail(train.status(), kExitUsage);
+  train_full->images.clear();
+  train_full->images.shrink_to_fit();
+  auto test = syncopate::data::LoadFashionMnist(data_dir, "test");
+  if (!test.ok()) return Fail(test.status());
+
+  auto metrics_server = syncopate::metrics::MetricsServer::Start(metrics_listen);
+  if (!metrics_server.ok()) return Fail(metrics_server.status());
+  syncopate::trainer::TrainerMetrics metrics((*metrics_server)->registry());
+
+  syncopate::v1::Join join;
+  join.set_name(name);
+  join.set_rank(rank);
+  join.set_slowdown(options.slowdown);
+  auto session = syncopate::trainer::SessionClient::Connect(coordinator, join, absl::Seconds(30));
+  if (!session.ok()) return Fail(session.status());
+  const auto& welcome = (*session)->welcome();
+  spdlog::info("joined {} job as id {} (incarnation {}); {} examples in shard {}/{}; {} store(s)",
+               welcome.mode(), welcome.trainer_id(), welcome.incarnation(), train->size(), rank,
+               world, welcome.store_addresses_size());
+  absl::Status ready =
+      syncopate::base::WriteReadyFile(ready_file, {0, (*metrics_server)->port(), 0});
+  if (!ready.ok()) return Fail(ready);
+
+  syncopate::trainer::StoreClient store(
+      {welcome.store_addresses().begin(), welcome.store_addresses().end()}, *timeout);
+  syncopate::trainer::TraceWriter trace(trace_file);
+  syncopate::trainer::Worker worker(options, **session, store, **model, *train, *test, metrics,
+                                    trace, syncopate::base::MonotonicClock::Get());
+  absl::Notification stop;
+  absl::Notification done;
+  absl::Status result;
+  std::thread runner([&] {
+    result = worker.Run(stop);
+    done.Notify();
+  });
+  while (!done.HasBeenNotified()) {
+    if (syncopate::base::WaitForTerminationSignal(absl::Milliseconds(200)) != 0) {
+      spdlog::info("termination signal: finishing the current step and leaving");
+      stop.Notify();
+    }
+  }
+  runner.join();
+  if (absl::IsAborted(result)) return Fail(result, kExitEvicted);
+  if (!result.ok()) return Fail(result);
+  return 0;
+}

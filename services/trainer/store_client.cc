@@ -1,0 +1,162 @@
+#include "trainer/store_client.h"
+
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "rpc/grpc_util.h"
+
+namespace syncopate::trainer {
+
+StoreClient::StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
+                         uint32_t chunk_bytes)
+    : addresses_(std::move(addresses)), timeout_(timeout), chunk_bytes_(chunk_bytes) {
+  for (const std::string& address : addresses_) {
+    stubs_.push_back(v1::ParameterStore::NewStub(rpc::MakeChannel(address)));
+  }
+}
+
+absl::Status StoreClient::ForEachShard(const std::function<absl::Status(size_t)>& fn) {
+  if (stubs_.size() == 1) return fn(0);
+  std::vector<absl::Status> results(stubs_.size());
+  std::vector<std::thread> threads;
+  for (size_t s = 0; s < stubs_.size(); ++s) {
+    threads.emplace_back([&, s] { results[s] = fn(s); });
+  }
+  for (std::thread& t : threads) t.join();
+  for (const absl::Status& s : results) {
+    if (!s.ok()) return s;
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
+                                 const std::vector<const tensor::TensorMap::value_type*>& tensors) {
+  if (tensors.empty()) return absl::OkStatus();
+  auto ctx = rpc::ContextWithTimeout(timeout_);
+  v1::PushReply reply;
+  auto writer = initialize ? stubs_[shard]->Initialize(ctx.get(), &reply)
+                           : stubs_[shard]->Push(ctx.get(), &reply);
+  v1::PushMessage message;
+  *message.mutable_header() = header;
+  for (const auto* t : tensors) {
+    tensor::ToProto({t->first, {static_cast<int64_t>(t->second.size())}},
+                    message.mutable_header()->add_tensors());
+  }
+  bool ok = writer->Write(message);
+  for (const auto* t : tensors) {
+    if (!ok) break;
+    tensor::ForEachChunk(t->first, t->second, chunk_bytes_, [&](const v1::TensorChunk& chunk) {
+      if (!ok) return;
+      *message.mutable_chunk() = chunk;
+      ok = writer->Write(message);
+    });
+  }
+  writer->WritesDone();
+  grpc::Status status = writer->Finish();
+  if (!status.ok()) {
+    absl::Status s = rpc::FromGrpcStatus(status);
+    return absl::Status(s.code(), absl::StrCat("store ", addresses_[shard], ": ", s.message()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StoreClient::Initialize(const v1::PushHeader& header,
+                                     const tensor::TensorMap& values) {
+  std::vector<std::vector<const tensor::TensorMap::value_type*>> by_shard(stubs_.size());
+  for (const auto& entry : values) {
+    by_shard[tensor::ShardOf(entry.first, stubs_.size())].push_back(&entry);
+  }
+  return ForEachShard([&](size_t s) { return SendTo(s, true, header, by_shard[s]); });
+}
+
+absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
+                                           const tensor::TensorMap& delta) {
+  std::vector<std::vector<const tensor::TensorMap::value_type*>> by_shard(stubs_.size());
+  uint64_t bytes = 0;
+  for (const auto& entry : delta) {
+    by_shard[tensor::ShardOf(entry.first, stubs_.size())].push_back(&entry);
+    bytes += entry.second.size() * sizeof(float);
+  }
+  const absl::Time deadline = absl::Now() + timeout_;
+  absl::Status status = ForEachShard([&](size_t s) {
+    absl::Status result;
+    do {
+      result = SendTo(s, false, header, by_shard[s]);
+      if (result.code() != absl::StatusCode::kUnavailable) break;
+      absl::SleepFor(absl::Milliseconds(100));
+    } while (absl::Now() < deadline);
+    return result;
+  });
+  if (!status.ok()) return status;
+  return bytes;
+}
+
+absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out) {
+  auto ctx = rpc::ContextWithTimeout(timeout_);
+  v1::PullRequest request;
+  if (round < 0) {
+    request.set_live(true);
+  } else {
+    request.set_round(round);
+  }
+  request.set_chunk_bytes(chunk_bytes_);
+  auto reader = stubs_[shard]->Pull(ctx.get(), request);
+  v1::PullMessage message;
+  tensor::TensorMap tensors;
+  uint64_t bytes = 0;
+  bool have_header = false;
+  absl::Status bad;
+  while (bad.ok() && reader->Read(&message)) {
+    if (message.has_header()) {
+      have_header = true;
+      out->checksums.assign(1, message.header().checksum());
+      for (const v1::TensorSpec& spec : message.header().tensors()) {
+        tensors[spec.name()].resize(tensor::FromProto(spec).NumElements());
+      }
+      continue;
+    }
+    const v1::TensorChunk& chunk = message.chunk();
+    auto it = tensors.find(chunk.tensor());
+    absl::Span<const float> values;
+    bad = tensor::ChunkValues(chunk, &values);
+    if (bad.ok() && (it == tensors.end() || chunk.offset() + values.size() > it->second.size())) {
+      bad = absl::DataLossError(absl::StrCat("store ", addresses_[shard],
+                                             " sent a chunk outside its header's tensors"));
+    }
+    if (bad.ok()) {
+      std::memcpy(it->second.data() + chunk.offset(), values.data(), chunk.data().size());
+      bytes += chunk.data().size();
+    }
+  }
+  if (!bad.ok()) {
+    ctx->TryCancel();
+    reader->Finish();
+    return bad;
+  }
+  grpc::Status status = reader->Finish();
+  if (!status.ok()) {
+    absl::Status s = rpc::FromGrpcStatus(status);
+    return absl::Status(s.code(), absl::StrCat("store ", addresses_[shard], ": ", s.message()));
+  }
+  if (!have_header) return absl::DataLossError("pull stream without a header");
+  out->tensors = std::move(tensors);
+  out->bytes = bytes;
+  return absl::OkStatus();
+}
+
+absl::StatusOr<PulledModel> StoreClient::Pull(int64_t round) {
+  std::vector<PulledModel> parts(stubs_.size());
+  absl::Status status = ForEachShard([&](size_t s) { return PullFrom(s, round, &parts[s]); });
+  if (!status.ok()) return status;
+  PulledModel model;
+  model.round = round;
+  for (PulledModel& part : parts) {
+    model.tensors.merge(part.tensors);
+    model.checksums.push_back(part.checksums.empty() ? 0 : part.checksums.front());
+    model.bytes += part.bytes;
+  }
+  return model;
+}
+
+}  // namespace syncopate::trainer

@@ -1,0 +1,61 @@
+// The trainer's side of the data plane: initialize, push deltas to and pull models from every store
+// shard, each tensor to the shard its name hashes to.
+#ifndef SYNCOPATE_TRAINER_STORE_CLIENT_H_
+#define SYNCOPATE_TRAINER_STORE_CLIENT_H_
+
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "syncopate/v1/store.grpc.pb.h"
+#include "tensor/tensor.h"
+
+namespace syncopate::trainer {
+
+struct PulledModel {
+  tensor::TensorMap tensors;
+  int64_t round = -1;                // -1 for a live pull
+  std::vector<uint32_t> checksums;   // per shard (snapshot pulls; 0 for live)
+  uint64_t bytes = 0;
+};
+
+// Thread-compatible: one trainer thread uses it. Calls to several shards run in parallel.
+class StoreClient {
+ public:
+  // `timeout` bounds each RPC; `chunk_bytes` sizes stream chunks.
+  StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
+              uint32_t chunk_bytes = tensor::kDefaultChunkBytes);
+
+  size_t shard_count() const { return stubs_.size(); }
+
+  // Creates the tensors on their shards (no-op where they exist).
+  absl::Status Initialize(const v1::PushHeader& header, const tensor::TensorMap& values);
+
+  // Pushes a delta; on a transport failure (UNAVAILABLE) the same push (same sequence) is retried
+  // until the timeout, and the store's idempotency key keeps it from applying twice. Returns bytes
+  // sent.
+  absl::StatusOr<uint64_t> Push(const v1::PushHeader& header, const tensor::TensorMap& delta);
+
+  // Pulls the live model (round < 0) or round `round` from every shard.
+  absl::StatusOr<PulledModel> Pull(int64_t round);
+
+ private:
+  absl::Status SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
+                      const std::vector<const tensor::TensorMap::value_type*>& tensors);
+  // Pulls one shard's tensors into `out` (its checksums get that shard's one entry).
+  absl::Status PullFrom(size_t shard, int64_t round, PulledModel* out);
+  // Runs fn(shard) for every shard concurrently; the first error wins.
+  absl::Status ForEachShard(const std::function<absl::Status(size_t)>& fn);
+
+  std::vector<std::string> addresses_;
+  std::vector<std::unique_ptr<v1::ParameterStore::Stub>> stubs_;
+  absl::Duration timeout_;
+  uint32_t chunk_bytes_;
+};
+
+}  // namespace syncopate::trainer
+
+#endif  // SYNCOPATE_TRAINER_STORE_CLIENT_H_

@@ -1,0 +1,35 @@
+// The trainer's Prometheus metrics (catalogue: docs/metrics.md).
+#ifndef SYNCOPATE_TRAINER_TRAINER_METRICS_H_
+#define SYNCOPATE_TRAINER_TRAINER_METRICS_H_
+
+#include "prometheus/counter.h"
+#include "prometheus/gauge.h"
+#include "prometheus/histogram.h"
+#include "prometheus/registry.h"
+
+namespace syncopate::trainer {
+
+struct TrainerMetrics {
+  explicit TrainerMetrics(prometheus::Registry& registry);
+
+  prometheus::Counter& compute_seconds;
+  prometheus::Counter& wait_seconds;
+  prometheus::Counter& push_seconds;
+  prometheus::Counter& pull_seconds;
+  prometheus::Counter& eval_seconds;
+  prometheus::Gauge& compute_time_ratio;
+  prometheus::Gauge& clock;
+  prometheus::Counter& steps;
+  prometheus::Gauge& loss;
+  prometheus::Gauge& test_accuracy;
+  prometheus::Counter& push_bytes;
+  prometheus::Counter& pull_bytes;
+  prometheus::Histogram& push_duration;
+  prometheus::Histogram& pull_duration;
+  prometheus::Histogram& step_duration;
+  prometheus::Histogram& wait_duration;
+};
+
+}  // namespace syncopate::trainer
+
+#endif  // SYNCOPATE_TRAINER_TRAINER_METRICS_H_

@@ -1,0 +1,90 @@
+// The worker side of every PS mode: wait for the coordinator's Proceed, pull what it names, take a
+// local SGD step, push the model delta the way the mode wants it, report the new clock.
+#ifndef SYNCOPATE_TRAINER_WORKER_H_
+#define SYNCOPATE_TRAINER_WORKER_H_
+
+#include <cstdint>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "compute/backend.h"
+#include "data/dataset.h"
+#include "trainer/session_client.h"
+#include "trainer/store_client.h"
+#include "trainer/trace_writer.h"
+#include "trainer/trainer_metrics.h"
+
+namespace syncopate::trainer {
+
+struct WorkerOptions {
+  // Each step's compute time is stretched to slowdown x by waiting after it (counted as compute).
+  double slowdown = 1.0;
+  float learning_rate = 0.1f;
+  int batch_size = 64;
+  uint64_t seed = 1;
+  // The evaluator evaluates at most this often, on the first eval_samples test examples.
+  absl::Duration eval_interval = absl::Seconds(2);
+  int eval_samples = 10000;
+  // Give up when no directive arrives for this long (the coordinator is stuck or gone).
+  absl::Duration directive_timeout = absl::Minutes(2);
+  // Stop (and leave) after this many steps; 0: no limit.
+  int64_t max_steps = 0;
+};
+
+// Totals since the trainer joined. compute + wait + push + pull + eval <= wall.
+struct WorkerTimings {
+  double compute = 0, wait = 0, push = 0, pull = 0, eval = 0;
+};
+
+class Worker {
+ public:
+  // All references must outlive the worker.
+  Worker(WorkerOptions options, SessionClient& session, StoreClient& store, compute::Model& model,
+         const data::Dataset& train, const data::Dataset& test, TrainerMetrics& metrics,
+         TraceWriter& trace, const base::Clock& clock);
+
+  // Trains until `stop` is notified or max_steps is reached (then leaves cleanly: OK), or until a
+  // fatal error: ABORTED when evicted, UNAVAILABLE when the coordinator or a store is gone,
+  // DEADLINE_EXCEEDED when no directive came within directive_timeout. Blocks; call once.
+  absl::Status Run(const absl::Notification& stop);
+
+  // Thread-safe snapshot for heartbeats.
+  v1::TrainerTimings Timings() const;
+
+ private:
+  // Waits for the next Proceed, polling `stop`. nullopt when stopping.
+  absl::StatusOr<std::optional<v1::Proceed>> AwaitProceed(const absl::Notification& stop);
+  absl::StatusOr<tensor::TensorMap> PullModel(const v1::Proceed& proceed);
+  std::optional<double> MaybeEvaluate(const v1::Proceed& proceed);
+  float ComputeStep();
+  absl::Status PushDelta(const tensor::TensorMap& base, int64_t new_clock);
+  void AddTime(double WorkerTimings::*field, absl::Duration d);
+
+  const WorkerOptions options_;
+  SessionClient& session_;
+  StoreClient& store_;
+  compute::Model& model_;
+  const data::Dataset& train_;
+  const data::Dataset& test_;
+  TrainerMetrics& metrics_;
+  TraceWriter& trace_;
+  const base::Clock& clock_;
+  const absl::Time joined_at_;
+
+  data::BatchSampler sampler_;
+  std::vector<float> batch_x_;
+  std::vector<int32_t> batch_y_;
+  uint64_t sequence_ = 0;
+  std::optional<absl::Time> last_eval_;
+
+  mutable absl::Mutex mu_;
+  WorkerTimings timings_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace syncopate::trainer
+
+#endif  // SYNCOPATE_TRAINER_WORKER_H_
