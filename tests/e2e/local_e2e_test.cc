@@ -1,0 +1,169 @@
+// End-to-end: `syncopate local` run as a user would, checked through its report, traces and exit.
+#include <signal.h>
+
+#include <set>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cli/child_process.h"
+#include "gtest/gtest.h"
+#include "run_files.h"
+
+namespace syncopate::e2e {
+namespace {
+
+using cli::ChildProcess;
+
+const std::string kSyncopate = std::string(SYNCOPATE_BIN_DIR) + "/syncopate";
+
+std::unique_ptr<ChildProcess> StartLocal(const std::string& dir, std::vector<std::string> args) {
+  std::vector<std::string> argv = {kSyncopate, "local", "--report-dir=" + dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto p = ChildProcess::Spawn(argv, {}, dir + ".out");
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? std::move(*p) : nullptr;
+}
+
+// Runs to completion (deadline: `limit`), returning the exit status.
+int RunLocal(const std::string& dir, std::vector<std::string> args,
+             absl::Duration limit = absl::Minutes(3)) {
+  auto p = StartLocal(dir, std::move(args));
+  if (!p) return -1;
+  std::optional<int> status = p->Wait(limit);
+  EXPECT_TRUE(status.has_value()) << "syncopate local did not finish within the deadline";
+  return status.value_or(-1);
+}
+
+int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+// Checks that every round's snapshot checksums are the same for all trainers that pulled it.
+void ExpectIdenticalSnapshots(const std::string& dir, int trainers, size_t shards) {
+  std::map<int64_t, std::set<std::vector<uint32_t>>> by_round;
+  std::map<int64_t, int> pullers;
+  for (int r = 0; r < trainers; ++r) {
+    for (const auto& e : ReadTrace(dir, r)) {
+      if (e["event"] != "pull") continue;
+      std::vector<uint32_t> checksums = e["checksums"];
+      ASSERT_EQ(checksums.size(), shards);
+      by_round[e["round"]].insert(checksums);
+      pullers[e["round"]]++;
+    }
+  }
+  ASSERT_GT(by_round.size(), 20u);
+  int shared_rounds = 0;
+  for (const auto& [round, sets] : by_round) {
+    EXPECT_EQ(sets.size(), 1u) << "round " << round << " differs between trainers";
+    shared_rounds += pullers[round] == trainers;
+  }
+  EXPECT_GT(shared_rounds, 20) << "most rounds must be pulled by every trainer";
+}
+
+TEST(LocalE2E, BspReachesTargetWithIdenticalSnapshotsOnEveryShard) {
+  const std::string dir = MakeTempDir("bsp");
+  const int status = RunLocal(dir, {"--mode=bsp", "--trainers=3", "--store-shards=2",
+                                    "--target-accuracy=0.80", "--time-limit=120s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  EXPECT_EQ(summary["mode"], "bsp");
+  EXPECT_TRUE(summary["reached_target"].get<bool>());
+  EXPECT_GE(summary["final_accuracy"].get<double>(), 0.80);
+  EXPECT_GT(summary["time_to_target_seconds"].get<double>(), 0);
+  ASSERT_EQ(summary["per_trainer"].size(), 3u);
+  for (const auto& t : summary["per_trainer"]) {
+    EXPECT_GT(t["compute_time_ratio"].get<double>(), 0);
+    EXPECT_LE(t["compute_time_ratio"].get<double>(), 1);
+  }
+  ExpectIdenticalSnapshots(dir, 3, 2);
+}
+
+TEST(LocalE2E, SspNeverExceedsTheStalenessBound) {
+  const std::string dir = MakeTempDir("ssp");
+  const int status =
+      RunLocal(dir, {"--mode=ssp", "--staleness=2", "--trainers=3", "--slowdown=1,1,6",
+                     "--target-accuracy=0.99", "--time-limit=12s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  std::map<int, std::vector<nlohmann::json>> traces;
+  for (int r = 0; r < 3; ++r) traces[r] = ReadTrace(dir, r);
+  int64_t max_gap = 0;
+  std::vector<std::string> violations = StalenessViolations(traces, 2, &max_gap);
+  EXPECT_TRUE(violations.empty()) << violations.size() << " violations, first: "
+                                  << (violations.empty() ? "" : violations.front());
+  // Not vacuous: the fast trainers did run ahead of the slow one, up to the bound.
+  EXPECT_EQ(max_gap, 2);
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  EXPECT_FALSE(summary["reached_target"].get<bool>());
+  EXPECT_TRUE(summary["time_to_target_seconds"].is_null());
+}
+
+class KillTrainer : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(KillTrainer, OthersContinueAndTheRunFinishes) {
+  const std::string mode = GetParam();
+  const std::string dir = MakeTempDir("kill-" + mode);
+  auto local = StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--target-accuracy=0.99",
+                                "--time-limit=20s", "--eviction-timeout=3s"});
+  ASSERT_NE(local, nullptr);
+  // Wait (bounded) until trainer 2 is training, then kill it hard.
+  int victim = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline && victim == 0) {
+    nlohmann::json ready = ReadJson(dir + "/trainer-2.ready.json");
+    if (!ready.is_discarded() && ReadTrace(dir, 2).size() > 30) victim = ready["pid"];
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_NE(victim, 0) << "trainer 2 never trained; see " << dir;
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  const int64_t killed_at = [&] {
+    int64_t clock = 0;
+    for (const auto& e : ReadTrace(dir, 0)) {
+      if (e["event"] == "pushed") clock = e["clock"];
+    }
+    return clock;
+  }();
+  std::optional<int> status = local->Wait(absl::Minutes(2));
+  ASSERT_TRUE(status.has_value()) << "run did not finish";
+  EXPECT_EQ(ExitCode(*status), 0) << cli::DescribeExit(*status);
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  for (const auto& t : summary["per_trainer"]) {
+    if (t["rank"] == 2) {
+      EXPECT_EQ(t["state"], "evicted");
+    } else {
+      EXPECT_EQ(t["state"], "live");
+      EXPECT_GT(t["clock"].get<int64_t>(), killed_at + 50)
+          << "trainer " << t["rank"] << " stalled after the kill";
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryMode, KillTrainer, ::testing::Values("bsp", "asp", "ssp"));
+
+TEST(LocalE2E, CtrlCStopsEveryProcessAndStillReports) {
+  const std::string dir = MakeTempDir("sigint");
+  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=2", "--time-limit=300s",
+                                "--target-accuracy=0.99"});
+  ASSERT_NE(local, nullptr);
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline && ReadTrace(dir, 1).size() < 10) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  nlohmann::json cluster = ReadJson(dir + "/cluster.json");
+  ASSERT_FALSE(cluster.is_discarded());
+  local->Signal(SIGINT);
+  std::optional<int> status = local->Wait(absl::Seconds(60));
+  ASSERT_TRUE(status.has_value()) << "Ctrl-C did not stop the run";
+  EXPECT_EQ(ExitCode(*status), 130);
+  for (const auto& p : cluster["processes"]) {
+    EXPECT_NE(kill(p["pid"].get<int>(), 0), 0) << p["role"] << " still running";
+  }
+  EXPECT_TRUE(ReadJson(dir + "/summary.json")["interrupted"].get<bool>());
+}
+
+TEST(LocalE2E, BadFlagsAreClearErrors) {
+  const std::string dir = MakeTempDir("bad");
+  EXPECT_EQ(ExitCode(RunLocal(dir + "/a", {"--mode=bogus", "--trainers=2"})), 2);
+  EXPECT_EQ(ExitCode(RunLocal(dir + "/b", {"--trainers=3", "--slowdown=1,2"})), 2);
+  EXPECT_EQ(ExitCode(RunLocal(dir + "/c", {"--time-limit=soon"})), 2);
+}
+
+}  // namespace
+}  // namespace syncopate::e2e

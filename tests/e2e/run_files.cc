@@ -1,0 +1,72 @@
+#include "run_files.h"
+
+#include <stdlib.h>
+
+#include <algorithm>
+#include <fstream>
+
+#include "absl/strings/str_cat.h"
+
+namespace syncopate::e2e {
+
+nlohmann::json ReadJson(const std::string& path) {
+  std::ifstream in(path);
+  return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+std::vector<nlohmann::json> ReadTrace(const std::string& dir, int rank) {
+  std::ifstream in(absl::StrCat(dir, "/trainer-", rank, ".trace.jsonl"));
+  std::vector<nlohmann::json> events;
+  std::string line;
+  while (std::getline(in, line)) {
+    nlohmann::json j = nlohmann::json::parse(line, nullptr, false);
+    if (!j.is_discarded()) events.push_back(std::move(j));
+  }
+  return events;
+}
+
+std::vector<std::string> StalenessViolations(
+    const std::map<int, std::vector<nlohmann::json>>& traces, int64_t s, int64_t* max_gap) {
+  // Completion times of each trainer's clocks.
+  std::map<int, std::vector<std::pair<int64_t, int64_t>>> pushed;  // rank -> (t_us, clock)
+  for (const auto& [rank, events] : traces) {
+    for (const auto& e : events) {
+      if (e["event"] == "pushed") pushed[rank].emplace_back(e["t_us"], e["clock"]);
+    }
+  }
+  auto completed_by = [&](int rank, int64_t t) {
+    int64_t clock = 0;
+    for (const auto& [when, c] : pushed[rank]) {
+      if (when <= t) clock = std::max(clock, c);
+    }
+    return clock;
+  };
+  std::vector<std::string> violations;
+  *max_gap = 0;
+  for (const auto& [rank, events] : traces) {
+    for (const auto& e : events) {
+      if (e["event"] != "start") continue;
+      const int64_t c = e["clock"];
+      const int64_t t = e["t_us"];
+      for (const auto& [other, unused] : traces) {
+        if (other == rank) continue;
+        const int64_t done = completed_by(other, t);
+        *max_gap = std::max(*max_gap, c - done);
+        if (c - done > s) {
+          violations.push_back(absl::StrCat("trainer ", rank, " started clock ", c + 1,
+                                            " while trainer ", other, " had completed ", done));
+        }
+      }
+    }
+  }
+  return violations;
+}
+
+std::string MakeTempDir(const std::string& name) {
+  const char* base = getenv("TMPDIR");
+  std::string pattern = absl::StrCat(base ? base : "/tmp", "/syncopate-e2e-", name, "-XXXXXX");
+  if (mkdtemp(pattern.data()) == nullptr) return "";
+  return pattern;
+}
+
+}  // namespace syncopate::e2e

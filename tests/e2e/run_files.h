@@ -1,0 +1,31 @@
+// Reading what a `syncopate local` run leaves in its report directory: summary.json, cluster.json
+// and the trainers' JSON-lines traces.
+#ifndef SYNCOPATE_TESTS_E2E_RUN_FILES_H_
+#define SYNCOPATE_TESTS_E2E_RUN_FILES_H_
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "nlohmann/json.hpp"
+
+namespace syncopate::e2e {
+
+nlohmann::json ReadJson(const std::string& path);
+
+// The events of trainer `rank`'s trace, in file order.
+std::vector<nlohmann::json> ReadTrace(const std::string& dir, int rank);
+
+// Checks the bounded-staleness guarantee from traces: whenever a trainer started clock c + 1 (its
+// "start" event with clock c), every other trainer had completed at least c - s clocks by then
+// (its "pushed" events up to that time). Returns the violations found (empty: guarantee held) and
+// sets `max_gap` to the largest c - min observed.
+std::vector<std::string> StalenessViolations(const std::map<int, std::vector<nlohmann::json>>& traces,
+                                             int64_t s, int64_t* max_gap);
+
+// A fresh directory under the test's temporary directory.
+std::string MakeTempDir(const std::string& name);
+
+}  // namespace syncopate::e2e
+
+#endif  // SYNCOPATE_TESTS_E2E_RUN_FILES_H_

@@ -1,0 +1,164 @@
+// A real store server on 127.0.0.1:0, driven by the trainer's StoreClient and by raw streams.
+#include <cmath>
+#include <limits>
+
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "rpc/grpc_util.h"
+#include "store/parameter_table.h"
+#include "store/store_metrics.h"
+#include "store/store_service.h"
+#include "trainer/store_client.h"
+
+namespace syncopate {
+namespace {
+
+constexpr uint64_t kTrainer = 7;
+
+class StoreServiceTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&service_}, &server_, &port_).ok());
+    address_ = "127.0.0.1:" + std::to_string(port_);
+    client_ = std::make_unique<trainer::StoreClient>(std::vector<std::string>{address_},
+                                                     absl::Seconds(10));
+    stub_ = v1::ParameterStore::NewStub(rpc::MakeChannel(address_));
+    table_.SetMembers({{kTrainer, 1}});
+    model_["big"] = std::vector<float>(3'000'000);  // 12 MiB: needs chunking under 4 MiB limits
+    for (size_t i = 0; i < model_["big"].size(); ++i) model_["big"][i] = 0.001f * (i % 1000);
+    model_["small"] = {1, 2, 3};
+    ASSERT_TRUE(client_->Initialize(Header(0), model_).ok());
+  }
+  void TearDown() override { server_->Shutdown(); }
+
+  static v1::PushHeader Header(uint64_t sequence, uint64_t trainer = kTrainer,
+                               uint64_t incarnation = 1) {
+    v1::PushHeader h;
+    h.set_trainer_id(trainer);
+    h.set_incarnation(incarnation);
+    h.set_sequence(sequence);
+    h.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+    h.set_weight(1);
+    return h;
+  }
+
+  tensor::TensorMap Live() {
+    absl::StatusOr<trainer::PulledModel> pulled = client_->Pull(-1);
+    EXPECT_TRUE(pulled.ok()) << pulled.status();
+    return pulled.ok() ? pulled->tensors : tensor::TensorMap{};
+  }
+
+  // Sends raw messages as one Push stream and returns the status code.
+  grpc::StatusCode RawPush(const std::vector<v1::PushMessage>& messages) {
+    grpc::ClientContext ctx;
+    v1::PushReply reply;
+    auto writer = stub_->Push(&ctx, &reply);
+    for (const auto& m : messages) writer->Write(m);
+    writer->WritesDone();
+    return writer->Finish().error_code();
+  }
+
+  prometheus::Registry registry_;
+  store::StoreMetrics metrics_{registry_};
+  store::ParameterTable table_;
+  store::StoreService service_{table_, metrics_, 0, 1};
+  std::unique_ptr<grpc::Server> server_;
+  int port_ = 0;
+  std::string address_;
+  std::unique_ptr<trainer::StoreClient> client_;
+  std::unique_ptr<v1::ParameterStore::Stub> stub_;
+  tensor::TensorMap model_;
+};
+
+TEST_F(StoreServiceTest, ServesHealthAndRoundTripsLargeTensors) {
+  EXPECT_TRUE(rpc::CheckHealth(*rpc::MakeChannel(address_), absl::Seconds(5)).ok());
+  EXPECT_EQ(Live(), model_);
+  tensor::TensorMap delta = {{"big", std::vector<float>(3'000'000, 0.5f)}, {"small", {1, 1, 1}}};
+  ASSERT_TRUE(client_->Push(Header(1), delta).ok());
+  tensor::TensorMap live = Live();
+  EXPECT_FLOAT_EQ(live["big"][1234], model_["big"][1234] + 0.5f);
+  EXPECT_EQ(live["small"], (std::vector<float>{2, 3, 4}));
+  // The same push again (a retry) changes nothing.
+  ASSERT_TRUE(client_->Push(Header(1), delta).ok());
+  EXPECT_EQ(Live(), live);
+}
+
+TEST_F(StoreServiceTest, EveryBadPushGetsItsErrorAndLeavesTheModelUntouched) {
+  const tensor::TensorMap before = Live();
+  const float nan = std::numeric_limits<float>::quiet_NaN();
+  const float inf = std::numeric_limits<float>::infinity();
+  struct Case {
+    const char* what;
+    v1::PushHeader header;
+    tensor::TensorMap delta;
+    absl::StatusCode code;
+  };
+  std::vector<Case> cases = {
+      {"unknown tensor", Header(1), {{"nope", {1}}}, absl::StatusCode::kNotFound},
+      {"wrong length", Header(2), {{"small", {1, 2}}}, absl::StatusCode::kInvalidArgument},
+      {"NaN", Header(3), {{"small", {1, nan, 3}}}, absl::StatusCode::kInvalidArgument},
+      {"Inf", Header(4), {{"small", {inf, 0, 0}}}, absl::StatusCode::kInvalidArgument},
+      {"unknown trainer", Header(5, 99), {{"small", {1, 1, 1}}},
+       absl::StatusCode::kUnauthenticated},
+      {"stale incarnation", Header(6, kTrainer, 0), {{"small", {1, 1, 1}}},
+       absl::StatusCode::kFailedPrecondition},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<uint64_t> pushed = client_->Push(c.header, c.delta);
+    EXPECT_EQ(pushed.status().code(), c.code) << c.what << ": " << pushed.status();
+    EXPECT_FALSE(pushed.status().message().empty()) << c.what;
+    EXPECT_EQ(Live(), before) << c.what;
+  }
+  const std::string text = [&] {
+    std::string out;
+    for (const auto& f : registry_.Collect()) {
+      if (f.name == "syncopate_store_requests_rejected_total") out += std::to_string(f.metric.size());
+    }
+    return out;
+  }();
+  EXPECT_EQ(text, "4") << "rejections are counted by code";
+}
+
+TEST_F(StoreServiceTest, TruncatedAndMalformedStreamsAreRejected) {
+  const tensor::TensorMap before = Live();
+  v1::PushMessage header;
+  *header.mutable_header() = Header(1);
+  tensor::ToProto({"big", {3'000'000}}, header.mutable_header()->add_tensors());
+  std::vector<v1::PushMessage> stream = {header};
+  tensor::ForEachChunk("big", std::vector<float>(3'000'000, 1.0f), tensor::kDefaultChunkBytes,
+                       [&](const v1::TensorChunk& c) {
+                         v1::PushMessage m;
+                         *m.mutable_chunk() = c;
+                         stream.push_back(m);
+                       });
+  std::vector<v1::PushMessage> truncated(stream.begin(), stream.end() - 1);
+  EXPECT_EQ(RawPush(truncated), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(RawPush({stream[1]}), grpc::StatusCode::INVALID_ARGUMENT) << "chunk before header";
+  EXPECT_EQ(RawPush({}), grpc::StatusCode::INVALID_ARGUMENT) << "empty stream";
+  EXPECT_EQ(Live(), before);
+  EXPECT_EQ(RawPush(stream), grpc::StatusCode::OK);
+}
+
+TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
+  v1::PushHeader h = Header(1);
+  h.set_apply_mode(v1::APPLY_MODE_ROUND);
+  h.set_round(1);
+  ASSERT_TRUE(client_->Push(h, {{"small", {3, 3, 3}}}).ok());
+  EXPECT_EQ(client_->Pull(1).status().code(), absl::StatusCode::kFailedPrecondition);
+  grpc::ClientContext ctx;
+  v1::CloseRoundRequest close;
+  close.set_round(1);
+  v1::CloseRoundReply closed;
+  ASSERT_TRUE(stub_->CloseRound(&ctx, close, &closed).ok());
+  absl::StatusOr<trainer::PulledModel> a = client_->Pull(1);
+  trainer::StoreClient other({address_}, absl::Seconds(10), tensor::kMinChunkBytes);
+  absl::StatusOr<trainer::PulledModel> b = other.Pull(1);
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_EQ(a->checksums, b->checksums);
+  EXPECT_EQ(a->checksums[0], closed.checksum());
+  EXPECT_EQ(a->tensors, b->tensors);
+  EXPECT_EQ(a->tensors["small"], (std::vector<float>{4, 5, 6}));
+}
+
+}  // namespace
+}  // namespace syncopate
