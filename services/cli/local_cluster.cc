@@ -10,18 +10,33 @@
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
 #include "rpc/grpc_util.h"
+#include "sync/policy_factory.h"
 
 namespace syncopate::cli {
 namespace {
 
 constexpr absl::Duration kReadyTimeout = absl::Seconds(60);
 
+// Waits for a process's ready file, giving up early when the process exits.
+absl::StatusOr<base::ReadyInfo> AwaitReady(const std::string& path, ChildProcess& process) {
+  const absl::Time deadline = absl::Now() + kReadyTimeout;
+  while (true) {
+    absl::StatusOr<base::ReadyInfo> info =
+        base::WaitForReadyFile(path, absl::Now() + absl::Milliseconds(200));
+    if (info.ok() || !absl::IsDeadlineExceeded(info.status())) return info;
+    if (!process.running()) {
+      return absl::UnavailableError(
+          absl::StrCat("exited (", DescribeExit(*process.Wait(absl::ZeroDuration())), ")"));
+    }
+    if (absl::Now() >= deadline) return info;
+  }
+}
+
 std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToDoubleSeconds(d), "s"); }
 
 }  // namespace
 
-absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
-    const LocalClusterOptions& options) {
+absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
   if (options.trainers <= 0) return absl::InvalidArgumentError("--trainers must be positive");
   if (options.store_shards <= 0) {
     return absl::InvalidArgumentError("--store-shards must be positive");
@@ -34,6 +49,17 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   for (double s : options.slowdowns) {
     if (s < 1.0) return absl::InvalidArgumentError("slowdowns must be >= 1");
   }
+  // The coordinator would refuse a bad mode too; checking here gives the error before any start.
+  sync::PolicyOptions policy;
+  policy.mode = options.mode;
+  policy.staleness = options.staleness;
+  RETURN_IF_ERROR(sync::MakePolicy(policy).status());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
+    const LocalClusterOptions& options) {
+  RETURN_IF_ERROR(Validate(options));
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
   absl::Status status = [&]() -> absl::Status {
     std::vector<std::string> stores;
@@ -71,11 +97,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     for (Endpoint& e : cluster->endpoints_) {
       if (e.role != "trainer") continue;
       const std::string ready = absl::StrCat(options.run_dir, "/trainer-", e.index, ".ready.json");
-      absl::StatusOr<base::ReadyInfo> info =
-          base::WaitForReadyFile(ready, absl::Now() + kReadyTimeout);
+      absl::StatusOr<base::ReadyInfo> info = AwaitReady(ready, *e.process);
       if (!info.ok()) {
-        return absl::UnavailableError(absl::StrCat("trainer ", e.index,
-                                                   " did not start; see ", e.process->log_path()));
+        return absl::UnavailableError(absl::StrCat("trainer ", e.index, " did not start (",
+                                                   info.status().message(), "); see ",
+                                                   e.process->log_path()));
       }
       e.metrics_port = info->metrics_port;
     }
@@ -106,10 +132,11 @@ absl::Status LocalCluster::Launch(const std::string& role, int index,
   Endpoint endpoint{role, index, 0, 0, process.get()};
   processes_.push_back(std::move(process));
   if (wait_ready) {
-    absl::StatusOr<base::ReadyInfo> info = base::WaitForReadyFile(ready, absl::Now() + kReadyTimeout);
-    if (!info.ok() || !endpoint.process->running()) {
-      return absl::UnavailableError(
-          absl::StrCat(role, " ", index, " did not start; see ", base, ".log"));
+    absl::StatusOr<base::ReadyInfo> info = AwaitReady(ready, *endpoint.process);
+    if (!info.ok()) {
+      return absl::UnavailableError(absl::StrCat(role, " ", index, " did not start (",
+                                                 info.status().message(), "); see ", base,
+                                                 ".log"));
     }
     endpoint.grpc_port = info->grpc_port;
     endpoint.metrics_port = info->metrics_port;

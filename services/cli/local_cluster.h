@@ -46,6 +46,8 @@ class LocalCluster {
   // Starts stores, then the coordinator, then trainers, waiting for each to be ready (bounded).
   // On any failure, stops what started and returns the error with the failing process's log path.
   static absl::StatusOr<std::unique_ptr<LocalCluster>> Start(const LocalClusterOptions& options);
+  // INVALID_ARGUMENT for options Start would refuse (counts, slowdowns, mode); run_dir not checked.
+  static absl::Status Validate(const LocalClusterOptions& options);
   ~LocalCluster();
 
   const std::vector<Endpoint>& endpoints() const { return endpoints_; }

@@ -43,6 +43,7 @@ std::string ProgressLine(const v1::ClusterStatus& status, double elapsed,
 }  // namespace
 
 absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
+  RETURN_IF_ERROR(LocalCluster::Validate(options.cluster));
   ASSIGN_OR_RETURN(options.cluster.run_dir, PrepareRunDir(options.report_dir));
   std::fprintf(stderr, "syncopate local: %s with %d trainers (slowdowns", options.cluster.mode.c_str(),
                options.cluster.trainers);
