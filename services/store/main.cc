@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "CLI/CLI.hpp"
+#include "base/allocator.h"
 #include "base/logging.h"
 #include "base/ready_file.h"
 #include "base/signals.h"
@@ -13,6 +14,7 @@
 
 int main(int argc, char** argv) {
   syncopate::base::BlockTerminationSignals();
+  syncopate::base::TuneAllocatorForLargeBuffers();
   CLI::App app{"syncopate-store: one shard of Syncopate's parameter store"};
   std::string listen = "0.0.0.0:7070";
   std::string metrics_listen = "0.0.0.0:9100";

@@ -117,13 +117,13 @@ grpc::Status StoreService::Pull(grpc::ServerContext* ctx, const v1::PullRequest*
   uint64_t bytes = 0;
   for (size_t i = 0; i < s.specs.size() && ok; ++i) {
     tensor::ForEachChunk(s.specs[i].name, s.values[i], request->chunk_bytes(),
-                         [&](const v1::TensorChunk& chunk) {
+                         [&](v1::TensorChunk& chunk) {
                            if (!ok || ctx->IsCancelled()) {
                              ok = false;
                              return;
                            }
-                           *message.mutable_chunk() = chunk;
                            bytes += chunk.data().size();
+                           message.mutable_chunk()->Swap(&chunk);
                            ok = writer->Write(message);
                          });
   }

@@ -53,13 +53,13 @@ uint32_t ClampChunkBytes(uint32_t requested) {
 }
 
 void ForEachChunk(const std::string& name, absl::Span<const float> values, uint32_t chunk_bytes,
-                  const std::function<void(const v1::TensorChunk&)>& emit) {
+                  const std::function<void(v1::TensorChunk&)>& emit) {
   const size_t per_chunk = ClampChunkBytes(chunk_bytes) / sizeof(float);
   v1::TensorChunk chunk;
-  chunk.set_tensor(name);
   size_t offset = 0;
   do {
     const size_t n = std::min(per_chunk, values.size() - offset);
+    chunk.set_tensor(name);
     chunk.set_offset(offset);
     chunk.set_data(reinterpret_cast<const char*>(values.data() + offset), n * sizeof(float));
     emit(chunk);

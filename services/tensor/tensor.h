@@ -48,9 +48,10 @@ inline constexpr uint32_t kMaxChunkBytes = 4 << 20;
 uint32_t ClampChunkBytes(uint32_t requested);
 
 // Calls `emit` once per chunk of `values`, in order; each chunk carries at most `chunk_bytes` bytes.
-// The chunk passed to `emit` is reused between calls. A zero-length tensor emits one empty chunk.
+// `emit` may Swap the chunk into a message instead of copying it: every field is set again before
+// each call, so the swapped-back buffer is simply reused. A zero-length tensor emits one empty chunk.
 void ForEachChunk(const std::string& name, absl::Span<const float> values, uint32_t chunk_bytes,
-                  const std::function<void(const v1::TensorChunk&)>& emit);
+                  const std::function<void(v1::TensorChunk&)>& emit);
 
 // The float values a chunk carries; INVALID_ARGUMENT when its byte length is not a multiple of 4.
 absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* values);

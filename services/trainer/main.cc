@@ -5,6 +5,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/clock.h"
 #include "base/flags.h"
+#include "base/allocator.h"
 #include "base/logging.h"
 #include "base/ready_file.h"
 #include "base/signals.h"
@@ -33,6 +34,7 @@ int Fail(const absl::Status& status, int code = kExitError) {
 
 int main(int argc, char** argv) {
   syncopate::base::BlockTerminationSignals();
+  syncopate::base::TuneAllocatorForLargeBuffers();
   CLI::App app{"syncopate-trainer: one Syncopate trainer"};
   std::string coordinator;
   std::string name;

@@ -46,9 +46,9 @@ absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHe
   bool ok = writer->Write(message);
   for (const auto* t : tensors) {
     if (!ok) break;
-    tensor::ForEachChunk(t->first, t->second, chunk_bytes_, [&](const v1::TensorChunk& chunk) {
+    tensor::ForEachChunk(t->first, t->second, chunk_bytes_, [&](v1::TensorChunk& chunk) {
       if (!ok) return;
-      *message.mutable_chunk() = chunk;
+      message.mutable_chunk()->Swap(&chunk);
       ok = writer->Write(message);
     });
   }

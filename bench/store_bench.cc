@@ -1,0 +1,160 @@
+// Data-plane benchmark for one store shard over loopback.
+//   push+pull throughput of a model  /  raw loopback TCP throughput     (target >= 0.7)
+//   store apply rate of a delta      /  in-place float add, same buffer (target >= 0.8)
+// Both references are measured in the same run, interleaved with the measurement, because the
+// machine is shared and noisy. Prints a table and one JSON line. Usage:
+//   syncopate-store-bench [--mib=64] [--repeats=5]
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstring>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "base/allocator.h"
+#include "prometheus/registry.h"
+#include "rpc/grpc_util.h"
+#include "store/parameter_table.h"
+#include "store/store_metrics.h"
+#include "store/store_service.h"
+#include "trainer/store_client.h"
+
+namespace {
+
+using namespace syncopate;  // NOLINT: a benchmark's main file
+
+double Median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v[v.size() / 2];
+}
+
+// Seconds to send `bytes` one way over a loopback TCP connection, then the same back (as a push
+// followed by a pull moves the model both ways).
+double TcpRoundTripSeconds(size_t bytes) {
+  int listener = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  socklen_t len = sizeof(addr);
+  getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len);
+  listen(listener, 1);
+  std::vector<char> out(1 << 20, 'x');
+  auto pump = [&](int fd, bool send_first) {
+    std::vector<char> in(1 << 20);
+    for (int phase = 0; phase < 2; ++phase) {
+      size_t done = 0;
+      const bool sending = (phase == 0) == send_first;
+      while (done < bytes) {
+        const size_t n = std::min(out.size(), bytes - done);
+        const ssize_t r = sending ? write(fd, out.data(), n) : read(fd, in.data(), n);
+        if (r <= 0) return;
+        done += r;
+      }
+    }
+  };
+  std::thread server([&] {
+    int fd = accept(listener, nullptr, nullptr);
+    pump(fd, false);
+    close(fd);
+  });
+  int fd = socket(AF_INET, SOCK_STREAM, 0);
+  connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr));
+  const absl::Time start = absl::Now();
+  pump(fd, true);
+  const double seconds = absl::ToDoubleSeconds(absl::Now() - start);
+  close(fd);
+  server.join();
+  close(listener);
+  return seconds;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  base::TuneAllocatorForLargeBuffers();
+  size_t mib = 64;
+  int repeats = 5;
+  for (int i = 1; i < argc; ++i) {
+    if (std::strncmp(argv[i], "--mib=", 6) == 0) mib = std::stoul(argv[i] + 6);
+    if (std::strncmp(argv[i], "--repeats=", 10) == 0) repeats = std::stoi(argv[i] + 10);
+  }
+  const size_t floats = mib * (1 << 20) / sizeof(float);
+  const size_t bytes = floats * sizeof(float);
+
+  prometheus::Registry registry;
+  store::StoreMetrics metrics(registry);
+  store::ParameterTable table;
+  store::StoreService service(table, metrics, 0, 1);
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  if (!rpc::StartServer("127.0.0.1:0", {&service}, &server, &port).ok()) return 1;
+  table.SetMembers({{1, 1}});
+  trainer::StoreClient client({"127.0.0.1:" + std::to_string(port)}, absl::Minutes(2));
+
+  // A model of four tensors, as a real one has several.
+  tensor::TensorMap model;
+  for (int t = 0; t < 4; ++t) model["layer" + std::to_string(t)] = std::vector<float>(floats / 4, 0.01f);
+  v1::PushHeader header;
+  header.set_trainer_id(1);
+  header.set_incarnation(1);
+  header.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+  header.set_weight(1);
+  if (!client.Initialize(header, model).ok()) return 1;
+
+  std::vector<double> store_gbps, tcp_gbps, apply_gbps, add_gbps;
+  std::vector<float> a(floats, 1.0f), b(floats, 0.5f);
+  for (int r = 0; r < repeats; ++r) {
+    tcp_gbps.push_back(2.0 * bytes / TcpRoundTripSeconds(bytes) / 1e9);
+
+    header.set_sequence(r + 1);
+    const absl::Time start = absl::Now();
+    if (!client.Push(header, model).ok()) return 1;
+    absl::StatusOr<trainer::PulledModel> pulled = client.Pull(-1);
+    if (!pulled.ok()) return 1;
+    store_gbps.push_back(2.0 * bytes / absl::ToDoubleSeconds(absl::Now() - start) / 1e9);
+
+    // Apply alone: a staged push of the same size straight into the table.
+    store::StagedPush staged;
+    staged.header = header;
+    staged.header.set_sequence(1000 + r);
+    for (const auto& [name, values] : model) {
+      staged.tensors.push_back({name, {static_cast<int64_t>(values.size())}});
+      staged.chunks.push_back({staged.tensors.size() - 1, 0,
+                               std::string(reinterpret_cast<const char*>(values.data()),
+                                           values.size() * sizeof(float))});
+    }
+    const absl::Time apply_start = absl::Now();
+    if (!table.Apply(staged).ok()) return 1;
+    apply_gbps.push_back(bytes / absl::ToDoubleSeconds(absl::Now() - apply_start) / 1e9);
+
+    const absl::Time add_start = absl::Now();
+    float* __restrict pa = a.data();
+    const float* __restrict pb = b.data();
+    for (size_t i = 0; i < floats; ++i) pa[i] += pb[i];
+    add_gbps.push_back(bytes / absl::ToDoubleSeconds(absl::Now() - add_start) / 1e9);
+  }
+  server->Shutdown();
+
+  const double store = Median(store_gbps), tcp = Median(tcp_gbps);
+  const double apply = Median(apply_gbps), add = Median(add_gbps) + 0 * a[floats / 2];
+  std::printf("model %zu MiB, %d repeats (medians)\n", mib, repeats);
+  std::printf("  push+pull through the store   %6.2f GB/s\n", store);
+  std::printf("  raw loopback TCP (both ways)  %6.2f GB/s   ratio %.2f (target >= 0.70)\n", tcp,
+              store / tcp);
+  std::printf("  store apply of a delta        %6.2f GB/s\n", apply);
+  std::printf("  in-place float add            %6.2f GB/s   ratio %.2f (target >= 0.80)\n", add,
+              apply / add);
+  std::printf(
+      "{\"model_mib\":%zu,\"store_gbps\":%.3f,\"tcp_gbps\":%.3f,\"transfer_ratio\":%.3f,"
+      "\"apply_gbps\":%.3f,\"add_gbps\":%.3f,\"apply_ratio\":%.3f}\n",
+      mib, store, tcp, store / tcp, apply, add, apply / add);
+  return 0;
+}
