@@ -101,7 +101,8 @@ int main(int argc, char** argv) {
 
   // A model of four tensors, as a real one has several.
   tensor::TensorMap model;
-  for (int t = 0; t < 4; ++t) model["layer" + std::to_string(t)] = std::vector<float>(floats / 4, 0.01f);
+  for (int t = 0; t < 4; ++t)
+    model["layer" + std::to_string(t)] = std::vector<float>(floats / 4, 0.01f);
   v1::PushHeader header;
   header.set_trainer_id(1);
   header.set_incarnation(1);

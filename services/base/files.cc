@@ -14,7 +14,8 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
   const std::string tmp = absl::StrCat(path, ".tmp");
   {
     std::ofstream out(tmp, std::ios::binary | std::ios::trunc);
-    if (!out) return absl::UnavailableError(absl::StrCat("cannot write ", tmp, ": ", strerror(errno)));
+    if (!out)
+      return absl::UnavailableError(absl::StrCat("cannot write ", tmp, ": ", strerror(errno)));
     out << contents;
     if (!out.flush()) return absl::UnavailableError(absl::StrCat("write failed: ", tmp));
   }

@@ -9,7 +9,8 @@
 
 namespace syncopate::base {
 
-// Writes `contents` to `path` via a temporary file and rename, so a reader never sees a partial file.
+// Writes `contents` to `path` via a temporary file and rename, so a reader never sees a partial
+// file.
 absl::Status WriteFileAtomically(const std::string& path, const std::string& contents);
 
 // Reads a whole file. NOT_FOUND when it does not exist.

@@ -25,7 +25,8 @@ absl::StatusOr<std::vector<double>> ParseDoubleList(const std::string& text) {
   for (absl::string_view item : absl::StrSplit(text, ',')) {
     double v = 0;
     if (!absl::SimpleAtod(item, &v)) {
-      return absl::InvalidArgumentError(absl::StrCat("bad number '", item, "' in list '", text, "'"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad number '", item, "' in list '", text, "'"));
     }
     values.push_back(v);
   }

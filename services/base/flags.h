@@ -1,4 +1,5 @@
-// Parsers for flag values shared by every binary: durations ("120s", "500ms") and lists ("1,1,2,4").
+// Parsers for flag values shared by every binary: durations ("120s", "500ms") and lists
+// ("1,1,2,4").
 #ifndef SYNCOPATE_BASE_FLAGS_H_
 #define SYNCOPATE_BASE_FLAGS_H_
 

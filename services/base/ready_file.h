@@ -19,8 +19,8 @@ struct ReadyInfo {
 // Writes {"grpc_port":..,"metrics_port":..,"pid":..} atomically. No-op when `path` is empty.
 absl::Status WriteReadyFile(const std::string& path, const ReadyInfo& info);
 
-// Polls for the file until `deadline`; DEADLINE_EXCEEDED if it never appears, INVALID_ARGUMENT if it
-// is not a ready file.
+// Polls for the file until `deadline`; DEADLINE_EXCEEDED if it never appears, INVALID_ARGUMENT if
+// it is not a ready file.
 absl::StatusOr<ReadyInfo> WaitForReadyFile(const std::string& path, absl::Time deadline);
 
 }  // namespace syncopate::base

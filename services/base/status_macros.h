@@ -9,9 +9,9 @@
 #define SYNCOPATE_CONCAT_(a, b) SYNCOPATE_CONCAT_INNER_(a, b)
 
 // Returns the status from the enclosing function when `expr` is not OK.
-#define RETURN_IF_ERROR(expr)                     \
-  do {                                            \
-    ::absl::Status syncopate_status_ = (expr);    \
+#define RETURN_IF_ERROR(expr)                              \
+  do {                                                     \
+    ::absl::Status syncopate_status_ = (expr);             \
     if (!syncopate_status_.ok()) return syncopate_status_; \
   } while (false)
 

@@ -29,7 +29,8 @@ class ChildProcess {
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
   void Signal(int sig);
-  // Waits up to `timeout`; the exit status (as from waitpid) once it exited, nullopt if still running.
+  // Waits up to `timeout`; the exit status (as from waitpid) once it exited, nullopt if still
+  // running.
   std::optional<int> Wait(absl::Duration timeout);
   bool running();
   // SIGTERM, wait up to `grace`, then SIGKILL. Returns the exit status.

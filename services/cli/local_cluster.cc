@@ -43,8 +43,7 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
   }
   if (static_cast<int>(options.slowdowns.size()) != options.trainers) {
     return absl::InvalidArgumentError(absl::StrCat("--slowdown has ", options.slowdowns.size(),
-                                                   " values for ", options.trainers,
-                                                   " trainers"));
+                                                   " values for ", options.trainers, " trainers"));
   }
   for (double s : options.slowdowns) {
     if (s < 1.0) return absl::InvalidArgumentError("slowdowns must be >= 1");
@@ -116,8 +115,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
 LocalCluster::~LocalCluster() { Stop(); }
 
-absl::Status LocalCluster::Launch(const std::string& role, int index,
-                                  std::vector<std::string> args, bool wait_ready) {
+absl::Status LocalCluster::Launch(const std::string& role, int index, std::vector<std::string> args,
+                                  bool wait_ready) {
   const std::string base = absl::StrCat(options_.run_dir, "/", role, "-", index);
   const std::string ready = base + ".ready.json";
   unlink(ready.c_str());
@@ -135,8 +134,7 @@ absl::Status LocalCluster::Launch(const std::string& role, int index,
     absl::StatusOr<base::ReadyInfo> info = AwaitReady(ready, *endpoint.process);
     if (!info.ok()) {
       return absl::UnavailableError(absl::StrCat(role, " ", index, " did not start (",
-                                                 info.status().message(), "); see ", base,
-                                                 ".log"));
+                                                 info.status().message(), "); see ", base, ".log"));
     }
     endpoint.grpc_port = info->grpc_port;
     endpoint.metrics_port = info->metrics_port;

@@ -34,8 +34,7 @@ std::string ProgressLine(const v1::ClusterStatus& status, double elapsed,
   for (const v1::TrainerStatus& t : status.trainers()) {
     absl::StrAppend(&clocks, " t", t.rank(), ":", t.clock(), t.state() == "live" ? "" : "(x)");
   }
-  return absl::StrFormat("[%6.1fs] %s | accuracy %s | clocks%s | live %d",
-                         elapsed, status.mode(),
+  return absl::StrFormat("[%6.1fs] %s | accuracy %s | clocks%s | live %d", elapsed, status.mode(),
                          accuracy ? absl::StrFormat("%.4f", *accuracy) : "  n/a ", clocks,
                          status.live_trainers());
 }
@@ -45,15 +44,15 @@ std::string ProgressLine(const v1::ClusterStatus& status, double elapsed,
 absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   RETURN_IF_ERROR(LocalCluster::Validate(options.cluster));
   ASSIGN_OR_RETURN(options.cluster.run_dir, PrepareRunDir(options.report_dir));
-  std::fprintf(stderr, "syncopate local: %s with %d trainers (slowdowns", options.cluster.mode.c_str(),
-               options.cluster.trainers);
+  std::fprintf(stderr, "syncopate local: %s with %d trainers (slowdowns",
+               options.cluster.mode.c_str(), options.cluster.trainers);
   for (double s : options.cluster.slowdowns) std::fprintf(stderr, " %g", s);
   std::fprintf(stderr, "), logs in %s\n", options.cluster.run_dir.c_str());
 
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(options.cluster));
   RunSummary summary;
   summary.mode = options.cluster.mode;
-  summary.staleness = options.cluster.mode == "ssp" ? options.cluster.staleness
+  summary.staleness = options.cluster.mode == "ssp"   ? options.cluster.staleness
                       : options.cluster.mode == "bsp" ? 0
                                                       : -1;
   summary.trainers = options.cluster.trainers;

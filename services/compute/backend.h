@@ -1,5 +1,6 @@
 // The compute-backend seam: a trainer sees a Model (parameters in, one SGD step, predictions out)
-// created by a Backend (CPU/OpenBLAS here; a CUDA/cuDNN backend plugs in behind the same interface).
+// created by a Backend (CPU/OpenBLAS here; a CUDA/cuDNN backend plugs in behind the same
+// interface).
 #ifndef SYNCOPATE_COMPUTE_BACKEND_H_
 #define SYNCOPATE_COMPUTE_BACKEND_H_
 
@@ -33,9 +34,10 @@ class Model {
   // Sets the parameters named in `in`. INVALID_ARGUMENT (model unchanged) for an unknown name or a
   // wrong element count; parameters not named stay as they are.
   virtual absl::Status WriteParameters(const tensor::TensorMap& in) = 0;
-  // Forward, backward and an SGD update on `batch` examples (`x`: batch x input_features, row-major).
-  // Returns the mean cross-entropy loss before the update.
-  virtual float TrainStep(const float* x, const int32_t* labels, int batch, float learning_rate) = 0;
+  // Forward, backward and an SGD update on `batch` examples (`x`: batch x input_features,
+  // row-major). Returns the mean cross-entropy loss before the update.
+  virtual float TrainStep(const float* x, const int32_t* labels, int batch,
+                          float learning_rate) = 0;
   // The most likely class of each of `n` examples.
   virtual void Predict(const float* x, int n, int32_t* classes) = 0;
 };

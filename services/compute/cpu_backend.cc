@@ -46,17 +46,15 @@ class CpuMlp final : public Model {
       std::vector<float>* target = Find(name);
       if (target == nullptr) return absl::InvalidArgumentError("unknown parameter '" + name + "'");
       if (target->size() != values.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' has ",
-                                                       values.size(), " values, expected ",
-                                                       target->size()));
+        return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' has ", values.size(),
+                                                       " values, expected ", target->size()));
       }
     }
     for (const auto& [name, values] : in) *Find(name) = values;
     return absl::OkStatus();
   }
 
-  float TrainStep(const float* x, const int32_t* labels, int batch,
-                  float learning_rate) override {
+  float TrainStep(const float* x, const int32_t* labels, int batch, float learning_rate) override {
     Forward(x, batch);
     const int classes = layers_.back().out();
     gradients_.back().resize(static_cast<size_t>(batch) * classes);

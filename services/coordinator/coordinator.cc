@@ -27,7 +27,9 @@ Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<sync::SyncP
 
 Coordinator::~Coordinator() { Stop(); }
 
-void Coordinator::Start() { thread_ = std::thread([this] { ActionLoop(); }); }
+void Coordinator::Start() {
+  thread_ = std::thread([this] { ActionLoop(); });
+}
 
 void Coordinator::Stop() {
   {
@@ -39,8 +41,7 @@ void Coordinator::Stop() {
   if (thread_.joinable()) thread_.join();
 }
 
-absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join,
-                                             std::shared_ptr<Outbox> outbox) {
+absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_ptr<Outbox> outbox) {
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&mu_);
   absl::StatusOr<sync::JoinResult> joined = membership_.Join(join.name(), join.rank(), now);

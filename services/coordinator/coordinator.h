@@ -36,8 +36,8 @@ struct SessionKey {
   uint64_t incarnation = 0;
 };
 
-// Thread-safe: events may come from any thread. Actions run on one internal thread, in the order the
-// events produced them, so a round is closed on every shard before anyone is told to pull it.
+// Thread-safe: events may come from any thread. Actions run on one internal thread, in the order
+// the events produced them, so a round is closed on every shard before anyone is told to pull it.
 class Coordinator {
  public:
   Coordinator(CoordinatorOptions options, std::unique_ptr<sync::SyncPolicy> policy,

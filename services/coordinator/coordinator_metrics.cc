@@ -34,10 +34,11 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
                  .Help("Trainers that left cleanly.")
                  .Register(r)
                  .Add({})),
-      evictions(BuildCounter()
-                    .Name("syncopate_coordinator_evictions_total")
-                    .Help("Trainers evicted, by reason (heartbeat_timeout, disconnected, protocol).")
-                    .Register(r)),
+      evictions(
+          BuildCounter()
+              .Name("syncopate_coordinator_evictions_total")
+              .Help("Trainers evicted, by reason (heartbeat_timeout, disconnected, protocol).")
+              .Register(r)),
       rounds_closed(BuildCounter()
                         .Name("syncopate_coordinator_rounds_closed_total")
                         .Help("Rounds closed on every store shard.")
@@ -52,7 +53,8 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
                              .Name("syncopate_coordinator_staleness_at_grant")
                              .Help("Clock minus minimum live clock of the trainer at each grant.")
                              .Register(r)
-                             .Add({}, prometheus::Histogram::BucketBoundaries{0, 1, 2, 3, 4, 6, 8, 12, 16, 24, 32})),
+                             .Add({}, prometheus::Histogram::BucketBoundaries{0, 1, 2, 3, 4, 6, 8,
+                                                                              12, 16, 24, 32})),
       directive_latency(BuildHistogram()
                             .Name("syncopate_coordinator_directive_latency_seconds")
                             .Help("From a clock report's arrival to its Proceed being queued.")

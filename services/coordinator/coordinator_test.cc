@@ -1,5 +1,7 @@
 #include "coordinator/coordinator.h"
 
+#include <tuple>
+
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "sync/policy_factory.h"
@@ -52,8 +54,8 @@ class CoordinatorTest : public ::testing::Test {
     CoordinatorOptions o;
     o.eviction_timeout = absl::Seconds(5);
     o.tick = absl::Milliseconds(5);
-    coordinator_ = std::make_unique<Coordinator>(o, *sync::MakePolicy(p), stores_, clock_,
-                                                 metrics_);
+    coordinator_ =
+        std::make_unique<Coordinator>(o, *sync::MakePolicy(p), stores_, clock_, metrics_);
     coordinator_->Start();
   }
 
@@ -63,6 +65,18 @@ class CoordinatorTest : public ::testing::Test {
     join.set_name(name);
     join.set_rank(rank);
     return {*coordinator_->Join(join, outbox), outbox};
+  }
+
+  // Joins trainers "a" (rank 0) and "b" (rank 1) and consumes their Welcomes and first grants.
+  std::tuple<SessionKey, std::shared_ptr<Outbox>, SessionKey, std::shared_ptr<Outbox>>
+  JoinTwoAndStart() {
+    auto [a, out_a] = Join("a", 0);
+    auto [b, out_b] = Join("b", 1);
+    for (Outbox* out : {out_a.get(), out_b.get()}) {
+      EXPECT_TRUE(Next(*out).has_welcome());
+      EXPECT_TRUE(Next(*out).has_proceed());
+    }
+    return {a, out_a, b, out_b};
   }
 
   // The next directive, waiting at most 5 s of real time (a deadline, not a timing assertion).
@@ -114,12 +128,7 @@ TEST_F(CoordinatorTest, WelcomeThenRoundGrantsAfterStoresClose) {
 }
 
 TEST_F(CoordinatorTest, SilentTrainerIsEvictedAndBarrierReleased) {
-  auto [a, out_a] = Join("a", 0);
-  auto [b, out_b] = Join("b", 1);
-  Next(*out_a);
-  Next(*out_a);
-  Next(*out_b);
-  Next(*out_b);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
   Report(a, 1);
   EXPECT_TRUE(Quiet(*out_a));
   clock_.Advance(absl::Seconds(3));
@@ -136,12 +145,7 @@ TEST_F(CoordinatorTest, SilentTrainerIsEvictedAndBarrierReleased) {
 }
 
 TEST_F(CoordinatorTest, DisconnectReleasesAtOnceAndProtocolErrorsEvict) {
-  auto [a, out_a] = Join("a", 0);
-  auto [b, out_b] = Join("b", 1);
-  Next(*out_a);
-  Next(*out_a);
-  Next(*out_b);
-  Next(*out_b);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
   Report(a, 5);  // skips clocks: a protocol violation
   EXPECT_TRUE(Next(*out_a).has_evicted());
   Report(b, 1);

@@ -13,8 +13,9 @@ class SessionService final : public v1::Coordinator::Service {
  public:
   explicit SessionService(Coordinator& coordinator) : coordinator_(coordinator) {}
 
-  grpc::Status Session(grpc::ServerContext* ctx,
-                       grpc::ServerReaderWriter<v1::Directive, v1::SessionRequest>* stream) override;
+  grpc::Status Session(
+      grpc::ServerContext* ctx,
+      grpc::ServerReaderWriter<v1::Directive, v1::SessionRequest>* stream) override;
   grpc::Status GetStatus(grpc::ServerContext* ctx, const v1::GetStatusRequest* request,
                          v1::ClusterStatus* reply) override;
 

@@ -24,8 +24,8 @@ absl::Status GrpcStoreControl::SetMembership(const std::vector<sync::Member>& me
     auto ctx = rpc::ContextWithTimeout(timeout_);
     grpc::Status status = stubs_[i]->SetMembership(ctx.get(), request, &reply);
     if (!status.ok()) {
-      return absl::UnavailableError(absl::StrCat("SetMembership on store ", addresses_[i], ": ",
-                                                 status.error_message()));
+      return absl::UnavailableError(
+          absl::StrCat("SetMembership on store ", addresses_[i], ": ", status.error_message()));
     }
   }
   return absl::OkStatus();

@@ -16,12 +16,14 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   try {
     exposer = std::make_unique<prometheus::Exposer>(address, /*num_threads=*/1);
   } catch (const std::exception& e) {
-    return absl::UnavailableError(absl::StrCat("cannot serve metrics on ", address, ": ", e.what()));
+    return absl::UnavailableError(
+        absl::StrCat("cannot serve metrics on ", address, ": ", e.what()));
   }
   auto registry = std::make_shared<prometheus::Registry>();
   exposer->RegisterCollectable(registry);
   std::vector<int> ports = exposer->GetListeningPorts();
-  if (ports.empty()) return absl::UnavailableError(absl::StrCat("metrics not listening: ", address));
+  if (ports.empty())
+    return absl::UnavailableError(absl::StrCat("metrics not listening: ", address));
   return std::unique_ptr<MetricsServer>(
       new MetricsServer(std::move(exposer), std::move(registry), ports.front()));
 }

@@ -13,7 +13,8 @@
 
 namespace syncopate::metrics {
 
-// Owns a registry and the HTTP exposer that serves it at /metrics. Thread-safe as prometheus-cpp is.
+// Owns a registry and the HTTP exposer that serves it at /metrics. Thread-safe as prometheus-cpp
+// is.
 class MetricsServer {
  public:
   // Binds `address` ("127.0.0.1:0" picks a free port). INVALID_ARGUMENT/UNAVAILABLE when it cannot.

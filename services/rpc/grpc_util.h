@@ -29,8 +29,8 @@ void ConfigureServerBuilder(grpc::ServerBuilder& builder);
 // A client context whose deadline is `timeout` from now.
 std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout);
 
-// Builds and starts a server on `address` ("127.0.0.1:0" picks a port) with `services`, gRPC's health
-// service (reporting SERVING) and Syncopate's settings. UNAVAILABLE when it cannot bind.
+// Builds and starts a server on `address` ("127.0.0.1:0" picks a port) with `services`, gRPC's
+// health service (reporting SERVING) and Syncopate's settings. UNAVAILABLE when it cannot bind.
 absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
                          std::unique_ptr<grpc::Server>* server, int* port);
 

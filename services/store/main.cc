@@ -53,8 +53,8 @@ int main(int argc, char** argv) {
     spdlog::critical("{}", started.ToString());
     return 1;
   }
-  absl::Status ready = syncopate::base::WriteReadyFile(
-      ready_file, {port, (*metrics_server)->port(), 0});
+  absl::Status ready =
+      syncopate::base::WriteReadyFile(ready_file, {port, (*metrics_server)->port(), 0});
   if (!ready.ok()) {
     spdlog::critical("{}", ready.ToString());
     return 1;

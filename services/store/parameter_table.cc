@@ -64,9 +64,9 @@ absl::Status ParameterTable::CheckMember(const v1::PushHeader& header) const {
         absl::StrCat("trainer ", header.trainer_id(), " has left or was evicted"));
   }
   if (it->second != header.incarnation()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("trainer ", header.trainer_id(), " incarnation ", header.incarnation(),
-                     " is stale (current ", it->second, ")"));
+    return absl::FailedPreconditionError(absl::StrCat("trainer ", header.trainer_id(),
+                                                      " incarnation ", header.incarnation(),
+                                                      " is stale (current ", it->second, ")"));
   }
   return absl::OkStatus();
 }
@@ -143,9 +143,8 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(const StagedPush& push) {
       break;
     case v1::APPLY_MODE_ROUND: {
       if (h.round() != last_closed_round_ + 1) {
-        return absl::FailedPreconditionError(
-            absl::StrCat("push for round ", h.round(), " but the open round is ",
-                         last_closed_round_ + 1));
+        return absl::FailedPreconditionError(absl::StrCat(
+            "push for round ", h.round(), " but the open round is ", last_closed_round_ + 1));
       }
       if (h.weight() <= 0) return absl::InvalidArgumentError("round pushes need a positive weight");
       for (const tensor::TensorSpec& spec : push.tensors) {
@@ -197,13 +196,12 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(int64_t round) {
   return result;
 }
 
-absl::StatusOr<std::shared_ptr<const ModelSnapshot>> ParameterTable::Snapshot(
-    int64_t round) const {
+absl::StatusOr<std::shared_ptr<const ModelSnapshot>> ParameterTable::Snapshot(int64_t round) const {
   absl::ReaderMutexLock lock(&mu_);
   if (round < 0) return MakeSnapshot(-1);
   if (round > last_closed_round_) {
-    return absl::FailedPreconditionError(absl::StrCat("round ", round, " is not closed yet (last ",
-                                                      last_closed_round_, ")"));
+    return absl::FailedPreconditionError(
+        absl::StrCat("round ", round, " is not closed yet (last ", last_closed_round_, ")"));
   }
   for (const auto& s : snapshots_) {
     if (s->round == round) return s;

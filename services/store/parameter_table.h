@@ -25,9 +25,9 @@ namespace syncopate::store {
 struct ModelSnapshot {
   int64_t round = -1;  // -1 for a live copy
   int64_t live_version = 0;
-  std::vector<tensor::TensorSpec> specs;     // name order
-  std::vector<std::vector<float>> values;    // parallel to specs
-  uint32_t checksum = 0;                     // CRC-32 over values in order; 0 for live copies
+  std::vector<tensor::TensorSpec> specs;   // name order
+  std::vector<std::vector<float>> values;  // parallel to specs
+  uint32_t checksum = 0;                   // CRC-32 over values in order; 0 for live copies
 };
 
 struct ApplyResult {
@@ -66,10 +66,10 @@ class ParameterTable {
   // While no round has closed, the round-0 snapshot is (re)published to include new tensors.
   absl::StatusOr<ApplyResult> Initialize(const StagedPush& push);
 
-  // Applies a validated delta. UNAUTHENTICATED: trainer never a member; FAILED_PRECONDITION: departed
-  // trainer, stale incarnation, round already closed or not the next one; INVALID_ARGUMENT: no apply
-  // mode or a non-finite weight. A sequence at or below the last applied one for this
-  // (trainer, incarnation) is acknowledged as a duplicate and not applied.
+  // Applies a validated delta. UNAUTHENTICATED: trainer never a member; FAILED_PRECONDITION:
+  // departed trainer, stale incarnation, round already closed or not the next one;
+  // INVALID_ARGUMENT: no apply mode or a non-finite weight. A sequence at or below the last applied
+  // one for this (trainer, incarnation) is acknowledged as a duplicate and not applied.
   absl::StatusOr<ApplyResult> Apply(const StagedPush& push);
 
   // Adds the mean of round `round`'s deltas to the model and publishes the round snapshot. A round

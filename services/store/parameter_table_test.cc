@@ -37,9 +37,8 @@ TEST_F(ParameterTableTest, InitializeIsIdempotentAndChecksShapes) {
 }
 
 TEST_F(ParameterTableTest, ImmediatePushAppliesWeightedDelta) {
-  ASSERT_TRUE(table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 0.5f),
-                                 {{"a", {2, 4}}}))
-                  .ok());
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 0.5f), {{"a", {2, 4}}})).ok());
   EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 4}));
 }
 
@@ -63,12 +62,12 @@ TEST_F(ParameterTableTest, MembershipIsEnforced) {
 }
 
 TEST_F(ParameterTableTest, RoundAppliesMeanAndPublishesIdenticalSnapshot) {
-  ASSERT_TRUE(table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_ROUND, 1, 1),
-                                 {{"a", {2, 0}}, {"b", {4}}}))
-                  .ok());
-  ASSERT_TRUE(table_.Apply(Stage(Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 1),
-                                 {{"a", {0, 2}}, {"b", {0}}}))
-                  .ok());
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_ROUND, 1, 1), {{"a", {2, 0}}, {"b", {4}}}))
+          .ok());
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 1), {{"a", {0, 2}}, {"b", {0}}}))
+          .ok());
   // Nothing is visible before the close.
   EXPECT_EQ(Live(table_, "a"), (std::vector<float>{1, 2}));
   absl::StatusOr<CloseResult> closed = table_.CloseRound(1);

@@ -33,10 +33,9 @@ absl::Status PushAssembler::AddHeader(v1::PushHeader& header) {
         return absl::NotFoundError(absl::StrCat("unknown tensor '", spec.name, "' on this shard"));
       }
       if (held->shape != spec.shape) {
-        return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name,
-                                                       "' has the wrong shape: ",
-                                                       spec.NumElements(), " elements, store has ",
-                                                       held->NumElements()));
+        return absl::InvalidArgumentError(
+            absl::StrCat("tensor '", spec.name, "' has the wrong shape: ", spec.NumElements(),
+                         " elements, store has ", held->NumElements()));
       }
     }
     push_.tensors.push_back(std::move(spec));
@@ -63,8 +62,7 @@ absl::Status PushAssembler::AddChunk(v1::TensorChunk& chunk) {
   const uint64_t total = push_.tensors[index].NumElements();
   if (chunk.offset() != filled_[index]) {
     return absl::InvalidArgumentError(absl::StrCat("chunk of '", chunk.tensor(), "' at offset ",
-                                                   chunk.offset(), ", expected ",
-                                                   filled_[index]));
+                                                   chunk.offset(), ", expected ", filled_[index]));
   }
   if (chunk.offset() + values.size() > total) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", chunk.tensor(),
@@ -86,10 +84,9 @@ absl::StatusOr<StagedPush> PushAssembler::Finish() {
   if (!have_header_) return absl::InvalidArgumentError("empty push stream");
   for (size_t i = 0; i < push_.tensors.size(); ++i) {
     if (filled_[i] != static_cast<uint64_t>(push_.tensors[i].NumElements())) {
-      return absl::InvalidArgumentError(absl::StrCat("truncated stream: tensor '",
-                                                     push_.tensors[i].name, "' has ", filled_[i],
-                                                     " of ", push_.tensors[i].NumElements(),
-                                                     " elements"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("truncated stream: tensor '", push_.tensors[i].name, "' has ", filled_[i],
+                       " of ", push_.tensors[i].NumElements(), " elements"));
     }
   }
   return std::move(push_);

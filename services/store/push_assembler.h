@@ -44,9 +44,9 @@ class PushAssembler {
   // checks that every header tensor exists here with the same shape.
   explicit PushAssembler(SpecLookup lookup = nullptr) : lookup_(std::move(lookup)) {}
 
-  // Takes one stream message (its chunk payload is moved out). INVALID_ARGUMENT for: a first message
-  // that is not a header, a second header, an unknown tensor (NOT_FOUND), a shape mismatch, a chunk
-  // out of order or past the tensor's end, a ragged byte length, NaN or infinity.
+  // Takes one stream message (its chunk payload is moved out). INVALID_ARGUMENT for: a first
+  // message that is not a header, a second header, an unknown tensor (NOT_FOUND), a shape mismatch,
+  // a chunk out of order or past the tensor's end, a ragged byte length, NaN or infinity.
   absl::Status Add(v1::PushMessage& message);
 
   // The stream ended: INVALID_ARGUMENT when it was empty or any tensor is incomplete (truncated).

@@ -47,7 +47,8 @@ TEST(PushAssembler, RejectsUnknownTensorAndWrongLength) {
 }
 
 TEST(PushAssembler, RejectsNanAndInf) {
-  for (float bad : {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
+  for (float bad :
+       {std::numeric_limits<float>::quiet_NaN(), std::numeric_limits<float>::infinity()}) {
     PushAssembler a(Holds("w", 3));
     EXPECT_EQ(Feed(a, PushStream(Header(1, 1, 1), {{"w", {1, bad, 3}}})).code(),
               absl::StatusCode::kInvalidArgument);

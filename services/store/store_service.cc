@@ -34,8 +34,8 @@ grpc::Status StoreService::GetSchema(grpc::ServerContext*, const v1::GetSchemaRe
   return grpc::Status::OK;
 }
 
-absl::Status StoreService::ReceivePush(grpc::ServerReader<v1::PushMessage>* reader,
-                                       bool initialize, v1::PushReply* reply) {
+absl::Status StoreService::ReceivePush(grpc::ServerReader<v1::PushMessage>* reader, bool initialize,
+                                       v1::PushReply* reply) {
   const absl::Time start = absl::Now();
   SpecLookup lookup;
   if (!initialize) lookup = [this](const std::string& name) { return table_.Spec(name); };

@@ -18,8 +18,8 @@ absl::StatusOr<int64_t> BoundedStalenessPolicy::OnJoin(TrainerId trainer, absl::
     return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " already joined"));
   }
   if (!first_join_) first_join_ = now;
-  // Start at the slowest live trainer's clock: never the new slowest (it would stall everyone), never
-  // ahead (it would break the bound). Under BSP that clock is the last closed round.
+  // Start at the slowest live trainer's clock: never the new slowest (it would stall everyone),
+  // never ahead (it would break the bound). Under BSP that clock is the last closed round.
   const int64_t start = clocks_.Min().value_or(floor_clock_);
   clocks_.Set(trainer, start);
   waiting_.insert(trainer);
@@ -38,8 +38,8 @@ absl::StatusOr<Decisions> BoundedStalenessPolicy::OnClock(TrainerId trainer, int
         absl::StrCat("trainer ", trainer, " reported clock ", clock, " before its grant"));
   }
   if (clock != *current + 1) {
-    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " reported clock ",
-                                                      clock, ", expected ", *current + 1));
+    return absl::FailedPreconditionError(
+        absl::StrCat("trainer ", trainer, " reported clock ", clock, ", expected ", *current + 1));
   }
   clocks_.Set(trainer, clock);
   waiting_.insert(trainer);

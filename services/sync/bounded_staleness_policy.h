@@ -32,8 +32,7 @@ class BoundedStalenessPolicy final : public SyncPolicy {
   }
   int64_t staleness_bound() const override { return config_.staleness; }
 
-  absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now,
-                                 Decisions* decisions) override;
+  absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;

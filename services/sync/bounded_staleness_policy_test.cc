@@ -97,9 +97,9 @@ TEST(Ssp, BoundZeroIsLockstepWithoutSnapshots) {
 TEST(Ssp, BoundOneAllowsExactlyOneClockAhead) {
   auto p = Make("ssp", 1);
   JoinAll(*p, 3);
-  EXPECT_THAT(Granted(*p->OnClock(1, 1, kT0)), ElementsAre(1));  // 1 - 0 <= 1
-  EXPECT_THAT(Granted(*p->OnClock(1, 2, kT0)), IsEmpty());      // 2 - 0 > 1
-  EXPECT_THAT(Granted(*p->OnClock(2, 1, kT0)), ElementsAre(2));  // min still 0 (trainer 3)
+  EXPECT_THAT(Granted(*p->OnClock(1, 1, kT0)), ElementsAre(1));     // 1 - 0 <= 1
+  EXPECT_THAT(Granted(*p->OnClock(1, 2, kT0)), IsEmpty());          // 2 - 0 > 1
+  EXPECT_THAT(Granted(*p->OnClock(2, 1, kT0)), ElementsAre(2));     // min still 0 (trainer 3)
   EXPECT_THAT(Granted(*p->OnClock(3, 1, kT0)), ElementsAre(1, 3));  // min 1: 2 - 1 <= 1
 }
 

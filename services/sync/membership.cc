@@ -33,8 +33,8 @@ absl::Status Membership::CheckLive(TrainerId id, uint64_t incarnation) const {
   }
   if (it->second.incarnation != incarnation) {
     return absl::FailedPreconditionError(absl::StrCat("trainer ", id, " incarnation ", incarnation,
-                                                      " is stale (live: ",
-                                                      it->second.incarnation, ")"));
+                                                      " is stale (live: ", it->second.incarnation,
+                                                      ")"));
   }
   return absl::OkStatus();
 }

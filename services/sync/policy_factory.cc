@@ -25,8 +25,7 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     }
     config.staleness = options.staleness;
   } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown mode '", options.mode,
-                                                   "' (supported: ",
+    return absl::InvalidArgumentError(absl::StrCat("unknown mode '", options.mode, "' (supported: ",
                                                    absl::StrJoin(SupportedModes(), ", "), ")"));
   }
   return std::make_unique<BoundedStalenessPolicy>(std::move(config));

@@ -22,7 +22,8 @@ int64_t TensorSpec::NumElements() const {
 absl::Status ValidateSpec(const TensorSpec& spec) {
   if (spec.name.empty()) return absl::InvalidArgumentError("tensor with an empty name");
   if (spec.NumElements() <= 0) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' has an invalid shape"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("tensor '", spec.name, "' has an invalid shape"));
   }
   return absl::OkStatus();
 }
@@ -79,8 +80,8 @@ absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* 
 }
 
 absl::Status CheckFinite(absl::Span<const float> values) {
-  // A sum is NaN if any term is NaN or terms of both infinite signs meet; it is infinite if any term
-  // is. Checking the sum first keeps the common (all finite) case one vectorisable pass.
+  // A sum is NaN if any term is NaN or terms of both infinite signs meet; it is infinite if any
+  // term is. Checking the sum first keeps the common (all finite) case one vectorisable pass.
   float sum = 0;
   for (float v : values) sum += v * 0.0f;
   if (sum == 0.0f) return absl::OkStatus();

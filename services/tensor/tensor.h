@@ -1,5 +1,6 @@
 // Named float32 tensors as they travel between trainers and the store, and the rules both sides
-// share: how a name maps to a shard, how a tensor is cut into chunks, and how a model is checksummed.
+// share: how a name maps to a shard, how a tensor is cut into chunks, and how a model is
+// checksummed.
 #ifndef SYNCOPATE_TENSOR_TENSOR_H_
 #define SYNCOPATE_TENSOR_TENSOR_H_
 
@@ -47,9 +48,10 @@ inline constexpr uint32_t kMinChunkBytes = 64 << 10;
 inline constexpr uint32_t kMaxChunkBytes = 4 << 20;
 uint32_t ClampChunkBytes(uint32_t requested);
 
-// Calls `emit` once per chunk of `values`, in order; each chunk carries at most `chunk_bytes` bytes.
-// `emit` may Swap the chunk into a message instead of copying it: every field is set again before
-// each call, so the swapped-back buffer is simply reused. A zero-length tensor emits one empty chunk.
+// Calls `emit` once per chunk of `values`, in order; each chunk carries at most `chunk_bytes`
+// bytes. `emit` may Swap the chunk into a message instead of copying it: every field is set again
+// before each call, so the swapped-back buffer is simply reused. A zero-length tensor emits one
+// empty chunk.
 void ForEachChunk(const std::string& name, absl::Span<const float> values, uint32_t chunk_bytes,
                   const std::function<void(v1::TensorChunk&)>& emit);
 

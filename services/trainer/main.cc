@@ -3,9 +3,9 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "base/allocator.h"
 #include "base/clock.h"
 #include "base/flags.h"
-#include "base/allocator.h"
 #include "base/logging.h"
 #include "base/ready_file.h"
 #include "base/signals.h"

@@ -57,9 +57,8 @@ void SessionClient::ReadLoop() {
 
 absl::StatusOr<v1::Proceed> SessionClient::WaitProceed(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  auto ready = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return !directives_.empty() || stream_done_;
-  };
+  auto ready = [this]()
+                   ABSL_SHARED_LOCKS_REQUIRED(mu_) { return !directives_.empty() || stream_done_; };
   if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) {
     return absl::DeadlineExceededError("no directive yet");
   }

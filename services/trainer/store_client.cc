@@ -121,8 +121,8 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
     absl::Span<const float> values;
     bad = tensor::ChunkValues(chunk, &values);
     if (bad.ok() && (it == tensors.end() || chunk.offset() + values.size() > it->second.size())) {
-      bad = absl::DataLossError(absl::StrCat("store ", addresses_[shard],
-                                             " sent a chunk outside its header's tensors"));
+      bad = absl::DataLossError(
+          absl::StrCat("store ", addresses_[shard], " sent a chunk outside its header's tensors"));
     }
     if (bad.ok()) {
       std::memcpy(it->second.data() + chunk.offset(), values.data(), chunk.data().size());

@@ -17,8 +17,8 @@ namespace syncopate::trainer {
 
 struct PulledModel {
   tensor::TensorMap tensors;
-  int64_t round = -1;                // -1 for a live pull
-  std::vector<uint32_t> checksums;   // per shard (snapshot pulls; 0 for live)
+  int64_t round = -1;               // -1 for a live pull
+  std::vector<uint32_t> checksums;  // per shard (snapshot pulls; 0 for live)
   uint64_t bytes = 0;
 };
 

@@ -27,10 +27,11 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
                            "Seconds blocked pushing deltas to the store.")),
       pull_seconds(Counter(r, "syncopate_trainer_pull_seconds_total",
                            "Seconds blocked pulling the model from the store.")),
-      eval_seconds(Counter(r, "syncopate_trainer_eval_seconds_total",
-                           "Seconds evaluating test accuracy.")),
-      compute_time_ratio(Gauge(r, "syncopate_trainer_compute_time_ratio",
-                               "Compute seconds divided by wall seconds since the trainer joined.")),
+      eval_seconds(
+          Counter(r, "syncopate_trainer_eval_seconds_total", "Seconds evaluating test accuracy.")),
+      compute_time_ratio(
+          Gauge(r, "syncopate_trainer_compute_time_ratio",
+                "Compute seconds divided by wall seconds since the trainer joined.")),
       clock(Gauge(r, "syncopate_trainer_clock", "Iterations completed and pushed.")),
       steps(Counter(r, "syncopate_trainer_steps_total", "Training steps computed.")),
       loss(Gauge(r, "syncopate_trainer_loss", "Training loss of the last step.")),

@@ -93,8 +93,7 @@ std::optional<double> Worker::MaybeEvaluate(const v1::Proceed& proceed) {
 float Worker::ComputeStep() {
   const absl::Time start = clock_.Now();
   const int n = sampler_.Next(train_, &batch_x_, &batch_y_);
-  const float loss =
-      model_.TrainStep(batch_x_.data(), batch_y_.data(), n, options_.learning_rate);
+  const float loss = model_.TrainStep(batch_x_.data(), batch_y_.data(), n, options_.learning_rate);
   if (options_.slowdown > 1.0) {
     absl::SleepFor((clock_.Now() - start) * (options_.slowdown - 1.0));
   }

@@ -139,8 +139,8 @@ INSTANTIATE_TEST_SUITE_P(EveryMode, KillTrainer, ::testing::Values("bsp", "asp",
 
 TEST(LocalE2E, CtrlCStopsEveryProcessAndStillReports) {
   const std::string dir = MakeTempDir("sigint");
-  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=2", "--time-limit=300s",
-                                "--target-accuracy=0.99"});
+  auto local = StartLocal(
+      dir, {"--mode=bsp", "--trainers=2", "--time-limit=300s", "--target-accuracy=0.99"});
   ASSERT_NE(local, nullptr);
   const absl::Time deadline = absl::Now() + absl::Seconds(60);
   while (absl::Now() < deadline && ReadTrace(dir, 1).size() < 10) {

@@ -20,8 +20,8 @@ std::vector<nlohmann::json> ReadTrace(const std::string& dir, int rank);
 // "start" event with clock c), every other trainer had completed at least c - s clocks by then
 // (its "pushed" events up to that time). Returns the violations found (empty: guarantee held) and
 // sets `max_gap` to the largest c - min observed.
-std::vector<std::string> StalenessViolations(const std::map<int, std::vector<nlohmann::json>>& traces,
-                                             int64_t s, int64_t* max_gap);
+std::vector<std::string> StalenessViolations(
+    const std::map<int, std::vector<nlohmann::json>>& traces, int64_t s, int64_t* max_gap);
 
 // A fresh directory under the test's temporary directory.
 std::string MakeTempDir(const std::string& name);

@@ -1,4 +1,6 @@
 // A real store server on 127.0.0.1:0, driven by the trainer's StoreClient and by raw streams.
+#include "store/store_service.h"
+
 #include <cmath>
 #include <limits>
 
@@ -7,7 +9,6 @@
 #include "rpc/grpc_util.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
-#include "store/store_service.h"
 #include "trainer/store_client.h"
 
 namespace syncopate {
@@ -98,9 +99,13 @@ TEST_F(StoreServiceTest, EveryBadPushGetsItsErrorAndLeavesTheModelUntouched) {
       {"wrong length", Header(2), {{"small", {1, 2}}}, absl::StatusCode::kInvalidArgument},
       {"NaN", Header(3), {{"small", {1, nan, 3}}}, absl::StatusCode::kInvalidArgument},
       {"Inf", Header(4), {{"small", {inf, 0, 0}}}, absl::StatusCode::kInvalidArgument},
-      {"unknown trainer", Header(5, 99), {{"small", {1, 1, 1}}},
+      {"unknown trainer",
+       Header(5, 99),
+       {{"small", {1, 1, 1}}},
        absl::StatusCode::kUnauthenticated},
-      {"stale incarnation", Header(6, kTrainer, 0), {{"small", {1, 1, 1}}},
+      {"stale incarnation",
+       Header(6, kTrainer, 0),
+       {{"small", {1, 1, 1}}},
        absl::StatusCode::kFailedPrecondition},
   };
   for (const Case& c : cases) {
@@ -112,7 +117,8 @@ TEST_F(StoreServiceTest, EveryBadPushGetsItsErrorAndLeavesTheModelUntouched) {
   const std::string text = [&] {
     std::string out;
     for (const auto& f : registry_.Collect()) {
-      if (f.name == "syncopate_store_requests_rejected_total") out += std::to_string(f.metric.size());
+      if (f.name == "syncopate_store_requests_rejected_total")
+        out += std::to_string(f.metric.size());
     }
     return out;
   }();
