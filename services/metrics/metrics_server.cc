@@ -28,6 +28,23 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
       new MetricsServer(std::move(exposer), std::move(registry), ports.front()));
 }
 
+prometheus::Counter& AddCounter(prometheus::Registry& registry, const std::string& name,
+                                const std::string& help) {
+  return prometheus::BuildCounter().Name(name).Help(help).Register(registry).Add({});
+}
+
+prometheus::Gauge& AddGauge(prometheus::Registry& registry, const std::string& name,
+                            const std::string& help) {
+  return prometheus::BuildGauge().Name(name).Help(help).Register(registry).Add({});
+}
+
+prometheus::Histogram& AddHistogram(prometheus::Registry& registry, const std::string& name,
+                                    const std::string& help,
+                                    prometheus::Histogram::BucketBoundaries buckets) {
+  return prometheus::BuildHistogram().Name(name).Help(help).Register(registry).Add(
+      {}, std::move(buckets));
+}
+
 prometheus::Histogram::BucketBoundaries ExponentialBuckets(double start, double factor, int count) {
   prometheus::Histogram::BucketBoundaries bounds;
   double b = start;

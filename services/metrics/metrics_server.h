@@ -7,7 +7,9 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "prometheus/counter.h"
 #include "prometheus/exposer.h"
+#include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
@@ -32,6 +34,16 @@ class MetricsServer {
   std::shared_ptr<prometheus::Registry> registry_;
   int port_;
 };
+
+// One unlabelled metric of each kind, registered under `name` with `help`: the common case for a
+// process whose identity is its scrape target.
+prometheus::Counter& AddCounter(prometheus::Registry& registry, const std::string& name,
+                                const std::string& help);
+prometheus::Gauge& AddGauge(prometheus::Registry& registry, const std::string& name,
+                            const std::string& help);
+prometheus::Histogram& AddHistogram(prometheus::Registry& registry, const std::string& name,
+                                    const std::string& help,
+                                    prometheus::Histogram::BucketBoundaries buckets);
 
 // `count` bucket bounds start, start*factor, ... (Prometheus' ExponentialBuckets).
 prometheus::Histogram::BucketBoundaries ExponentialBuckets(double start, double factor, int count);

@@ -5,40 +5,38 @@
 namespace syncopate::trainer {
 namespace {
 
-prometheus::Counter& Counter(prometheus::Registry& r, const char* name, const char* help) {
-  return prometheus::BuildCounter().Name(name).Help(help).Register(r).Add({});
-}
-prometheus::Gauge& Gauge(prometheus::Registry& r, const char* name, const char* help) {
-  return prometheus::BuildGauge().Name(name).Help(help).Register(r).Add({});
-}
 prometheus::Histogram& Seconds(prometheus::Registry& r, const char* name, const char* help) {
-  return prometheus::BuildHistogram().Name(name).Help(help).Register(r).Add(
-      {}, metrics::ExponentialBuckets(0.0005, 2.5, 13));
+  return metrics::AddHistogram(r, name, help, metrics::ExponentialBuckets(0.0005, 2.5, 13));
 }
 
 }  // namespace
 
 TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
-    : compute_seconds(Counter(r, "syncopate_trainer_compute_seconds_total",
+    : compute_seconds(
+          metrics::AddCounter(r, "syncopate_trainer_compute_seconds_total",
                               "Seconds computing training steps (emulated slowdown included).")),
-      wait_seconds(Counter(r, "syncopate_trainer_wait_seconds_total",
-                           "Seconds waiting for the coordinator's permission to proceed.")),
-      push_seconds(Counter(r, "syncopate_trainer_push_seconds_total",
-                           "Seconds blocked pushing deltas to the store.")),
-      pull_seconds(Counter(r, "syncopate_trainer_pull_seconds_total",
-                           "Seconds blocked pulling the model from the store.")),
-      eval_seconds(
-          Counter(r, "syncopate_trainer_eval_seconds_total", "Seconds evaluating test accuracy.")),
+      wait_seconds(
+          metrics::AddCounter(r, "syncopate_trainer_wait_seconds_total",
+                              "Seconds waiting for the coordinator's permission to proceed.")),
+      push_seconds(metrics::AddCounter(r, "syncopate_trainer_push_seconds_total",
+                                       "Seconds blocked pushing deltas to the store.")),
+      pull_seconds(metrics::AddCounter(r, "syncopate_trainer_pull_seconds_total",
+                                       "Seconds blocked pulling the model from the store.")),
+      eval_seconds(metrics::AddCounter(r, "syncopate_trainer_eval_seconds_total",
+                                       "Seconds evaluating test accuracy.")),
       compute_time_ratio(
-          Gauge(r, "syncopate_trainer_compute_time_ratio",
-                "Compute seconds divided by wall seconds since the trainer joined.")),
-      clock(Gauge(r, "syncopate_trainer_clock", "Iterations completed and pushed.")),
-      steps(Counter(r, "syncopate_trainer_steps_total", "Training steps computed.")),
-      loss(Gauge(r, "syncopate_trainer_loss", "Training loss of the last step.")),
-      test_accuracy(Gauge(r, "syncopate_trainer_test_accuracy",
-                          "Test accuracy of the last evaluated model (evaluator trainer only).")),
-      push_bytes(Counter(r, "syncopate_trainer_push_bytes_total", "Delta bytes pushed.")),
-      pull_bytes(Counter(r, "syncopate_trainer_pull_bytes_total", "Model bytes pulled.")),
+          metrics::AddGauge(r, "syncopate_trainer_compute_time_ratio",
+                            "Compute seconds divided by wall seconds since the trainer joined.")),
+      clock(metrics::AddGauge(r, "syncopate_trainer_clock", "Iterations completed and pushed.")),
+      steps(metrics::AddCounter(r, "syncopate_trainer_steps_total", "Training steps computed.")),
+      loss(metrics::AddGauge(r, "syncopate_trainer_loss", "Training loss of the last step.")),
+      test_accuracy(
+          metrics::AddGauge(r, "syncopate_trainer_test_accuracy",
+                            "Test accuracy of the last evaluated model (evaluator trainer only).")),
+      push_bytes(
+          metrics::AddCounter(r, "syncopate_trainer_push_bytes_total", "Delta bytes pushed.")),
+      pull_bytes(
+          metrics::AddCounter(r, "syncopate_trainer_pull_bytes_total", "Model bytes pulled.")),
       push_duration(Seconds(r, "syncopate_trainer_push_duration_seconds",
                             "Duration of one push to all shards.")),
       pull_duration(Seconds(r, "syncopate_trainer_pull_duration_seconds",
