@@ -95,6 +95,10 @@ bool ChildProcess::running() { return !Wait(absl::ZeroDuration()).has_value(); }
 
 int ChildProcess::Stop(absl::Duration grace) {
   Signal(SIGTERM);
+  return WaitOrKill(grace);
+}
+
+int ChildProcess::WaitOrKill(absl::Duration grace) {
   if (std::optional<int> s = Wait(grace)) return *s;
   Signal(SIGKILL);
   return Wait(absl::Seconds(5)).value_or(-1);

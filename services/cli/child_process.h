@@ -33,8 +33,10 @@ class ChildProcess {
   // running.
   std::optional<int> Wait(absl::Duration timeout);
   bool running();
-  // SIGTERM, wait up to `grace`, then SIGKILL. Returns the exit status.
+  // SIGTERM, then WaitOrKill(grace). Returns the exit status.
   int Stop(absl::Duration grace);
+  // Waits up to `grace` for the child to exit, then SIGKILLs it. Returns the exit status.
+  int WaitOrKill(absl::Duration grace);
 
  private:
   ChildProcess(pid_t pid, std::string log_path) : pid_(pid), log_path_(std::move(log_path)) {}

@@ -181,7 +181,7 @@ void LocalCluster::Stop(absl::Duration grace) {
       if (e.role == role) e.process->Signal(SIGTERM);
     }
     for (Endpoint& e : endpoints_) {
-      if (e.role == role) e.process->Stop(grace);
+      if (e.role == role) e.process->WaitOrKill(grace);
     }
   }
   // Processes that never got an endpoint (failed during start).

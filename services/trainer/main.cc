@@ -139,7 +139,9 @@ int main(int argc, char** argv) {
     done.Notify();
   });
   while (!done.HasBeenNotified()) {
-    if (syncopate::base::WaitForTerminationSignal(absl::Milliseconds(200)) != 0) {
+    // A second SIGTERM (a supervisor repeating itself) must not notify twice: absl aborts on that.
+    if (syncopate::base::WaitForTerminationSignal(absl::Milliseconds(200)) != 0 &&
+        !stop.HasBeenNotified()) {
       spdlog::info("termination signal: finishing the current step and leaving");
       stop.Notify();
     }

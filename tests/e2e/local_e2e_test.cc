@@ -158,6 +158,36 @@ TEST(LocalE2E, CtrlCStopsEveryProcessAndStillReports) {
   EXPECT_TRUE(ReadJson(dir + "/summary.json")["interrupted"].get<bool>());
 }
 
+TEST(LocalE2E, RepeatedSigtermStillLeavesCleanly) {
+  const std::string dir = MakeTempDir("sigterm");
+  // Trainer 1 is slowed so that it is mid-step, still running, when both signals arrive.
+  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=2", "--slowdown=1,200",
+                                "--target-accuracy=0.99", "--time-limit=15s"});
+  ASSERT_NE(local, nullptr);
+  int victim = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline && victim == 0) {
+    nlohmann::json ready = ReadJson(dir + "/trainer-1.ready.json");
+    if (!ready.is_discarded() && ReadTrace(dir, 1).size() > 6) victim = ready["pid"];
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_NE(victim, 0) << "trainer 1 never trained; see " << dir;
+  // A supervisor may repeat itself: two SIGTERMs must still end in a clean Leave, not a crash.
+  // The pause lets the trainer take the first signal before the second arrives (two pending
+  // SIGTERMs would merge into one).
+  ASSERT_EQ(kill(victim, SIGTERM), 0);
+  absl::SleepFor(absl::Milliseconds(50));
+  ASSERT_EQ(kill(victim, SIGTERM), 0);
+  std::optional<int> status = local->Wait(absl::Minutes(2));
+  ASSERT_TRUE(status.has_value()) << "run did not finish";
+  EXPECT_EQ(ExitCode(*status), 0) << cli::DescribeExit(*status);
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  ASSERT_EQ(summary["per_trainer"].size(), 2u);
+  for (const auto& t : summary["per_trainer"]) {
+    EXPECT_EQ(t["state"], t["rank"] == 1 ? "left" : "live") << "rank " << t["rank"];
+  }
+}
+
 TEST(LocalE2E, BadFlagsAreClearErrors) {
   const std::string dir = MakeTempDir("bad");
   EXPECT_EQ(ExitCode(RunLocal(dir + "/a", {"--mode=bogus", "--trainers=2"})), 2);

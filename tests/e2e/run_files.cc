@@ -34,6 +34,12 @@ std::vector<std::string> StalenessViolations(
       if (e["event"] == "pushed") pushed[rank].emplace_back(e["t_us"], e["clock"]);
     }
   }
+  // The bound holds over live trainers: a trainer counts only until its last recorded event (it
+  // leaves, or is stopped, after that).
+  std::map<int, int64_t> last_seen;
+  for (const auto& [rank, events] : traces) {
+    for (const auto& e : events) last_seen[rank] = std::max<int64_t>(last_seen[rank], e["t_us"]);
+  }
   auto completed_by = [&](int rank, int64_t t) {
     int64_t clock = 0;
     for (const auto& [when, c] : pushed[rank]) {
@@ -49,7 +55,7 @@ std::vector<std::string> StalenessViolations(
       const int64_t c = e["clock"];
       const int64_t t = e["t_us"];
       for (const auto& [other, unused] : traces) {
-        if (other == rank) continue;
+        if (other == rank || t > last_seen[other]) continue;
         const int64_t done = completed_by(other, t);
         *max_gap = std::max(*max_gap, c - done);
         if (c - done > s) {

@@ -18,7 +18,8 @@ std::vector<nlohmann::json> ReadTrace(const std::string& dir, int rank);
 
 // Checks the bounded-staleness guarantee from traces: whenever a trainer started clock c + 1 (its
 // "start" event with clock c), every other trainer had completed at least c - s clocks by then
-// (its "pushed" events up to that time). Returns the violations found (empty: guarantee held) and
+// (its "pushed" events up to that time), as long as that other trainer was still active (had
+// events at or after that time). Returns the violations found (empty: guarantee held) and
 // sets `max_gap` to the largest c - min observed.
 std::vector<std::string> StalenessViolations(
     const std::map<int, std::vector<nlohmann::json>>& traces, int64_t s, int64_t* max_gap);
