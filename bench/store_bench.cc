@@ -133,7 +133,7 @@ int main(int argc, char** argv) {
                                            values.size() * sizeof(float))});
     }
     const absl::Time apply_start = absl::Now();
-    if (!table.Apply(staged).ok()) return 1;
+    if (!table.Apply(std::move(staged)).ok()) return 1;
     apply_gbps.push_back(bytes / absl::ToDoubleSeconds(absl::Now() - apply_start) / 1e9);
 
     const absl::Time add_start = absl::Now();

@@ -1,5 +1,7 @@
 #include "coordinator/coordinator.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
 
@@ -80,6 +82,7 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   w->set_heartbeat_interval_seconds(absl::ToDoubleSeconds(options_.heartbeat_interval));
   w->set_push_mode(ToProto(policy_->push_mode()));
   w->set_start_clock(*start);
+  w->set_overlap_communication(policy_->overlap_communication());
   Action action;
   action.sends.emplace_back(outbox, std::move(welcome));
   Enqueue(std::move(action));
@@ -96,6 +99,7 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
   absl::MutexLock lock(&mu_);
   if (!membership_.Touch(key.id, key.incarnation, now).ok()) return;
   report_arrival_[key.id] = now;
+  policy_->ObserveCompute(key.id, report.clock(), report.timings().compute_seconds());
   absl::StatusOr<sync::Decisions> decisions = policy_->OnClock(key.id, report.clock(), now);
   if (!decisions.ok()) {
     spdlog::warn("evicting trainer {}: {}", key.id, decisions.status().ToString());
@@ -157,7 +161,11 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
     sessions_.erase(it);
   }
   report_arrival_.erase(key.id);
-  trainer_status_[names_[key.id]].set_state(state);
+  const std::string& name = names_[key.id];
+  trainer_status_[name].set_state(state);
+  for (auto* family : {&metrics_.trainer_staleness_bound, &metrics_.trainer_group}) {
+    family->Remove(&family->Add({{"trainer", name}}));
+  }
   UpdateGauges();
 }
 
@@ -171,6 +179,17 @@ void Coordinator::UpdateTimings(sync::TrainerId id, const v1::TrainerTimings& ti
 void Coordinator::UpdateGauges() {
   metrics_.live_trainers.Set(static_cast<double>(membership_.live_count()));
   metrics_.min_clock.Set(static_cast<double>(policy_->MinClock().value_or(0)));
+  metrics_.groups.Set(policy_->group_count());
+  for (const auto& [id, session] : sessions_) {
+    const std::string& name = names_[id];
+    const int64_t bound = policy_->BoundOf(id);
+    const int group = policy_->GroupOf(id);
+    metrics_.trainer_staleness_bound.Add({{"trainer", name}}).Set(static_cast<double>(bound));
+    metrics_.trainer_group.Add({{"trainer", name}}).Set(group);
+    v1::TrainerStatus& status = trainer_status_[name];
+    status.set_staleness_bound(bound);
+    status.set_group(group);
+  }
 }
 
 sync::TrainerId Coordinator::Evaluator() const {
@@ -193,9 +212,29 @@ void Coordinator::EnqueueDecisions(sync::Decisions decisions) {
     metrics_.staleness_at_grant.Observe(static_cast<double>(g.clock - min));
   }
   Action action;
-  action.close_rounds = std::move(decisions.close_rounds);
+  for (const sync::RoundClose& close : decisions.close_rounds) {
+    action.close_rounds.push_back(ToRequest(close));
+  }
   action.grants = std::move(decisions.grants);
   Enqueue(std::move(action));
+}
+
+v1::CloseRoundRequest Coordinator::ToRequest(const sync::RoundClose& close) const {
+  v1::CloseRoundRequest request;
+  request.set_round(close.round);
+  for (const auto& [id, clock] : close.cuts) {
+    v1::PushCut* cut = request.add_cuts();
+    cut->set_trainer_id(id);
+    cut->set_incarnation(membership_.LastIncarnation(id));
+    cut->set_clock(clock);
+  }
+  if (close.aggregation == sync::Aggregation::kMean) {
+    request.set_aggregation(v1::AGGREGATION_MEAN);
+  } else {
+    request.set_aggregation(v1::AGGREGATION_SCALED);
+    request.set_scale(1.0 / std::max(1, close.live_trainers));
+  }
+  return request;
 }
 
 void Coordinator::ActionLoop() {
@@ -253,11 +292,11 @@ void Coordinator::RunPending() {
       }
       continue;
     }
-    for (int64_t round : action.close_rounds) {
+    for (const v1::CloseRoundRequest& close : action.close_rounds) {
       const absl::Time start = clock_.Now();
-      absl::Status status = stores_.CloseRound(round);
+      absl::Status status = stores_.CloseRound(close);
       if (!status.ok()) {
-        spdlog::warn("closing round {} failed (will retry): {}", round, status.ToString());
+        spdlog::warn("closing round {} failed (will retry): {}", close.round(), status.ToString());
         return;
       }
       metrics_.close_round_duration.Observe(absl::ToDoubleSeconds(clock_.Now() - start));
@@ -274,12 +313,20 @@ void Coordinator::RunPending() {
       v1::Directive directive;
       v1::Proceed* p = directive.mutable_proceed();
       p->set_clock(g.clock);
-      if (g.pull.kind == sync::PullSpec::Kind::kRound) {
-        p->mutable_pull()->set_round(g.pull.round);
-      } else {
-        p->mutable_pull()->set_live(true);
+      switch (g.pull.kind) {
+        case sync::PullSpec::Kind::kRound:
+          p->mutable_pull()->set_round(g.pull.round);
+          p->mutable_pull()->set_includes_clock(g.pull.includes_clock);
+          break;
+        case sync::PullSpec::Kind::kLive:
+          p->mutable_pull()->set_live(true);
+          break;
+        case sync::PullSpec::Kind::kNone:
+          p->mutable_pull()->set_none(true);
+          break;
       }
       p->set_staleness_bound(g.staleness_bound);
+      p->set_group(g.group);
       p->set_evaluate(g.trainer == evaluator);
       it->second.outbox->Send(std::move(directive));
       metrics_.grants.Increment();
@@ -306,6 +353,7 @@ v1::ClusterStatus Coordinator::Status() const {
     status.set_test_accuracy_at_seconds(accuracy_at_);
   }
   status.set_live_trainers(static_cast<uint32_t>(membership_.live_count()));
+  status.set_groups(static_cast<uint32_t>(policy_->group_count()));
   return status;
 }
 

@@ -64,7 +64,7 @@ class Coordinator {
  private:
   // One step of work for the action thread; fields are carried out in this order.
   struct Action {
-    std::vector<int64_t> close_rounds;
+    std::vector<v1::CloseRoundRequest> close_rounds;
     std::vector<sync::Grant> grants;
     // Directives for a specific session (welcome, evicted).
     std::vector<std::pair<std::shared_ptr<Outbox>, v1::Directive>> sends;
@@ -86,6 +86,9 @@ class Coordinator {
   void UpdateTimings(sync::TrainerId id, const v1::TrainerTimings& timings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The store request for a policy's round close (cuts resolved to incarnations).
+  v1::CloseRoundRequest ToRequest(const sync::RoundClose& close) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   sync::TrainerId Evaluator() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   void ActionLoop();

@@ -35,6 +35,17 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       close_round_duration(
           metrics::AddHistogram(r, "syncopate_coordinator_close_round_duration_seconds",
                                 "Time to close a round on every store shard.",
-                                metrics::ExponentialBuckets(0.0001, 3, 12))) {}
+                                metrics::ExponentialBuckets(0.0001, 3, 12))),
+      groups(metrics::AddGauge(r, "syncopate_coordinator_groups",
+                               "Trainer groups (hybrid); 0 when the mode has none.")),
+      trainer_staleness_bound(
+          prometheus::BuildGauge()
+              .Name("syncopate_coordinator_trainer_staleness_bound")
+              .Help("Staleness bound in force for each live trainer (DSSP varies it; -1: none).")
+              .Register(r)),
+      trainer_group(prometheus::BuildGauge()
+                        .Name("syncopate_coordinator_trainer_group")
+                        .Help("Group of each live trainer (hybrid); -1 when the mode has none.")
+                        .Register(r)) {}
 
 }  // namespace syncopate::coordinator

@@ -24,6 +24,10 @@ struct CoordinatorMetrics {
   prometheus::Histogram& staleness_at_grant;
   prometheus::Histogram& directive_latency;
   prometheus::Histogram& close_round_duration;
+  prometheus::Gauge& groups;
+  // Per live trainer (label trainer = its name; bounded by the job's trainers).
+  prometheus::Family<prometheus::Gauge>& trainer_staleness_bound;
+  prometheus::Family<prometheus::Gauge>& trainer_group;
 };
 
 }  // namespace syncopate::coordinator

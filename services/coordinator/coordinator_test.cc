@@ -17,13 +17,18 @@ class FakeStores final : public StoreControl {
     log_.push_back("members:" + std::to_string(members.size()));
     return absl::OkStatus();
   }
-  absl::Status CloseRound(int64_t round) override {
+  absl::Status CloseRound(const v1::CloseRoundRequest& request) override {
     absl::MutexLock lock(&mu_);
     if (failures_left_ > 0) {
       --failures_left_;
       return absl::UnavailableError("store down");
     }
-    log_.push_back("close:" + std::to_string(round));
+    std::string entry = "close:" + std::to_string(request.round());
+    for (const v1::PushCut& cut : request.cuts()) {
+      entry += " " + std::to_string(cut.trainer_id()) + "." + std::to_string(cut.incarnation()) +
+               "@" + std::to_string(cut.clock());
+    }
+    log_.push_back(entry);
     return absl::OkStatus();
   }
   std::vector<std::string> addresses() const override { return {"127.0.0.1:1"}; }
@@ -123,7 +128,7 @@ TEST_F(CoordinatorTest, WelcomeThenRoundGrantsAfterStoresClose) {
   EXPECT_EQ(granted.proceed().pull().round(), 1);
   EXPECT_EQ(Next(*out_b).proceed().pull().round(), 1);
   std::vector<std::string> log = stores_.log();
-  EXPECT_EQ(log.back(), "close:1");
+  EXPECT_EQ(log.back(), "close:1 1.1@1 2.1@1") << "cuts carry each trainer's incarnation";
   EXPECT_EQ(log.front(), "members:1") << "membership reaches the stores before the Welcome";
 }
 

@@ -2,6 +2,7 @@
 #include <memory>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_join.h"
 #include "base/clock.h"
 #include "base/flags.h"
 #include "base/logging.h"
@@ -40,8 +41,17 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
   app.add_option("--stores", stores, "Store shard addresses, comma-separated, in shard order")
       ->required();
-  app.add_option("--mode", policy_options.mode, "Sync mode: bsp, asp, ssp");
-  app.add_option("--staleness", policy_options.staleness, "SSP staleness bound s");
+  app.add_option("--mode", policy_options.mode,
+                 "Sync mode: " + absl::StrJoin(syncopate::sync::SupportedModes(), ", "));
+  app.add_option("--staleness", policy_options.staleness, "SSP bound s; DSSP lower bound s_lo");
+  app.add_option("--staleness-max", policy_options.staleness_max, "DSSP upper bound s_hi");
+  app.add_option("--aggregation", policy_options.aggregation,
+                 "WBSP round aggregation: sum/n (as published) or mean");
+  app.add_option("--groups", policy_options.groups, "Hybrid: at most this many groups");
+  app.add_option("--split-ratio", policy_options.split_ratio,
+                 "Hybrid: split groups where step times differ by this ratio");
+  app.add_option("--regroup-every", policy_options.regroup_every,
+                 "Hybrid: propose a regrouping every this many rounds");
   app.add_option("--min-trainers", policy_options.min_trainers,
                  "Hold the first grants until this many trainers joined");
   app.add_option("--start-timeout", start_timeout, "...or until this long after the first join");

@@ -31,16 +31,14 @@ absl::Status GrpcStoreControl::SetMembership(const std::vector<sync::Member>& me
   return absl::OkStatus();
 }
 
-absl::Status GrpcStoreControl::CloseRound(int64_t round) {
-  v1::CloseRoundRequest request;
-  request.set_round(round);
+absl::Status GrpcStoreControl::CloseRound(const v1::CloseRoundRequest& request) {
   for (size_t i = 0; i < stubs_.size(); ++i) {
     v1::CloseRoundReply reply;
     auto ctx = rpc::ContextWithTimeout(timeout_);
     grpc::Status status = stubs_[i]->CloseRound(ctx.get(), request, &reply);
     if (!status.ok()) {
       return absl::Status(rpc::FromGrpcStatus(status).code(),
-                          absl::StrCat("CloseRound(", round, ") on store ", addresses_[i], ": ",
+                          absl::StrCat("CloseRound(", request.round(), ") on store ", addresses_[i], ": ",
                                        status.error_message()));
     }
   }

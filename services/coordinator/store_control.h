@@ -19,9 +19,9 @@ class StoreControl {
   virtual ~StoreControl() = default;
   // Replaces the push membership on every shard. OK only when every shard accepted it.
   virtual absl::Status SetMembership(const std::vector<sync::Member>& members) = 0;
-  // Closes `round` on every shard. OK only when every shard closed it (closing is idempotent, so a
+  // Closes a round on every shard. OK only when every shard closed it (closing is idempotent, so a
   // retry after a partial failure is safe).
-  virtual absl::Status CloseRound(int64_t round) = 0;
+  virtual absl::Status CloseRound(const v1::CloseRoundRequest& request) = 0;
   virtual std::vector<std::string> addresses() const = 0;
 };
 
@@ -31,7 +31,7 @@ class GrpcStoreControl final : public StoreControl {
   GrpcStoreControl(std::vector<std::string> addresses, absl::Duration timeout);
 
   absl::Status SetMembership(const std::vector<sync::Member>& members) override;
-  absl::Status CloseRound(int64_t round) override;
+  absl::Status CloseRound(const v1::CloseRoundRequest& request) override;
   std::vector<std::string> addresses() const override { return addresses_; }
 
  private:

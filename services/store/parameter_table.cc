@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <iterator>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -115,14 +116,15 @@ absl::StatusOr<ApplyResult> ParameterTable::Initialize(const StagedPush& push) {
   return result;
 }
 
-absl::StatusOr<ApplyResult> ParameterTable::Apply(const StagedPush& push) {
+absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
   const v1::PushHeader& h = push.header;
   if (!std::isfinite(h.weight())) return absl::InvalidArgumentError("non-finite push weight");
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckMember(h));
   ApplyResult result;
+  const uint64_t sequence = h.sequence();  // `push` may be moved below
   uint64_t& last = last_sequence_[{h.trainer_id(), h.incarnation()}];
-  if (h.sequence() != 0 && h.sequence() <= last) {
+  if (sequence != 0 && sequence <= last) {
     result.duplicate = true;
     result.live_version = live_version_;
     return result;
@@ -140,34 +142,41 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(const StagedPush& push) {
         Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
         ScaledAdd(t.values.data() + chunk.offset, chunk.values(), chunk.size(), h.weight());
       }
+      ++live_version_;
       break;
     case v1::APPLY_MODE_ROUND: {
-      if (h.round() != last_closed_round_ + 1) {
-        return absl::FailedPreconditionError(absl::StrCat(
-            "push for round ", h.round(), " but the open round is ", last_closed_round_ + 1));
-      }
       if (h.weight() <= 0) return absl::InvalidArgumentError("round pushes need a positive weight");
-      for (const tensor::TensorSpec& spec : push.tensors) {
-        Tensor& t = tensors_[spec.name];
-        if (t.round_sum.empty()) t.round_sum.assign(t.values.size(), 0.0f);
-        t.round_weight += h.weight();
+      const TrainerKey key{h.trainer_id(), h.incarnation()};
+      if (auto cut = last_cut_.find(key); cut != last_cut_.end() && h.clock() <= cut->second) {
+        return absl::FailedPreconditionError(absl::StrCat("push of clock ", h.clock(),
+                                                          " is late: trainer ", h.trainer_id(),
+                                                          "'s round up to clock ", cut->second,
+                                                          " has closed"));
       }
-      for (const StagedChunk& chunk : push.chunks) {
-        Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
-        ScaledAdd(t.round_sum.data() + chunk.offset, chunk.values(), chunk.size(), h.weight());
+      std::deque<PendingPush>& queue = pending_[key];
+      if (queue.size() >= kMaxPendingPushes) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("trainer ", h.trainer_id(), " has ", queue.size(),
+                         " pushes waiting for a round that does not close"));
       }
-      ++open_round_pushes_;
+      if (!queue.empty() && h.clock() <= queue.back().clock) {
+        return absl::FailedPreconditionError(
+            absl::StrCat("push of clock ", h.clock(), " after clock ", queue.back().clock));
+      }
+      const int64_t clock = h.clock();
+      queue.push_back(PendingPush{clock, std::move(push)});
       break;
     }
     default:
       return absl::InvalidArgumentError("push without an apply mode");
   }
-  if (h.sequence() != 0) last = h.sequence();
-  result.live_version = ++live_version_;
+  if (sequence != 0) last = sequence;
+  result.live_version = live_version_;
   return result;
 }
 
-absl::StatusOr<CloseResult> ParameterTable::CloseRound(int64_t round) {
+absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& request) {
+  const int64_t round = request.round;
   absl::MutexLock lock(&mu_);
   if (auto it = close_results_.find(round); it != close_results_.end()) return it->second;
   if (last_closed_round_ < 0) {
@@ -177,19 +186,48 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(int64_t round) {
     return absl::FailedPreconditionError(
         absl::StrCat("cannot close round ", round, "; the open round is ", last_closed_round_ + 1));
   }
-  for (auto& [name, t] : tensors_) {
-    if (t.round_weight > 0) {
-      ScaledAdd(t.values.data(), t.round_sum.data(), t.values.size(),
-                static_cast<float>(1.0 / t.round_weight));
+  if (request.aggregation != v1::AGGREGATION_MEAN &&
+      request.aggregation != v1::AGGREGATION_SCALED) {
+    return absl::InvalidArgumentError("close without an aggregation");
+  }
+  if (!std::isfinite(request.scale)) return absl::InvalidArgumentError("non-finite round scale");
+
+  // Take the pushes the cuts name.
+  std::vector<PendingPush> taken;
+  double weight_sum = 0;
+  for (const RoundCut& cut : request.cuts) {
+    int64_t& last = last_cut_[cut.trainer];
+    last = std::max(last, cut.clock);
+    auto it = pending_.find(cut.trainer);
+    if (it == pending_.end()) continue;
+    std::deque<PendingPush>& queue = it->second;
+    while (!queue.empty() && queue.front().clock <= cut.clock) {
+      weight_sum += queue.front().push.header.weight();
+      taken.push_back(std::move(queue.front()));
+      queue.pop_front();
     }
-    t.round_sum.clear();
-    t.round_weight = 0;
+  }
+  // Departed trainers' leftovers can never be cut: drop them.
+  for (auto it = pending_.begin(); it != pending_.end();) {
+    auto member = member_incarnation_.find(it->first.id);
+    const bool live = member != member_incarnation_.end() && member->second == it->first.incarnation;
+    it = (it->second.empty() || !live) ? pending_.erase(it) : std::next(it);
+  }
+
+  const double factor = request.aggregation == v1::AGGREGATION_MEAN
+                            ? (weight_sum > 0 ? 1.0 / weight_sum : 0.0)
+                            : request.scale;
+  for (const PendingPush& p : taken) {
+    const float scale = static_cast<float>(factor * p.push.header.weight());
+    for (const StagedChunk& chunk : p.push.chunks) {
+      Tensor& t = tensors_[p.push.tensors[chunk.tensor_index].name];
+      ScaledAdd(t.values.data() + chunk.offset, chunk.values(), chunk.size(), scale);
+    }
   }
   last_closed_round_ = round;
   ++live_version_;
   auto snapshot = MakeSnapshot(round);
-  CloseResult result{live_version_, snapshot->checksum, open_round_pushes_};
-  open_round_pushes_ = 0;
+  CloseResult result{live_version_, snapshot->checksum, static_cast<uint32_t>(taken.size())};
   Publish(std::move(snapshot));
   close_results_[round] = result;
   while (close_results_.size() > 64) close_results_.erase(close_results_.begin());

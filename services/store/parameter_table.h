@@ -45,13 +45,34 @@ struct CloseResult {
 struct TrainerKey {
   uint64_t id = 0;
   uint64_t incarnation = 0;
+
+  bool operator<(const TrainerKey& o) const {
+    return id != o.id ? id < o.id : incarnation < o.incarnation;
+  }
+};
+
+// One trainer's share of a round: its pending ROUND pushes with clock <= `clock`.
+struct RoundCut {
+  TrainerKey trainer;
+  int64_t clock = 0;
+};
+
+struct CloseRequest {
+  int64_t round = 0;
+  std::vector<RoundCut> cuts;
+  v1::Aggregation aggregation = v1::AGGREGATION_MEAN;
+  double scale = 1.0;  // for AGGREGATION_SCALED
 };
 
 // Thread-safe. Every mutation happens entirely or not at all.
 class ParameterTable {
  public:
+  // Pending ROUND pushes one trainer may have before further ones are RESOURCE_EXHAUSTED: the
+  // backpressure that bounds the store's memory when a round cannot close.
+  static constexpr size_t kMaxPendingPushes = 256;
+
   // Snapshots kept for round pulls; older ones are dropped (a pull of them is NOT_FOUND).
-  explicit ParameterTable(int snapshots_kept = 4) : snapshots_kept_(snapshots_kept) {}
+  explicit ParameterTable(int snapshots_kept = 8) : snapshots_kept_(snapshots_kept) {}
 
   std::optional<tensor::TensorSpec> Spec(const std::string& name) const;
   std::vector<tensor::TensorSpec> Specs() const;
@@ -66,16 +87,20 @@ class ParameterTable {
   // While no round has closed, the round-0 snapshot is (re)published to include new tensors.
   absl::StatusOr<ApplyResult> Initialize(const StagedPush& push);
 
-  // Applies a validated delta. UNAUTHENTICATED: trainer never a member; FAILED_PRECONDITION:
-  // departed trainer, stale incarnation, round already closed or not the next one;
-  // INVALID_ARGUMENT: no apply mode or a non-finite weight. A sequence at or below the last applied
-  // one for this (trainer, incarnation) is acknowledged as a duplicate and not applied.
-  absl::StatusOr<ApplyResult> Apply(const StagedPush& push);
+  // Takes a validated delta: IMMEDIATE pushes are added to the model at once; ROUND pushes stay
+  // pending until a round's cut reaches their clock. UNAUTHENTICATED: trainer never a member;
+  // FAILED_PRECONDITION: departed trainer, stale incarnation, a ROUND push at or below the trainer's
+  // last cut (its round has closed); INVALID_ARGUMENT: no apply mode, a non-finite weight or a
+  // non-positive round weight. A sequence at or below the last accepted one for this (trainer,
+  // incarnation) is acknowledged as a duplicate and not taken again.
+  absl::StatusOr<ApplyResult> Apply(StagedPush push);
 
-  // Adds the mean of round `round`'s deltas to the model and publishes the round snapshot. A round
-  // already closed returns its recorded result (idempotent). FAILED_PRECONDITION if `round` is not
-  // the next round or nothing was initialized.
-  absl::StatusOr<CloseResult> CloseRound(int64_t round);
+  // Closes round `request.round`: adds the pending pushes its cuts name, aggregated as requested,
+  // to the model and publishes the round snapshot. Pending pushes of trainers neither cut nor
+  // members are discarded. A round already closed returns its recorded result (idempotent).
+  // FAILED_PRECONDITION if it is not the next round or nothing was initialized; INVALID_ARGUMENT
+  // for a missing aggregation or a non-finite scale (nothing changes).
+  absl::StatusOr<CloseResult> CloseRound(const CloseRequest& request);
 
   // A published round (NOT_FOUND when dropped, FAILED_PRECONDITION when not closed yet), or a copy
   // of the live model (round < 0).
@@ -85,8 +110,10 @@ class ParameterTable {
   struct Tensor {
     tensor::TensorSpec spec;
     std::vector<float> values;
-    std::vector<float> round_sum;  // Σ weight·delta of the open round (empty when none)
-    double round_weight = 0;       // Σ weight of the open round's pushes
+  };
+  struct PendingPush {
+    int64_t clock = 0;
+    StagedPush push;
   };
 
   absl::Status CheckMember(const v1::PushHeader& header) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -99,7 +126,9 @@ class ParameterTable {
   std::map<std::string, Tensor> tensors_ ABSL_GUARDED_BY(mu_);
   int64_t live_version_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_closed_round_ ABSL_GUARDED_BY(mu_) = -1;
-  uint32_t open_round_pushes_ ABSL_GUARDED_BY(mu_) = 0;
+  // ROUND pushes not yet taken by a round, in clock order, and each trainer's last cut.
+  std::map<TrainerKey, std::deque<PendingPush>> pending_ ABSL_GUARDED_BY(mu_);
+  std::map<TrainerKey, int64_t> last_cut_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<const ModelSnapshot>> snapshots_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, CloseResult> close_results_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, uint64_t> member_incarnation_ ABSL_GUARDED_BY(mu_);

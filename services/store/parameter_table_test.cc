@@ -1,5 +1,7 @@
 #include "store/parameter_table.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 #include "store/test_pushes.h"
 
@@ -61,16 +63,22 @@ TEST_F(ParameterTableTest, MembershipIsEnforced) {
   EXPECT_EQ(Live(table_, "a"), before);
 }
 
+StagedPush RoundPush(uint64_t trainer, uint64_t sequence, int64_t clock,
+                     const tensor::TensorMap& delta) {
+  return Stage(Header(trainer, 1, sequence, v1::APPLY_MODE_ROUND, 1, clock), delta);
+}
+
+CloseRequest Close(int64_t round, std::vector<RoundCut> cuts,
+                   v1::Aggregation aggregation = v1::AGGREGATION_MEAN, double scale = 1) {
+  return CloseRequest{round, std::move(cuts), aggregation, scale};
+}
+
 TEST_F(ParameterTableTest, RoundAppliesMeanAndPublishesIdenticalSnapshot) {
-  ASSERT_TRUE(
-      table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_ROUND, 1, 1), {{"a", {2, 0}}, {"b", {4}}}))
-          .ok());
-  ASSERT_TRUE(
-      table_.Apply(Stage(Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 1), {{"a", {0, 2}}, {"b", {0}}}))
-          .ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 1, 1, {{"a", {2, 0}}, {"b", {4}}})).ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 1, 1, {{"a", {0, 2}}, {"b", {0}}})).ok());
   // Nothing is visible before the close.
   EXPECT_EQ(Live(table_, "a"), (std::vector<float>{1, 2}));
-  absl::StatusOr<CloseResult> closed = table_.CloseRound(1);
+  absl::StatusOr<CloseResult> closed = table_.CloseRound(Close(1, {{{1, 1}, 1}, {{2, 1}, 1}}));
   ASSERT_TRUE(closed.ok());
   EXPECT_EQ(closed->pushes, 2u);
   EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 3}));
@@ -80,19 +88,77 @@ TEST_F(ParameterTableTest, RoundAppliesMeanAndPublishesIdenticalSnapshot) {
   EXPECT_EQ(s1->checksum, closed->checksum);
   EXPECT_EQ(s1_again->checksum, closed->checksum);
   // Closing again returns the recorded result; a late push for the closed round is refused.
-  EXPECT_EQ(table_.CloseRound(1)->checksum, closed->checksum);
-  EXPECT_EQ(table_.Apply(Stage(Header(1, 1, 2, v1::APPLY_MODE_ROUND, 1, 1), {{"a", {5, 5}}}))
-                .status()
-                .code(),
+  EXPECT_EQ(table_.CloseRound(Close(1, {}))->checksum, closed->checksum);
+  EXPECT_EQ(table_.Apply(RoundPush(1, 2, 1, {{"a", {5, 5}}})).status().code(),
             absl::StatusCode::kFailedPrecondition);
-  EXPECT_EQ(table_.CloseRound(3).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(table_.CloseRound(Close(3, {})).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(table_.Snapshot(2).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
+TEST_F(ParameterTableTest, CutTakesPushesUpToItsClockAndKeepsLaterOnesPending) {
+  // Trainer 1 is fast: clocks 1..3 before the round is cut at 2; clock 3 joins the next round.
+  for (int64_t c = 1; c <= 3; ++c) {
+    ASSERT_TRUE(table_.Apply(RoundPush(1, c, c, {{"a", {1, 0}}})).ok());
+  }
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 1, 1, {{"a", {0, 4}}})).ok());
+  // WBSP as published: every delta with weight 1/N, N = 2.
+  auto closed =
+      table_.CloseRound(Close(1, {{{1, 1}, 2}, {{2, 1}, 1}}, v1::AGGREGATION_SCALED, 0.5));
+  ASSERT_TRUE(closed.ok());
+  EXPECT_EQ(closed->pushes, 3u);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 4}));
+  // Each push is applied exactly once: the pending clock 3 goes into round 2, not again later.
+  ASSERT_TRUE(table_.CloseRound(Close(2, {{{1, 1}, 3}}, v1::AGGREGATION_SCALED, 0.5)).ok());
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2.5, 4}));
+  ASSERT_TRUE(table_.CloseRound(Close(3, {{{1, 1}, 3}, {{2, 1}, 1}}, v1::AGGREGATION_MEAN)).ok());
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2.5, 4}));
+  // A retried push (same sequence) is a duplicate, not a second pending entry.
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 2, 2, {{"a", {0, 2}}})).ok());
+  EXPECT_TRUE(table_.Apply(RoundPush(2, 2, 2, {{"a", {0, 2}}}))->duplicate);
+  ASSERT_EQ(table_.CloseRound(Close(4, {{{2, 1}, 2}}))->pushes, 1u);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2.5, 6}));
+}
+
+TEST_F(ParameterTableTest, DepartedTrainersPendingPushesAreDropped) {
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 1, 1, {{"a", {1, 1}}})).ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 1, 1, {{"a", {3, 3}}})).ok());
+  table_.SetMembers({{2, 1}});
+  // Trainer 1 left with clock 1 reported: its cut still takes it.
+  ASSERT_EQ(table_.CloseRound(Close(1, {{{1, 1}, 1}, {{2, 1}, 1}}))->pushes, 2u);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{3, 4}));
+  table_.SetMembers({{1, 1}, {2, 1}});
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 2, 2, {{"a", {9, 9}}})).ok());
+  table_.SetMembers({{2, 1}});
+  // Never cut and no longer a member: discarded at the next close, never applied.
+  ASSERT_EQ(table_.CloseRound(Close(2, {{{2, 1}, 1}}))->pushes, 0u);
+  table_.SetMembers({{1, 1}, {2, 1}});
+  ASSERT_EQ(table_.CloseRound(Close(3, {{{1, 1}, 2}}))->pushes, 0u);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{3, 4}));
+}
+
+TEST_F(ParameterTableTest, BadCloseChangesNothing) {
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 1, 1, {{"a", {1, 1}}})).ok());
+  EXPECT_EQ(table_.CloseRound(Close(1, {{{1, 1}, 1}}, v1::AGGREGATION_UNSPECIFIED)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table_.CloseRound(Close(1, {{{1, 1}, 1}}, v1::AGGREGATION_SCALED, NAN)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(table_.last_closed_round(), 0);
+  EXPECT_EQ(table_.CloseRound(Close(1, {{{1, 1}, 1}}))->pushes, 1u);
+}
+
+TEST_F(ParameterTableTest, PendingPushesAreBounded) {
+  size_t c = 1;
+  for (; c <= ParameterTable::kMaxPendingPushes; ++c) {
+    ASSERT_TRUE(table_.Apply(RoundPush(1, c, static_cast<int64_t>(c), {{"b", {1}}})).ok());
+  }
+  EXPECT_EQ(table_.Apply(RoundPush(1, c, static_cast<int64_t>(c), {{"b", {1}}})).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
 TEST_F(ParameterTableTest, OldSnapshotsAreDropped) {
-  for (int64_t r = 1; r <= 6; ++r) ASSERT_TRUE(table_.CloseRound(r).ok());
+  for (int64_t r = 1; r <= 10; ++r) ASSERT_TRUE(table_.CloseRound(Close(r, {})).ok());
   EXPECT_EQ(table_.Snapshot(1).status().code(), absl::StatusCode::kNotFound);
-  EXPECT_TRUE(table_.Snapshot(6).ok());
+  EXPECT_TRUE(table_.Snapshot(10).ok());
   EXPECT_TRUE(table_.Snapshot(3).ok());
 }
 

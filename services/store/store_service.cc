@@ -53,7 +53,7 @@ absl::Status StoreService::ReceivePush(grpc::ServerReader<v1::PushMessage>* read
     }
   }
   const absl::Time apply_start = absl::Now();
-  ASSIGN_OR_RETURN(ApplyResult result, initialize ? table_.Initialize(push) : table_.Apply(push));
+  ASSIGN_OR_RETURN(ApplyResult result, initialize ? table_.Initialize(push) : table_.Apply(std::move(push)));
   metrics_.apply_duration.Observe(absl::ToDoubleSeconds(absl::Now() - apply_start));
   metrics_.push_bytes.Increment(static_cast<double>(push.payload_bytes));
   if (result.duplicate) {
@@ -145,7 +145,14 @@ grpc::Status StoreService::SetMembership(grpc::ServerContext*, const v1::Members
 
 grpc::Status StoreService::CloseRound(grpc::ServerContext*, const v1::CloseRoundRequest* request,
                                       v1::CloseRoundReply* reply) {
-  absl::StatusOr<CloseResult> result = table_.CloseRound(request->round());
+  CloseRequest close;
+  close.round = request->round();
+  close.aggregation = request->aggregation();
+  close.scale = request->scale();
+  for (const v1::PushCut& cut : request->cuts()) {
+    close.cuts.push_back({{cut.trainer_id(), cut.incarnation()}, cut.clock()});
+  }
+  absl::StatusOr<CloseResult> result = table_.CloseRound(close);
   if (!result.ok()) return Finish(result.status());
   reply->set_live_version(result->live_version);
   reply->set_checksum(result->checksum);

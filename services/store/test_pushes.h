@@ -29,14 +29,14 @@ inline std::vector<v1::PushMessage> PushStream(const v1::PushHeader& header,
 
 inline v1::PushHeader Header(uint64_t trainer, uint64_t incarnation, uint64_t sequence,
                              v1::ApplyMode mode = v1::APPLY_MODE_IMMEDIATE, float weight = 1,
-                             int64_t round = 0) {
+                             int64_t clock = 0) {
   v1::PushHeader h;
   h.set_trainer_id(trainer);
   h.set_incarnation(incarnation);
   h.set_sequence(sequence);
   h.set_apply_mode(mode);
   h.set_weight(weight);
-  h.set_round(round);
+  h.set_clock(clock);
   return h;
 }
 

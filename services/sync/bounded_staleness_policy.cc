@@ -4,20 +4,16 @@
 
 namespace syncopate::sync {
 
-void Decisions::Append(Decisions other) {
-  close_rounds.insert(close_rounds.end(), other.close_rounds.begin(), other.close_rounds.end());
-  grants.insert(grants.end(), other.grants.begin(), other.grants.end());
-}
-
 BoundedStalenessPolicy::BoundedStalenessPolicy(BoundedStalenessConfig config)
-    : config_(std::move(config)) {}
+    : config_(std::move(config)), gate_(config_.min_trainers, config_.start_timeout) {}
 
 absl::StatusOr<int64_t> BoundedStalenessPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                                        Decisions* decisions) {
   if (clocks_.Get(trainer)) {
     return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " already joined"));
   }
-  if (!first_join_) first_join_ = now;
+  gate_.NoteJoin(now);
+  cuts_.Forget(trainer);
   // Start at the slowest live trainer's clock: never the new slowest (it would stall everyone),
   // never ahead (it would break the bound). Under BSP that clock is the last closed round.
   const int64_t start = clocks_.Min().value_or(floor_clock_);
@@ -42,6 +38,7 @@ absl::StatusOr<Decisions> BoundedStalenessPolicy::OnClock(TrainerId trainer, int
         absl::StrCat("trainer ", trainer, " reported clock ", clock, ", expected ", *current + 1));
   }
   clocks_.Set(trainer, clock);
+  cuts_.Record(trainer, clock);
   waiting_.insert(trainer);
   return Evaluate(now);
 }
@@ -57,17 +54,17 @@ Decisions BoundedStalenessPolicy::OnTick(absl::Time now) { return Evaluate(now);
 
 Decisions BoundedStalenessPolicy::Evaluate(absl::Time now) {
   Decisions decisions;
-  if (!started_) {
-    const bool enough = static_cast<int>(clocks_.size()) >= config_.min_trainers;
-    const bool timed_out = first_join_ && now - *first_join_ >= config_.start_timeout;
-    if (!enough && !timed_out) return decisions;
-    started_ = true;
-  }
+  if (!gate_.Open(clocks_.size(), now)) return decisions;
   std::optional<int64_t> min = clocks_.Min();
   if (!min) return decisions;
   floor_clock_ = *min;
   if (config_.round_snapshots) {
-    while (last_closed_round_ < *min) decisions.close_rounds.push_back(++last_closed_round_);
+    // Round r is every trainer's push of clock r; no trainer can be past it before it closes.
+    while (last_closed_round_ < *min) {
+      decisions.close_rounds.push_back(RoundClose{++last_closed_round_, cuts_.Take(),
+                                                  Aggregation::kMean,
+                                                  static_cast<int>(clocks_.size())});
+    }
   }
   for (auto it = waiting_.begin(); it != waiting_.end();) {
     const int64_t clock = *clocks_.Get(*it);
@@ -75,7 +72,8 @@ Decisions BoundedStalenessPolicy::Evaluate(absl::Time now) {
       ++it;
       continue;
     }
-    const PullSpec pull = config_.round_snapshots ? PullSpec::Round(clock) : PullSpec::Live();
+    const PullSpec pull = config_.round_snapshots ? PullSpec::Round(clock, cuts_.last_taken(*it))
+                                                  : PullSpec::Live();
     decisions.grants.push_back(Grant{*it, clock, pull, config_.staleness});
     it = waiting_.erase(it);
   }

@@ -7,6 +7,8 @@
 #include <set>
 
 #include "sync/policy.h"
+#include "sync/round_cuts.h"
+#include "sync/start_gate.h"
 
 namespace syncopate::sync {
 
@@ -48,12 +50,12 @@ class BoundedStalenessPolicy final : public SyncPolicy {
   const BoundedStalenessConfig config_;
   ClockTable clocks_;
   std::set<TrainerId> waiting_;
+  StartGate gate_;
+  RoundCuts cuts_;
   // Round 0 is the initial model.
   int64_t last_closed_round_ = 0;
   // The minimum clock when the table last had members: where a trainer joining an empty job starts.
   int64_t floor_clock_ = 0;
-  bool started_ = false;
-  std::optional<absl::Time> first_join_;
 };
 
 }  // namespace syncopate::sync

@@ -69,6 +69,11 @@ std::vector<Member> Membership::Live() const {
   return members;
 }
 
+uint64_t Membership::LastIncarnation(TrainerId id) const {
+  auto it = last_incarnation_.find(id);
+  return it == last_incarnation_.end() ? 0 : it->second;
+}
+
 std::optional<Member> Membership::Find(TrainerId id) const {
   auto it = live_.find(id);
   if (it == live_.end()) return std::nullopt;

@@ -55,6 +55,8 @@ class Membership {
   std::vector<Member> Live() const;
   size_t live_count() const { return live_.size(); }
   std::optional<Member> Find(TrainerId id) const;
+  // The latest incarnation of a trainer, live or departed; 0 for an unknown id.
+  uint64_t LastIncarnation(TrainerId id) const;
 
  private:
   absl::flat_hash_map<std::string, TrainerId> ids_by_name_;

@@ -5,6 +5,8 @@
 #define SYNCOPATE_SYNC_POLICY_H_
 
 #include <cstdint>
+#include <map>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -16,13 +18,41 @@ namespace syncopate::sync {
 
 // What a granted trainer pulls before its next iteration.
 struct PullSpec {
-  enum class Kind { kLive, kRound };
+  enum class Kind {
+    kLive,   // the live model
+    kRound,  // a published round snapshot
+    kNone,   // nothing: keep training the local model (WBSP between rounds)
+  };
   Kind kind = Kind::kLive;
   int64_t round = 0;  // for kRound
+  // For kRound: the trainer's pushes up to this clock are in the round; later ones are still
+  // pending and stay in its local model (-1: none of its pushes).
+  int64_t includes_clock = -1;
 
-  static PullSpec Live() { return {Kind::kLive, 0}; }
-  static PullSpec Round(int64_t r) { return {Kind::kRound, r}; }
-  bool operator==(const PullSpec& o) const { return kind == o.kind && round == o.round; }
+  static PullSpec Live() { return {Kind::kLive, 0, -1}; }
+  static PullSpec Round(int64_t r, int64_t includes_clock) {
+    return {Kind::kRound, r, includes_clock};
+  }
+  static PullSpec None() { return {Kind::kNone, 0, -1}; }
+  bool operator==(const PullSpec& o) const {
+    return kind == o.kind && round == o.round && includes_clock == o.includes_clock;
+  }
+};
+
+// How a round adds the pushes it takes to the model.
+enum class Aggregation {
+  kMean,       // sum(delta) / pushes
+  kSumOverN,   // sum(delta) / N, N = live trainers at the close (WBSP as published)
+};
+
+// A round to close on every store shard: it takes each listed trainer's pending pushes up to the
+// given clock. Rounds are numbered 1, 2, ... across the whole job (and across groups).
+struct RoundClose {
+  int64_t round = 0;
+  std::map<TrainerId, int64_t> cuts;
+  Aggregation aggregation = Aggregation::kMean;
+  // For kSumOverN.
+  int live_trainers = 0;
 };
 
 // Permission for `trainer`, now at `clock`, to compute iteration clock + 1.
@@ -32,12 +62,14 @@ struct Grant {
   PullSpec pull;
   // The bound in force when granted (0 for BSP, -1 for none).
   int64_t staleness_bound = -1;
+  // The trainer's group (hybrid); -1 when the mode has none.
+  int group = -1;
 };
 
 // Decisions to carry out in order: first close the rounds (on every store shard), then send the
 // grants (some pull those rounds).
 struct Decisions {
-  std::vector<int64_t> close_rounds;
+  std::vector<RoundClose> close_rounds;
   std::vector<Grant> grants;
 
   bool empty() const { return close_rounds.empty() && grants.empty(); }
@@ -82,6 +114,18 @@ class SyncPolicy {
   virtual std::optional<int64_t> MinClock() const = 0;
   // Rounds closed so far (round snapshots only; 0 otherwise).
   virtual int64_t last_closed_round() const = 0;
+
+  // Trainers compute and communicate on separate threads (wbsp-overlap).
+  virtual bool overlap_communication() const { return false; }
+  // The bound in force for one trainer (DSSP varies it per trainer).
+  virtual int64_t BoundOf(TrainerId) const { return staleness_bound(); }
+  // A trainer's group and the number of groups (hybrid); -1 and 0 when the mode has none.
+  virtual int GroupOf(TrainerId) const { return -1; }
+  virtual int group_count() const { return 0; }
+
+  // The trainer's total compute seconds when it reported `clock` (call before OnClock). Policies
+  // that group by speed use it; others ignore it.
+  virtual void ObserveCompute(TrainerId, int64_t /*clock*/, double /*compute_seconds*/) {}
 };
 
 }  // namespace syncopate::sync

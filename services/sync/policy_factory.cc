@@ -3,32 +3,79 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sync/bounded_staleness_policy.h"
+#include "sync/dssp_policy.h"
+#include "sync/hybrid_policy.h"
+#include "sync/wbsp_policy.h"
 
 namespace syncopate::sync {
 
-std::vector<std::string> SupportedModes() { return {"bsp", "asp", "ssp"}; }
+std::vector<std::string> SupportedModes() {
+  return {"bsp", "asp", "ssp", "dssp", "wbsp", "wbsp-overlap", "hybrid"};
+}
 
 absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& options) {
-  BoundedStalenessConfig config;
-  config.name = options.mode;
-  config.min_trainers = options.min_trainers;
-  config.start_timeout = options.start_timeout;
-  if (options.mode == "bsp") {
-    config.staleness = 0;
-    config.round_snapshots = true;
-  } else if (options.mode == "asp") {
-    config.staleness = -1;
-  } else if (options.mode == "ssp") {
-    if (options.staleness < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("ssp needs a staleness >= 0, got ", options.staleness));
+  const std::string& mode = options.mode;
+  if (mode == "bsp" || mode == "asp" || mode == "ssp") {
+    BoundedStalenessConfig config;
+    config.name = mode;
+    config.min_trainers = options.min_trainers;
+    config.start_timeout = options.start_timeout;
+    if (mode == "bsp") {
+      config.staleness = 0;
+      config.round_snapshots = true;
+    } else if (mode == "asp") {
+      config.staleness = -1;
+    } else {
+      if (options.staleness < 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("ssp needs a staleness >= 0, got ", options.staleness));
+      }
+      config.staleness = options.staleness;
     }
-    config.staleness = options.staleness;
-  } else {
-    return absl::InvalidArgumentError(absl::StrCat("unknown mode '", options.mode, "' (supported: ",
-                                                   absl::StrJoin(SupportedModes(), ", "), ")"));
+    return std::make_unique<BoundedStalenessPolicy>(std::move(config));
   }
-  return std::make_unique<BoundedStalenessPolicy>(std::move(config));
+  if (mode == "dssp") {
+    if (options.staleness < 0 || options.staleness_max < options.staleness) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("dssp needs 0 <= staleness <= staleness-max, got ", options.staleness,
+                       " and ", options.staleness_max));
+    }
+    return std::make_unique<DsspPolicy>(DsspConfig{options.staleness, options.staleness_max,
+                                                   options.min_trainers, options.start_timeout});
+  }
+  if (mode == "wbsp" || mode == "wbsp-overlap") {
+    WbspConfig config;
+    if (options.aggregation == "sum/n") {
+      config.aggregation = Aggregation::kSumOverN;
+    } else if (options.aggregation == "mean") {
+      config.aggregation = Aggregation::kMean;
+    } else {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "unknown aggregation '", options.aggregation, "' (supported: sum/n, mean)"));
+    }
+    config.overlap = mode == "wbsp-overlap";
+    config.min_trainers = options.min_trainers;
+    config.start_timeout = options.start_timeout;
+    return std::make_unique<WbspPolicy>(config);
+  }
+  if (mode == "hybrid") {
+    if (options.groups < 1) return absl::InvalidArgumentError("hybrid needs --groups >= 1");
+    if (!(options.split_ratio > 1.0)) {
+      return absl::InvalidArgumentError("hybrid needs --split-ratio > 1");
+    }
+    if (options.regroup_every < 1) {
+      return absl::InvalidArgumentError("hybrid needs --regroup-every >= 1");
+    }
+    HybridConfig config;
+    config.max_groups = options.groups;
+    config.split_ratio = options.split_ratio;
+    config.regroup_every = options.regroup_every;
+    config.min_trainers = options.min_trainers;
+    config.start_timeout = options.start_timeout;
+    return std::make_unique<HybridPolicy>(config);
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown mode '", mode, "' (supported: ",
+                                                 absl::StrJoin(SupportedModes(), ", "), ")"));
 }
 
 }  // namespace syncopate::sync

@@ -13,8 +13,17 @@ namespace syncopate::sync {
 
 struct PolicyOptions {
   std::string mode = "bsp";
-  // SSP's bound s (ignored by bsp and asp).
+  // SSP's bound s; DSSP's lower bound s_lo.
   int64_t staleness = 3;
+  // DSSP's upper bound s_hi (the hard cap).
+  int64_t staleness_max = 15;
+  // WBSP's round aggregation: "sum/n" (each delta weighted 1/N, as published) or "mean".
+  std::string aggregation = "sum/n";
+  // Hybrid: at most this many groups; split where neighbours' step times differ by this ratio;
+  // propose a regrouping every this many rounds.
+  int groups = 2;
+  double split_ratio = 1.5;
+  int regroup_every = 8;
   int min_trainers = 1;
   absl::Duration start_timeout = absl::Seconds(30);
 };
@@ -22,7 +31,8 @@ struct PolicyOptions {
 // The modes this build implements, in documentation order.
 std::vector<std::string> SupportedModes();
 
-// INVALID_ARGUMENT for an unknown mode or a negative SSP bound.
+// INVALID_ARGUMENT for an unknown mode or an option the mode cannot use (a negative bound,
+// s_hi < s_lo, an unknown aggregation, fewer than one group, a split ratio <= 1, ...).
 absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& options);
 
 }  // namespace syncopate::sync

@@ -97,6 +97,8 @@ int main(int argc, char** argv) {
   // order's seed differs per rank.
   auto model = (*backend)->CreateModel(spec, /*seed=*/options.seed);
   if (!model.ok()) return Fail(model.status(), kExitUsage);
+  auto eval_model = (*backend)->CreateModel(spec, /*seed=*/options.seed);
+  if (!eval_model.ok()) return Fail(eval_model.status(), kExitUsage);
   options.seed = options.seed * 1000003 + rank;
 
   auto train_full = syncopate::data::LoadFashionMnist(data_dir, "train");
@@ -129,8 +131,9 @@ int main(int argc, char** argv) {
   syncopate::trainer::StoreClient store(
       {welcome.store_addresses().begin(), welcome.store_addresses().end()}, *timeout);
   syncopate::trainer::TraceWriter trace(trace_file);
-  syncopate::trainer::Worker worker(options, **session, store, **model, *train, *test, metrics,
-                                    trace, syncopate::base::MonotonicClock::Get());
+  syncopate::trainer::Worker worker(options, **session, store, **model, **eval_model, *train,
+                                    *test, metrics, trace,
+                                    syncopate::base::MonotonicClock::Get());
   absl::Notification stop;
   absl::Notification done;
   absl::Status result;

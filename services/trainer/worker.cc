@@ -1,6 +1,7 @@
 #include "trainer/worker.h"
 
 #include <algorithm>
+#include <thread>
 
 #include "base/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -8,12 +9,14 @@
 namespace syncopate::trainer {
 
 Worker::Worker(WorkerOptions options, SessionClient& session, StoreClient& store,
-               compute::Model& model, const data::Dataset& train, const data::Dataset& test,
-               TrainerMetrics& metrics, TraceWriter& trace, const base::Clock& clock)
+               compute::Model& model, compute::Model& eval_model, const data::Dataset& train,
+               const data::Dataset& test, TrainerMetrics& metrics, TraceWriter& trace,
+               const base::Clock& clock)
     : options_(options),
       session_(session),
       store_(store),
       model_(model),
+      eval_model_(eval_model),
       train_(train),
       test_(test),
       metrics_(metrics),
@@ -59,29 +62,32 @@ absl::StatusOr<std::optional<v1::Proceed>> Worker::AwaitProceed(const absl::Noti
   return std::optional<v1::Proceed>();
 }
 
-absl::StatusOr<tensor::TensorMap> Worker::PullModel(const v1::Proceed& proceed) {
+absl::StatusOr<std::optional<double>> Worker::ApplyPull(const v1::Proceed& proceed) {
+  if (proceed.pull().has_none()) return std::optional<double>();
   const absl::Time start = clock_.Now();
   const int64_t round = proceed.pull().has_round() ? proceed.pull().round() : -1;
   ASSIGN_OR_RETURN(PulledModel pulled, store_.Pull(round));
-  RETURN_IF_ERROR(model_.WriteParameters(pulled.tensors));
+  RETURN_IF_ERROR(model_.Rebase(pulled.tensors, round >= 0 ? proceed.pull().includes_clock() : -1));
   const absl::Duration took = clock_.Now() - start;
   AddTime(&WorkerTimings::pull, took);
   metrics_.pull_seconds.Increment(absl::ToDoubleSeconds(took));
   metrics_.pull_duration.Observe(absl::ToDoubleSeconds(took));
   metrics_.pull_bytes.Increment(static_cast<double>(pulled.bytes));
   if (round >= 0) trace_.Record("pull", {{"round", round}, {"checksums", pulled.checksums}});
-  return std::move(pulled.tensors);
+  return MaybeEvaluate(proceed, pulled.tensors);
 }
 
-std::optional<double> Worker::MaybeEvaluate(const v1::Proceed& proceed) {
+std::optional<double> Worker::MaybeEvaluate(const v1::Proceed& proceed,
+                                            const tensor::TensorMap& pulled) {
   const absl::Time start = clock_.Now();
   if (!proceed.evaluate() || (last_eval_ && start - *last_eval_ < options_.eval_interval)) {
     return std::nullopt;
   }
+  if (!eval_model_.WriteParameters(pulled).ok()) return std::nullopt;
   last_eval_ = start;
   const size_t n = std::min<size_t>(test_.size(), static_cast<size_t>(options_.eval_samples));
   const double accuracy =
-      compute::Accuracy(model_, test_.images.data(), test_.labels.data(), n, test_.features);
+      compute::Accuracy(eval_model_, test_.images.data(), test_.labels.data(), n, test_.features);
   const absl::Duration took = clock_.Now() - start;
   AddTime(&WorkerTimings::eval, took);
   metrics_.eval_seconds.Increment(absl::ToDoubleSeconds(took));
@@ -103,33 +109,43 @@ float Worker::ComputeStep() {
   metrics_.step_duration.Observe(absl::ToDoubleSeconds(took));
   metrics_.steps.Increment();
   metrics_.loss.Set(loss);
+  last_loss_ = loss;
+  ++steps_;
   return loss;
 }
 
-absl::Status Worker::PushDelta(const tensor::TensorMap& base, int64_t new_clock) {
+absl::Status Worker::PushAndReport(int64_t new_clock, float loss, std::optional<double> accuracy) {
   const absl::Time start = clock_.Now();
-  tensor::TensorMap delta;
-  model_.ReadParameters(&delta);
-  for (auto& [name, values] : delta) {
-    const std::vector<float>& b = base.at(name);
-    for (size_t i = 0; i < values.size(); ++i) values[i] -= b[i];
-  }
   const v1::Welcome& w = session_.welcome();
+  const bool round_mode = w.push_mode() == v1::APPLY_MODE_ROUND;
+  tensor::TensorMap delta =
+      model_.TakeDelta(round_mode ? std::optional<int64_t>(new_clock) : std::nullopt);
   v1::PushHeader header;
   header.set_trainer_id(w.trainer_id());
   header.set_incarnation(w.incarnation());
   header.set_sequence(++sequence_);
   header.set_apply_mode(w.push_mode());
-  // Each delta is one SGD step: applied whole (asp, ssp) or averaged over the round (bsp).
+  // Each delta counts once: added whole (asp, ssp, dssp) or aggregated by its round.
   header.set_weight(1.0f);
-  header.set_round(new_clock);
+  header.set_clock(new_clock);
   ASSIGN_OR_RETURN(uint64_t bytes, store_.Push(header, delta));
   const absl::Duration took = clock_.Now() - start;
   AddTime(&WorkerTimings::push, took);
   metrics_.push_seconds.Increment(absl::ToDoubleSeconds(took));
   metrics_.push_duration.Observe(absl::ToDoubleSeconds(took));
   metrics_.push_bytes.Increment(static_cast<double>(bytes));
-  return absl::OkStatus();
+  trace_.Record("pushed", {{"clock", new_clock}});
+  metrics_.clock.Set(static_cast<double>(new_clock));
+  v1::ClockReport report;
+  report.set_clock(new_clock);
+  *report.mutable_timings() = Timings();
+  report.set_loss(loss);
+  if (accuracy) report.set_test_accuracy(*accuracy);
+  return session_.ReportClock(report);
+}
+
+bool Worker::StepLimitReached() const {
+  return options_.max_steps > 0 && steps_.load() >= options_.max_steps;
 }
 
 absl::Status Worker::Run(const absl::Notification& stop) {
@@ -140,33 +156,55 @@ absl::Status Worker::Run(const absl::Notification& stop) {
     header.set_trainer_id(w.trainer_id());
     header.set_incarnation(w.incarnation());
     tensor::TensorMap initial;
-    model_.ReadParameters(&initial);
+    model_.Read(&initial);
     RETURN_IF_ERROR(store_.Initialize(header, initial));
   }
   session_.StartHeartbeats([this] { return Timings(); });
-  int64_t steps = 0;
-  while (options_.max_steps == 0 || steps < options_.max_steps) {
-    ASSIGN_OR_RETURN(std::optional<v1::Proceed> proceed, AwaitProceed(stop));
-    if (!proceed) break;
-    const int64_t clock = proceed->clock();
-    trace_.Record("start", {{"clock", clock}, {"bound", proceed->staleness_bound()}});
-    ASSIGN_OR_RETURN(tensor::TensorMap base, PullModel(*proceed));
-    std::optional<double> accuracy = MaybeEvaluate(*proceed);
-    const float loss = ComputeStep();
-    RETURN_IF_ERROR(PushDelta(base, clock + 1));
-    ++steps;
-    trace_.Record("pushed", {{"clock", clock + 1}});
-    metrics_.clock.Set(static_cast<double>(clock + 1));
-    v1::ClockReport report;
-    report.set_clock(clock + 1);
-    *report.mutable_timings() = Timings();
-    report.set_loss(loss);
-    if (accuracy) report.set_test_accuracy(*accuracy);
-    RETURN_IF_ERROR(session_.ReportClock(report));
-  }
-  spdlog::info("leaving after {} steps", steps);
+  RETURN_IF_ERROR(w.overlap_communication() ? RunOverlapped(stop) : RunSequential(stop));
+  spdlog::info("leaving after {} steps", steps_.load());
   session_.Leave(stop.HasBeenNotified() ? "shutdown" : "step limit reached");
   return absl::OkStatus();
+}
+
+absl::Status Worker::RunSequential(const absl::Notification& stop) {
+  while (!StepLimitReached()) {
+    ASSIGN_OR_RETURN(std::optional<v1::Proceed> proceed, AwaitProceed(stop));
+    if (!proceed) break;
+    trace_.Record("start", {{"clock", proceed->clock()}, {"bound", proceed->staleness_bound()}});
+    ASSIGN_OR_RETURN(std::optional<double> accuracy, ApplyPull(*proceed));
+    const float loss = ComputeStep();
+    RETURN_IF_ERROR(PushAndReport(proceed->clock() + 1, loss, accuracy));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Worker::RunOverlapped(const absl::Notification& stop) {
+  // The first grant names the model to start from.
+  ASSIGN_OR_RETURN(std::optional<v1::Proceed> proceed, AwaitProceed(stop));
+  if (!proceed) return absl::OkStatus();
+  ASSIGN_OR_RETURN(std::optional<double> accuracy, ApplyPull(*proceed));
+  std::atomic<bool> halt{false};
+  std::thread compute([&] {
+    while (!halt.load() && !StepLimitReached()) ComputeStep();
+  });
+  absl::Status status = [&]() -> absl::Status {
+    while (!stop.HasBeenNotified()) {
+      // Push as soon as there is something to push; between pushes the compute thread runs on.
+      if (model_.unpushed_steps() == 0) {
+        if (StepLimitReached()) break;
+        absl::SleepFor(absl::Milliseconds(1));
+        continue;
+      }
+      RETURN_IF_ERROR(PushAndReport(proceed->clock() + 1, last_loss_.load(), accuracy));
+      ASSIGN_OR_RETURN(proceed, AwaitProceed(stop));
+      if (!proceed) break;
+      ASSIGN_OR_RETURN(accuracy, ApplyPull(*proceed));
+    }
+    return absl::OkStatus();
+  }();
+  halt = true;
+  compute.join();
+  return status;
 }
 
 }  // namespace syncopate::trainer

@@ -1,8 +1,11 @@
-// The worker side of every PS mode: wait for the coordinator's Proceed, pull what it names, take a
-// local SGD step, push the model delta the way the mode wants it, report the new clock.
+// The worker side of every PS mode: wait for the coordinator's Proceed, pull what it names (and
+// rebase the local model onto it), take a local SGD step, push the delta since the last push the
+// way the mode wants it, report the new clock. With overlap_communication (wbsp-overlap) a compute
+// thread steps continuously while this loop pushes, reports and rebases beside it.
 #ifndef SYNCOPATE_TRAINER_WORKER_H_
 #define SYNCOPATE_TRAINER_WORKER_H_
 
+#include <atomic>
 #include <cstdint>
 #include <optional>
 
@@ -13,6 +16,7 @@
 #include "base/clock.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
+#include "trainer/local_model.h"
 #include "trainer/session_client.h"
 #include "trainer/store_client.h"
 #include "trainer/trace_writer.h"
@@ -35,17 +39,19 @@ struct WorkerOptions {
   int64_t max_steps = 0;
 };
 
-// Totals since the trainer joined. compute + wait + push + pull + eval <= wall.
+// Totals since the trainer joined. compute + wait + push + pull + eval <= wall, except with
+// overlapped communication, where compute runs beside the rest.
 struct WorkerTimings {
   double compute = 0, wait = 0, push = 0, pull = 0, eval = 0;
 };
 
 class Worker {
  public:
-  // All references must outlive the worker.
+  // All references must outlive the worker. `eval_model` (same architecture as `model`) evaluates
+  // pulled models, so evaluation never touches the model being trained.
   Worker(WorkerOptions options, SessionClient& session, StoreClient& store, compute::Model& model,
-         const data::Dataset& train, const data::Dataset& test, TrainerMetrics& metrics,
-         TraceWriter& trace, const base::Clock& clock);
+         compute::Model& eval_model, const data::Dataset& train, const data::Dataset& test,
+         TrainerMetrics& metrics, TraceWriter& trace, const base::Clock& clock);
 
   // Trains until `stop` is notified or max_steps is reached (then leaves cleanly: OK), or until a
   // fatal error: ABORTED when evicted, UNAVAILABLE when the coordinator or a store is gone,
@@ -56,18 +62,28 @@ class Worker {
   v1::TrainerTimings Timings() const;
 
  private:
+  // Compute and communication in turn.
+  absl::Status RunSequential(const absl::Notification& stop);
+  // A compute thread beside the communication loop.
+  absl::Status RunOverlapped(const absl::Notification& stop);
+  bool StepLimitReached() const;
+
   // Waits for the next Proceed, polling `stop`. nullopt when stopping.
   absl::StatusOr<std::optional<v1::Proceed>> AwaitProceed(const absl::Notification& stop);
-  absl::StatusOr<tensor::TensorMap> PullModel(const v1::Proceed& proceed);
-  std::optional<double> MaybeEvaluate(const v1::Proceed& proceed);
+  // Pulls what the Proceed names (nothing for pull.none), rebases the local model onto it and, if
+  // this trainer evaluates, evaluates it. Returns the accuracy when it evaluated.
+  absl::StatusOr<std::optional<double>> ApplyPull(const v1::Proceed& proceed);
+  std::optional<double> MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap& pulled);
   float ComputeStep();
-  absl::Status PushDelta(const tensor::TensorMap& base, int64_t new_clock);
+  // Pushes the delta since the last push as clock `new_clock` and reports it.
+  absl::Status PushAndReport(int64_t new_clock, float loss, std::optional<double> accuracy);
   void AddTime(double WorkerTimings::*field, absl::Duration d);
 
   const WorkerOptions options_;
   SessionClient& session_;
   StoreClient& store_;
-  compute::Model& model_;
+  LocalModel model_;
+  compute::Model& eval_model_;
   const data::Dataset& train_;
   const data::Dataset& test_;
   TrainerMetrics& metrics_;
@@ -75,9 +91,13 @@ class Worker {
   const base::Clock& clock_;
   const absl::Time joined_at_;
 
+  // Used by the thread that computes.
   data::BatchSampler sampler_;
   std::vector<float> batch_x_;
   std::vector<int32_t> batch_y_;
+  std::atomic<int64_t> steps_{0};
+  std::atomic<float> last_loss_{0};
+  // Used by the thread that communicates.
   uint64_t sequence_ = 0;
   std::optional<absl::Time> last_eval_;
 

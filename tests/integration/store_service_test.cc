@@ -148,12 +148,17 @@ TEST_F(StoreServiceTest, TruncatedAndMalformedStreamsAreRejected) {
 TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
   v1::PushHeader h = Header(1);
   h.set_apply_mode(v1::APPLY_MODE_ROUND);
-  h.set_round(1);
+  h.set_clock(1);
   ASSERT_TRUE(client_->Push(h, {{"small", {3, 3, 3}}}).ok());
   EXPECT_EQ(client_->Pull(1).status().code(), absl::StatusCode::kFailedPrecondition);
   grpc::ClientContext ctx;
   v1::CloseRoundRequest close;
   close.set_round(1);
+  close.set_aggregation(v1::AGGREGATION_MEAN);
+  v1::PushCut* cut = close.add_cuts();
+  cut->set_trainer_id(h.trainer_id());
+  cut->set_incarnation(h.incarnation());
+  cut->set_clock(1);
   v1::CloseRoundReply closed;
   ASSERT_TRUE(stub_->CloseRound(&ctx, close, &closed).ok());
   absl::StatusOr<trainer::PulledModel> a = client_->Pull(1);

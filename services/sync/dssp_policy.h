@@ -1,0 +1,72 @@
+// DSSP: SSP whose bound each trainer may stretch within [s_lo, s_hi] (Zhao et al., ICDCS'19).
+// Staleness is counted in pushes (clocks). A trainer within s_lo of the slowest proceeds. The
+// fastest trainer, on the push that takes it past s_lo, asks the controller for r* extra
+// iterations (0..s_hi - s_lo) from push intervals on the coordinator's clock; others wait until
+// they are back within s_lo. Beyond the paper's pseudocode: a hard cap at s_hi, exactly one grant
+// per report, r* = 0 on cold start, and every waiter re-evaluated when a trainer leaves.
+#ifndef SYNCOPATE_SYNC_DSSP_POLICY_H_
+#define SYNCOPATE_SYNC_DSSP_POLICY_H_
+
+#include <map>
+#include <set>
+
+#include "sync/dssp_controller.h"
+#include "sync/policy.h"
+#include "sync/start_gate.h"
+
+namespace syncopate::sync {
+
+struct DsspConfig {
+  int64_t s_lo = 3;
+  int64_t s_hi = 15;
+  int min_trainers = 1;
+  absl::Duration start_timeout = absl::Seconds(30);
+};
+
+class DsspPolicy final : public SyncPolicy {
+ public:
+  // Requires 0 <= s_lo <= s_hi (checked by MakePolicy).
+  explicit DsspPolicy(DsspConfig config);
+
+  std::string name() const override { return "dssp"; }
+  PushMode push_mode() const override { return PushMode::kImmediate; }
+  // The hard cap.
+  int64_t staleness_bound() const override { return config_.s_hi; }
+  int64_t BoundOf(TrainerId trainer) const override;
+
+  absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
+  absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
+  Decisions OnLeave(TrainerId trainer, absl::Time now) override;
+  Decisions OnTick(absl::Time now) override;
+
+  std::optional<int64_t> ClockOf(TrainerId trainer) const override { return clocks_.Get(trainer); }
+  std::optional<int64_t> MinClock() const override { return clocks_.Min(); }
+  int64_t last_closed_round() const override { return 0; }
+
+ private:
+  struct Trainer {
+    PushTimes pushes;
+    // Extra iterations beyond s_lo still granted in the current excursion.
+    int64_t remaining = 0;
+    // The largest gap at which this trainer may still be granted (s_lo outside an excursion).
+    int64_t bound = 0;
+  };
+
+  // Grants `trainer` if its gap allows, using the controller when it is the fastest.
+  std::optional<Grant> Decide(TrainerId trainer);
+  // The min-clock trainer whose next push is predicted last (that push is what lifts the minimum).
+  TrainerId Slowest() const;
+  // Grants every waiter now within s_lo.
+  void GrantWaiters(absl::Time now, Decisions* decisions);
+
+  const DsspConfig config_;
+  ClockTable clocks_;
+  std::map<TrainerId, Trainer> trainers_;
+  std::set<TrainerId> waiting_;
+  StartGate gate_;
+  int64_t floor_clock_ = 0;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_DSSP_POLICY_H_

@@ -1,0 +1,161 @@
+#include "sync/policy_factory.h"
+
+#include <map>
+#include <random>
+
+#include "gtest/gtest.h"
+#include "sync/policy_test_util.h"
+
+namespace syncopate::sync {
+namespace {
+
+using testing::kT0;
+
+TEST(PolicyFactory, BuildsEverySupportedMode) {
+  for (const std::string& mode : SupportedModes()) {
+    PolicyOptions o;
+    o.mode = mode;
+    absl::StatusOr<std::unique_ptr<SyncPolicy>> p = MakePolicy(o);
+    ASSERT_TRUE(p.ok()) << mode << ": " << p.status();
+    EXPECT_EQ((*p)->name(), mode);
+  }
+}
+
+TEST(PolicyFactory, RejectsUnknownModesAndBadOptions) {
+  auto rejects = [](PolicyOptions o) {
+    return MakePolicy(o).status().code() == absl::StatusCode::kInvalidArgument;
+  };
+  PolicyOptions o;
+  o.mode = "bogus";
+  EXPECT_TRUE(rejects(o));
+  o.mode = "ssp";
+  o.staleness = -1;
+  EXPECT_TRUE(rejects(o));
+  o.mode = "dssp";
+  o.staleness = 5;
+  o.staleness_max = 4;
+  EXPECT_TRUE(rejects(o));
+  o = PolicyOptions();
+  o.mode = "wbsp";
+  o.aggregation = "median";
+  EXPECT_TRUE(rejects(o));
+  o = PolicyOptions();
+  o.mode = "hybrid";
+  o.groups = 0;
+  EXPECT_TRUE(rejects(o));
+  o.groups = 2;
+  o.split_ratio = 1.0;
+  EXPECT_TRUE(rejects(o));
+  o.split_ratio = 2;
+  o.regroup_every = 0;
+  EXPECT_TRUE(rejects(o));
+}
+
+// Random interleavings of reports, joins and leaves, for every mode: every report gets exactly
+// one grant, a bounded mode never grants past its bound, every reported push is taken by exactly
+// one round (cuts only move forward and never pass what was reported), rounds are numbered
+// 1, 2, ... and somebody can always make progress.
+struct Schedule {
+  std::string mode;
+  int64_t staleness;
+};
+
+class RandomSchedule : public ::testing::TestWithParam<Schedule> {};
+
+TEST_P(RandomSchedule, InvariantsHold) {
+  PolicyOptions options;
+  options.mode = GetParam().mode;
+  options.staleness = GetParam().staleness;
+  options.staleness_max = GetParam().staleness + 4;
+  options.regroup_every = 3;
+  auto p = testing::Make(options);
+  ASSERT_NE(p, nullptr);
+  const bool gap_bounded = options.mode != "wbsp" && options.mode != "wbsp-overlap" &&
+                           options.mode != "hybrid" && p->staleness_bound() >= 0;
+  std::mt19937 rng(1234 + static_cast<int>(options.staleness));
+  std::map<TrainerId, bool> running;   // trainer -> has a grant and may report
+  std::map<TrainerId, int64_t> cut;    // last clock a round took
+  std::map<TrainerId, double> compute;
+  int64_t last_round = 0;
+  absl::Time now = kT0;
+  TrainerId next = 1;
+  auto apply = [&](const Decisions& d) {
+    for (const RoundClose& c : d.close_rounds) {
+      ASSERT_EQ(c.round, ++last_round);
+      for (const auto& [t, clock] : c.cuts) {
+        ASSERT_GT(clock, cut[t]) << "a push taken twice";
+        cut[t] = clock;
+      }
+    }
+    for (const Grant& g : d.grants) {
+      ASSERT_FALSE(running[g.trainer]) << "two grants for one report";
+      if (gap_bounded) {
+        ASSERT_LE(g.clock - *p->MinClock(), g.staleness_bound);
+        ASSERT_LE(g.staleness_bound, p->staleness_bound());
+      }
+      running[g.trainer] = true;
+    }
+  };
+  auto join = [&] {
+    Decisions d;
+    ASSERT_TRUE(p->OnJoin(next, now, &d).ok());
+    running[next] = false;
+    cut[next] = 0;
+    compute[next] = 0;
+    ++next;
+    apply(d);
+  };
+  for (int i = 0; i < 4; ++i) join();
+  for (int step = 0; step < 5000; ++step) {
+    now += absl::Milliseconds(1 + rng() % 20);
+    const int action = rng() % 100;
+    if (action < 2 && running.size() < 8) {
+      join();
+    } else if (action < 4 && running.size() > 2) {
+      auto it = std::next(running.begin(), rng() % running.size());
+      TrainerId gone = it->first;
+      running.erase(it);
+      apply(p->OnLeave(gone, now));
+    } else {
+      std::vector<TrainerId> ready;
+      for (auto& [t, r] : running) {
+        if (r) ready.push_back(t);
+      }
+      if (ready.empty()) continue;
+      TrainerId t = ready[rng() % ready.size()];
+      running[t] = false;
+      const int64_t clock = *p->ClockOf(t) + 1;
+      compute[t] += 0.001 * static_cast<double>(t % 3 + 1);  // three speeds for hybrid
+      p->ObserveCompute(t, clock, compute[t]);
+      auto d = p->OnClock(t, clock, now);
+      ASSERT_TRUE(d.ok()) << d.status();
+      apply(*d);
+      for (const RoundClose& c : d->close_rounds) {
+        for (const auto& [id, taken] : c.cuts) {
+          if (running.count(id) > 0) ASSERT_LE(taken, *p->ClockOf(id));
+        }
+      }
+    }
+    bool any = false;
+    for (auto& [t, r] : running) any |= r;
+    ASSERT_TRUE(any) << "deadlock at step " << step;
+  }
+  if (options.mode == "hybrid") EXPECT_GE(p->group_count(), 1);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Modes, RandomSchedule,
+    ::testing::Values(Schedule{"bsp", 0}, Schedule{"ssp", 0}, Schedule{"ssp", 1},
+                      Schedule{"ssp", 3}, Schedule{"asp", 0}, Schedule{"dssp", 0},
+                      Schedule{"dssp", 3}, Schedule{"wbsp", 0}, Schedule{"wbsp-overlap", 0},
+                      Schedule{"hybrid", 0}),
+    [](const ::testing::TestParamInfo<Schedule>& info) {
+      std::string name = info.param.mode + "_s" + std::to_string(info.param.staleness);
+      for (char& c : name) {
+        if (c == '-') c = '_';
+      }
+      return name;
+    });
+
+}  // namespace
+}  // namespace syncopate::sync

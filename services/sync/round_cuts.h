@@ -1,0 +1,53 @@
+// The clock each trainer last reported since it was last cut: what the next round that includes
+// it takes from it. Departed trainers stay listed until a round takes their cut, so their reported
+// pushes are still applied.
+#ifndef SYNCOPATE_SYNC_ROUND_CUTS_H_
+#define SYNCOPATE_SYNC_ROUND_CUTS_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+
+#include "sync/clock_table.h"
+
+namespace syncopate::sync {
+
+class RoundCuts {
+ public:
+  void Record(TrainerId trainer, int64_t clock) { open_[trainer] = clock; }
+  bool empty() const { return open_.empty(); }
+
+  // Removes and returns the cuts of the trainers `take` selects (all when it is empty).
+  std::map<TrainerId, int64_t> Take(const std::function<bool(TrainerId)>& take = nullptr) {
+    std::map<TrainerId, int64_t> taken;
+    for (auto it = open_.begin(); it != open_.end();) {
+      if (take && !take(it->first)) {
+        ++it;
+        continue;
+      }
+      last_[it->first] = it->second;
+      taken.insert(*it);
+      it = open_.erase(it);
+    }
+    return taken;
+  }
+
+  // The clock up to which the trainer's pushes have been taken by some round; -1 if none.
+  int64_t last_taken(TrainerId trainer) const {
+    auto it = last_.find(trainer);
+    return it == last_.end() ? -1 : it->second;
+  }
+  // Forgets a trainer entirely (a new incarnation starts its clocks afresh).
+  void Forget(TrainerId trainer) {
+    open_.erase(trainer);
+    last_.erase(trainer);
+  }
+
+ private:
+  std::map<TrainerId, int64_t> open_;
+  std::map<TrainerId, int64_t> last_;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_ROUND_CUTS_H_

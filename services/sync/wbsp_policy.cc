@@ -1,0 +1,92 @@
+#include "sync/wbsp_policy.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace syncopate::sync {
+
+WbspPolicy::WbspPolicy(WbspConfig config)
+    : config_(config), gate_(config.min_trainers, config.start_timeout) {}
+
+absl::StatusOr<int64_t> WbspPolicy::OnJoin(TrainerId trainer, absl::Time now,
+                                           Decisions* decisions) {
+  if (clocks_.Get(trainer)) {
+    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " already joined"));
+  }
+  gate_.NoteJoin(now);
+  cuts_.Forget(trainer);
+  clocks_.Set(trainer, 0);
+  newcomers_.insert(trainer);
+  GrantNewcomers(now, decisions);
+  return 0;
+}
+
+absl::StatusOr<Decisions> WbspPolicy::OnClock(TrainerId trainer, int64_t clock, absl::Time now) {
+  std::optional<int64_t> current = clocks_.Get(trainer);
+  if (!current) {
+    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " is not a member"));
+  }
+  if (newcomers_.count(trainer) > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trainer ", trainer, " reported clock ", clock, " before its grant"));
+  }
+  if (clock != *current + 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trainer ", trainer, " reported clock ", clock, ", expected ", *current + 1));
+  }
+  clocks_.Set(trainer, clock);
+  cuts_.Record(trainer, clock);
+  pushed_.insert(trainer);
+  Decisions decisions;
+  MaybeClose(&decisions);
+  PullSpec pull = PullSpec::None();
+  if (auto it = pull_.find(trainer); it != pull_.end()) {
+    pull = it->second;
+    pull_.erase(it);
+  }
+  decisions.grants.push_back(Grant{trainer, clock, pull, -1});
+  GrantNewcomers(now, &decisions);
+  return decisions;
+}
+
+Decisions WbspPolicy::OnLeave(TrainerId trainer, absl::Time now) {
+  Decisions decisions;
+  if (!clocks_.Get(trainer)) return decisions;
+  clocks_.Erase(trainer);
+  newcomers_.erase(trainer);
+  pushed_.erase(trainer);
+  pull_.erase(trainer);
+  // Its reported pushes stay in cuts_; the round may now be complete without it.
+  MaybeClose(&decisions);
+  GrantNewcomers(now, &decisions);
+  return decisions;
+}
+
+Decisions WbspPolicy::OnTick(absl::Time now) {
+  Decisions decisions;
+  GrantNewcomers(now, &decisions);
+  return decisions;
+}
+
+void WbspPolicy::MaybeClose(Decisions* decisions) {
+  if (pushed_.empty() || pushed_.size() < clocks_.size()) return;  // pushed_ is a subset of members
+  RoundClose close{++last_closed_round_, cuts_.Take(), config_.aggregation,
+                   static_cast<int>(clocks_.size())};
+  pushed_.clear();
+  for (const auto& [id, clock] : close.cuts) {
+    if (clocks_.Get(id)) {
+      pull_[id] = PullSpec::Round(close.round, cuts_.last_taken(id));
+    }
+  }
+  decisions->close_rounds.push_back(std::move(close));
+}
+
+void WbspPolicy::GrantNewcomers(absl::Time now, Decisions* decisions) {
+  if (!gate_.Open(clocks_.size(), now)) return;
+  for (TrainerId id : newcomers_) {
+    decisions->grants.push_back(
+        Grant{id, *clocks_.Get(id), PullSpec::Round(last_closed_round_, -1), -1});
+  }
+  newcomers_.clear();
+}
+
+}  // namespace syncopate::sync

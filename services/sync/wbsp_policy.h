@@ -1,0 +1,67 @@
+// WBSP, worker-busy synchronous parallel (Yang et al., Parallel Computing 2024), with the general
+// trigger the published code lacks. Trainers never wait: each runs local SGD on its own model and
+// pushes the delta since its last push after every step (wbsp) or whenever its communication
+// thread is free (wbsp-overlap); every report is granted at once. A round closes when every live
+// trainer has pushed at least once since the last close (that is, at the slowest trainer's push,
+// derived from live membership); it takes every push reported so far, and each trainer is told to
+// pull that round in the reply to its next report (the slowest at once). The round snapshot is the
+// same bytes for every trainer, whatever the fast trainers push while it closes.
+#ifndef SYNCOPATE_SYNC_WBSP_POLICY_H_
+#define SYNCOPATE_SYNC_WBSP_POLICY_H_
+
+#include <map>
+#include <set>
+
+#include "sync/policy.h"
+#include "sync/round_cuts.h"
+#include "sync/start_gate.h"
+
+namespace syncopate::sync {
+
+struct WbspConfig {
+  // kSumOverN adds every delta with weight 1/N as published; kMean averages the round's pushes.
+  Aggregation aggregation = Aggregation::kSumOverN;
+  // wbsp-overlap: compute and communication on separate threads.
+  bool overlap = false;
+  int min_trainers = 1;
+  absl::Duration start_timeout = absl::Seconds(30);
+};
+
+class WbspPolicy final : public SyncPolicy {
+ public:
+  explicit WbspPolicy(WbspConfig config);
+
+  std::string name() const override { return config_.overlap ? "wbsp-overlap" : "wbsp"; }
+  PushMode push_mode() const override { return PushMode::kRound; }
+  int64_t staleness_bound() const override { return -1; }
+  bool overlap_communication() const override { return config_.overlap; }
+
+  // Every trainer starts at clock 0: WBSP has no clock rule across trainers.
+  absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
+  absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
+  Decisions OnLeave(TrainerId trainer, absl::Time now) override;
+  Decisions OnTick(absl::Time now) override;
+
+  std::optional<int64_t> ClockOf(TrainerId trainer) const override { return clocks_.Get(trainer); }
+  std::optional<int64_t> MinClock() const override { return clocks_.Min(); }
+  int64_t last_closed_round() const override { return last_closed_round_; }
+
+ private:
+  // Closes the round when every live trainer has pushed since the last close.
+  void MaybeClose(Decisions* decisions);
+  // First grants (pull the latest round) once the start gate opens.
+  void GrantNewcomers(absl::Time now, Decisions* decisions);
+
+  const WbspConfig config_;
+  ClockTable clocks_;
+  StartGate gate_;
+  RoundCuts cuts_;
+  std::set<TrainerId> newcomers_;      // joined, first grant not yet sent
+  std::set<TrainerId> pushed_;         // pushed since the last close
+  std::map<TrainerId, PullSpec> pull_;  // the round to pull in the reply to the next report
+  int64_t last_closed_round_ = 0;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_WBSP_POLICY_H_

@@ -1,0 +1,79 @@
+#include "trainer/local_model.h"
+
+#include "absl/strings/str_cat.h"
+
+namespace syncopate::trainer {
+
+LocalModel::LocalModel(compute::Model& model) : model_(model) {
+  absl::MutexLock lock(&mu_);
+  model_.ReadParameters(&base_);
+}
+
+float LocalModel::TrainStep(const float* x, const int32_t* labels, int batch,
+                            float learning_rate) {
+  absl::MutexLock lock(&mu_);
+  ++unpushed_steps_;
+  return model_.TrainStep(x, labels, batch, learning_rate);
+}
+
+tensor::TensorMap LocalModel::TakeDelta(std::optional<int64_t> pending_clock) {
+  absl::MutexLock lock(&mu_);
+  tensor::TensorMap current;
+  model_.ReadParameters(&current);
+  tensor::TensorMap delta = current;
+  for (auto& [name, values] : delta) {
+    const std::vector<float>& b = base_.at(name);
+    for (size_t i = 0; i < values.size(); ++i) values[i] -= b[i];
+  }
+  base_ = std::move(current);
+  unpushed_steps_ = 0;
+  if (pending_clock) pending_.push_back({*pending_clock, delta});
+  return delta;
+}
+
+absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t includes_clock) {
+  absl::MutexLock lock(&mu_);
+  for (const auto& [name, b] : base_) {
+    auto it = pulled.find(name);
+    if (it == pulled.end() || it->second.size() != b.size()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("pulled model lacks parameter '", name, "' or has a wrong size"));
+    }
+  }
+  while (!pending_.empty() && pending_.front().clock <= includes_clock) pending_.pop_front();
+  tensor::TensorMap current;
+  model_.ReadParameters(&current);
+  tensor::TensorMap new_base;
+  for (auto& [name, local] : current) {
+    std::vector<float> base = pulled.at(name);
+    for (const Pending& p : pending_) {
+      const std::vector<float>& d = p.delta.at(name);
+      for (size_t i = 0; i < base.size(); ++i) base[i] += d[i];
+    }
+    // local = base + (local - old base): the steps since the last push.
+    const std::vector<float>& old_base = base_.at(name);
+    for (size_t i = 0; i < local.size(); ++i) local[i] = base[i] + (local[i] - old_base[i]);
+    new_base.emplace(name, std::move(base));
+  }
+  absl::Status written = model_.WriteParameters(current);
+  if (!written.ok()) return written;
+  base_ = std::move(new_base);
+  return absl::OkStatus();
+}
+
+int64_t LocalModel::unpushed_steps() const {
+  absl::MutexLock lock(&mu_);
+  return unpushed_steps_;
+}
+
+size_t LocalModel::pending_deltas() const {
+  absl::MutexLock lock(&mu_);
+  return pending_.size();
+}
+
+void LocalModel::Read(tensor::TensorMap* out) const {
+  absl::MutexLock lock(&mu_);
+  model_.ReadParameters(out);
+}
+
+}  // namespace syncopate::trainer
