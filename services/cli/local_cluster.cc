@@ -49,10 +49,7 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
     if (s < 1.0) return absl::InvalidArgumentError("slowdowns must be >= 1");
   }
   // The coordinator would refuse a bad mode too; checking here gives the error before any start.
-  sync::PolicyOptions policy;
-  policy.mode = options.mode;
-  policy.staleness = options.staleness;
-  RETURN_IF_ERROR(sync::MakePolicy(policy).status());
+  RETURN_IF_ERROR(sync::MakePolicy(options.policy).status());
   return absl::OkStatus();
 }
 
@@ -72,7 +69,13 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     RETURN_IF_ERROR(cluster->Launch(
         "coordinator", 0,
         {absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
-         absl::StrCat("--mode=", options.mode), absl::StrCat("--staleness=", options.staleness),
+         absl::StrCat("--mode=", options.policy.mode),
+         absl::StrCat("--staleness=", options.policy.staleness),
+         absl::StrCat("--staleness-max=", options.policy.staleness_max),
+         absl::StrCat("--aggregation=", options.policy.aggregation),
+         absl::StrCat("--groups=", options.policy.groups),
+         absl::StrCat("--split-ratio=", options.policy.split_ratio),
+         absl::StrCat("--regroup-every=", options.policy.regroup_every),
          absl::StrCat("--min-trainers=", options.trainers),
          absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))},
         true));

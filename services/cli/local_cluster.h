@@ -10,6 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cli/child_process.h"
+#include "sync/policy_factory.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 
 namespace syncopate::cli {
@@ -17,8 +18,8 @@ namespace syncopate::cli {
 struct LocalClusterOptions {
   std::string bin_dir;  // where syncopate-store, -coordinator and -trainer are
   std::string run_dir;  // logs, ready files, traces (must exist)
-  std::string mode = "bsp";
-  int64_t staleness = 3;
+  // Mode and its parameters, passed to the coordinator.
+  sync::PolicyOptions policy;
   int trainers = 4;
   int store_shards = 1;
   std::vector<double> slowdowns;  // one per trainer

@@ -45,16 +45,15 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   RETURN_IF_ERROR(LocalCluster::Validate(options.cluster));
   ASSIGN_OR_RETURN(options.cluster.run_dir, PrepareRunDir(options.report_dir));
   std::fprintf(stderr, "syncopate local: %s with %d trainers (slowdowns",
-               options.cluster.mode.c_str(), options.cluster.trainers);
+               options.cluster.policy.mode.c_str(), options.cluster.trainers);
   for (double s : options.cluster.slowdowns) std::fprintf(stderr, " %g", s);
   std::fprintf(stderr, "), logs in %s\n", options.cluster.run_dir.c_str());
 
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(options.cluster));
   RunSummary summary;
-  summary.mode = options.cluster.mode;
-  summary.staleness = options.cluster.mode == "ssp"   ? options.cluster.staleness
-                      : options.cluster.mode == "bsp" ? 0
-                                                      : -1;
+  summary.mode = options.cluster.policy.mode;
+  summary.mode_parameters = sync::DescribeMode(options.cluster.policy);
+  summary.staleness = sync::MakePolicy(options.cluster.policy).value()->staleness_bound();
   summary.trainers = options.cluster.trainers;
   summary.store_shards = options.cluster.store_shards;
   summary.target_accuracy = options.target_accuracy;

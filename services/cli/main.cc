@@ -8,7 +8,10 @@
 #include "CLI/CLI.hpp"
 #include "base/flags.h"
 #include "base/signals.h"
+#include "absl/strings/str_join.h"
+#include "cli/compare_command.h"
 #include "cli/local_command.h"
+#include "sync/policy_factory.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/spdlog.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
@@ -46,6 +49,66 @@ int Status(const std::string& address) {
   return 0;
 }
 
+// Flags of the scenario a local cluster runs; shared by `local` and `compare`.
+struct ScenarioFlags {
+  syncopate::cli::LocalRunOptions run;
+  std::string slowdown = "1";
+  std::string time_limit = "120s";
+  std::string eviction_timeout = "5s";
+  std::string eval_interval = "1s";
+
+  void Add(CLI::App* cmd) {
+    syncopate::cli::LocalClusterOptions& c = run.cluster;
+    syncopate::sync::PolicyOptions& p = c.policy;
+    cmd->add_option("--staleness", p.staleness, "SSP bound s; DSSP lower bound s_lo");
+    cmd->add_option("--staleness-max", p.staleness_max, "DSSP upper bound s_hi");
+    cmd->add_option("--aggregation", p.aggregation,
+                    "WBSP round aggregation: sum/n (as published) or mean");
+    cmd->add_option("--groups", p.groups, "Hybrid: at most this many groups");
+    cmd->add_option("--split-ratio", p.split_ratio,
+                    "Hybrid: split groups where step times differ by this ratio");
+    cmd->add_option("--regroup-every", p.regroup_every,
+                    "Hybrid: propose a regrouping every this many rounds");
+    cmd->add_option("--trainers", c.trainers, "Number of trainers")->check(CLI::Range(1, 64));
+    cmd->add_option("--store-shards", c.store_shards, "Parameter store shards")
+        ->check(CLI::Range(1, 16));
+    cmd->add_option("--slowdown", slowdown,
+                    "Per-trainer slowdown factors, e.g. 1,1,2,4 (one value: all trainers)");
+    cmd->add_option("--target-accuracy", run.target_accuracy, "Stop at this test accuracy")
+        ->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--time-limit", time_limit, "Stop after this long (e.g. 120s, 5m)");
+    cmd->add_option("--model", c.model, "Model architecture (mlp)");
+    cmd->add_option("--device", c.device, "Trainer compute device (cpu, auto)");
+    cmd->add_option("--learning-rate", c.learning_rate, "SGD learning rate")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--batch-size", c.batch_size, "Minibatch per trainer")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--eviction-timeout", eviction_timeout, "Evict a silent trainer after");
+    cmd->add_option("--eval-interval", eval_interval, "Evaluate test accuracy this often");
+    cmd->add_option("--seed", c.seed, "Seed of model initialisation and batches");
+    cmd->add_option("--report-dir", run.report_dir,
+                    "Write the report (summary.json, accuracy.csv, logs) here");
+  }
+
+  // Parses the text flags into `run`.
+  absl::Status Finish() {
+    for (auto [text, out] : {std::pair{&time_limit, &run.time_limit},
+                             std::pair{&eviction_timeout, &run.cluster.eviction_timeout},
+                             std::pair{&eval_interval, &run.cluster.eval_interval}}) {
+      absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
+      if (!d.ok()) return d.status();
+      *out = *d;
+    }
+    absl::StatusOr<std::vector<double>> slowdowns = syncopate::base::ParseDoubleList(slowdown);
+    if (!slowdowns.ok()) return slowdowns.status();
+    if (slowdowns->size() == 1) slowdowns->assign(run.cluster.trainers, slowdowns->front());
+    run.cluster.slowdowns = *slowdowns;
+    return absl::OkStatus();
+  }
+};
+
+int ExitCodeOf(const absl::Status& status) { return absl::IsInvalidArgument(status) ? 2 : 1; }
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -53,36 +116,23 @@ int main(int argc, char** argv) {
   spdlog::set_level(spdlog::level::warn);
   CLI::App app{"syncopate: parameter synchronization for heterogeneous training clusters"};
   app.require_subcommand(1);
+  const std::string modes = absl::StrJoin(syncopate::sync::SupportedModes(), ", ");
 
-  syncopate::cli::LocalRunOptions local;
-  local.cluster.bin_dir = BinDir();
-  std::string slowdown = "1";
-  std::string time_limit = "120s";
-  std::string eviction_timeout = "5s";
-  std::string eval_interval = "1s";
+  ScenarioFlags local;
+  local.run.cluster.bin_dir = BinDir();
   CLI::App* local_cmd = app.add_subcommand("local", "Run a whole cluster as local processes");
-  local_cmd->add_option("--mode", local.cluster.mode, "Sync mode: bsp, asp, ssp");
-  local_cmd->add_option("--staleness", local.cluster.staleness, "SSP staleness bound s");
-  local_cmd->add_option("--trainers", local.cluster.trainers, "Number of trainers")
-      ->check(CLI::Range(1, 64));
-  local_cmd->add_option("--store-shards", local.cluster.store_shards, "Parameter store shards")
-      ->check(CLI::Range(1, 16));
-  local_cmd->add_option("--slowdown", slowdown,
-                        "Per-trainer slowdown factors, e.g. 1,1,2,4 (one value: all trainers)");
-  local_cmd->add_option("--target-accuracy", local.target_accuracy, "Stop at this test accuracy")
-      ->check(CLI::Range(0.0, 1.0));
-  local_cmd->add_option("--time-limit", time_limit, "Stop after this long (e.g. 120s, 5m)");
-  local_cmd->add_option("--model", local.cluster.model, "Model architecture (mlp)");
-  local_cmd->add_option("--device", local.cluster.device, "Trainer compute device (cpu, auto)");
-  local_cmd->add_option("--learning-rate", local.cluster.learning_rate, "SGD learning rate")
-      ->check(CLI::PositiveNumber);
-  local_cmd->add_option("--batch-size", local.cluster.batch_size, "Minibatch per trainer")
-      ->check(CLI::PositiveNumber);
-  local_cmd->add_option("--eviction-timeout", eviction_timeout, "Evict a silent trainer after");
-  local_cmd->add_option("--eval-interval", eval_interval, "Evaluate test accuracy this often");
-  local_cmd->add_option("--seed", local.cluster.seed, "Seed of model initialisation and batches");
-  local_cmd->add_option("--report-dir", local.report_dir,
-                        "Write summary.json, accuracy.csv and logs here");
+  local_cmd->add_option("--mode", local.run.cluster.policy.mode, "Sync mode: " + modes);
+  local.Add(local_cmd);
+
+  ScenarioFlags compare;
+  compare.run.cluster.bin_dir = BinDir();
+  compare.time_limit = "300s";
+  std::string compare_modes = "bsp,ssp,dssp,wbsp,wbsp-overlap,hybrid,asp";
+  CLI::App* compare_cmd =
+      app.add_subcommand("compare", "Run one scenario under several modes and compare them");
+  compare_cmd->add_option("--modes", compare_modes, "Modes to run, comma-separated, from: " + modes);
+  compare.Add(compare_cmd);
+  compare_cmd->get_option("--report-dir")->required();
 
   std::string coordinator = "127.0.0.1:7000";
   CLI::App* status_cmd = app.add_subcommand("status", "Show a running coordinator's cluster state");
@@ -92,22 +142,27 @@ int main(int argc, char** argv) {
 
   if (status_cmd->parsed()) return Status(coordinator);
 
-  for (auto [text, out] : {std::pair{&time_limit, &local.time_limit},
-                           std::pair{&eviction_timeout, &local.cluster.eviction_timeout},
-                           std::pair{&eval_interval, &local.cluster.eval_interval}}) {
-    absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
-    if (!d.ok()) return Fail(d.status(), 2);
-    *out = *d;
+  if (compare_cmd->parsed()) {
+    if (absl::Status s = compare.Finish(); !s.ok()) return Fail(s, 2);
+    syncopate::cli::CompareOptions options;
+    options.run = compare.run;
+    options.modes = syncopate::base::SplitList(compare_modes);
+    options.report_dir = compare.run.report_dir;
+    absl::StatusOr<std::vector<syncopate::cli::CompareRow>> rows =
+        syncopate::cli::RunCompare(options);
+    if (!rows.ok()) return Fail(rows.status(), ExitCodeOf(rows.status()));
+    std::printf("%s", syncopate::cli::FormatCompare(*rows).c_str());
+    std::printf("report: %s/compare.csv, %s/compare.svg\n", options.report_dir.c_str(),
+                options.report_dir.c_str());
+    for (const auto& row : *rows) {
+      if (row.summary && row.summary->interrupted) return 130;
+    }
+    return 0;
   }
-  absl::StatusOr<std::vector<double>> slowdowns = syncopate::base::ParseDoubleList(slowdown);
-  if (!slowdowns.ok()) return Fail(slowdowns.status(), 2);
-  if (slowdowns->size() == 1) slowdowns->assign(local.cluster.trainers, slowdowns->front());
-  local.cluster.slowdowns = *slowdowns;
 
-  absl::StatusOr<syncopate::cli::RunSummary> summary = syncopate::cli::RunLocal(local);
-  if (!summary.ok()) {
-    return Fail(summary.status(), absl::IsInvalidArgument(summary.status()) ? 2 : 1);
-  }
+  if (absl::Status s = local.Finish(); !s.ok()) return Fail(s, 2);
+  absl::StatusOr<syncopate::cli::RunSummary> summary = syncopate::cli::RunLocal(local.run);
+  if (!summary.ok()) return Fail(summary.status(), ExitCodeOf(summary.status()));
   std::printf("%s", syncopate::cli::FormatSummary(*summary).c_str());
   return summary->interrupted ? 130 : 0;
 }

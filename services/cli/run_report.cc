@@ -12,6 +12,7 @@ namespace syncopate::cli {
 void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary) {
   summary->per_trainer.clear();
   double ratio_sum = 0;
+  double wait_sum = 0;
   for (const v1::TrainerStatus& t : status.trainers()) {
     TrainerSummary s;
     s.rank = static_cast<int>(t.rank());
@@ -20,13 +21,16 @@ void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary) {
     s.compute_time_ratio = t.compute_time_ratio();
     s.wait_seconds = t.timings().wait_seconds();
     s.state = t.state();
+    s.group = t.group();
     ratio_sum += s.compute_time_ratio;
+    wait_sum += s.wait_seconds;
     summary->per_trainer.push_back(s);
   }
   std::sort(summary->per_trainer.begin(), summary->per_trainer.end(),
             [](const TrainerSummary& a, const TrainerSummary& b) { return a.rank < b.rank; });
-  summary->compute_time_ratio =
-      summary->per_trainer.empty() ? 0 : ratio_sum / summary->per_trainer.size();
+  const double n = static_cast<double>(summary->per_trainer.size());
+  summary->compute_time_ratio = n > 0 ? ratio_sum / n : 0;
+  summary->mean_wait_seconds = n > 0 ? wait_sum / n : 0;
   summary->rounds_closed = status.rounds_closed();
 }
 
@@ -38,9 +42,11 @@ nlohmann::json ToJson(const RunSummary& s) {
                            {"clock", t.clock},
                            {"compute_time_ratio", t.compute_time_ratio},
                            {"wait_seconds", t.wait_seconds},
-                           {"state", t.state}});
+                           {"state", t.state},
+                           {"group", t.group}});
   }
   nlohmann::json j = {{"mode", s.mode},
+                      {"mode_parameters", s.mode_parameters},
                       {"staleness", s.staleness},
                       {"trainers", s.trainers},
                       {"store_shards", s.store_shards},
@@ -50,6 +56,7 @@ nlohmann::json ToJson(const RunSummary& s) {
                       {"final_accuracy", nullptr},
                       {"wall_seconds", s.wall_seconds},
                       {"compute_time_ratio", s.compute_time_ratio},
+                      {"mean_wait_seconds", s.mean_wait_seconds},
                       {"rounds_closed", s.rounds_closed},
                       {"interrupted", s.interrupted},
                       {"per_trainer", per_trainer}};
@@ -69,18 +76,19 @@ std::string FormatSummary(const RunSummary& s) {
   std::string out = absl::StrFormat(
       "mode %s%s, %d trainers, %d store shard(s): %s in %.1fs, final accuracy %s, "
       "compute-time ratio %.2f\n",
-      s.mode, s.mode == "ssp" ? absl::StrCat(" (s=", s.staleness, ")") : "", s.trainers,
+      s.mode, s.mode_parameters.empty() ? "" : absl::StrCat(" (", s.mode_parameters, ")"), s.trainers,
       s.store_shards,
       s.reached_target ? absl::StrFormat("reached %.2f after %.1fs", s.target_accuracy,
                                          s.time_to_target_seconds.value_or(0))
                        : absl::StrFormat("did not reach %.2f", s.target_accuracy),
       s.wall_seconds, s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a",
       s.compute_time_ratio);
-  absl::StrAppendFormat(&out, "  %-5s %-9s %-8s %-9s %-14s %-8s\n", "rank", "slowdown", "clock",
-                        "wait(s)", "compute ratio", "state");
+  absl::StrAppendFormat(&out, "  %-5s %-9s %-8s %-9s %-14s %-8s %s\n", "rank", "slowdown",
+                        "clock", "wait(s)", "compute ratio", "state", "group");
   for (const TrainerSummary& t : s.per_trainer) {
-    absl::StrAppendFormat(&out, "  %-5d %-9.1f %-8d %-9.1f %-14.2f %-8s\n", t.rank, t.slowdown,
-                          t.clock, t.wait_seconds, t.compute_time_ratio, t.state);
+    absl::StrAppendFormat(&out, "  %-5d %-9.1f %-8d %-9.1f %-14.2f %-8s %s\n", t.rank, t.slowdown,
+                          t.clock, t.wait_seconds, t.compute_time_ratio, t.state,
+                          t.group >= 0 ? absl::StrCat(t.group) : "-");
   }
   return out;
 }

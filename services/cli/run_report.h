@@ -21,10 +21,12 @@ struct TrainerSummary {
   double compute_time_ratio = 0;
   double wait_seconds = 0;
   std::string state;
+  int group = -1;  // hybrid
 };
 
 struct RunSummary {
   std::string mode;
+  std::string mode_parameters;  // e.g. "s=3..15"
   int64_t staleness = 0;
   int trainers = 0;
   int store_shards = 1;
@@ -34,6 +36,7 @@ struct RunSummary {
   std::optional<double> final_accuracy;
   double wall_seconds = 0;
   double compute_time_ratio = 0;  // mean over trainers
+  double mean_wait_seconds = 0;   // mean over trainers
   int64_t rounds_closed = 0;
   bool interrupted = false;
   std::vector<TrainerSummary> per_trainer;

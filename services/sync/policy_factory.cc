@@ -13,6 +13,17 @@ std::vector<std::string> SupportedModes() {
   return {"bsp", "asp", "ssp", "dssp", "wbsp", "wbsp-overlap", "hybrid"};
 }
 
+std::string DescribeMode(const PolicyOptions& o) {
+  if (o.mode == "ssp") return absl::StrCat("s=", o.staleness);
+  if (o.mode == "dssp") return absl::StrCat("s=", o.staleness, "..", o.staleness_max);
+  if (o.mode == "wbsp" || o.mode == "wbsp-overlap") return absl::StrCat("aggregation ", o.aggregation);
+  if (o.mode == "hybrid") {
+    return absl::StrCat("groups<=", o.groups, ", split ratio ", o.split_ratio, ", regroup every ",
+                        o.regroup_every, " rounds");
+  }
+  return "";
+}
+
 absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& options) {
   const std::string& mode = options.mode;
   if (mode == "bsp" || mode == "asp" || mode == "ssp") {

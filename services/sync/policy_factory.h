@@ -31,6 +31,9 @@ struct PolicyOptions {
 // The modes this build implements, in documentation order.
 std::vector<std::string> SupportedModes();
 
+// The parameters that matter for options.mode, for reports ("s=3", "s=3..15", "sum/n", ...).
+std::string DescribeMode(const PolicyOptions& options);
+
 // INVALID_ARGUMENT for an unknown mode or an option the mode cannot use (a negative bound,
 // s_hi < s_lo, an unknown aggregation, fewer than one group, a split ratio <= 1, ...).
 absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& options);

@@ -4,8 +4,10 @@
 
 #include <algorithm>
 #include <fstream>
+#include <set>
 
 #include "absl/strings/str_cat.h"
+#include "gtest/gtest.h"
 
 namespace syncopate::e2e {
 
@@ -66,6 +68,27 @@ std::vector<std::string> StalenessViolations(
     }
   }
   return violations;
+}
+
+void ExpectIdenticalSnapshots(const std::string& dir, int trainers, size_t shards,
+                              int min_pullers) {
+  std::map<int64_t, std::set<std::vector<uint32_t>>> by_round;
+  std::map<int64_t, int> pullers;
+  for (int r = 0; r < trainers; ++r) {
+    for (const auto& e : ReadTrace(dir, r)) {
+      if (e["event"] != "pull") continue;
+      std::vector<uint32_t> checksums = e["checksums"];
+      ASSERT_EQ(checksums.size(), shards);
+      by_round[e["round"]].insert(checksums);
+      pullers[e["round"]]++;
+    }
+  }
+  int shared_rounds = 0;
+  for (const auto& [round, sets] : by_round) {
+    EXPECT_EQ(sets.size(), 1u) << "round " << round << " differs between trainers";
+    shared_rounds += pullers[round] >= min_pullers;
+  }
+  EXPECT_GT(shared_rounds, 20) << "too few rounds pulled by " << min_pullers << " trainers";
 }
 
 std::string MakeTempDir(const std::string& name) {

@@ -24,6 +24,12 @@ std::vector<nlohmann::json> ReadTrace(const std::string& dir, int rank);
 std::vector<std::string> StalenessViolations(
     const std::map<int, std::vector<nlohmann::json>>& traces, int64_t s, int64_t* max_gap);
 
+// Checks (gtest expectations) that every round's snapshot checksums, one per store shard, are the
+// same for all trainers that pulled it, and that more than 20 rounds were pulled by at least
+// `min_pullers` trainers (so the check is not vacuous).
+void ExpectIdenticalSnapshots(const std::string& dir, int trainers, size_t shards,
+                              int min_pullers);
+
 // A fresh directory under the test's temporary directory.
 std::string MakeTempDir(const std::string& name);
 

@@ -1,0 +1,31 @@
+#include "local_runs.h"
+
+#include <sys/wait.h>
+
+#include "gtest/gtest.h"
+
+namespace syncopate::e2e {
+
+std::unique_ptr<cli::ChildProcess> StartSyncopate(const std::string& command,
+                                                  const std::string& dir,
+                                                  std::vector<std::string> args) {
+  std::vector<std::string> argv = {std::string(SYNCOPATE_BIN_DIR) + "/syncopate", command,
+                                   "--report-dir=" + dir};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto p = cli::ChildProcess::Spawn(argv, {}, dir + ".out");
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? std::move(*p) : nullptr;
+}
+
+int RunSyncopate(const std::string& command, const std::string& dir,
+                 std::vector<std::string> args, absl::Duration limit) {
+  auto p = StartSyncopate(command, dir, std::move(args));
+  if (!p) return -1;
+  std::optional<int> status = p->Wait(limit);
+  EXPECT_TRUE(status.has_value()) << "syncopate " << command << " did not finish in time";
+  return status.value_or(-1);
+}
+
+int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }
+
+}  // namespace syncopate::e2e

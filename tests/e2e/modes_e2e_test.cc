@@ -1,0 +1,108 @@
+// End-to-end: the straggler modes (dssp, wbsp, wbsp-overlap, hybrid) under `syncopate local`, and
+// `syncopate compare`, checked through reports and traces.
+#include <fstream>
+#include <sstream>
+
+#include "absl/strings/str_split.h"
+#include "gtest/gtest.h"
+#include "local_runs.h"
+#include "run_files.h"
+
+namespace syncopate::e2e {
+namespace {
+
+// Round modes: every round's snapshot is the same bytes for every trainer on every shard, and the
+// run trains to the target.
+class RoundMode : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(RoundMode, ReachesTargetWithIdenticalRoundSnapshots) {
+  std::string mode = GetParam();
+  std::replace(mode.begin(), mode.end(), '_', '-');
+  const std::string dir = MakeTempDir(mode);
+  const int status =
+      RunLocal(dir, {"--mode=" + mode, "--trainers=3", "--store-shards=2", "--slowdown=1,1,6",
+                     "--target-accuracy=0.80", "--time-limit=120s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  EXPECT_EQ(summary["mode"], mode);
+  EXPECT_TRUE(summary["reached_target"].get<bool>());
+  EXPECT_GT(summary["rounds_closed"].get<int64_t>(), 20);
+  // Hybrid rounds belong to one group; the others are pulled by every trainer.
+  ExpectIdenticalSnapshots(dir, 3, 2, mode == "hybrid" ? 2 : 3);
+  if (mode == "hybrid") {
+    // The 6x slower trainer ends up in a group of its own, away from the two fast ones.
+    std::map<int, int> group;
+    for (const auto& t : summary["per_trainer"]) group[t["rank"]] = t["group"];
+    EXPECT_EQ(group[0], group[1]);
+    EXPECT_NE(group[0], group[2]);
+  } else {
+    // WBSP: fast trainers run ahead; they never wait for the slow one's rounds.
+    int64_t fast = 0, slow = 0;
+    for (const auto& t : summary["per_trainer"]) {
+      (t["rank"] == 2 ? slow : fast) = std::max<int64_t>(t["rank"] == 2 ? slow : fast, t["clock"]);
+    }
+    EXPECT_GT(fast, 2 * slow) << "fast trainers should push far more often than the slow one";
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, RoundMode, ::testing::Values("wbsp", "wbsp_overlap", "hybrid"));
+
+TEST(ModesE2E, DsspStaysWithinItsUpperBoundAndUsesTheRange) {
+  const std::string dir = MakeTempDir("dssp");
+  const int status =
+      RunLocal(dir, {"--mode=dssp", "--staleness=1", "--staleness-max=4", "--trainers=3",
+                     "--slowdown=1,1,6", "--target-accuracy=0.99", "--time-limit=12s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  std::map<int, std::vector<nlohmann::json>> traces;
+  for (int r = 0; r < 3; ++r) traces[r] = ReadTrace(dir, r);
+  int64_t max_gap = 0;
+  std::vector<std::string> violations = StalenessViolations(traces, 4, &max_gap);
+  EXPECT_TRUE(violations.empty()) << violations.size() << " violations, first: "
+                                  << (violations.empty() ? "" : violations.front());
+  // The controller let the fast trainers past s_lo = 1 (the slow one is 6x slower).
+  EXPECT_GT(max_gap, 1);
+  EXPECT_LE(max_gap, 4);
+}
+
+TEST(CompareE2E, RunsEveryModeAndWritesOneReport) {
+  const std::string dir = MakeTempDir("compare");
+  const int status = RunSyncopate(
+      "compare", dir,
+      {"--modes=bsp,wbsp-overlap", "--trainers=2", "--slowdown=1,3", "--target-accuracy=0.99",
+       "--time-limit=8s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  for (const std::string mode : {"bsp", "wbsp-overlap"}) {
+    nlohmann::json summary = ReadJson(dir + "/" + mode + "/summary.json");
+    ASSERT_FALSE(summary.is_discarded()) << mode;
+    EXPECT_EQ(summary["mode"], mode);
+  }
+  std::ifstream csv(dir + "/compare.csv");
+  std::vector<std::string> lines;
+  for (std::string line; std::getline(csv, line);) lines.push_back(line);
+  ASSERT_EQ(lines.size(), 3u);
+  EXPECT_EQ(lines[0].rfind("mode,reached_target,time_to_target_seconds,final_accuracy,", 0), 0u);
+  for (size_t i = 1; i < lines.size(); ++i) {
+    std::vector<std::string> fields = absl::StrSplit(lines[i], ',');
+    ASSERT_GE(fields.size(), 8u) << lines[i];
+    const double ratio = std::stod(fields[4]);
+    EXPECT_GT(ratio, 0) << lines[i];
+    EXPECT_LE(ratio, 1) << lines[i];
+  }
+  std::ifstream svg(dir + "/compare.svg");
+  std::stringstream picture;
+  picture << svg.rdbuf();
+  EXPECT_NE(picture.str().find("<svg"), std::string::npos) << "no picture; see " << dir;
+  EXPECT_NE(picture.str().find("wbsp-overlap"), std::string::npos);
+}
+
+TEST(CompareE2E, BadModeListIsAClearErrorAndRunsNothing) {
+  const std::string dir = MakeTempDir("compare-bad") + "/report";
+  EXPECT_EQ(ExitCode(RunSyncopate("compare", dir, {"--modes=bsp,bogus"})), 2);
+  EXPECT_EQ(ExitCode(RunSyncopate("compare", dir, {"--modes=bsp,bsp"})), 2);
+  EXPECT_EQ(ExitCode(RunSyncopate("compare", dir, {"--modes=wbsp", "--aggregation=median"})), 2);
+  std::ifstream report(dir + "/compare.csv");
+  EXPECT_FALSE(report.good()) << "nothing may run for bad flags";
+}
+
+}  // namespace
+}  // namespace syncopate::e2e
