@@ -88,6 +88,17 @@ TEST_P(KillTrainer, OthersContinueAndTheRunFinishes) {
           << "trainer " << t["rank"] << " stalled after the kill";
     }
   }
+  // Round modes: rounds kept closing without the dead trainer (its eviction released them).
+  auto last_round = [&](int rank) {
+    int64_t round = -1;
+    for (const auto& e : ReadTrace(dir, rank)) {
+      if (e["event"] == "pull" && e.contains("round")) round = std::max<int64_t>(round, e["round"]);
+    }
+    return round;
+  };
+  if (mode != "asp" && mode != "ssp" && mode != "dssp") {
+    EXPECT_GT(last_round(0), last_round(2) + 10) << "rounds stopped closing after the kill";
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(EveryMode, KillTrainer,
