@@ -69,8 +69,8 @@ absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options
   }
   if (options.report_dir.empty()) return absl::InvalidArgumentError("--report-dir is required");
   if (mkdir(options.report_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot create --report-dir ",
-                                                   options.report_dir));
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot create --report-dir ", options.report_dir));
   }
 
   std::vector<CompareRow> rows;
@@ -88,13 +88,14 @@ absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options
       std::fprintf(stderr, "%s failed: %s\n", mode.c_str(), row.error.c_str());
     }
     rows.push_back(row);
-    RETURN_IF_ERROR(base::WriteFileAtomically(options.report_dir + "/compare.csv", CompareCsv(rows)));
+    RETURN_IF_ERROR(
+        base::WriteFileAtomically(options.report_dir + "/compare.csv", CompareCsv(rows)));
     if (summary.ok() && summary->interrupted) break;
   }
 
   const std::string script_path = options.report_dir + "/compare.gp";
-  RETURN_IF_ERROR(base::WriteFileAtomically(
-      script_path, PlotScript(rows, options.run.target_accuracy)));
+  RETURN_IF_ERROR(
+      base::WriteFileAtomically(script_path, PlotScript(rows, options.run.target_accuracy)));
   // gnuplot resolves the script's relative paths against its working directory.
   absl::StatusOr<std::unique_ptr<ChildProcess>> gnuplot = ChildProcess::Spawn(
       {"/bin/sh", "-c", "cd \"$0\" && exec gnuplot compare.gp", options.report_dir}, {},
@@ -121,17 +122,16 @@ std::string CompareCsv(const std::vector<CompareRow>& rows) {
     absl::StrAppend(&csv, row.mode, ",", s.reached_target ? "true" : "false", ",",
                     Optional(s.time_to_target_seconds, "%.2f"), ",",
                     Optional(s.final_accuracy, "%.4f"), ",",
-                    absl::StrFormat("%.4f,%.3f,%.2f,%d", s.compute_time_ratio,
-                                    s.mean_wait_seconds, s.wall_seconds, s.rounds_closed),
+                    absl::StrFormat("%.4f,%.3f,%.2f,%d", s.compute_time_ratio, s.mean_wait_seconds,
+                                    s.wall_seconds, s.rounds_closed),
                     ",\n");
   }
   return csv;
 }
 
 std::string FormatCompare(const std::vector<CompareRow>& rows) {
-  std::string out = absl::StrFormat("%-13s %-16s %-15s %-14s %-14s %s\n", "mode",
-                                    "time to target", "final accuracy", "compute ratio",
-                                    "mean wait (s)", "rounds");
+  std::string out = absl::StrFormat("%-13s %-16s %-15s %-14s %-14s %s\n", "mode", "time to target",
+                                    "final accuracy", "compute ratio", "mean wait (s)", "rounds");
   for (const CompareRow& row : rows) {
     if (!row.summary) {
       absl::StrAppendFormat(&out, "%-13s failed: %s\n", row.mode, row.error);
@@ -141,8 +141,8 @@ std::string FormatCompare(const std::vector<CompareRow>& rows) {
     absl::StrAppendFormat(
         &out, "%-13s %-16s %-15s %-14.2f %-14.2f %d\n", row.mode,
         s.reached_target ? absl::StrFormat("%.1fs", *s.time_to_target_seconds) : "not reached",
-        s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a",
-        s.compute_time_ratio, s.mean_wait_seconds, s.rounds_closed);
+        s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a", s.compute_time_ratio,
+        s.mean_wait_seconds, s.rounds_closed);
   }
   return out;
 }

@@ -66,19 +66,19 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
           true));
       stores.push_back(absl::StrCat("127.0.0.1:", cluster->endpoints_.back().grpc_port));
     }
-    RETURN_IF_ERROR(cluster->Launch(
-        "coordinator", 0,
-        {absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
-         absl::StrCat("--mode=", options.policy.mode),
-         absl::StrCat("--staleness=", options.policy.staleness),
-         absl::StrCat("--staleness-max=", options.policy.staleness_max),
-         absl::StrCat("--aggregation=", options.policy.aggregation),
-         absl::StrCat("--groups=", options.policy.groups),
-         absl::StrCat("--split-ratio=", options.policy.split_ratio),
-         absl::StrCat("--regroup-every=", options.policy.regroup_every),
-         absl::StrCat("--min-trainers=", options.trainers),
-         absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))},
-        true));
+    RETURN_IF_ERROR(
+        cluster->Launch("coordinator", 0,
+                        {absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
+                         absl::StrCat("--mode=", options.policy.mode),
+                         absl::StrCat("--staleness=", options.policy.staleness),
+                         absl::StrCat("--staleness-max=", options.policy.staleness_max),
+                         absl::StrCat("--aggregation=", options.policy.aggregation),
+                         absl::StrCat("--groups=", options.policy.groups),
+                         absl::StrCat("--split-ratio=", options.policy.split_ratio),
+                         absl::StrCat("--regroup-every=", options.policy.regroup_every),
+                         absl::StrCat("--min-trainers=", options.trainers),
+                         absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))},
+                        true));
     cluster->coordinator_ =
         v1::Coordinator::NewStub(rpc::MakeChannel(cluster->coordinator_address()));
     for (int r = 0; r < options.trainers; ++r) {

@@ -6,14 +6,14 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/str_join.h"
 #include "base/flags.h"
 #include "base/signals.h"
-#include "absl/strings/str_join.h"
 #include "cli/compare_command.h"
 #include "cli/local_command.h"
-#include "sync/policy_factory.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/spdlog.h"
+#include "sync/policy_factory.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 
 namespace {
@@ -130,7 +130,8 @@ int main(int argc, char** argv) {
   std::string compare_modes = "bsp,ssp,dssp,wbsp,wbsp-overlap,hybrid,asp";
   CLI::App* compare_cmd =
       app.add_subcommand("compare", "Run one scenario under several modes and compare them");
-  compare_cmd->add_option("--modes", compare_modes, "Modes to run, comma-separated, from: " + modes);
+  compare_cmd->add_option("--modes", compare_modes,
+                          "Modes to run, comma-separated, from: " + modes);
   compare.Add(compare_cmd);
   compare_cmd->get_option("--report-dir")->required();
 

@@ -76,15 +76,15 @@ std::string FormatSummary(const RunSummary& s) {
   std::string out = absl::StrFormat(
       "mode %s%s, %d trainers, %d store shard(s): %s in %.1fs, final accuracy %s, "
       "compute-time ratio %.2f\n",
-      s.mode, s.mode_parameters.empty() ? "" : absl::StrCat(" (", s.mode_parameters, ")"), s.trainers,
-      s.store_shards,
+      s.mode, s.mode_parameters.empty() ? "" : absl::StrCat(" (", s.mode_parameters, ")"),
+      s.trainers, s.store_shards,
       s.reached_target ? absl::StrFormat("reached %.2f after %.1fs", s.target_accuracy,
                                          s.time_to_target_seconds.value_or(0))
                        : absl::StrFormat("did not reach %.2f", s.target_accuracy),
       s.wall_seconds, s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a",
       s.compute_time_ratio);
-  absl::StrAppendFormat(&out, "  %-5s %-9s %-8s %-9s %-14s %-8s %s\n", "rank", "slowdown",
-                        "clock", "wait(s)", "compute ratio", "state", "group");
+  absl::StrAppendFormat(&out, "  %-5s %-9s %-8s %-9s %-14s %-8s %s\n", "rank", "slowdown", "clock",
+                        "wait(s)", "compute ratio", "state", "group");
   for (const TrainerSummary& t : s.per_trainer) {
     absl::StrAppendFormat(&out, "  %-5d %-9.1f %-8d %-9.1f %-14.2f %-8s %s\n", t.rank, t.slowdown,
                           t.clock, t.wait_seconds, t.compute_time_ratio, t.state,

@@ -38,8 +38,8 @@ absl::Status GrpcStoreControl::CloseRound(const v1::CloseRoundRequest& request) 
     grpc::Status status = stubs_[i]->CloseRound(ctx.get(), request, &reply);
     if (!status.ok()) {
       return absl::Status(rpc::FromGrpcStatus(status).code(),
-                          absl::StrCat("CloseRound(", request.round(), ") on store ", addresses_[i], ": ",
-                                       status.error_message()));
+                          absl::StrCat("CloseRound(", request.round(), ") on store ", addresses_[i],
+                                       ": ", status.error_message()));
     }
   }
   return absl::OkStatus();

@@ -148,10 +148,9 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
       if (h.weight() <= 0) return absl::InvalidArgumentError("round pushes need a positive weight");
       const TrainerKey key{h.trainer_id(), h.incarnation()};
       if (auto cut = last_cut_.find(key); cut != last_cut_.end() && h.clock() <= cut->second) {
-        return absl::FailedPreconditionError(absl::StrCat("push of clock ", h.clock(),
-                                                          " is late: trainer ", h.trainer_id(),
-                                                          "'s round up to clock ", cut->second,
-                                                          " has closed"));
+        return absl::FailedPreconditionError(
+            absl::StrCat("push of clock ", h.clock(), " is late: trainer ", h.trainer_id(),
+                         "'s round up to clock ", cut->second, " has closed"));
       }
       std::deque<PendingPush>& queue = pending_[key];
       if (queue.size() >= kMaxPendingPushes) {
@@ -210,7 +209,8 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
   // Departed trainers' leftovers can never be cut: drop them.
   for (auto it = pending_.begin(); it != pending_.end();) {
     auto member = member_incarnation_.find(it->first.id);
-    const bool live = member != member_incarnation_.end() && member->second == it->first.incarnation;
+    const bool live =
+        member != member_incarnation_.end() && member->second == it->first.incarnation;
     it = (it->second.empty() || !live) ? pending_.erase(it) : std::next(it);
   }
 

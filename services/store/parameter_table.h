@@ -89,9 +89,9 @@ class ParameterTable {
 
   // Takes a validated delta: IMMEDIATE pushes are added to the model at once; ROUND pushes stay
   // pending until a round's cut reaches their clock. UNAUTHENTICATED: trainer never a member;
-  // FAILED_PRECONDITION: departed trainer, stale incarnation, a ROUND push at or below the trainer's
-  // last cut (its round has closed); INVALID_ARGUMENT: no apply mode, a non-finite weight or a
-  // non-positive round weight. A sequence at or below the last accepted one for this (trainer,
+  // FAILED_PRECONDITION: departed trainer, stale incarnation, a ROUND push at or below the
+  // trainer's last cut (its round has closed); INVALID_ARGUMENT: no apply mode, a non-finite weight
+  // or a non-positive round weight. A sequence at or below the last accepted one for this (trainer,
   // incarnation) is acknowledged as a duplicate and not taken again.
   absl::StatusOr<ApplyResult> Apply(StagedPush push);
 

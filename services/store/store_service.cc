@@ -53,7 +53,8 @@ absl::Status StoreService::ReceivePush(grpc::ServerReader<v1::PushMessage>* read
     }
   }
   const absl::Time apply_start = absl::Now();
-  ASSIGN_OR_RETURN(ApplyResult result, initialize ? table_.Initialize(push) : table_.Apply(std::move(push)));
+  ASSIGN_OR_RETURN(ApplyResult result,
+                   initialize ? table_.Initialize(push) : table_.Apply(std::move(push)));
   metrics_.apply_duration.Observe(absl::ToDoubleSeconds(absl::Now() - apply_start));
   metrics_.push_bytes.Increment(static_cast<double>(push.payload_bytes));
   if (result.duplicate) {

@@ -72,8 +72,8 @@ Decisions BoundedStalenessPolicy::Evaluate(absl::Time now) {
       ++it;
       continue;
     }
-    const PullSpec pull = config_.round_snapshots ? PullSpec::Round(clock, cuts_.last_taken(*it))
-                                                  : PullSpec::Live();
+    const PullSpec pull =
+        config_.round_snapshots ? PullSpec::Round(clock, cuts_.last_taken(*it)) : PullSpec::Live();
     decisions.grants.push_back(Grant{*it, clock, pull, config_.staleness});
     it = waiting_.erase(it);
   }

@@ -8,9 +8,9 @@ namespace syncopate::sync {
 namespace {
 
 using ::testing::ElementsAre;
+using testing::Granted;
 using ::testing::IsEmpty;
 using ::testing::UnorderedElementsAre;
-using testing::Granted;
 
 absl::Time At(double seconds) { return absl::UnixEpoch() + absl::Seconds(seconds); }
 

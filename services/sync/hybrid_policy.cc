@@ -8,8 +8,9 @@ namespace syncopate::sync {
 
 Grouping GroupBySpeed(std::vector<std::pair<TrainerId, double>> step_seconds, int max_groups,
                       double split_ratio) {
-  std::sort(step_seconds.begin(), step_seconds.end(),
-            [](const auto& a, const auto& b) { return a.second < b.second || (a.second == b.second && a.first < b.first); });
+  std::sort(step_seconds.begin(), step_seconds.end(), [](const auto& a, const auto& b) {
+    return a.second < b.second || (a.second == b.second && a.first < b.first);
+  });
   // Candidate cuts after position i, by the ratio of neighbours' step times.
   std::vector<std::pair<double, size_t>> ratios;
   for (size_t i = 0; i + 1 < step_seconds.size(); ++i) {
@@ -106,7 +107,8 @@ void HybridPolicy::ObserveCompute(TrainerId trainer, int64_t clock, double compu
   auto [it, fresh] = speed_.try_emplace(trainer);
   Speed& s = it->second;
   if (!fresh && clock > s.clock && compute_seconds >= s.compute_seconds) {
-    const double step = (compute_seconds - s.compute_seconds) / static_cast<double>(clock - s.clock);
+    const double step =
+        (compute_seconds - s.compute_seconds) / static_cast<double>(clock - s.clock);
     s.ewma = s.ewma ? config_.ewma_alpha * step + (1 - config_.ewma_alpha) * *s.ewma : step;
   }
   s.clock = clock;
@@ -135,12 +137,11 @@ void HybridPolicy::CloseCompleteGroups(Decisions* decisions) {
   std::map<int, std::vector<TrainerId>> members;
   for (const auto& [id, g] : group_) members[g].push_back(id);
   for (const auto& [g, ids] : members) {
-    const bool complete = std::all_of(ids.begin(), ids.end(),
-                                      [&](TrainerId id) { return reported_.count(id) > 0; });
+    const bool complete =
+        std::all_of(ids.begin(), ids.end(), [&](TrainerId id) { return reported_.count(id) > 0; });
     if (!complete) continue;
     // The group's members, plus departed trainers whose reported pushes no round took yet.
-    RoundClose close{++last_closed_round_,
-                     cuts_.Take([&](TrainerId id) {
+    RoundClose close{++last_closed_round_, cuts_.Take([&](TrainerId id) {
                        return !clocks_.Get(id) || std::count(ids.begin(), ids.end(), id) > 0;
                      }),
                      Aggregation::kMean, static_cast<int>(ids.size())};

@@ -10,12 +10,12 @@ namespace syncopate::sync {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::IsEmpty;
-using ::testing::UnorderedElementsAre;
 using testing::Granted;
+using ::testing::IsEmpty;
 using testing::JoinAll;
 using testing::kT0;
 using testing::Rounds;
+using ::testing::UnorderedElementsAre;
 
 TEST(GroupBySpeed, CutsAtTheLargestRatiosAboveTheThreshold) {
   const std::vector<std::pair<TrainerId, double>> steps = {

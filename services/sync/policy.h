@@ -41,8 +41,8 @@ struct PullSpec {
 
 // How a round adds the pushes it takes to the model.
 enum class Aggregation {
-  kMean,       // sum(delta) / pushes
-  kSumOverN,   // sum(delta) / N, N = live trainers at the close (WBSP as published)
+  kMean,      // sum(delta) / pushes
+  kSumOverN,  // sum(delta) / N, N = live trainers at the close (WBSP as published)
 };
 
 // A round to close on every store shard: it takes each listed trainer's pending pushes up to the

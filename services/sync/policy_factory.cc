@@ -16,7 +16,8 @@ std::vector<std::string> SupportedModes() {
 std::string DescribeMode(const PolicyOptions& o) {
   if (o.mode == "ssp") return absl::StrCat("s=", o.staleness);
   if (o.mode == "dssp") return absl::StrCat("s=", o.staleness, "..", o.staleness_max);
-  if (o.mode == "wbsp" || o.mode == "wbsp-overlap") return absl::StrCat("aggregation ", o.aggregation);
+  if (o.mode == "wbsp" || o.mode == "wbsp-overlap")
+    return absl::StrCat("aggregation ", o.aggregation);
   if (o.mode == "hybrid") {
     return absl::StrCat("groups<=", o.groups, ", split ratio ", o.split_ratio, ", regroup every ",
                         o.regroup_every, " rounds");
@@ -61,8 +62,8 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     } else if (options.aggregation == "mean") {
       config.aggregation = Aggregation::kMean;
     } else {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "unknown aggregation '", options.aggregation, "' (supported: sum/n, mean)"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("unknown aggregation '", options.aggregation, "' (supported: sum/n, mean)"));
     }
     config.overlap = mode == "wbsp-overlap";
     config.min_trainers = options.min_trainers;
@@ -85,8 +86,8 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     config.start_timeout = options.start_timeout;
     return std::make_unique<HybridPolicy>(config);
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown mode '", mode, "' (supported: ",
-                                                 absl::StrJoin(SupportedModes(), ", "), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown mode '", mode, "' (supported: ", absl::StrJoin(SupportedModes(), ", "), ")"));
 }
 
 }  // namespace syncopate::sync

@@ -73,8 +73,8 @@ TEST_P(RandomSchedule, InvariantsHold) {
   const bool gap_bounded = options.mode != "wbsp" && options.mode != "wbsp-overlap" &&
                            options.mode != "hybrid" && p->staleness_bound() >= 0;
   std::mt19937 rng(1234 + static_cast<int>(options.staleness));
-  std::map<TrainerId, bool> running;   // trainer -> has a grant and may report
-  std::map<TrainerId, int64_t> cut;    // last clock a round took
+  std::map<TrainerId, bool> running;  // trainer -> has a grant and may report
+  std::map<TrainerId, int64_t> cut;   // last clock a round took
   std::map<TrainerId, double> compute;
   int64_t last_round = 0;
   absl::Time now = kT0;
@@ -143,19 +143,20 @@ TEST_P(RandomSchedule, InvariantsHold) {
   if (options.mode == "hybrid") EXPECT_GE(p->group_count(), 1);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    Modes, RandomSchedule,
-    ::testing::Values(Schedule{"bsp", 0}, Schedule{"ssp", 0}, Schedule{"ssp", 1},
-                      Schedule{"ssp", 3}, Schedule{"asp", 0}, Schedule{"dssp", 0},
-                      Schedule{"dssp", 3}, Schedule{"wbsp", 0}, Schedule{"wbsp-overlap", 0},
-                      Schedule{"hybrid", 0}),
-    [](const ::testing::TestParamInfo<Schedule>& info) {
-      std::string name = info.param.mode + "_s" + std::to_string(info.param.staleness);
-      for (char& c : name) {
-        if (c == '-') c = '_';
-      }
-      return name;
-    });
+INSTANTIATE_TEST_SUITE_P(Modes, RandomSchedule,
+                         ::testing::Values(Schedule{"bsp", 0}, Schedule{"ssp", 0},
+                                           Schedule{"ssp", 1}, Schedule{"ssp", 3},
+                                           Schedule{"asp", 0}, Schedule{"dssp", 0},
+                                           Schedule{"dssp", 3}, Schedule{"wbsp", 0},
+                                           Schedule{"wbsp-overlap", 0}, Schedule{"hybrid", 0}),
+                         [](const ::testing::TestParamInfo<Schedule>& info) {
+                           std::string name =
+                               info.param.mode + "_s" + std::to_string(info.param.staleness);
+                           for (char& c : name) {
+                             if (c == '-') c = '_';
+                           }
+                           return name;
+                         });
 
 }  // namespace
 }  // namespace syncopate::sync

@@ -56,8 +56,8 @@ class WbspPolicy final : public SyncPolicy {
   ClockTable clocks_;
   StartGate gate_;
   RoundCuts cuts_;
-  std::set<TrainerId> newcomers_;      // joined, first grant not yet sent
-  std::set<TrainerId> pushed_;         // pushed since the last close
+  std::set<TrainerId> newcomers_;       // joined, first grant not yet sent
+  std::set<TrainerId> pushed_;          // pushed since the last close
   std::map<TrainerId, PullSpec> pull_;  // the round to pull in the reply to the next report
   int64_t last_closed_round_ = 0;
 };

@@ -8,13 +8,13 @@ namespace syncopate::sync {
 namespace {
 
 using ::testing::ElementsAre;
-using ::testing::IsEmpty;
-using ::testing::Pair;
-using ::testing::UnorderedElementsAre;
 using testing::Granted;
+using ::testing::IsEmpty;
 using testing::JoinAll;
 using testing::kT0;
+using ::testing::Pair;
 using testing::Rounds;
+using ::testing::UnorderedElementsAre;
 
 Grant Only(const absl::StatusOr<Decisions>& d, TrainerId trainer) {
   EXPECT_TRUE(d.ok());

@@ -9,8 +9,7 @@ LocalModel::LocalModel(compute::Model& model) : model_(model) {
   model_.ReadParameters(&base_);
 }
 
-float LocalModel::TrainStep(const float* x, const int32_t* labels, int batch,
-                            float learning_rate) {
+float LocalModel::TrainStep(const float* x, const int32_t* labels, int batch, float learning_rate) {
   absl::MutexLock lock(&mu_);
   ++unpushed_steps_;
   return model_.TrainStep(x, labels, batch, learning_rate);

@@ -99,8 +99,9 @@ TEST(LocalModel, ConcurrentStepsAreNeverLost) {
   while (clock < 100000) {
     tensor::TensorMap delta = local.TakeDelta(++clock);
     for (int i = 0; i < 3; ++i) global[i] += delta["w"][i];
-    tensor::TensorMap pulled = {{"w", {static_cast<float>(global[0]), static_cast<float>(global[1]),
-                                       static_cast<float>(global[2])}}};
+    tensor::TensorMap pulled = {{"w",
+                                 {static_cast<float>(global[0]), static_cast<float>(global[1]),
+                                  static_cast<float>(global[2])}}};
     ASSERT_TRUE(local.Rebase(pulled, clock).ok());
     if (W(local)[0] >= kSteps) break;
   }

@@ -131,9 +131,8 @@ int main(int argc, char** argv) {
   syncopate::trainer::StoreClient store(
       {welcome.store_addresses().begin(), welcome.store_addresses().end()}, *timeout);
   syncopate::trainer::TraceWriter trace(trace_file);
-  syncopate::trainer::Worker worker(options, **session, store, **model, **eval_model, *train,
-                                    *test, metrics, trace,
-                                    syncopate::base::MonotonicClock::Get());
+  syncopate::trainer::Worker worker(options, **session, store, **model, **eval_model, *train, *test,
+                                    metrics, trace, syncopate::base::MonotonicClock::Get());
   absl::Notification stop;
   absl::Notification done;
   absl::Status result;

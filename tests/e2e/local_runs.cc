@@ -17,8 +17,8 @@ std::unique_ptr<cli::ChildProcess> StartSyncopate(const std::string& command,
   return p.ok() ? std::move(*p) : nullptr;
 }
 
-int RunSyncopate(const std::string& command, const std::string& dir,
-                 std::vector<std::string> args, absl::Duration limit) {
+int RunSyncopate(const std::string& command, const std::string& dir, std::vector<std::string> args,
+                 absl::Duration limit) {
   auto p = StartSyncopate(command, dir, std::move(args));
   if (!p) return -1;
   std::optional<int> status = p->Wait(limit);

@@ -21,8 +21,8 @@ inline std::unique_ptr<cli::ChildProcess> StartLocal(const std::string& dir,
 }
 
 // Runs to completion (deadline: `limit`, a failure when passed), returning the wait status.
-int RunSyncopate(const std::string& command, const std::string& dir,
-                 std::vector<std::string> args, absl::Duration limit = absl::Minutes(3));
+int RunSyncopate(const std::string& command, const std::string& dir, std::vector<std::string> args,
+                 absl::Duration limit = absl::Minutes(3));
 inline int RunLocal(const std::string& dir, std::vector<std::string> args,
                     absl::Duration limit = absl::Minutes(3)) {
   return RunSyncopate("local", dir, std::move(args), limit);

@@ -67,10 +67,9 @@ TEST(ModesE2E, DsspStaysWithinItsUpperBoundAndUsesTheRange) {
 
 TEST(CompareE2E, RunsEveryModeAndWritesOneReport) {
   const std::string dir = MakeTempDir("compare");
-  const int status = RunSyncopate(
-      "compare", dir,
-      {"--modes=bsp,wbsp-overlap", "--trainers=2", "--slowdown=1,3", "--target-accuracy=0.99",
-       "--time-limit=8s"});
+  const int status = RunSyncopate("compare", dir,
+                                  {"--modes=bsp,wbsp-overlap", "--trainers=2", "--slowdown=1,3",
+                                   "--target-accuracy=0.99", "--time-limit=8s"});
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
   for (const std::string mode : {"bsp", "wbsp-overlap"}) {
     nlohmann::json summary = ReadJson(dir + "/" + mode + "/summary.json");

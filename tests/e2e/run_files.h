@@ -27,8 +27,7 @@ std::vector<std::string> StalenessViolations(
 // Checks (gtest expectations) that every round's snapshot checksums, one per store shard, are the
 // same for all trainers that pulled it, and that more than 20 rounds were pulled by at least
 // `min_pullers` trainers (so the check is not vacuous).
-void ExpectIdenticalSnapshots(const std::string& dir, int trainers, size_t shards,
-                              int min_pullers);
+void ExpectIdenticalSnapshots(const std::string& dir, int trainers, size_t shards, int min_pullers);
 
 // A fresh directory under the test's temporary directory.
 std::string MakeTempDir(const std::string& name);
