@@ -9,9 +9,7 @@ BoundedStalenessPolicy::BoundedStalenessPolicy(BoundedStalenessConfig config)
 
 absl::StatusOr<int64_t> BoundedStalenessPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                                        Decisions* decisions) {
-  if (clocks_.Get(trainer)) {
-    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " already joined"));
-  }
+  if (absl::Status s = CheckJoin(clocks_, trainer); !s.ok()) return s;
   gate_.NoteJoin(now);
   cuts_.Forget(trainer);
   // Start at the slowest live trainer's clock: never the new slowest (it would stall everyone),
@@ -25,18 +23,8 @@ absl::StatusOr<int64_t> BoundedStalenessPolicy::OnJoin(TrainerId trainer, absl::
 
 absl::StatusOr<Decisions> BoundedStalenessPolicy::OnClock(TrainerId trainer, int64_t clock,
                                                           absl::Time now) {
-  std::optional<int64_t> current = clocks_.Get(trainer);
-  if (!current) {
-    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " is not a member"));
-  }
-  if (waiting_.count(trainer) > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("trainer ", trainer, " reported clock ", clock, " before its grant"));
-  }
-  if (clock != *current + 1) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("trainer ", trainer, " reported clock ", clock, ", expected ", *current + 1));
-  }
+  if (absl::Status s = CheckReport(clocks_, trainer, clock, waiting_.count(trainer) > 0); !s.ok())
+    return s;
   clocks_.Set(trainer, clock);
   cuts_.Record(trainer, clock);
   waiting_.insert(trainer);

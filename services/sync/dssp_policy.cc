@@ -16,9 +16,7 @@ int64_t DsspPolicy::BoundOf(TrainerId trainer) const {
 
 absl::StatusOr<int64_t> DsspPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                            Decisions* decisions) {
-  if (clocks_.Get(trainer)) {
-    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " already joined"));
-  }
+  if (absl::Status s = CheckJoin(clocks_, trainer); !s.ok()) return s;
   gate_.NoteJoin(now);
   const int64_t start = clocks_.Min().value_or(floor_clock_);
   clocks_.Set(trainer, start);
@@ -29,18 +27,8 @@ absl::StatusOr<int64_t> DsspPolicy::OnJoin(TrainerId trainer, absl::Time now,
 }
 
 absl::StatusOr<Decisions> DsspPolicy::OnClock(TrainerId trainer, int64_t clock, absl::Time now) {
-  std::optional<int64_t> current = clocks_.Get(trainer);
-  if (!current) {
-    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " is not a member"));
-  }
-  if (waiting_.count(trainer) > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("trainer ", trainer, " reported clock ", clock, " before its grant"));
-  }
-  if (clock != *current + 1) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("trainer ", trainer, " reported clock ", clock, ", expected ", *current + 1));
-  }
+  if (absl::Status s = CheckReport(clocks_, trainer, clock, waiting_.count(trainer) > 0); !s.ok())
+    return s;
   clocks_.Set(trainer, clock);
   trainers_[trainer].pushes.Record(now);
   Decisions decisions;

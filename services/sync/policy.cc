@@ -1,10 +1,36 @@
 #include "sync/policy.h"
 
+#include "absl/strings/str_cat.h"
+
 namespace syncopate::sync {
 
 void Decisions::Append(Decisions other) {
   close_rounds.insert(close_rounds.end(), other.close_rounds.begin(), other.close_rounds.end());
   grants.insert(grants.end(), other.grants.begin(), other.grants.end());
+}
+
+absl::Status CheckJoin(const ClockTable& clocks, TrainerId trainer) {
+  if (clocks.Get(trainer)) {
+    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " already joined"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckReport(const ClockTable& clocks, TrainerId trainer, int64_t clock,
+                         bool awaiting_grant) {
+  std::optional<int64_t> current = clocks.Get(trainer);
+  if (!current) {
+    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " is not a member"));
+  }
+  if (awaiting_grant) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trainer ", trainer, " reported clock ", clock, " before its grant"));
+  }
+  if (clock != *current + 1) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("trainer ", trainer, " reported clock ", clock, ", expected ", *current + 1));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace syncopate::sync

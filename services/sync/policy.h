@@ -82,6 +82,13 @@ enum class PushMode {
   kRound,      // the delta joins its round; the round's mean is applied when the round closes
 };
 
+// The checks every policy makes. CheckJoin: FAILED_PRECONDITION when `trainer` is already in
+// `clocks`. CheckReport: FAILED_PRECONDITION for a trainer not in `clocks`, one still awaiting its
+// grant, or a clock that is not its previous clock + 1.
+absl::Status CheckJoin(const ClockTable& clocks, TrainerId trainer);
+absl::Status CheckReport(const ClockTable& clocks, TrainerId trainer, int64_t clock,
+                         bool awaiting_grant);
+
 // Not thread-safe: the caller serialises events.
 class SyncPolicy {
  public:

@@ -9,9 +9,7 @@ WbspPolicy::WbspPolicy(WbspConfig config)
 
 absl::StatusOr<int64_t> WbspPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                            Decisions* decisions) {
-  if (clocks_.Get(trainer)) {
-    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " already joined"));
-  }
+  if (absl::Status s = CheckJoin(clocks_, trainer); !s.ok()) return s;
   gate_.NoteJoin(now);
   cuts_.Forget(trainer);
   clocks_.Set(trainer, 0);
@@ -21,18 +19,8 @@ absl::StatusOr<int64_t> WbspPolicy::OnJoin(TrainerId trainer, absl::Time now,
 }
 
 absl::StatusOr<Decisions> WbspPolicy::OnClock(TrainerId trainer, int64_t clock, absl::Time now) {
-  std::optional<int64_t> current = clocks_.Get(trainer);
-  if (!current) {
-    return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " is not a member"));
-  }
-  if (newcomers_.count(trainer) > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("trainer ", trainer, " reported clock ", clock, " before its grant"));
-  }
-  if (clock != *current + 1) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("trainer ", trainer, " reported clock ", clock, ", expected ", *current + 1));
-  }
+  if (absl::Status s = CheckReport(clocks_, trainer, clock, newcomers_.count(trainer) > 0); !s.ok())
+    return s;
   clocks_.Set(trainer, clock);
   cuts_.Record(trainer, clock);
   pushed_.insert(trainer);
