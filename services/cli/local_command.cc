@@ -50,6 +50,18 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   std::fprintf(stderr, "), logs in %s\n", options.cluster.run_dir.c_str());
 
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(options.cluster));
+  std::unique_ptr<LocalPrometheus> prometheus;
+  if (options.prometheus) {
+    absl::StatusOr<std::unique_ptr<LocalPrometheus>> started = LocalPrometheus::Start(
+        options.cluster.run_dir, cluster->endpoints(), options.prometheus_options);
+    if (!started.ok()) {
+      cluster->Stop();
+      return started.status();
+    }
+    prometheus = *std::move(started);
+    std::fprintf(stderr, "Prometheus: %s (alerts: %s/alerts)\n", prometheus->url().c_str(),
+                 prometheus->url().c_str());
+  }
   RunSummary summary;
   summary.mode = options.cluster.policy.mode;
   summary.mode_parameters = sync::DescribeMode(options.cluster.policy);
@@ -106,6 +118,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   summary.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   FillFromStatus(status, &summary);
   cluster->Stop();
+  if (prometheus) prometheus->Stop();
   RETURN_IF_ERROR(WriteReport(options.cluster.run_dir, summary));
   if (!failure.ok()) {
     return absl::Status(failure.code(), absl::StrCat(failure.message(), " (logs in ",

@@ -7,6 +7,7 @@
 
 #include "absl/status/statusor.h"
 #include "cli/local_cluster.h"
+#include "cli/local_prometheus.h"
 #include "cli/run_report.h"
 
 namespace syncopate::cli {
@@ -17,6 +18,9 @@ struct LocalRunOptions {
   absl::Duration time_limit = absl::Seconds(120);
   // Where summary.json, accuracy.csv and the logs go; empty: a fresh directory under /tmp.
   std::string report_dir;
+  // Also run a real Prometheus scraping the cluster (its URL is printed and in prometheus.json).
+  bool prometheus = false;
+  LocalPrometheusOptions prometheus_options;
 };
 
 // Runs one cluster to completion. Blocks. Returns the summary (also when interrupted: `interrupted`

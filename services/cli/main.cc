@@ -56,6 +56,9 @@ struct ScenarioFlags {
   std::string time_limit = "120s";
   std::string eviction_timeout = "5s";
   std::string eval_interval = "1s";
+  std::string alert_for = "10s";
+
+  ScenarioFlags() { run.prometheus_options.rules = syncopate::cli::DefaultAlertRules(); }
 
   void Add(CLI::App* cmd) {
     syncopate::cli::LocalClusterOptions& c = run.cluster;
@@ -86,6 +89,12 @@ struct ScenarioFlags {
     cmd->add_option("--eviction-timeout", eviction_timeout, "Evict a silent trainer after");
     cmd->add_option("--eval-interval", eval_interval, "Evaluate test accuracy this often");
     cmd->add_option("--seed", c.seed, "Seed of model initialisation and batches");
+    cmd->add_flag("--prometheus", run.prometheus,
+                  "Also run a real Prometheus (Debian's package) scraping every process");
+    cmd->add_option("--prometheus-rules", run.prometheus_options.rules,
+                    "Alert rules that Prometheus loads (empty: none)");
+    cmd->add_option("--alert-for", alert_for,
+                    "Hold of every alert in this local run (replaces the rules' for:)");
     cmd->add_option("--report-dir", run.report_dir,
                     "Write the report (summary.json, accuracy.csv, logs) here");
   }
@@ -94,7 +103,8 @@ struct ScenarioFlags {
   absl::Status Finish() {
     for (auto [text, out] : {std::pair{&time_limit, &run.time_limit},
                              std::pair{&eviction_timeout, &run.cluster.eviction_timeout},
-                             std::pair{&eval_interval, &run.cluster.eval_interval}}) {
+                             std::pair{&eval_interval, &run.cluster.eval_interval},
+                             std::pair{&alert_for, &run.prometheus_options.alert_for}}) {
       absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
       if (!d.ok()) return d.status();
       *out = *d;

@@ -1,0 +1,45 @@
+#include "cli/local_prometheus.h"
+
+#include <cstdlib>
+
+#include "base/files.h"
+#include "gtest/gtest.h"
+
+namespace syncopate::cli {
+namespace {
+
+TEST(ShortenAlertHolds, ReplacesEveryForAndNothingElse) {
+  const std::string rules =
+      "      - alert: A\n        expr: rate(x[5m]) > 1\n        for: 5m\n"
+      "      - alert: B\n        expr: y\n        for: 10m\n";
+  EXPECT_EQ(ShortenAlertHolds(rules, absl::Seconds(10)),
+            "      - alert: A\n        expr: rate(x[5m]) > 1\n        for: 10000ms\n"
+            "      - alert: B\n        expr: y\n        for: 10000ms\n");
+}
+
+TEST(ScrapeConfig, OneJobPerRoleAndReadableInstancesThatPromtoolAccepts) {
+  std::vector<Endpoint> endpoints = {{"store", 0, 1, 9001, nullptr},
+                                     {"store", 1, 2, 9002, nullptr},
+                                     {"coordinator", 0, 3, 9003, nullptr},
+                                     {"trainer", 0, 0, 9004, nullptr}};
+  LocalPrometheusOptions options;
+  const std::string dir = ::testing::TempDir();
+  const std::string rules = dir + "/alerts.yml";
+  ASSERT_TRUE(base::WriteFileAtomically(
+                  rules, ShortenAlertHolds(*base::ReadFile(DefaultAlertRules()), absl::Seconds(10)))
+                  .ok());
+  const std::string yaml = ScrapeConfig(endpoints, options, rules);
+  for (const char* expected :
+       {"job_name: syncopate-store", "job_name: syncopate-coordinator",
+        "job_name: syncopate-trainer", "'127.0.0.1:9002'", "instance: 'store-1'",
+        "instance: 'coordinator'", "instance: 'trainer-0'", "scrape_interval: 1000ms"}) {
+    EXPECT_NE(yaml.find(expected), std::string::npos) << expected << " missing in\n" << yaml;
+  }
+  const std::string config = dir + "/prometheus.yml";
+  ASSERT_TRUE(base::WriteFileAtomically(config, yaml).ok());
+  const std::string check = "promtool check config " + config + " > " + dir + "/promtool.out 2>&1";
+  EXPECT_EQ(std::system(check.c_str()), 0) << *base::ReadFile(dir + "/promtool.out");
+}
+
+}  // namespace
+}  // namespace syncopate::cli
