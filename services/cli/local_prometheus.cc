@@ -65,6 +65,15 @@ std::string ScrapeConfig(const std::vector<Endpoint>& endpoints,
   return yaml;
 }
 
+std::string FileSdTargets(const std::vector<Endpoint>& endpoints) {
+  nlohmann::json groups = nlohmann::json::array();
+  for (const Endpoint& e : endpoints) {
+    groups.push_back({{"targets", {absl::StrCat("127.0.0.1:", e.metrics_port)}},
+                      {"labels", {{"job", "syncopate-" + e.role}, {"instance", InstanceName(e)}}}});
+  }
+  return groups.dump(2) + "\n";
+}
+
 std::string ShortenAlertHolds(const std::string& rules, absl::Duration hold) {
   static const std::regex kFor(R"((\n\s*for:\s*)[0-9]+[a-z]+)");
   return std::regex_replace(rules, kFor, "$01" + Seconds(hold));  // $01: not read as $11
@@ -83,6 +92,8 @@ absl::StatusOr<std::unique_ptr<LocalPrometheus>> LocalPrometheus::Start(
     RETURN_IF_ERROR(
         base::WriteFileAtomically(rules_file, ShortenAlertHolds(*rules, options.alert_for)));
   }
+  RETURN_IF_ERROR(
+      base::WriteFileAtomically(run_dir + "/prometheus-targets.json", FileSdTargets(endpoints)));
   const std::string config = run_dir + "/prometheus.yml";
   RETURN_IF_ERROR(base::WriteFileAtomically(config, ScrapeConfig(endpoints, options, rules_file)));
   ASSIGN_OR_RETURN(int port, FreePort());

@@ -33,15 +33,19 @@ std::string DefaultAlertRules();
 std::string ScrapeConfig(const std::vector<Endpoint>& endpoints,
                          const LocalPrometheusOptions& options, const std::string& rules_file);
 
+// The same targets in Prometheus' file_sd format (a JSON list of {targets, labels}), for a
+// Prometheus of your own (deploy/prometheus/prometheus-local.yml reads it).
+std::string FileSdTargets(const std::vector<Endpoint>& endpoints);
+
 // `rules` with every `for: <duration>` replaced by `hold`.
 std::string ShortenAlertHolds(const std::string& rules, absl::Duration hold);
 
 class LocalPrometheus {
  public:
-  // Writes DIR/prometheus.yml (and DIR/alerts.yml), starts Prometheus with its data in
-  // DIR/prometheus-data and waits (bounded) until it serves; then writes DIR/prometheus.json with
-  // its URL. UNAVAILABLE (with the log path) when it cannot start; NOT_FOUND when the binary or
-  // the rules file is missing.
+  // Writes DIR/prometheus.yml, DIR/prometheus-targets.json (and DIR/alerts.yml), starts Prometheus
+  // with its data in DIR/prometheus-data and waits (bounded) until it serves; then writes
+  // DIR/prometheus.json with its URL. UNAVAILABLE (with the log path) when it cannot start;
+  // NOT_FOUND when the binary or the rules file is missing.
   static absl::StatusOr<std::unique_ptr<LocalPrometheus>> Start(
       const std::string& run_dir, const std::vector<Endpoint>& endpoints,
       const LocalPrometheusOptions& options);

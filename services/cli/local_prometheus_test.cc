@@ -4,6 +4,7 @@
 
 #include "base/files.h"
 #include "gtest/gtest.h"
+#include "nlohmann/json.hpp"
 
 namespace syncopate::cli {
 namespace {
@@ -39,6 +40,16 @@ TEST(ScrapeConfig, OneJobPerRoleAndReadableInstancesThatPromtoolAccepts) {
   ASSERT_TRUE(base::WriteFileAtomically(config, yaml).ok());
   const std::string check = "promtool check config " + config + " > " + dir + "/promtool.out 2>&1";
   EXPECT_EQ(std::system(check.c_str()), 0) << *base::ReadFile(dir + "/promtool.out");
+}
+
+TEST(FileSdTargets, OneGroupPerProcessWithJobAndInstance) {
+  const nlohmann::json targets = nlohmann::json::parse(
+      FileSdTargets({{"store", 0, 1, 9001, nullptr}, {"trainer", 2, 0, 9004, nullptr}}));
+  ASSERT_EQ(targets.size(), 2u);
+  EXPECT_EQ(targets[1]["targets"][0], "127.0.0.1:9004");
+  EXPECT_EQ(targets[1]["labels"]["job"], "syncopate-trainer");
+  EXPECT_EQ(targets[1]["labels"]["instance"], "trainer-2");
+  EXPECT_EQ(targets[0]["labels"]["job"], "syncopate-store");
 }
 
 }  // namespace
