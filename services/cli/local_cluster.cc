@@ -3,6 +3,8 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/files.h"
@@ -82,30 +84,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     cluster->coordinator_ =
         v1::Coordinator::NewStub(rpc::MakeChannel(cluster->coordinator_address()));
     for (int r = 0; r < options.trainers; ++r) {
-      RETURN_IF_ERROR(cluster->Launch(
-          "trainer", r,
-          {absl::StrCat("--coordinator=", cluster->coordinator_address()),
-           absl::StrCat("--rank=", r), absl::StrCat("--world=", options.trainers),
-           absl::StrCat("--slowdown=", options.slowdowns[r]),
-           absl::StrCat("--model=", options.model), absl::StrCat("--device=", options.device),
-           absl::StrCat("--learning-rate=", options.learning_rate),
-           absl::StrCat("--batch-size=", options.batch_size),
-           absl::StrCat("--eval-interval=", Seconds(options.eval_interval)),
-           absl::StrCat("--seed=", options.seed),
-           absl::StrCat("--trace-file=", options.run_dir, "/trainer-", r, ".trace.jsonl")},
-          false));
+      RETURN_IF_ERROR(cluster->LaunchTrainer(r, options.slowdowns[r]));
     }
     // Trainers load data before joining; wait for all of them together.
     for (Endpoint& e : cluster->endpoints_) {
-      if (e.role != "trainer") continue;
-      const std::string ready = absl::StrCat(options.run_dir, "/trainer-", e.index, ".ready.json");
-      absl::StatusOr<base::ReadyInfo> info = AwaitReady(ready, *e.process);
-      if (!info.ok()) {
-        return absl::UnavailableError(absl::StrCat("trainer ", e.index, " did not start (",
-                                                   info.status().message(), "); see ",
-                                                   e.process->log_path()));
-      }
-      e.metrics_port = info->metrics_port;
+      if (e.role == "trainer") RETURN_IF_ERROR(cluster->AwaitTrainer(e));
     }
     return cluster->WriteClusterFile();
   }();
@@ -117,6 +100,56 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 }
 
 LocalCluster::~LocalCluster() { Stop(); }
+
+absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
+  const LocalClusterOptions& o = options_;
+  next_rank_ = std::max(next_rank_, rank + 1);
+  return Launch(
+      "trainer", rank,
+      {absl::StrCat("--coordinator=", coordinator_address()), absl::StrCat("--rank=", rank),
+       absl::StrCat("--world=", o.elastic ? 1 : o.trainers),
+       absl::StrCat("--data-shard=", o.elastic ? 0 : rank), absl::StrCat("--slowdown=", slowdown),
+       absl::StrCat("--model=", o.model), absl::StrCat("--device=", o.device),
+       absl::StrCat("--learning-rate=", o.learning_rate),
+       absl::StrCat("--batch-size=", o.batch_size),
+       absl::StrCat("--eval-interval=", Seconds(o.eval_interval)), absl::StrCat("--seed=", o.seed),
+       absl::StrCat("--trace-file=", o.run_dir, "/trainer-", rank, ".trace.jsonl")},
+      false);
+}
+
+absl::Status LocalCluster::AwaitTrainer(Endpoint& e) {
+  const std::string ready = absl::StrCat(options_.run_dir, "/trainer-", e.index, ".ready.json");
+  absl::StatusOr<base::ReadyInfo> info = AwaitReady(ready, *e.process);
+  if (!info.ok()) {
+    return absl::UnavailableError(absl::StrCat("trainer ", e.index, " did not start (",
+                                               info.status().message(), "); see ",
+                                               e.process->log_path()));
+  }
+  e.metrics_port = info->metrics_port;
+  return absl::OkStatus();
+}
+
+absl::Status LocalCluster::AddTrainer() {
+  if (!options_.elastic) {
+    return absl::FailedPreconditionError("adding trainers needs an elastic cluster");
+  }
+  RETURN_IF_ERROR(LaunchTrainer(next_rank_, 1.0));
+  RETURN_IF_ERROR(AwaitTrainer(endpoints_.back()));
+  return WriteClusterFile();
+}
+
+absl::Status LocalCluster::RemoveTrainer(absl::Duration grace) {
+  Endpoint* victim = nullptr;
+  for (Endpoint& e : endpoints_) {
+    if (e.role == "trainer" && e.process->running() && (!victim || e.index > victim->index)) {
+      victim = &e;
+    }
+  }
+  if (!victim) return absl::FailedPreconditionError("no running trainer to remove");
+  victim->process->Signal(SIGTERM);
+  victim->process->WaitOrKill(grace);
+  return absl::OkStatus();
+}
 
 absl::Status LocalCluster::Launch(const std::string& role, int index, std::vector<std::string> args,
                                   bool wait_ready) {

@@ -30,6 +30,10 @@ struct LocalClusterOptions {
   absl::Duration eviction_timeout = absl::Seconds(5);
   absl::Duration eval_interval = absl::Seconds(1);
   uint64_t seed = 1;
+  // Trainers may be added and removed during the run: every trainer then trains on the whole
+  // training set in its own seeded order (any N is correct; nothing is lost when one leaves),
+  // instead of the disjoint shard i mod N = rank.
+  bool elastic = false;
 };
 
 // A process of the cluster and where it serves.
@@ -56,6 +60,12 @@ class LocalCluster {
 
   absl::StatusOr<v1::ClusterStatus> Status(absl::Duration timeout);
 
+  // Starts one more trainer (the next rank, slowdown 1) and waits until it runs. Needs elastic.
+  absl::Status AddTrainer();
+  // Stops the highest-rank running trainer with SIGTERM, so it leaves cleanly (not an eviction),
+  // and waits for it (SIGKILL after `grace`). FAILED_PRECONDITION when none runs.
+  absl::Status RemoveTrainer(absl::Duration grace = absl::Seconds(30));
+
   // Trainers first (SIGTERM: they leave cleanly), then the coordinator, then the stores; each gets
   // `grace` before SIGKILL. Idempotent.
   void Stop(absl::Duration grace = absl::Seconds(10));
@@ -64,6 +74,9 @@ class LocalCluster {
   explicit LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
   absl::Status Launch(const std::string& role, int index, std::vector<std::string> args,
                       bool wait_ready);
+  absl::Status LaunchTrainer(int rank, double slowdown);
+  // Waits until trainer `e` is ready and records its metrics port.
+  absl::Status AwaitTrainer(Endpoint& e);
   absl::Status WriteClusterFile() const;
 
   LocalClusterOptions options_;
@@ -71,6 +84,7 @@ class LocalCluster {
   std::vector<Endpoint> endpoints_;
   std::unique_ptr<v1::Coordinator::Stub> coordinator_;
   bool stopped_ = false;
+  int next_rank_ = 0;
 };
 
 }  // namespace syncopate::cli

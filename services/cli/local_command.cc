@@ -3,11 +3,15 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_split.h"
+#include "base/flags.h"
 #include "base/signals.h"
 #include "base/status_macros.h"
 
@@ -41,8 +45,36 @@ std::string ProgressLine(const v1::ClusterStatus& status, double elapsed,
 
 }  // namespace
 
+absl::StatusOr<std::vector<ScaleEvent>> ParseScaleEvents(const std::string& text, int trainers) {
+  std::vector<ScaleEvent> events;
+  for (const std::string& entry : base::SplitList(text)) {
+    std::vector<std::string> parts = absl::StrSplit(entry, ':');
+    int delta = 0;
+    absl::StatusOr<absl::Duration> at =
+        parts.size() == 2 ? base::ParseDuration(parts[0]) : absl::InvalidArgumentError("");
+    if (!at.ok() || !absl::SimpleAtoi(parts[1], &delta) || delta == 0 ||
+        (parts[1][0] != '+' && parts[1][0] != '-')) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("bad scale event '", entry, "': expected TIME:+N or TIME:-N, e.g. 30s:+1"));
+    }
+    events.push_back({*at, delta});
+  }
+  std::stable_sort(events.begin(), events.end(),
+                   [](const ScaleEvent& a, const ScaleEvent& b) { return a.at < b.at; });
+  int live = trainers;
+  for (const ScaleEvent& e : events) {
+    live += e.delta;
+    if (live < 1) {
+      return absl::InvalidArgumentError(absl::StrCat("scale events leave ", live, " trainers at ",
+                                                     absl::FormatDuration(e.at), "; need 1"));
+    }
+  }
+  return events;
+}
+
 absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   RETURN_IF_ERROR(LocalCluster::Validate(options.cluster));
+  if (!options.scale_events.empty()) options.cluster.elastic = true;
   ASSIGN_OR_RETURN(options.cluster.run_dir, PrepareRunDir(options.report_dir));
   std::fprintf(stderr, "syncopate local: %s with %d trainers (slowdowns",
                options.cluster.policy.mode.c_str(), options.cluster.trainers);
@@ -77,12 +109,24 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   double last_accuracy_at = -1;
   v1::ClusterStatus status;
   absl::Status failure;
+  size_t next_event = 0;
   while (true) {
     if (base::WaitForTerminationSignal(kPoll) != 0) {
       summary.interrupted = true;
       std::fprintf(stderr, "\ninterrupted: stopping the cluster\n");
       break;
     }
+    while (next_event < options.scale_events.size() &&
+           absl::Now() - start >= options.scale_events[next_event].at) {
+      const ScaleEvent& e = options.scale_events[next_event++];
+      for (int i = 0; i < std::abs(e.delta) && failure.ok(); ++i) {
+        failure = e.delta > 0 ? cluster->AddTrainer() : cluster->RemoveTrainer();
+      }
+      std::fprintf(stderr, "%sscale event at %s: %+d trainer(s)%s\n", tty ? "\n" : "",
+                   absl::FormatDuration(e.at).c_str(), e.delta,
+                   failure.ok() ? "" : std::string(" failed: " + failure.ToString()).c_str());
+    }
+    if (!failure.ok()) break;
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     absl::StatusOr<v1::ClusterStatus> polled = cluster->Status(absl::Seconds(5));
     if (!polled.ok()) {

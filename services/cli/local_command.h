@@ -4,6 +4,7 @@
 #define SYNCOPATE_CLI_LOCAL_COMMAND_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "cli/local_cluster.h"
@@ -12,12 +13,24 @@
 
 namespace syncopate::cli {
 
+// At `at` after the start, add (delta > 0) or remove (delta < 0) that many trainers.
+struct ScaleEvent {
+  absl::Duration at;
+  int delta = 0;
+};
+
+// "30s:+1,60s:-1" -> events in time order. INVALID_ARGUMENT for a malformed entry, a zero delta, or
+// a sequence that would leave fewer than one trainer out of `trainers`.
+absl::StatusOr<std::vector<ScaleEvent>> ParseScaleEvents(const std::string& text, int trainers);
+
 struct LocalRunOptions {
   LocalClusterOptions cluster;
   double target_accuracy = 0.85;
   absl::Duration time_limit = absl::Seconds(120);
   // Where summary.json, accuracy.csv and the logs go; empty: a fresh directory under /tmp.
   std::string report_dir;
+  // Trainers added and removed during the run (makes the cluster elastic).
+  std::vector<ScaleEvent> scale_events;
   // Also run a real Prometheus scraping the cluster (its URL is printed and in prometheus.json).
   bool prometheus = false;
   LocalPrometheusOptions prometheus_options;

@@ -57,6 +57,7 @@ struct ScenarioFlags {
   std::string eviction_timeout = "5s";
   std::string eval_interval = "1s";
   std::string alert_for = "10s";
+  std::string scale_events;
 
   ScenarioFlags() { run.prometheus_options.rules = syncopate::cli::DefaultAlertRules(); }
 
@@ -89,6 +90,8 @@ struct ScenarioFlags {
     cmd->add_option("--eviction-timeout", eviction_timeout, "Evict a silent trainer after");
     cmd->add_option("--eval-interval", eval_interval, "Evaluate test accuracy this often");
     cmd->add_option("--seed", c.seed, "Seed of model initialisation and batches");
+    cmd->add_option("--scale-events", scale_events,
+                    "Add/remove trainers during the run, e.g. 30s:+1,60s:-1 (removal = SIGTERM)");
     cmd->add_flag("--prometheus", run.prometheus,
                   "Also run a real Prometheus (Debian's package) scraping every process");
     cmd->add_option("--prometheus-rules", run.prometheus_options.rules,
@@ -113,6 +116,10 @@ struct ScenarioFlags {
     if (!slowdowns.ok()) return slowdowns.status();
     if (slowdowns->size() == 1) slowdowns->assign(run.cluster.trainers, slowdowns->front());
     run.cluster.slowdowns = *slowdowns;
+    absl::StatusOr<std::vector<syncopate::cli::ScaleEvent>> events =
+        syncopate::cli::ParseScaleEvents(scale_events, run.cluster.trainers);
+    if (!events.ok()) return events.status();
+    run.scale_events = *events;
     return absl::OkStatus();
   }
 };

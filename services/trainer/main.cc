@@ -54,7 +54,12 @@ int main(int argc, char** argv) {
   app.add_option("--coordinator", coordinator, "Coordinator address host:port")->required();
   app.add_option("--name", name, "Stable trainer name (default trainer-<rank>)");
   app.add_option("--rank", rank, "Data shard index")->check(CLI::NonNegativeNumber);
+  int data_shard = -1;
   app.add_option("--world", world, "Number of data shards")->check(CLI::PositiveNumber);
+  app.add_option(
+         "--data-shard", data_shard,
+         "Data shard this trainer trains on (default: --rank); with --world=1 the whole set")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--slowdown", options.slowdown, "Stretch each step's compute time to F x")
       ->check(CLI::Range(1.0, 1000.0));
   app.add_option("--learning-rate", options.learning_rate, "SGD learning rate")
@@ -75,8 +80,10 @@ int main(int argc, char** argv) {
   app.add_option("--trace-file", trace_file, "Append a JSON-lines trace of clocks and pulls");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   CLI11_PARSE(app, argc, argv);
-  if (rank >= world) {
-    std::fprintf(stderr, "--rank=%d must be below --world=%d\n", rank, world);
+  if (data_shard < 0) data_shard = rank;
+  if (data_shard >= world) {
+    std::fprintf(stderr, "data shard %d (--data-shard, default --rank) must be below --world=%d\n",
+                 data_shard, world);
     return kExitUsage;
   }
   if (name.empty()) name = absl::StrCat("trainer-", rank);
@@ -103,7 +110,7 @@ int main(int argc, char** argv) {
 
   auto train_full = syncopate::data::LoadFashionMnist(data_dir, "train");
   if (!train_full.ok()) return Fail(train_full.status());
-  auto train = syncopate::data::Shard(*train_full, rank, world);
+  auto train = syncopate::data::Shard(*train_full, data_shard, world);
   if (!train.ok()) return Fail(train.status(), kExitUsage);
   train_full->images.clear();
   train_full->images.shrink_to_fit();
@@ -122,8 +129,8 @@ int main(int argc, char** argv) {
   if (!session.ok()) return Fail(session.status());
   const auto& welcome = (*session)->welcome();
   spdlog::info("joined {} job as id {} (incarnation {}); {} examples in shard {}/{}; {} store(s)",
-               welcome.mode(), welcome.trainer_id(), welcome.incarnation(), train->size(), rank,
-               world, welcome.store_addresses_size());
+               welcome.mode(), welcome.trainer_id(), welcome.incarnation(), train->size(),
+               data_shard, world, welcome.store_addresses_size());
   absl::Status ready =
       syncopate::base::WriteReadyFile(ready_file, {0, (*metrics_server)->port(), 0});
   if (!ready.ok()) return Fail(ready);

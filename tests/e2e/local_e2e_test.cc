@@ -156,11 +156,40 @@ TEST(LocalE2E, RepeatedSigtermStillLeavesCleanly) {
   }
 }
 
+TEST(LocalE2E, ScaleEventsAddAndRemoveTrainersWhileTheRunContinues) {
+  const std::string dir = MakeTempDir("scale");
+  const int status = RunLocal(dir, {"--mode=bsp", "--trainers=2", "--scale-events=4s:+1,12s:-1",
+                                    "--target-accuracy=0.99", "--time-limit=20s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  ASSERT_EQ(summary["per_trainer"].size(), 3u) << "the added trainer must appear";
+  std::map<int, nlohmann::json> by_rank;
+  for (const auto& t : summary["per_trainer"]) by_rank[t["rank"]] = t;
+  // The added trainer joined the running BSP job (from the current round, not clock 0), trained,
+  // and was removed with SIGTERM: it left cleanly rather than being evicted.
+  EXPECT_EQ(by_rank[2]["state"], "left");
+  int64_t first_start = -1;
+  for (const auto& e : ReadTrace(dir, 2)) {
+    if (e["event"] == "start") {
+      first_start = e["clock"];
+      break;
+    }
+  }
+  EXPECT_GT(first_start, 0) << "the newcomer should start at the current round";
+  EXPECT_GT(by_rank[2]["clock"].get<int64_t>(), first_start + 20) << "the newcomer never trained";
+  // The others kept going after it left.
+  for (int r : {0, 1}) {
+    EXPECT_EQ(by_rank[r]["state"], "live");
+    EXPECT_GT(by_rank[r]["clock"].get<int64_t>(), by_rank[2]["clock"].get<int64_t>() + 50);
+  }
+}
+
 TEST(LocalE2E, BadFlagsAreClearErrors) {
   const std::string dir = MakeTempDir("bad");
   EXPECT_EQ(ExitCode(RunLocal(dir + "/a", {"--mode=bogus", "--trainers=2"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/b", {"--trainers=3", "--slowdown=1,2"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/c", {"--time-limit=soon"})), 2);
+  EXPECT_EQ(ExitCode(RunLocal(dir + "/d", {"--trainers=1", "--scale-events=5s:-1"})), 2);
 }
 
 }  // namespace
