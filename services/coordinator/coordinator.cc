@@ -87,6 +87,7 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   action.sends.emplace_back(outbox, std::move(welcome));
   Enqueue(std::move(action));
   EnqueueDecisions(std::move(decisions));
+  if (!done_reason_.empty()) SendDone(outbox);
   metrics_.joins.Increment();
   UpdateGauges();
   spdlog::info("trainer '{}' (rank {}) joined as id {} incarnation {} at clock {}", member.name,
@@ -115,6 +116,13 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
     accuracy_at_ = absl::ToDoubleSeconds(now - started_at_);
   }
   EnqueueDecisions(*std::move(decisions));
+  if (done_reason_.empty() && options_.target_accuracy > 0 && accuracy_ &&
+      *accuracy_ >= options_.target_accuracy) {
+    done_reason_ = absl::StrCat("test accuracy ", *accuracy_, " reached the target ",
+                                options_.target_accuracy);
+    spdlog::info("training is done: {}", done_reason_);
+    for (auto& [id, session] : sessions_) SendDone(session.outbox);
+  }
   UpdateGauges();
 }
 
@@ -167,6 +175,14 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
     family->Remove(&family->Add({{"trainer", name}}));
   }
   UpdateGauges();
+}
+
+void Coordinator::SendDone(const std::shared_ptr<Outbox>& outbox) {
+  v1::Directive done;
+  done.mutable_done()->set_reason(done_reason_);
+  Action action;
+  action.sends.emplace_back(outbox, std::move(done));
+  Enqueue(std::move(action));
 }
 
 void Coordinator::UpdateTimings(sync::TrainerId id, const v1::TrainerTimings& timings) {
@@ -354,6 +370,8 @@ v1::ClusterStatus Coordinator::Status() const {
   }
   status.set_live_trainers(static_cast<uint32_t>(membership_.live_count()));
   status.set_groups(static_cast<uint32_t>(policy_->group_count()));
+  status.set_done(!done_reason_.empty());
+  status.set_done_reason(done_reason_);
   return status;
 }
 

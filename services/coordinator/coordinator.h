@@ -29,6 +29,9 @@ struct CoordinatorOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   // How often the action thread checks for expired trainers and retries failed store calls.
   absl::Duration tick = absl::Milliseconds(100);
+  // Training is done once a reported test accuracy reaches this (0: never): every trainer, and any
+  // that joins later, is told Done.
+  double target_accuracy = 0;
 };
 
 struct SessionKey {
@@ -86,6 +89,8 @@ class Coordinator {
   void UpdateTimings(sync::TrainerId id, const v1::TrainerTimings& timings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Queues a Done directive for `outbox`.
+  void SendDone(const std::shared_ptr<Outbox>& outbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The store request for a policy's round close (cuts resolved to incarnations).
   v1::CloseRoundRequest ToRequest(const sync::RoundClose& close) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -115,6 +120,7 @@ class Coordinator {
   std::map<sync::TrainerId, std::string> names_ ABSL_GUARDED_BY(mu_);
   int64_t rounds_closed_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<double> accuracy_ ABSL_GUARDED_BY(mu_);
+  std::string done_reason_ ABSL_GUARDED_BY(mu_);  // non-empty once training is done
   double accuracy_at_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };

@@ -51,7 +51,7 @@ class CoordinatorTest : public ::testing::Test {
  protected:
   void SetUp() override { Make("bsp", 2); }
 
-  void Make(const std::string& mode, int min_trainers) {
+  void Make(const std::string& mode, int min_trainers, double target_accuracy = 0) {
     if (coordinator_) coordinator_->Stop();
     sync::PolicyOptions p;
     p.mode = mode;
@@ -59,6 +59,7 @@ class CoordinatorTest : public ::testing::Test {
     CoordinatorOptions o;
     o.eviction_timeout = absl::Seconds(5);
     o.tick = absl::Milliseconds(5);
+    o.target_accuracy = target_accuracy;
     coordinator_ =
         std::make_unique<Coordinator>(o, *sync::MakePolicy(p), stores_, clock_, metrics_);
     coordinator_->Start();
@@ -171,6 +172,34 @@ TEST_F(CoordinatorTest, RejoinGetsNewIncarnationAndOldOneIsEvicted) {
   EXPECT_TRUE(last.has_evicted());
   EXPECT_TRUE(out_a->closed());
   EXPECT_TRUE(Next(*out_a2).has_welcome());
+}
+
+TEST_F(CoordinatorTest, ReachingTheTargetTellsEveryTrainerItIsDone) {
+  Make("asp", 2, /*target_accuracy=*/0.8);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  v1::ClockReport below;
+  below.set_clock(1);
+  below.set_test_accuracy(0.5);
+  coordinator_->Report(a, below);
+  EXPECT_TRUE(Next(*out_a).has_proceed());
+  EXPECT_FALSE(coordinator_->Status().done());
+  v1::ClockReport reached;
+  reached.set_clock(2);
+  reached.set_test_accuracy(0.85);
+  coordinator_->Report(a, reached);
+  EXPECT_TRUE(Next(*out_a).has_proceed()) << "the report still gets its grant";
+  EXPECT_TRUE(Next(*out_a).has_done());
+  EXPECT_TRUE(Next(*out_b).has_done());
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_TRUE(status.done());
+  EXPECT_NE(status.done_reason().find("0.85"), std::string::npos) << status.done_reason();
+  // A trainer joining after the end is welcomed and told at once.
+  auto [c, out_c] = Join("c", 2);
+  EXPECT_TRUE(Next(*out_c).has_welcome());
+  v1::Directive d;
+  bool done = false;
+  while (!done && out_c->Pop(&d, absl::Seconds(5))) done = d.has_done();
+  EXPECT_TRUE(done);
 }
 
 }  // namespace

@@ -32,11 +32,13 @@ int main(int argc, char** argv) {
   std::string metrics_listen = "0.0.0.0:9100";
   std::string stores;
   syncopate::sync::PolicyOptions policy_options;
+  syncopate::coordinator::CoordinatorOptions options;
   std::string eviction_timeout = "5s";
   std::string heartbeat_interval = "1s";
   std::string start_timeout = "30s";
   std::string ready_file;
   std::string log_level = "info";
+  bool exit_when_done = false;
   app.add_option("--listen", listen, "gRPC address (host:port; port 0 picks one)");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
   app.add_option("--stores", stores, "Store shard addresses, comma-separated, in shard order")
@@ -57,12 +59,16 @@ int main(int argc, char** argv) {
   app.add_option("--start-timeout", start_timeout, "...or until this long after the first join");
   app.add_option("--eviction-timeout", eviction_timeout, "Evict a trainer silent this long");
   app.add_option("--heartbeat-interval", heartbeat_interval, "Heartbeat period told to trainers");
+  app.add_option("--target-accuracy", options.target_accuracy,
+                 "Training is done at this test accuracy: trainers are told to leave (0: never)")
+      ->check(CLI::Range(0.0, 1.0));
+  app.add_flag("--exit-when-done", exit_when_done,
+               "Exit 0 once training is done and every trainer has left (a Kubernetes Job)");
   app.add_option("--ready-file", ready_file, "Write the bound ports here once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   CLI11_PARSE(app, argc, argv);
   syncopate::base::InitLogging("coordinator", log_level);
 
-  syncopate::coordinator::CoordinatorOptions options;
   for (auto [text, out] : {std::pair{&eviction_timeout, &options.eviction_timeout},
                            std::pair{&heartbeat_interval, &options.heartbeat_interval},
                            std::pair{&start_timeout, &policy_options.start_timeout}}) {
@@ -92,7 +98,13 @@ int main(int argc, char** argv) {
   if (!ready.ok()) return Fail(ready);
   spdlog::info("mode {} with {} store shard(s); gRPC on port {}, metrics on port {}",
                policy_options.mode, store_addresses.size(), port, (*metrics_server)->port());
-  while (syncopate::base::WaitForTerminationSignal(absl::Hours(1)) == 0) {
+  while (syncopate::base::WaitForTerminationSignal(absl::Milliseconds(250)) == 0) {
+    if (!exit_when_done) continue;
+    const syncopate::v1::ClusterStatus status = coordinator.Status();
+    if (status.done() && status.live_trainers() == 0) {
+      spdlog::info("training is done and every trainer has left");
+      break;
+    }
   }
   spdlog::info("shutting down");
   coordinator.Stop();

@@ -66,6 +66,7 @@ absl::StatusOr<v1::Proceed> SessionClient::WaitProceed(absl::Duration timeout) {
   v1::Directive d = std::move(directives_.front());
   directives_.pop_front();
   if (d.has_evicted()) return absl::AbortedError("evicted: " + d.evicted().reason());
+  if (d.has_done()) return absl::OutOfRangeError("training is done: " + d.done().reason());
   if (!d.has_proceed()) return absl::InternalError("unexpected directive");
   return d.proceed();
 }

@@ -29,7 +29,8 @@ class SessionClient {
   const v1::Welcome& welcome() const { return welcome_; }
 
   // Waits up to `timeout` for the next Proceed. DEADLINE_EXCEEDED on timeout (the caller may wait
-  // again); ABORTED when evicted; UNAVAILABLE when the stream is gone.
+  // again); ABORTED when evicted; OUT_OF_RANGE when training is done (the coordinator's Done);
+  // UNAVAILABLE when the stream is gone.
   absl::StatusOr<v1::Proceed> WaitProceed(absl::Duration timeout);
 
   absl::Status ReportClock(const v1::ClockReport& report);

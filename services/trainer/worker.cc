@@ -53,6 +53,11 @@ absl::StatusOr<std::optional<v1::Proceed>> Worker::AwaitProceed(const absl::Noti
       metrics_.wait_duration.Observe(absl::ToDoubleSeconds(waited));
       return std::optional<v1::Proceed>(*proceed);
     }
+    if (absl::IsOutOfRange(proceed.status())) {
+      spdlog::info("{}", std::string(proceed.status().message()));
+      done_ = true;
+      return std::optional<v1::Proceed>();
+    }
     if (proceed.status().code() != absl::StatusCode::kDeadlineExceeded) return proceed.status();
     if (clock_.Now() - start > options_.directive_timeout) {
       return absl::DeadlineExceededError("no directive from the coordinator within " +
@@ -162,7 +167,9 @@ absl::Status Worker::Run(const absl::Notification& stop) {
   session_.StartHeartbeats([this] { return Timings(); });
   RETURN_IF_ERROR(w.overlap_communication() ? RunOverlapped(stop) : RunSequential(stop));
   spdlog::info("leaving after {} steps", steps_.load());
-  session_.Leave(stop.HasBeenNotified() ? "shutdown" : "step limit reached");
+  session_.Leave(done_                    ? "training is done"
+                 : stop.HasBeenNotified() ? "shutdown"
+                                          : "step limit reached");
   return absl::OkStatus();
 }
 

@@ -53,9 +53,10 @@ class Worker {
          compute::Model& eval_model, const data::Dataset& train, const data::Dataset& test,
          TrainerMetrics& metrics, TraceWriter& trace, const base::Clock& clock);
 
-  // Trains until `stop` is notified or max_steps is reached (then leaves cleanly: OK), or until a
-  // fatal error: ABORTED when evicted, UNAVAILABLE when the coordinator or a store is gone,
-  // DEADLINE_EXCEEDED when no directive came within directive_timeout. Blocks; call once.
+  // Trains until `stop` is notified, max_steps is reached or the coordinator says training is done
+  // (then leaves cleanly: OK), or until a fatal error: ABORTED when evicted, UNAVAILABLE when the
+  // coordinator or a store is gone, DEADLINE_EXCEEDED when no directive came within
+  // directive_timeout. Blocks; call once.
   absl::Status Run(const absl::Notification& stop);
 
   // Thread-safe snapshot for heartbeats.
@@ -68,7 +69,7 @@ class Worker {
   absl::Status RunOverlapped(const absl::Notification& stop);
   bool StepLimitReached() const;
 
-  // Waits for the next Proceed, polling `stop`. nullopt when stopping.
+  // Waits for the next Proceed, polling `stop`. nullopt when stopping or done.
   absl::StatusOr<std::optional<v1::Proceed>> AwaitProceed(const absl::Notification& stop);
   // Pulls what the Proceed names (nothing for pull.none), rebases the local model onto it and, if
   // this trainer evaluates, evaluates it. Returns the accuracy when it evaluated.
@@ -100,6 +101,7 @@ class Worker {
   // Used by the thread that communicates.
   uint64_t sequence_ = 0;
   std::optional<absl::Time> last_eval_;
+  bool done_ = false;  // the coordinator said training is done
 
   mutable absl::Mutex mu_;
   WorkerTimings timings_ ABSL_GUARDED_BY(mu_);

@@ -1,0 +1,68 @@
+// End-to-end: the binaries run by hand, as Kubernetes runs them. With --target-accuracy and
+// --exit-when-done the coordinator ends the job: it tells every trainer it is done, the trainers
+// leave and exit 0, then the coordinator exits 0.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include "absl/strings/str_cat.h"
+#include "base/ready_file.h"
+#include "cli/child_process.h"
+#include "gtest/gtest.h"
+#include "run_files.h"
+
+namespace syncopate::e2e {
+namespace {
+
+using cli::ChildProcess;
+
+// Starts syncopate-<binary> with `args`, its output in DIR/<name>.log.
+std::unique_ptr<ChildProcess> Spawn(const std::string& dir, const std::string& binary,
+                                    const std::string& name, std::vector<std::string> args) {
+  args.insert(args.begin(), std::string(SYNCOPATE_BIN_DIR) + "/syncopate-" + binary);
+  auto p = ChildProcess::Spawn(args, {{"OPENBLAS_NUM_THREADS", "1"}}, dir + "/" + name + ".log");
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? std::move(*p) : nullptr;
+}
+
+TEST(JobE2E, CoordinatorEndsTheJobAndEveryTrainerExitsZero) {
+  const std::string dir = MakeTempDir("job");
+  auto store = Spawn(dir, "store", "store",
+                     {"--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0",
+                      "--ready-file=" + dir + "/store.ready.json"});
+  ASSERT_NE(store, nullptr);
+  absl::StatusOr<base::ReadyInfo> store_ready =
+      base::WaitForReadyFile(dir + "/store.ready.json", absl::Now() + absl::Seconds(60));
+  ASSERT_TRUE(store_ready.ok()) << store_ready.status();
+  auto coordinator = Spawn(dir, "coordinator", "coordinator",
+                           {"--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0",
+                            absl::StrCat("--stores=127.0.0.1:", store_ready->grpc_port),
+                            "--mode=ssp", "--min-trainers=2", "--target-accuracy=0.75",
+                            "--exit-when-done", "--ready-file=" + dir + "/coordinator.ready.json"});
+  ASSERT_NE(coordinator, nullptr);
+  absl::StatusOr<base::ReadyInfo> coordinator_ready =
+      base::WaitForReadyFile(dir + "/coordinator.ready.json", absl::Now() + absl::Seconds(60));
+  ASSERT_TRUE(coordinator_ready.ok()) << coordinator_ready.status();
+  std::vector<std::unique_ptr<ChildProcess>> trainers;
+  for (int r = 0; r < 2; ++r) {
+    trainers.push_back(
+        Spawn(dir, "trainer", absl::StrCat("trainer-", r),
+              {absl::StrCat("--coordinator=127.0.0.1:", coordinator_ready->grpc_port),
+               absl::StrCat("--rank=", r), "--world=2", "--metrics-listen=127.0.0.1:0",
+               "--eval-interval=0.5s"}));
+    ASSERT_NE(trainers.back(), nullptr);
+  }
+  // Nobody is stopped from outside: the job must end by itself (deadline, not a timing check).
+  for (int r = 0; r < 2; ++r) {
+    std::optional<int> status = trainers[r]->Wait(absl::Minutes(3));
+    ASSERT_TRUE(status.has_value()) << "trainer " << r << " never finished; see " << dir;
+    EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0)
+        << "trainer " << r << ": " << cli::DescribeExit(*status);
+  }
+  std::optional<int> status = coordinator->Wait(absl::Seconds(30));
+  ASSERT_TRUE(status.has_value()) << "coordinator did not exit after the job; see " << dir;
+  EXPECT_TRUE(WIFEXITED(*status) && WEXITSTATUS(*status) == 0) << cli::DescribeExit(*status);
+  store->Stop(absl::Seconds(10));
+}
+
+}  // namespace
+}  // namespace syncopate::e2e
