@@ -122,6 +122,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
       for (int i = 0; i < std::abs(e.delta) && failure.ok(); ++i) {
         failure = e.delta > 0 ? cluster->AddTrainer() : cluster->RemoveTrainer();
       }
+      if (failure.ok() && prometheus) failure = prometheus->UpdateTargets(cluster->endpoints());
       std::fprintf(stderr, "%sscale event at %s: %+d trainer(s)%s\n", tty ? "\n" : "",
                    absl::FormatDuration(e.at).c_str(), e.delta,
                    failure.ok() ? "" : std::string(" failed: " + failure.ToString()).c_str());

@@ -46,28 +46,25 @@ std::string DefaultAlertRules() {
   return std::string(SYNCOPATE_DEPLOY_DIR) + "/prometheus/alerts.yml";
 }
 
-std::string ScrapeConfig(const std::vector<Endpoint>& endpoints,
-                         const LocalPrometheusOptions& options, const std::string& rules_file) {
+std::string ScrapeConfig(const LocalPrometheusOptions& options, const std::string& rules_file,
+                         const std::string& targets_file) {
   const std::string interval = Seconds(options.scrape_interval);
   std::string yaml = absl::StrCat("# Written by `syncopate local --prometheus`.\nglobal:\n",
                                   "  scrape_interval: ", interval, "\n",
                                   "  evaluation_interval: ", interval, "\n");
   if (!rules_file.empty()) absl::StrAppend(&yaml, "rule_files:\n  - ", rules_file, "\n");
-  absl::StrAppend(&yaml, "scrape_configs:\n");
-  for (const char* role : {"store", "coordinator", "trainer"}) {
-    absl::StrAppend(&yaml, "  - job_name: syncopate-", role, "\n    static_configs:\n");
-    for (const Endpoint& e : endpoints) {
-      if (e.role != role) continue;
-      absl::StrAppend(&yaml, "      - targets: ['127.0.0.1:", e.metrics_port, "']\n",
-                      "        labels: {instance: '", InstanceName(e), "'}\n");
-    }
-  }
+  // Targets (with their job and instance labels) come from a file the CLI rewrites when trainers
+  // are added or removed.
+  absl::StrAppend(&yaml, "scrape_configs:\n  - job_name: syncopate\n    file_sd_configs:\n",
+                  "      - files: ['", targets_file, "']\n        refresh_interval: ", interval,
+                  "\n");
   return yaml;
 }
 
 std::string FileSdTargets(const std::vector<Endpoint>& endpoints) {
   nlohmann::json groups = nlohmann::json::array();
   for (const Endpoint& e : endpoints) {
+    if (e.process != nullptr && !e.process->running()) continue;  // a removed trainer
     groups.push_back({{"targets", {absl::StrCat("127.0.0.1:", e.metrics_port)}},
                       {"labels", {{"job", "syncopate-" + e.role}, {"instance", InstanceName(e)}}}});
   }
@@ -92,10 +89,10 @@ absl::StatusOr<std::unique_ptr<LocalPrometheus>> LocalPrometheus::Start(
     RETURN_IF_ERROR(
         base::WriteFileAtomically(rules_file, ShortenAlertHolds(*rules, options.alert_for)));
   }
-  RETURN_IF_ERROR(
-      base::WriteFileAtomically(run_dir + "/prometheus-targets.json", FileSdTargets(endpoints)));
+  const std::string targets = run_dir + "/prometheus-targets.json";
+  RETURN_IF_ERROR(base::WriteFileAtomically(targets, FileSdTargets(endpoints)));
   const std::string config = run_dir + "/prometheus.yml";
-  RETURN_IF_ERROR(base::WriteFileAtomically(config, ScrapeConfig(endpoints, options, rules_file)));
+  RETURN_IF_ERROR(base::WriteFileAtomically(config, ScrapeConfig(options, rules_file, targets)));
   ASSIGN_OR_RETURN(int port, FreePort());
   const std::string log = run_dir + "/prometheus.log";
   const std::string binary =
@@ -125,7 +122,11 @@ absl::StatusOr<std::unique_ptr<LocalPrometheus>> LocalPrometheus::Start(
   const std::string url = absl::StrCat("http://127.0.0.1:", port);
   RETURN_IF_ERROR(base::WriteFileAtomically(run_dir + "/prometheus.json",
                                             nlohmann::json{{"url", url}, {"port", port}}.dump(2)));
-  return std::unique_ptr<LocalPrometheus>(new LocalPrometheus(std::move(process), url));
+  return std::unique_ptr<LocalPrometheus>(new LocalPrometheus(std::move(process), url, targets));
+}
+
+absl::Status LocalPrometheus::UpdateTargets(const std::vector<Endpoint>& endpoints) {
+  return base::WriteFileAtomically(targets_file_, FileSdTargets(endpoints));
 }
 
 void LocalPrometheus::Stop(absl::Duration grace) {

@@ -27,14 +27,14 @@ struct LocalPrometheusOptions {
 // The alert rules of this source tree (deploy/prometheus/alerts.yml).
 std::string DefaultAlertRules();
 
-// The scrape configuration for `endpoints`: jobs syncopate-store, syncopate-coordinator and
-// syncopate-trainer, each target labelled instance="<role>-<index>" (the coordinator:
-// "coordinator").
-std::string ScrapeConfig(const std::vector<Endpoint>& endpoints,
-                         const LocalPrometheusOptions& options, const std::string& rules_file);
+// The scrape configuration: the targets listed in `targets_file` (FileSdTargets), and the rules.
+std::string ScrapeConfig(const LocalPrometheusOptions& options, const std::string& rules_file,
+                         const std::string& targets_file);
 
-// The same targets in Prometheus' file_sd format (a JSON list of {targets, labels}), for a
-// Prometheus of your own (deploy/prometheus/prometheus-local.yml reads it).
+// The running processes of `endpoints` in Prometheus' file_sd format (a JSON list of {targets,
+// labels}): job syncopate-store, syncopate-coordinator or syncopate-trainer, and
+// instance="<role>-<index>" (the coordinator: "coordinator"). A Prometheus of your own can read it
+// too (deploy/prometheus/prometheus-local.yml).
 std::string FileSdTargets(const std::vector<Endpoint>& endpoints);
 
 // `rules` with every `for: <duration>` replaced by `hold`.
@@ -51,15 +51,20 @@ class LocalPrometheus {
       const LocalPrometheusOptions& options);
 
   const std::string& url() const { return url_; }
+  // Rewrites the targets file after trainers were added or removed (Prometheus rereads it).
+  absl::Status UpdateTargets(const std::vector<Endpoint>& endpoints);
   // SIGTERM, then SIGKILL after `grace`. Idempotent.
   void Stop(absl::Duration grace = absl::Seconds(10));
   ~LocalPrometheus() { Stop(); }
 
  private:
-  LocalPrometheus(std::unique_ptr<ChildProcess> process, std::string url)
-      : process_(std::move(process)), url_(std::move(url)) {}
+  LocalPrometheus(std::unique_ptr<ChildProcess> process, std::string url, std::string targets_file)
+      : process_(std::move(process)),
+        url_(std::move(url)),
+        targets_file_(std::move(targets_file)) {}
   std::unique_ptr<ChildProcess> process_;
   std::string url_;
+  std::string targets_file_;
 };
 
 }  // namespace syncopate::cli

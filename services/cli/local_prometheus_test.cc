@@ -18,22 +18,19 @@ TEST(ShortenAlertHolds, ReplacesEveryForAndNothingElse) {
             "      - alert: B\n        expr: y\n        for: 10000ms\n");
 }
 
-TEST(ScrapeConfig, OneJobPerRoleAndReadableInstancesThatPromtoolAccepts) {
-  std::vector<Endpoint> endpoints = {{"store", 0, 1, 9001, nullptr},
-                                     {"store", 1, 2, 9002, nullptr},
-                                     {"coordinator", 0, 3, 9003, nullptr},
-                                     {"trainer", 0, 0, 9004, nullptr}};
+TEST(ScrapeConfig, ReadsTheTargetsFileAndPromtoolAcceptsIt) {
   LocalPrometheusOptions options;
   const std::string dir = ::testing::TempDir();
   const std::string rules = dir + "/alerts.yml";
   ASSERT_TRUE(base::WriteFileAtomically(
                   rules, ShortenAlertHolds(*base::ReadFile(DefaultAlertRules()), absl::Seconds(10)))
                   .ok());
-  const std::string yaml = ScrapeConfig(endpoints, options, rules);
-  for (const char* expected :
-       {"job_name: syncopate-store", "job_name: syncopate-coordinator",
-        "job_name: syncopate-trainer", "'127.0.0.1:9002'", "instance: 'store-1'",
-        "instance: 'coordinator'", "instance: 'trainer-0'", "scrape_interval: 1000ms"}) {
+  const std::string targets = dir + "/prometheus-targets.json";
+  ASSERT_TRUE(
+      base::WriteFileAtomically(targets, FileSdTargets({{"store", 0, 1, 9001, nullptr}})).ok());
+  const std::string yaml = ScrapeConfig(options, rules, targets);
+  for (const std::string& expected :
+       {std::string("file_sd_configs"), targets, std::string("scrape_interval: 1000ms"), rules}) {
     EXPECT_NE(yaml.find(expected), std::string::npos) << expected << " missing in\n" << yaml;
   }
   const std::string config = dir + "/prometheus.yml";
