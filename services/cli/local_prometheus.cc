@@ -16,7 +16,10 @@ namespace {
 
 constexpr absl::Duration kStartTimeout = absl::Seconds(60);
 
-std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToInt64Milliseconds(d), "ms"); }
+// A Prometheus duration ("1500ms").
+std::string PromDuration(absl::Duration d) {
+  return absl::StrCat(absl::ToInt64Milliseconds(d), "ms");
+}
 
 // A loopback port nobody listens on right now (Prometheus cannot bind port 0 and tell us).
 absl::StatusOr<int> FreePort() {
@@ -48,7 +51,7 @@ std::string DefaultAlertRules() {
 
 std::string ScrapeConfig(const LocalPrometheusOptions& options, const std::string& rules_file,
                          const std::string& targets_file) {
-  const std::string interval = Seconds(options.scrape_interval);
+  const std::string interval = PromDuration(options.scrape_interval);
   std::string yaml = absl::StrCat("# Written by `syncopate local --prometheus`.\nglobal:\n",
                                   "  scrape_interval: ", interval, "\n",
                                   "  evaluation_interval: ", interval, "\n");
@@ -73,7 +76,7 @@ std::string FileSdTargets(const std::vector<Endpoint>& endpoints) {
 
 std::string ShortenAlertHolds(const std::string& rules, absl::Duration hold) {
   static const std::regex kFor(R"((\n\s*for:\s*)[0-9]+[a-z]+)");
-  return std::regex_replace(rules, kFor, "$01" + Seconds(hold));  // $01: not read as $11
+  return std::regex_replace(rules, kFor, "$01" + PromDuration(hold));  // $01: not read as $11
 }
 
 absl::StatusOr<std::unique_ptr<LocalPrometheus>> LocalPrometheus::Start(

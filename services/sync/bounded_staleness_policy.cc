@@ -9,7 +9,7 @@ BoundedStalenessPolicy::BoundedStalenessPolicy(BoundedStalenessConfig config)
 
 absl::StatusOr<int64_t> BoundedStalenessPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                                        Decisions* decisions) {
-  if (absl::Status s = CheckJoin(clocks_, trainer); !s.ok()) return s;
+  if (absl::Status s = CheckJoin(trainer); !s.ok()) return s;
   gate_.NoteJoin(now);
   cuts_.Forget(trainer);
   // Start at the slowest live trainer's clock: never the new slowest (it would stall everyone),
@@ -23,8 +23,7 @@ absl::StatusOr<int64_t> BoundedStalenessPolicy::OnJoin(TrainerId trainer, absl::
 
 absl::StatusOr<Decisions> BoundedStalenessPolicy::OnClock(TrainerId trainer, int64_t clock,
                                                           absl::Time now) {
-  if (absl::Status s = CheckReport(clocks_, trainer, clock, waiting_.count(trainer) > 0); !s.ok())
-    return s;
+  if (absl::Status s = CheckReport(trainer, clock, waiting_.count(trainer) > 0); !s.ok()) return s;
   clocks_.Set(trainer, clock);
   cuts_.Record(trainer, clock);
   waiting_.insert(trainer);

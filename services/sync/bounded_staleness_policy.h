@@ -24,7 +24,7 @@ struct BoundedStalenessConfig {
   absl::Duration start_timeout = absl::Seconds(30);
 };
 
-class BoundedStalenessPolicy final : public SyncPolicy {
+class BoundedStalenessPolicy final : public ClockedPolicy {
  public:
   explicit BoundedStalenessPolicy(BoundedStalenessConfig config);
 
@@ -39,8 +39,6 @@ class BoundedStalenessPolicy final : public SyncPolicy {
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
 
-  std::optional<int64_t> ClockOf(TrainerId trainer) const override { return clocks_.Get(trainer); }
-  std::optional<int64_t> MinClock() const override { return clocks_.Min(); }
   int64_t last_closed_round() const override { return last_closed_round_; }
 
  private:
@@ -48,7 +46,6 @@ class BoundedStalenessPolicy final : public SyncPolicy {
   Decisions Evaluate(absl::Time now);
 
   const BoundedStalenessConfig config_;
-  ClockTable clocks_;
   std::set<TrainerId> waiting_;
   StartGate gate_;
   RoundCuts cuts_;

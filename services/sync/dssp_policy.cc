@@ -16,7 +16,7 @@ int64_t DsspPolicy::BoundOf(TrainerId trainer) const {
 
 absl::StatusOr<int64_t> DsspPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                            Decisions* decisions) {
-  if (absl::Status s = CheckJoin(clocks_, trainer); !s.ok()) return s;
+  if (absl::Status s = CheckJoin(trainer); !s.ok()) return s;
   gate_.NoteJoin(now);
   const int64_t start = clocks_.Min().value_or(floor_clock_);
   clocks_.Set(trainer, start);
@@ -27,8 +27,7 @@ absl::StatusOr<int64_t> DsspPolicy::OnJoin(TrainerId trainer, absl::Time now,
 }
 
 absl::StatusOr<Decisions> DsspPolicy::OnClock(TrainerId trainer, int64_t clock, absl::Time now) {
-  if (absl::Status s = CheckReport(clocks_, trainer, clock, waiting_.count(trainer) > 0); !s.ok())
-    return s;
+  if (absl::Status s = CheckReport(trainer, clock, waiting_.count(trainer) > 0); !s.ok()) return s;
   clocks_.Set(trainer, clock);
   trainers_[trainer].pushes.Record(now);
   Decisions decisions;

@@ -23,7 +23,7 @@ struct DsspConfig {
   absl::Duration start_timeout = absl::Seconds(30);
 };
 
-class DsspPolicy final : public SyncPolicy {
+class DsspPolicy final : public ClockedPolicy {
  public:
   // Requires 0 <= s_lo <= s_hi (checked by MakePolicy).
   explicit DsspPolicy(DsspConfig config);
@@ -39,8 +39,6 @@ class DsspPolicy final : public SyncPolicy {
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
 
-  std::optional<int64_t> ClockOf(TrainerId trainer) const override { return clocks_.Get(trainer); }
-  std::optional<int64_t> MinClock() const override { return clocks_.Min(); }
   int64_t last_closed_round() const override { return 0; }
 
  private:
@@ -60,7 +58,6 @@ class DsspPolicy final : public SyncPolicy {
   void GrantWaiters(absl::Time now, Decisions* decisions);
 
   const DsspConfig config_;
-  ClockTable clocks_;
   std::map<TrainerId, Trainer> trainers_;
   std::set<TrainerId> waiting_;
   StartGate gate_;

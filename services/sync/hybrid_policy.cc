@@ -54,7 +54,7 @@ std::optional<double> HybridPolicy::StepSeconds(TrainerId trainer) const {
 
 absl::StatusOr<int64_t> HybridPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                              Decisions* decisions) {
-  if (absl::Status s = CheckJoin(clocks_, trainer); !s.ok()) return s;
+  if (absl::Status s = CheckJoin(trainer); !s.ok()) return s;
   gate_.NoteJoin(now);
   cuts_.Forget(trainer);
   clocks_.Set(trainer, 0);
@@ -69,7 +69,7 @@ absl::StatusOr<int64_t> HybridPolicy::OnJoin(TrainerId trainer, absl::Time now,
 }
 
 absl::StatusOr<Decisions> HybridPolicy::OnClock(TrainerId trainer, int64_t clock, absl::Time now) {
-  if (absl::Status s = CheckReport(clocks_, trainer, clock,
+  if (absl::Status s = CheckReport(trainer, clock,
                                    newcomers_.count(trainer) > 0 || reported_.count(trainer) > 0);
       !s.ok())
     return s;

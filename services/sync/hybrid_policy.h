@@ -38,7 +38,7 @@ using Grouping = std::vector<std::vector<TrainerId>>;
 Grouping GroupBySpeed(std::vector<std::pair<TrainerId, double>> step_seconds, int max_groups,
                       double split_ratio);
 
-class HybridPolicy final : public SyncPolicy {
+class HybridPolicy final : public ClockedPolicy {
  public:
   // Requires max_groups >= 1, split_ratio > 1, regroup_every >= 1, 0 < ewma_alpha <= 1.
   explicit HybridPolicy(HybridConfig config);
@@ -55,8 +55,6 @@ class HybridPolicy final : public SyncPolicy {
   Decisions OnTick(absl::Time now) override;
   void ObserveCompute(TrainerId trainer, int64_t clock, double compute_seconds) override;
 
-  std::optional<int64_t> ClockOf(TrainerId trainer) const override { return clocks_.Get(trainer); }
-  std::optional<int64_t> MinClock() const override { return clocks_.Min(); }
   int64_t last_closed_round() const override { return last_closed_round_; }
 
   // Smoothed seconds per step; nullopt until two reports were observed.
@@ -75,7 +73,6 @@ class HybridPolicy final : public SyncPolicy {
   void MaybeRegroup();
 
   const HybridConfig config_;
-  ClockTable clocks_;
   StartGate gate_;
   RoundCuts cuts_;
   std::map<TrainerId, int> group_;

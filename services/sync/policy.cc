@@ -9,16 +9,16 @@ void Decisions::Append(Decisions other) {
   grants.insert(grants.end(), other.grants.begin(), other.grants.end());
 }
 
-absl::Status CheckJoin(const ClockTable& clocks, TrainerId trainer) {
-  if (clocks.Get(trainer)) {
+absl::Status ClockedPolicy::CheckJoin(TrainerId trainer) const {
+  if (clocks_.Get(trainer)) {
     return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " already joined"));
   }
   return absl::OkStatus();
 }
 
-absl::Status CheckReport(const ClockTable& clocks, TrainerId trainer, int64_t clock,
-                         bool awaiting_grant) {
-  std::optional<int64_t> current = clocks.Get(trainer);
+absl::Status ClockedPolicy::CheckReport(TrainerId trainer, int64_t clock,
+                                        bool awaiting_grant) const {
+  std::optional<int64_t> current = clocks_.Get(trainer);
   if (!current) {
     return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " is not a member"));
   }

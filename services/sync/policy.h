@@ -82,13 +82,6 @@ enum class PushMode {
   kRound,      // the delta joins its round; the round's mean is applied when the round closes
 };
 
-// The checks every policy makes. CheckJoin: FAILED_PRECONDITION when `trainer` is already in
-// `clocks`. CheckReport: FAILED_PRECONDITION for a trainer not in `clocks`, one still awaiting its
-// grant, or a clock that is not its previous clock + 1.
-absl::Status CheckJoin(const ClockTable& clocks, TrainerId trainer);
-absl::Status CheckReport(const ClockTable& clocks, TrainerId trainer, int64_t clock,
-                         bool awaiting_grant);
-
 // Not thread-safe: the caller serialises events.
 class SyncPolicy {
  public:
@@ -133,6 +126,23 @@ class SyncPolicy {
   // The trainer's total compute seconds when it reported `clock` (call before OnClock). Policies
   // that group by speed use it; others ignore it.
   virtual void ObserveCompute(TrainerId, int64_t /*clock*/, double /*compute_seconds*/) {}
+};
+
+// The base of policies that keep a clock per member (every policy so far): the clock table, its
+// accessors, and the checks every join and report must pass.
+class ClockedPolicy : public SyncPolicy {
+ public:
+  std::optional<int64_t> ClockOf(TrainerId trainer) const override { return clocks_.Get(trainer); }
+  std::optional<int64_t> MinClock() const override { return clocks_.Min(); }
+
+ protected:
+  // FAILED_PRECONDITION when `trainer` is already a member.
+  absl::Status CheckJoin(TrainerId trainer) const;
+  // FAILED_PRECONDITION for a trainer that is not a member, one still awaiting its grant, or a
+  // clock that is not its previous clock + 1.
+  absl::Status CheckReport(TrainerId trainer, int64_t clock, bool awaiting_grant) const;
+
+  ClockTable clocks_;
 };
 
 }  // namespace syncopate::sync

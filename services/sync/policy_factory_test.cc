@@ -132,7 +132,9 @@ TEST_P(RandomSchedule, InvariantsHold) {
       apply(*d);
       for (const RoundClose& c : d->close_rounds) {
         for (const auto& [id, taken] : c.cuts) {
-          if (running.count(id) > 0) ASSERT_LE(taken, *p->ClockOf(id));
+          if (running.count(id) > 0) {
+            ASSERT_LE(taken, *p->ClockOf(id));
+          }
         }
       }
     }
@@ -140,7 +142,9 @@ TEST_P(RandomSchedule, InvariantsHold) {
     for (auto& [t, r] : running) any |= r;
     ASSERT_TRUE(any) << "deadlock at step " << step;
   }
-  if (options.mode == "hybrid") EXPECT_GE(p->group_count(), 1);
+  if (options.mode == "hybrid") {
+    EXPECT_GE(p->group_count(), 1);
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, RandomSchedule,

@@ -9,7 +9,7 @@ WbspPolicy::WbspPolicy(WbspConfig config)
 
 absl::StatusOr<int64_t> WbspPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                            Decisions* decisions) {
-  if (absl::Status s = CheckJoin(clocks_, trainer); !s.ok()) return s;
+  if (absl::Status s = CheckJoin(trainer); !s.ok()) return s;
   gate_.NoteJoin(now);
   cuts_.Forget(trainer);
   clocks_.Set(trainer, 0);
@@ -19,7 +19,7 @@ absl::StatusOr<int64_t> WbspPolicy::OnJoin(TrainerId trainer, absl::Time now,
 }
 
 absl::StatusOr<Decisions> WbspPolicy::OnClock(TrainerId trainer, int64_t clock, absl::Time now) {
-  if (absl::Status s = CheckReport(clocks_, trainer, clock, newcomers_.count(trainer) > 0); !s.ok())
+  if (absl::Status s = CheckReport(trainer, clock, newcomers_.count(trainer) > 0); !s.ok())
     return s;
   clocks_.Set(trainer, clock);
   cuts_.Record(trainer, clock);

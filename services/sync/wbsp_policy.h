@@ -27,7 +27,7 @@ struct WbspConfig {
   absl::Duration start_timeout = absl::Seconds(30);
 };
 
-class WbspPolicy final : public SyncPolicy {
+class WbspPolicy final : public ClockedPolicy {
  public:
   explicit WbspPolicy(WbspConfig config);
 
@@ -42,8 +42,6 @@ class WbspPolicy final : public SyncPolicy {
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
 
-  std::optional<int64_t> ClockOf(TrainerId trainer) const override { return clocks_.Get(trainer); }
-  std::optional<int64_t> MinClock() const override { return clocks_.Min(); }
   int64_t last_closed_round() const override { return last_closed_round_; }
 
  private:
@@ -53,7 +51,6 @@ class WbspPolicy final : public SyncPolicy {
   void GrantNewcomers(absl::Time now, Decisions* decisions);
 
   const WbspConfig config_;
-  ClockTable clocks_;
   StartGate gate_;
   RoundCuts cuts_;
   std::set<TrainerId> newcomers_;       // joined, first grant not yet sent

@@ -8,6 +8,7 @@
 #include "base/ready_file.h"
 #include "cli/child_process.h"
 #include "gtest/gtest.h"
+#include "local_runs.h"
 #include "run_files.h"
 
 namespace syncopate::e2e {
@@ -18,10 +19,7 @@ using cli::ChildProcess;
 // Starts syncopate-<binary> with `args`, its output in DIR/<name>.log.
 std::unique_ptr<ChildProcess> Spawn(const std::string& dir, const std::string& binary,
                                     const std::string& name, std::vector<std::string> args) {
-  args.insert(args.begin(), std::string(SYNCOPATE_BIN_DIR) + "/syncopate-" + binary);
-  auto p = ChildProcess::Spawn(args, {{"OPENBLAS_NUM_THREADS", "1"}}, dir + "/" + name + ".log");
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? std::move(*p) : nullptr;
+  return StartBinary("syncopate-" + binary, std::move(args), dir + "/" + name + ".log");
 }
 
 TEST(JobE2E, CoordinatorEndsTheJobAndEveryTrainerExitsZero) {

@@ -6,15 +6,20 @@
 
 namespace syncopate::e2e {
 
+std::unique_ptr<cli::ChildProcess> StartBinary(const std::string& binary,
+                                               std::vector<std::string> args,
+                                               const std::string& log) {
+  args.insert(args.begin(), std::string(SYNCOPATE_BIN_DIR) + "/" + binary);
+  auto p = cli::ChildProcess::Spawn(args, {{"OPENBLAS_NUM_THREADS", "1"}}, log);
+  EXPECT_TRUE(p.ok()) << p.status();
+  return p.ok() ? std::move(*p) : nullptr;
+}
+
 std::unique_ptr<cli::ChildProcess> StartSyncopate(const std::string& command,
                                                   const std::string& dir,
                                                   std::vector<std::string> args) {
-  std::vector<std::string> argv = {std::string(SYNCOPATE_BIN_DIR) + "/syncopate", command,
-                                   "--report-dir=" + dir};
-  argv.insert(argv.end(), args.begin(), args.end());
-  auto p = cli::ChildProcess::Spawn(argv, {}, dir + ".out");
-  EXPECT_TRUE(p.ok()) << p.status();
-  return p.ok() ? std::move(*p) : nullptr;
+  args.insert(args.begin(), {command, "--report-dir=" + dir});
+  return StartBinary("syncopate", std::move(args), dir + ".out");
 }
 
 int RunSyncopate(const std::string& command, const std::string& dir, std::vector<std::string> args,

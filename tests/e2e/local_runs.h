@@ -11,6 +11,11 @@
 
 namespace syncopate::e2e {
 
+// Starts build/bin/<binary> ARGS... with one BLAS thread, output to `log`.
+std::unique_ptr<cli::ChildProcess> StartBinary(const std::string& binary,
+                                               std::vector<std::string> args,
+                                               const std::string& log);
+
 // Starts `syncopate <command> --report-dir=DIR ARGS...`, output to DIR.out.
 std::unique_ptr<cli::ChildProcess> StartSyncopate(const std::string& command,
                                                   const std::string& dir,
