@@ -1,13 +1,16 @@
 // syncopate-store: one shard of the parameter store.
 #include <memory>
+#include <optional>
 
 #include "CLI/CLI.hpp"
 #include "base/allocator.h"
+#include "base/flags.h"
 #include "base/logging.h"
 #include "base/ready_file.h"
 #include "base/signals.h"
 #include "metrics/metrics_server.h"
 #include "rpc/grpc_util.h"
+#include "store/checkpoint.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
 #include "store/store_service.h"
@@ -21,6 +24,8 @@ int main(int argc, char** argv) {
   uint32_t shard = 0;
   uint32_t shard_count = 1;
   int snapshots_kept = 4;
+  std::string checkpoint_dir;
+  std::string checkpoint_interval = "60s";
   std::string ready_file;
   std::string log_level = "info";
   app.add_option("--listen", listen, "gRPC address (host:port; port 0 picks one)");
@@ -29,6 +34,10 @@ int main(int argc, char** argv) {
   app.add_option("--shard-count", shard_count, "Number of shards")->check(CLI::PositiveNumber);
   app.add_option("--snapshots-kept", snapshots_kept, "Round snapshots kept for pulls")
       ->check(CLI::PositiveNumber);
+  app.add_option("--checkpoint-dir", checkpoint_dir,
+                 "Restore the shard's model from here at start, and checkpoint it here");
+  app.add_option("--checkpoint-interval", checkpoint_interval,
+                 "Checkpoint this often while the model changes, and at shutdown (0s: only then)");
   app.add_option("--ready-file", ready_file, "Write the bound ports here once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   CLI11_PARSE(app, argc, argv);
@@ -37,6 +46,11 @@ int main(int argc, char** argv) {
     return 2;
   }
   syncopate::base::InitLogging("store-" + std::to_string(shard), log_level);
+  absl::StatusOr<absl::Duration> every = syncopate::base::ParseDuration(checkpoint_interval);
+  if (!every.ok()) {
+    std::fprintf(stderr, "--checkpoint-interval: %s\n", every.status().ToString().c_str());
+    return 2;
+  }
 
   auto metrics_server = syncopate::metrics::MetricsServer::Start(metrics_listen);
   if (!metrics_server.ok()) {
@@ -45,6 +59,19 @@ int main(int argc, char** argv) {
   }
   syncopate::store::StoreMetrics metrics((*metrics_server)->registry());
   syncopate::store::ParameterTable table(snapshots_kept);
+  std::optional<syncopate::store::Checkpointer> checkpointer;
+  if (!checkpoint_dir.empty()) {
+    checkpointer.emplace(table, metrics, checkpoint_dir, shard, shard_count);
+    absl::Status restored = checkpointer->RestoreIfPresent();
+    if (!restored.ok()) {
+      spdlog::critical("cannot restore {}: {}", checkpointer->path(), restored.ToString());
+      return 1;
+    }
+    if (table.live_version() > 0) {
+      spdlog::info("restored the model (version {}) from {}", table.live_version(),
+                   checkpointer->path());
+    }
+  }
   syncopate::store::StoreService service(table, metrics, shard, shard_count);
   std::unique_ptr<grpc::Server> server;
   int port = 0;
@@ -61,9 +88,18 @@ int main(int argc, char** argv) {
   }
   spdlog::info("shard {}/{} serving gRPC on port {}, metrics on port {}", shard, shard_count, port,
                (*metrics_server)->port());
-  while (syncopate::base::WaitForTerminationSignal(absl::Hours(1)) == 0) {
+  const absl::Duration wake =
+      checkpointer && *every > absl::ZeroDuration() ? *every : absl::Hours(1);
+  auto checkpoint = [&] {
+    if (!checkpointer) return;
+    absl::Status saved = checkpointer->SaveIfChanged();
+    if (!saved.ok()) spdlog::error("checkpoint: {}", saved.ToString());
+  };
+  while (syncopate::base::WaitForTerminationSignal(wake) == 0) {
+    if (*every > absl::ZeroDuration()) checkpoint();
   }
   spdlog::info("shutting down");
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  checkpoint();
   return 0;
 }

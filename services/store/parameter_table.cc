@@ -116,6 +116,24 @@ absl::StatusOr<ApplyResult> ParameterTable::Initialize(const StagedPush& push) {
   return result;
 }
 
+absl::Status ParameterTable::Restore(const ModelSnapshot& model) {
+  if (model.specs.size() != model.values.size()) {
+    return absl::InvalidArgumentError("a restored model needs values for every tensor");
+  }
+  absl::MutexLock lock(&mu_);
+  if (!tensors_.empty()) {
+    return absl::FailedPreconditionError("cannot restore into a store that holds a model");
+  }
+  for (size_t i = 0; i < model.specs.size(); ++i) {
+    tensors_[model.specs[i].name] = Tensor{model.specs[i], model.values[i]};
+  }
+  live_version_ = model.live_version;
+  last_closed_round_ = 0;
+  snapshots_.clear();
+  Publish(MakeSnapshot(0));
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
   const v1::PushHeader& h = push.header;
   if (!std::isfinite(h.weight())) return absl::InvalidArgumentError("non-finite push weight");

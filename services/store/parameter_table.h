@@ -87,6 +87,11 @@ class ParameterTable {
   // While no round has closed, the round-0 snapshot is (re)published to include new tensors.
   absl::StatusOr<ApplyResult> Initialize(const StagedPush& push);
 
+  // Loads a checkpointed model into an empty table as the job's initial model: it becomes the
+  // live model and the round-0 snapshot, and later Initialize calls with the same tensors find it
+  // already initialized. FAILED_PRECONDITION when the table holds tensors already.
+  absl::Status Restore(const ModelSnapshot& model);
+
   // Takes a validated delta: IMMEDIATE pushes are added to the model at once; ROUND pushes stay
   // pending until a round's cut reaches their clock. UNAUTHENTICATED: trainer never a member;
   // FAILED_PRECONDITION: departed trainer, stale incarnation, a ROUND push at or below the

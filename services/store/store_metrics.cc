@@ -34,6 +34,13 @@ StoreMetrics::StoreMetrics(prometheus::Registry& r)
                                           "Last published round snapshot (0: initial model).")),
       model_bytes(metrics::AddGauge(r, "syncopate_store_model_bytes",
                                     "Bytes of float32 parameters held by this shard.")),
+      checkpoints_written(metrics::AddCounter(r, "syncopate_store_checkpoints_written_total",
+                                              "Checkpoints of the shard's model written.")),
+      checkpoint_failures(metrics::AddCounter(r, "syncopate_store_checkpoint_failures_total",
+                                              "Checkpoint writes that failed.")),
+      last_checkpoint_time(
+          metrics::AddGauge(r, "syncopate_store_last_checkpoint_timestamp_seconds",
+                            "Unix time of the last checkpoint written (0: none yet).")),
       rejected(prometheus::BuildCounter()
                    .Name("syncopate_store_requests_rejected_total")
                    .Help("Requests rejected, by gRPC status code.")

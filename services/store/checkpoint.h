@@ -1,0 +1,56 @@
+// Checkpoints of one store shard's model: written periodically and at shutdown, restored at start,
+// so a job restarted with the same shard layout resumes from the last checkpoint.
+#ifndef SYNCOPATE_STORE_CHECKPOINT_H_
+#define SYNCOPATE_STORE_CHECKPOINT_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "store/parameter_table.h"
+#include "store/store_metrics.h"
+
+namespace syncopate::store {
+
+// Where shard `shard`'s checkpoint lives in `dir`.
+std::string CheckpointPath(const std::string& dir, uint32_t shard);
+
+// Writes `model` (a live copy from ParameterTable::Snapshot(-1)) to `path` atomically: a reader
+// or a restart never sees a partial file.
+absl::Status WriteCheckpoint(const std::string& path, const ModelSnapshot& model, uint32_t shard,
+                             uint32_t shard_count);
+
+// Reads a checkpoint written for the same shard layout. NOT_FOUND when there is none;
+// DATA_LOSS when it is truncated or its checksum does not match; FAILED_PRECONDITION when it was
+// written by another shard or for another shard count.
+absl::StatusOr<ModelSnapshot> ReadCheckpoint(const std::string& path, uint32_t shard,
+                                             uint32_t shard_count);
+
+// Keeps one shard's checkpoint in a directory. Not thread-safe: one caller (the store's main loop).
+class Checkpointer {
+ public:
+  Checkpointer(ParameterTable& table, StoreMetrics& metrics, const std::string& dir, uint32_t shard,
+               uint32_t shard_count);
+
+  // Restores the checkpoint into the (empty) table when there is one; OK when there is none.
+  // Any other error (corrupt, another shard layout) must stop the shard: starting afresh would
+  // silently discard the trained model.
+  absl::Status RestoreIfPresent();
+
+  // Writes a checkpoint when the live model changed since the last one written or restored.
+  absl::Status SaveIfChanged();
+
+  const std::string& path() const { return path_; }
+
+ private:
+  ParameterTable& table_;
+  StoreMetrics& metrics_;
+  const std::string path_;
+  const uint32_t shard_;
+  const uint32_t shard_count_;
+  int64_t saved_version_ = 0;  // live version of the last checkpoint written or restored
+};
+
+}  // namespace syncopate::store
+
+#endif  // SYNCOPATE_STORE_CHECKPOINT_H_

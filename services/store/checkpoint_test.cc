@@ -1,0 +1,85 @@
+#include "store/checkpoint.h"
+
+#include <cstdlib>
+#include <fstream>
+
+#include "base/files.h"
+#include "gtest/gtest.h"
+#include "store/test_pushes.h"
+
+namespace syncopate::store {
+namespace {
+
+using testing::Header;
+using testing::Stage;
+
+class CheckpointTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char pattern[] = "/tmp/syncopate-checkpoint-XXXXXX";
+    ASSERT_NE(mkdtemp(pattern), nullptr);
+    dir_ = pattern;
+    path_ = CheckpointPath(dir_, 1);
+    table_.SetMembers({{1, 1}});
+    ASSERT_TRUE(table_.Initialize(Stage(Header(1, 1, 0), {{"w", {1, 2, 3}}, {"b", {-4}}})).ok());
+    ASSERT_TRUE(table_.Apply(Stage(Header(1, 1, 1), {{"w", {1, 1, 1}}})).ok());
+  }
+  void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
+
+  std::shared_ptr<const ModelSnapshot> Live() { return *table_.Snapshot(-1); }
+
+  std::string dir_;
+  std::string path_;
+  ParameterTable table_;
+};
+
+TEST_F(CheckpointTest, RoundTripsTheLiveModel) {
+  ASSERT_TRUE(WriteCheckpoint(path_, *Live(), 1, 3).ok());
+  absl::StatusOr<ModelSnapshot> read = ReadCheckpoint(path_, 1, 3);
+  ASSERT_TRUE(read.ok()) << read.status();
+  EXPECT_EQ(read->specs, Live()->specs);
+  EXPECT_EQ(read->values, Live()->values);
+  EXPECT_EQ(read->live_version, Live()->live_version);
+}
+
+TEST_F(CheckpointTest, MissingIsNotFoundAndOtherLayoutsAreRefused) {
+  EXPECT_EQ(ReadCheckpoint(path_, 1, 3).status().code(), absl::StatusCode::kNotFound);
+  ASSERT_TRUE(WriteCheckpoint(path_, *Live(), 1, 3).ok());
+  EXPECT_EQ(ReadCheckpoint(path_, 1, 2).status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(ReadCheckpoint(path_, 0, 3).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(CheckpointTest, CorruptionIsDataLoss) {
+  ASSERT_TRUE(WriteCheckpoint(path_, *Live(), 1, 3).ok());
+  std::string bytes = *base::ReadFile(path_);
+  // Flip a bit near the end: in the last tensor's values or the checksum.
+  std::string flipped = bytes;
+  flipped[flipped.size() - 7] ^= 0x10;
+  ASSERT_TRUE(base::WriteFileAtomically(path_, flipped).ok());
+  EXPECT_EQ(ReadCheckpoint(path_, 1, 3).status().code(), absl::StatusCode::kDataLoss);
+  ASSERT_TRUE(base::WriteFileAtomically(path_, bytes.substr(0, bytes.size() / 2)).ok());
+  EXPECT_EQ(ReadCheckpoint(path_, 1, 3).status().code(), absl::StatusCode::kDataLoss);
+}
+
+TEST_F(CheckpointTest, RestoredModelIsTheInitialModelOfTheNextJob) {
+  ASSERT_TRUE(WriteCheckpoint(path_, *Live(), 1, 3).ok());
+  ParameterTable restarted;
+  ASSERT_TRUE(restarted.Restore(*ReadCheckpoint(path_, 1, 3)).ok());
+  EXPECT_EQ((*restarted.Snapshot(0))->values, Live()->values);
+  EXPECT_EQ(restarted.last_closed_round(), 0);
+  // The next job's trainers initialize with fresh weights: the checkpoint wins.
+  restarted.SetMembers({{7, 1}});
+  auto init = restarted.Initialize(Stage(Header(7, 1, 0), {{"w", {0, 0, 0}}, {"b", {0}}}));
+  ASSERT_TRUE(init.ok());
+  EXPECT_TRUE(init->already_initialized);
+  EXPECT_EQ((*restarted.Snapshot(-1))->values, Live()->values);
+  // A different architecture is refused rather than mixed in.
+  EXPECT_EQ(restarted.Initialize(Stage(Header(7, 1, 0), {{"w", {0, 0}}})).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  // Restoring over a model is refused and changes nothing.
+  EXPECT_EQ(restarted.Restore(*ReadCheckpoint(path_, 1, 3)).code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+}  // namespace
+}  // namespace syncopate::store

@@ -1,0 +1,102 @@
+#!/usr/bin/env bash
+# Tests of the Helm chart, without a cluster. usage: chart_test.sh lint|validate|structure
+#   lint       helm lint --strict with every ci/*-values.yaml; yamllint on the values files; values
+#              that break values.schema.json are refused
+#   validate   helm template with every ci/*-values.yaml; yamllint and the Kubernetes /
+#              Prometheus Operator schemas (npm kubernetes-models) on the rendered objects
+#   structure  check_rendered.py on each rendering, and that it catches a broken one
+# Needs the tools of scripts/install-chart-tools.sh in $SYNCOPATE_TOOLS_DIR (default build/tools).
+set -euo pipefail
+HERE="$(cd "$(dirname "$0")" && pwd)"
+ROOT="$(cd "$HERE/../.." && pwd)"
+CHART="$ROOT/helm/syncopate"
+TOOLS="${SYNCOPATE_TOOLS_DIR:-$ROOT/build/tools}"
+HELM="$TOOLS/bin/helm"
+if [ ! -x "$HELM" ] || [ ! -d "$TOOLS/node_modules/kubernetes-models" ]; then
+  echo "chart tools missing in $TOOLS: run scripts/install-chart-tools.sh" >&2
+  exit 1
+fi
+OUT="$(mktemp -d)"
+trap 'rm -rf "$OUT"' EXIT
+VALUES_LINT='{extends: default, rules: {document-start: disable, line-length: {max: 120}}}'
+# Rendered output mixes toYaml's unindented sequences with indented ones, and embeds dashboards.
+RENDERED_LINT='{extends: default, rules: {document-start: disable, line-length: disable,
+  indentation: {spaces: 2, indent-sequences: whatever}}}'
+
+render() {  # render NAME VALUES_FILE [helm args...] -> $OUT/NAME.yaml
+  local name="$1" values="$2"
+  shift 2
+  "$HELM" template demo "$CHART" --namespace ml -f "$values" "$@" >"$OUT/$name.yaml" 2>"$OUT/$name.err" ||
+    { cat "$OUT/$name.err" >&2; echo "FAIL: helm template with $values" >&2; return 1; }
+}
+
+expect_refused() {  # expect_refused WHAT PATTERN [helm args...]: the schema must refuse them
+  local what="$1" pattern="$2"
+  shift 2
+  if "$HELM" template demo "$CHART" "$@" >"$OUT/refused.yaml" 2>"$OUT/refused.err"; then
+    echo "FAIL: $what was accepted" >&2
+    return 1
+  fi
+  grep -q -- "$pattern" "$OUT/refused.err" ||
+    { cat "$OUT/refused.err" >&2; echo "FAIL: $what refused without naming $pattern" >&2; return 1; }
+  echo "ok: $what refused"
+}
+
+case "${1:-}" in
+  lint)
+    for values in "$CHART"/ci/*-values.yaml; do
+      "$HELM" lint --strict "$CHART" -f "$values" >"$OUT/lint.out" 2>&1 ||
+        { cat "$OUT/lint.out" >&2; echo "FAIL: helm lint --strict with $values" >&2; exit 1; }
+      echo "ok: helm lint --strict -f $(basename "$values")"
+    done
+    yamllint -s -d "$VALUES_LINT" "$CHART/Chart.yaml" "$CHART/values.yaml" "$CHART"/ci/*.yaml
+    echo "ok: yamllint on the values files"
+    expect_refused "a misspelt key" "tranier" --set tranier.replicas=3
+    expect_refused "a string replica count" "/trainer/replicas" --set-string trainer.replicas=three
+    expect_refused "an unknown mode" "/sync/mode" --set sync.mode=bulk
+    expect_refused "zero store shards" "/store/shards" --set store.shards=0
+    expect_refused "a bad duration" "/sync/startTimeout" --set sync.startTimeout=soon
+    ;;
+  validate)
+    for values in "$CHART"/ci/*-values.yaml; do
+      render "$(basename "$values" -values.yaml)" "$values"
+    done
+    yamllint -s -d "$RENDERED_LINT" "$OUT"/*.yaml
+    echo "ok: yamllint on $(ls "$OUT"/*.yaml | wc -l) renderings"
+    node "$HERE/validate_manifests.mjs" "$TOOLS" --self-test
+    node "$HERE/validate_manifests.mjs" "$TOOLS" "$OUT"/*.yaml
+    ;;
+  structure)
+    for values in "$CHART"/ci/*-values.yaml; do
+      name="$(basename "$values" -values.yaml)"
+      render "$name" "$values"
+      /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$values" "$OUT/$name.yaml"
+      echo "ok: structure of $name"
+    done
+    # Scaling through --set reaches the workloads too.
+    printf 'trainer:\n  replicas: 7\nstore:\n  shards: 4\n' >"$OUT/scaled-values.yaml"
+    render scaled "$OUT/scaled-values.yaml"
+    /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$OUT/scaled-values.yaml" "$OUT/scaled.yaml"
+    echo "ok: structure with 7 trainers and 4 shards"
+    # The checks can fail: a trainer dialling a wrong port, a Service forwarding to a missing port.
+    sed 's/--coordinator=\(.*\):7000/--coordinator=\1:7001/' "$OUT/default.yaml" >"$OUT/broken.yaml"
+    if /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$CHART/ci/default-values.yaml" \
+      "$OUT/broken.yaml" >"$OUT/broken.out"; then
+      echo "FAIL: a wrong coordinator port went unnoticed" >&2
+      exit 1
+    fi
+    grep -q "has no port 7001" "$OUT/broken.out"
+    sed 's/targetPort: metrics/targetPort: metricz/' "$OUT/default.yaml" >"$OUT/broken.yaml"
+    if /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$CHART/ci/default-values.yaml" \
+      "$OUT/broken.yaml" >"$OUT/broken.out"; then
+      echo "FAIL: a Service forwarding to a missing port went unnoticed" >&2
+      exit 1
+    fi
+    grep -q "targetPort metricz" "$OUT/broken.out"
+    echo "ok: broken renderings are caught"
+    ;;
+  *)
+    echo "usage: $0 lint|validate|structure" >&2
+    exit 2
+    ;;
+esac

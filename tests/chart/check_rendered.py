@@ -1,0 +1,290 @@
+#!/usr/bin/python3
+"""Structural checks on the chart's rendered manifests, beyond what the Kubernetes schemas catch.
+
+usage: check_rendered.py CHART_DIR VALUES_FILE RENDERED_FILE
+
+The values are the chart's values.yaml with VALUES_FILE merged over it, as Helm merges them. Each
+failed check prints one line; the exit status is 1 if any failed. Checked:
+  - selectors (workloads, Services, PDBs, NetworkPolicies, monitors) select the pods they mean to;
+  - every port a probe, a Service, a NetworkPolicy or a monitor names exists on those pods;
+  - the coordinator address the trainers get resolves to the coordinator Service and its gRPC port;
+  - the store list the coordinator gets names every shard through the headless Service;
+  - scaling values (trainer.replicas, store.shards) reach the workloads and the flags;
+  - GPU settings (limits, tolerations, node selector) appear exactly when trainer.gpu.enabled;
+  - standard labels, non-root security contexts, volumes, service accounts and monitoring toggles.
+"""
+import json
+import re
+import sys
+
+import yaml
+
+problems = []
+
+
+def check(condition, message):
+    if not condition:
+        problems.append(message)
+    return condition
+
+
+def merge(base, override):
+    """Helm's value merge: maps merge recursively, everything else is replaced."""
+    out = dict(base)
+    for key, value in (override or {}).items():
+        if isinstance(value, dict) and isinstance(out.get(key), dict):
+            out[key] = merge(out[key], value)
+        else:
+            out[key] = value
+    return out
+
+
+def name_of(obj):
+    return f"{obj['kind']}/{obj['metadata']['name']}"
+
+
+def selects(selector, labels):
+    return all(labels.get(k) == v for k, v in (selector or {}).items())
+
+
+def pod_template(obj):
+    return obj["spec"]["template"]
+
+
+def containers(template):
+    return template["spec"].get("containers", [])
+
+
+def container_ports(template):
+    """{name: number} and the set of numbers of every container port of a pod template."""
+    named, numbers = {}, set()
+    for c in containers(template):
+        for p in c.get("ports", []):
+            numbers.add(p["containerPort"])
+            if "name" in p:
+                named[p["name"]] = p["containerPort"]
+    return named, numbers
+
+
+def resolves(port, template):
+    named, numbers = container_ports(template)
+    return port in named if isinstance(port, str) else port in numbers
+
+
+def args_of(template, container_name):
+    for c in containers(template):
+        if c["name"] == container_name:
+            return {a.split("=", 1)[0]: a.split("=", 1)[1] for a in c.get("args", []) if "=" in a}
+    return None
+
+
+def main(chart_dir, values_file, rendered_file):
+    with open(f"{chart_dir}/values.yaml") as f:
+        values = yaml.safe_load(f)
+    with open(values_file) as f:
+        values = merge(values, yaml.safe_load(f))
+    with open(rendered_file) as f:
+        objects = [o for o in yaml.safe_load_all(f) if o]
+    check(objects, "nothing was rendered")
+
+    by_kind = {}
+    for obj in objects:
+        by_kind.setdefault(obj["kind"], []).append(obj)
+    workloads = by_kind.get("Deployment", []) + by_kind.get("StatefulSet", [])
+    services = by_kind.get("Service", [])
+
+    def workloads_selected_by(selector):
+        return [w for w in workloads if selects(selector, pod_template(w)["metadata"]["labels"])]
+
+    def component(comp):
+        found = [w for w in workloads
+                 if w["metadata"]["labels"].get("app.kubernetes.io/component") == comp]
+        check(len(found) == 1, f"expected one {comp} workload, found {len(found)}")
+        return found[0] if found else None
+
+    # Labels on every object.
+    for obj in objects:
+        labels = obj["metadata"].get("labels", {})
+        for key in ("app.kubernetes.io/name", "app.kubernetes.io/instance",
+                    "app.kubernetes.io/managed-by", "app.kubernetes.io/version", "helm.sh/chart"):
+            check(key in labels, f"{name_of(obj)} lacks label {key}")
+
+    # Workloads: selectors match their pods; probes name real ports; security; volumes.
+    accounts = {a["metadata"]["name"] for a in by_kind.get("ServiceAccount", [])}
+    for w in workloads:
+        template = pod_template(w)
+        check(selects(w["spec"]["selector"]["matchLabels"], template["metadata"]["labels"]),
+              f"{name_of(w)}: selector does not match its pod labels")
+        check(len(workloads_selected_by(w["spec"]["selector"]["matchLabels"])) == 1,
+              f"{name_of(w)}: its selector also matches another workload's pods")
+        spec = template["spec"]
+        check(spec.get("serviceAccountName") in accounts,
+              f"{name_of(w)}: service account {spec.get('serviceAccountName')} is not rendered")
+        check(spec.get("securityContext", {}).get("runAsNonRoot") is True,
+              f"{name_of(w)}: pods may run as root")
+        volumes = {v["name"] for v in spec.get("volumes", [])}
+        volumes |= {t["metadata"]["name"] for t in w["spec"].get("volumeClaimTemplates", [])}
+        for c in containers(template):
+            sc = c.get("securityContext", {})
+            check(sc.get("allowPrivilegeEscalation") is False and
+                  sc.get("readOnlyRootFilesystem") is True,
+                  f"{name_of(w)}/{c['name']}: security context is not locked down")
+            check("resources" in c, f"{name_of(w)}/{c['name']}: no resources")
+            for probe_kind in ("startupProbe", "readinessProbe", "livenessProbe"):
+                probe = c.get(probe_kind)
+                if not probe:
+                    continue
+                port = (probe.get("grpc") or probe.get("httpGet") or probe.get("tcpSocket"))["port"]
+                check(resolves(port, template),
+                      f"{name_of(w)}/{c['name']}: {probe_kind} port {port} is not a container port")
+            for mount in c.get("volumeMounts", []):
+                check(mount["name"] in volumes,
+                      f"{name_of(w)}/{c['name']}: mounts unknown volume {mount['name']}")
+        if w["kind"] == "StatefulSet":
+            governing = [s for s in services if s["metadata"]["name"] == w["spec"]["serviceName"]]
+            check(governing and governing[0]["spec"].get("clusterIP") == "None",
+                  f"{name_of(w)}: serviceName {w['spec']['serviceName']} is not a headless Service")
+
+    # Services select pods that have every port they forward to.
+    service_ports = {}
+    for s in services:
+        selected = workloads_selected_by(s["spec"]["selector"])
+        check(len(selected) == 1, f"{name_of(s)} selects {len(selected)} workloads, not 1")
+        for p in s["spec"]["ports"]:
+            service_ports.setdefault(s["metadata"]["name"], {})[p["name"]] = p
+            for w in selected:
+                check(resolves(p["targetPort"], pod_template(w)),
+                      f"{name_of(s)}: targetPort {p['targetPort']} is not a port of {name_of(w)}")
+
+    # PodDisruptionBudgets and NetworkPolicies select one workload each, by ports it has.
+    for pdb in by_kind.get("PodDisruptionBudget", []):
+        check(len(workloads_selected_by(pdb["spec"]["selector"]["matchLabels"])) == 1,
+              f"{name_of(pdb)} does not select exactly one workload")
+        check(pdb["spec"].get("maxUnavailable") not in (0, "0", "0%"),
+              f"{name_of(pdb)}: maxUnavailable 0 blocks every node drain")
+    for policy in by_kind.get("NetworkPolicy", []):
+        selected = workloads_selected_by(policy["spec"]["podSelector"]["matchLabels"])
+        check(len(selected) == 1, f"{name_of(policy)} does not select exactly one workload")
+        for rule in policy["spec"].get("ingress", []):
+            for p in rule.get("ports", []):
+                for w in selected:
+                    check(resolves(p["port"], pod_template(w)),
+                          f"{name_of(policy)}: port {p['port']} is not a port of {name_of(w)}")
+
+    # Monitors select Services/pods with a `metrics` port; they exist only when enabled.
+    for monitor in by_kind.get("ServiceMonitor", []):
+        selected = [s for s in services
+                    if selects(monitor["spec"]["selector"]["matchLabels"], s["metadata"]["labels"])]
+        check(len(selected) == 1, f"{name_of(monitor)} selects {len(selected)} Services, not 1")
+        for endpoint in monitor["spec"]["endpoints"]:
+            for s in selected:
+                check(endpoint["port"] in service_ports[s["metadata"]["name"]],
+                      f"{name_of(monitor)}: {name_of(s)} has no port {endpoint['port']}")
+    for monitor in by_kind.get("PodMonitor", []):
+        selected = workloads_selected_by(monitor["spec"]["selector"]["matchLabels"])
+        check(len(selected) == 1, f"{name_of(monitor)} does not select exactly one workload")
+        for endpoint in monitor["spec"]["podMetricsEndpoints"]:
+            for w in selected:
+                check(resolves(endpoint["port"], pod_template(w)),
+                      f"{name_of(monitor)}: port {endpoint['port']} is not a port of {name_of(w)}")
+    metrics = values["metrics"]
+    for kind, enabled, count in (("ServiceMonitor", metrics["serviceMonitor"]["enabled"], 3),
+                                 ("PodMonitor", metrics["podMonitor"]["enabled"], 3),
+                                 ("PrometheusRule", metrics["prometheusRule"]["enabled"], 1)):
+        check(len(by_kind.get(kind, [])) == (count if enabled else 0),
+              f"{kind}: {len(by_kind.get(kind, []))} rendered with enabled={enabled}")
+    for rule in by_kind.get("PrometheusRule", []):
+        check([g for g in rule["spec"]["groups"] if g.get("rules")],
+              f"{name_of(rule)} has no rules")
+    dashboards = [c for c in by_kind.get("ConfigMap", [])
+                  if values["dashboards"]["label"] in c["metadata"]["labels"]]
+    check(len(dashboards) == (2 if values["dashboards"]["enabled"] else 0),
+          f"{len(dashboards)} dashboard ConfigMaps with dashboards.enabled="
+          f"{values['dashboards']['enabled']}")
+    for c in dashboards:
+        for key, text in c["data"].items():
+            board = json.loads(text)
+            check(board.get("uid") == key.removesuffix(".json"),
+                  f"{name_of(c)}: {key} has uid {board.get('uid')}")
+
+    coordinator, store, trainer = component("coordinator"), component("store"), component("trainer")
+    if not (coordinator and store and trainer):
+        return
+
+    # The coordinator address the trainers get is the coordinator Service's gRPC port.
+    trainer_args = args_of(pod_template(trainer), "trainer")
+    host, _, port = trainer_args["--coordinator"].rpartition(":")
+    target = [s for s in services if s["metadata"]["name"] == host]
+    if check(target, f"trainers dial {host}, which is no Service"):
+        service = target[0]
+        check(selects(service["spec"]["selector"], pod_template(coordinator)["metadata"]["labels"]),
+              f"Service {host} does not select the coordinator")
+        forwarded = [p for p in service["spec"]["ports"] if p["port"] == int(port)]
+        if check(forwarded, f"Service {host} has no port {port}"):
+            named, _ = container_ports(pod_template(coordinator))
+            listen = args_of(pod_template(coordinator), "coordinator")["--listen"]
+            check(named.get(forwarded[0]["targetPort"]) == int(listen.rpartition(":")[2]),
+                  f"Service {host}:{port} does not reach the coordinator's --listen {listen}")
+
+    # The store list names shard i as <statefulset>-i.<headless service>.<ns>.svc.<domain>:<port>.
+    shards = values["store"]["shards"]
+    stores = args_of(pod_template(coordinator), "coordinator")["--stores"].split(",")
+    check(len(stores) == shards, f"--stores has {len(stores)} entries for {shards} shards")
+    store_name, headless = store["metadata"]["name"], store["spec"]["serviceName"]
+    namespace = store["metadata"]["namespace"]
+    domain = values["global"]["clusterDomain"]
+    store_port = container_ports(pod_template(store))[0]["grpc"]
+    for i, address in enumerate(stores):
+        check(address == f"{store_name}-{i}.{headless}.{namespace}.svc.{domain}:{store_port}",
+              f"store {i} address {address} is not shard {i} through {headless}")
+
+    # Scaling values reach the workloads and the flags.
+    check(store["spec"]["replicas"] == shards, "store replicas differ from store.shards")
+    check(args_of(pod_template(store), "store")["--shard-count"] == str(shards),
+          "--shard-count differs from store.shards")
+    check(args_of(pod_template(store), "store")["--shard"] == "$(POD_INDEX)",
+          "the store's shard is not its ordinal")
+    replicas = values["trainer"]["replicas"]
+    check(trainer["spec"]["replicas"] == replicas, "trainer replicas differ from trainer.replicas")
+    min_trainers = values["sync"]["minTrainers"] or replicas
+    check(args_of(pod_template(coordinator), "coordinator")["--min-trainers"] == str(min_trainers),
+          "--min-trainers differs from sync.minTrainers (default trainer.replicas)")
+    check(args_of(pod_template(coordinator), "coordinator")["--mode"] == values["sync"]["mode"],
+          "--mode differs from sync.mode")
+    check(coordinator["spec"]["replicas"] == 1, "more than one coordinator")
+    for w in (store, trainer):
+        env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+               for c in containers(pod_template(w)) for e in c.get("env", [])}
+        check(env.get("POD_INDEX") == "metadata.labels['apps.kubernetes.io/pod-index']",
+              f"{name_of(w)}: POD_INDEX is not the pod's ordinal")
+
+    # GPU settings appear exactly when enabled.
+    gpu = values["trainer"]["gpu"]
+    spec = pod_template(trainer)["spec"]
+    limits = containers(pod_template(trainer))[0]["resources"].get("limits", {})
+    device = trainer_args["--device"]
+    if gpu["enabled"]:
+        check(limits.get("nvidia.com/gpu") == gpu["count"], "trainer GPU limit missing")
+        check(all(t in spec.get("tolerations", []) for t in gpu["tolerations"]),
+              "GPU tolerations missing")
+        check(selects(gpu["nodeSelector"], spec.get("nodeSelector", {})), "GPU nodeSelector missing")
+        check(device == "auto", f"--device={device} with GPUs")
+    else:
+        check("nvidia.com/gpu" not in limits, "CPU-only trainers request GPUs")
+        check(not any(t.get("key") == "nvidia.com/gpu" for t in spec.get("tolerations", [])),
+              "CPU-only trainers tolerate the GPU taint")
+        check(device == "cpu", f"--device={device} on CPU-only trainers")
+
+    # Persistence: one claim per shard, or an emptyDir.
+    claims = store["spec"].get("volumeClaimTemplates", [])
+    check(bool(claims) == values["store"]["persistence"]["enabled"],
+          "store volumeClaimTemplates do not follow store.persistence.enabled")
+
+
+if __name__ == "__main__":
+    if len(sys.argv) != 4:
+        sys.exit(__doc__)
+    main(*sys.argv[1:])
+    for p in problems:
+        print(f"{sys.argv[3]}: {p}")
+    sys.exit(1 if problems else 0)
