@@ -97,6 +97,7 @@ int main(int argc, char** argv) {
 
   auto backend = syncopate::compute::MakeBackend(device);
   if (!backend.ok()) return Fail(backend.status(), kExitUsage);
+  if (device == "auto") spdlog::info("--device=auto: this build has no GPU backend; using the CPU");
   syncopate::compute::ModelSpec spec;
   spec.architecture = model_name;
   spec.hidden = hidden;

@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
-# Tests of the Helm chart, without a cluster. usage: chart_test.sh lint|validate|structure
+# Tests of the Helm chart, without a cluster. usage: chart_test.sh lint|validate|structure|manifests
 #   lint       helm lint --strict with every ci/*-values.yaml; yamllint on the values files; values
 #              that break values.schema.json are refused
 #   validate   helm template with every ci/*-values.yaml; yamllint and the Kubernetes /
 #              Prometheus Operator schemas (npm kubernetes-models) on the rendered objects
 #   structure  check_rendered.py on each rendering, and that it catches a broken one
+#   manifests  deploy/kubernetes/ equals a fresh scripts/render-manifests.sh
 # Needs the tools of scripts/install-chart-tools.sh in $SYNCOPATE_TOOLS_DIR (default build/tools).
 set -euo pipefail
 HERE="$(cd "$(dirname "$0")" && pwd)"
@@ -95,8 +96,14 @@ case "${1:-}" in
     grep -q "targetPort metricz" "$OUT/broken.out"
     echo "ok: broken renderings are caught"
     ;;
+  manifests)
+    SYNCOPATE_TOOLS_DIR="$TOOLS" "$ROOT/scripts/render-manifests.sh" "$OUT/manifests"
+    diff -ru "$ROOT/deploy/kubernetes" "$OUT/manifests" ||
+      { echo "FAIL: deploy/kubernetes/ is stale: run scripts/render-manifests.sh" >&2; exit 1; }
+    echo "ok: deploy/kubernetes/ matches the chart"
+    ;;
   *)
-    echo "usage: $0 lint|validate|structure" >&2
+    echo "usage: $0 lint|validate|structure|manifests" >&2
     exit 2
     ;;
 esac

@@ -1,0 +1,21 @@
+# syncopate-build: compiles the three binaries once for the runtime images (docker/README.md).
+# Each binary's runtime Debian packages, found from its shared libraries, are listed beside it
+# in /out, so a runtime image installs exactly what its binary loads.
+ARG BUILD_BASE=debian:bookworm
+FROM ${BUILD_BASE}
+RUN apt-get update \
+ && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
+      build-essential cmake ninja-build pkg-config libgrpc++-dev protobuf-compiler-grpc \
+      libprotobuf-dev protobuf-compiler libabsl-dev prometheus-cpp-dev libopenblas-dev zlib1g-dev \
+      nlohmann-json3-dev libspdlog-dev libcli11-dev \
+ && rm -rf /var/lib/apt/lists/*
+WORKDIR /src
+COPY . .
+RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYNCOPATE_BUILD_TESTS=OFF \
+      -DSYNCOPATE_BUILD_BENCHMARKS=OFF -DSYNCOPATE_CUDA=OFF \
+ && cmake --build /build --target syncopate-store syncopate-coordinator syncopate-trainer \
+ && mkdir -p /out \
+ && for binary in syncopate-store syncopate-coordinator syncopate-trainer; do \
+      cp /build/bin/$binary /out/ && strip /out/$binary \
+      && docker/runtime-packages.sh /out/$binary > /out/$binary.packages || exit 1; \
+    done
