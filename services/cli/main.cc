@@ -1,4 +1,5 @@
-// syncopate: the command-line entry point. `local` runs a whole cluster on this machine; `status`
+// syncopate: the command-line entry point. `local` runs a whole cluster on this machine, `compare`
+// runs one scenario under several modes, `sim` simulates multicast selection at scale, `status`
 // asks a running coordinator.
 #include <unistd.h>
 
@@ -11,6 +12,7 @@
 #include "base/signals.h"
 #include "cli/compare_command.h"
 #include "cli/local_command.h"
+#include "cli/sim_command.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/spdlog.h"
 #include "sync/policy_factory.h"
@@ -152,6 +154,25 @@ int main(int argc, char** argv) {
   compare.Add(compare_cmd);
   compare_cmd->get_option("--report-dir")->required();
 
+  syncopate::cli::SimOptions sim;
+  std::string sim_modes = "selmcast,orpheus";
+  CLI::App* sim_cmd = app.add_subcommand(
+      "sim", "Simulate SelMcast's and Orpheus's multicast rounds at scale (no processes)");
+  sim_cmd->add_option("--mode", sim_modes, "Modes, comma-separated: selmcast, orpheus");
+  sim_cmd->add_option("--trainers", sim.trainers, "Simulated trainers (n)");
+  sim_cmd->add_option("--bandwidth-spread", sim.bandwidth_spread,
+                      "lambda: each rate is mean * (1 + lambda * U[-1,1])");
+  sim_cmd->add_option("--upload-scale", sim.upload_scale, "mu: mean upload / mean download");
+  sim_cmd->add_option("--bandwidth-gbps", sim.bandwidth_gbps, "Mean rate, Gbit/s");
+  sim_cmd->add_option("--volume-mb", sim.volume_mb, "Model bytes each trainer multicasts, MB");
+  sim_cmd->add_option("--p", sim.min_receivers_fraction, "Minimum receivers as a fraction of n");
+  sim_cmd->add_option("--k", sim.k, "Every pair synchronizes at least once per k+1 rounds");
+  sim_cmd->add_option("--layer", sim.layer, "l3 (network multicast) or l7 (unicast fan-out)");
+  sim_cmd->add_option("--rounds", sim.rounds, "Rounds per trial");
+  sim_cmd->add_option("--trials", sim.trials, "Trials (each draws new bandwidths)");
+  sim_cmd->add_option("--seed", sim.seed, "Seed of the bandwidths and of Orpheus's choices");
+  sim_cmd->add_option("--json", sim.json_out, "Also write the figures here as JSON");
+
   std::string coordinator = "127.0.0.1:7000";
   CLI::App* status_cmd = app.add_subcommand("status", "Show a running coordinator's cluster state");
   status_cmd->add_option("--coordinator", coordinator, "Coordinator address host:port");
@@ -159,6 +180,14 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (status_cmd->parsed()) return Status(coordinator);
+
+  if (sim_cmd->parsed()) {
+    sim.modes = syncopate::base::SplitList(sim_modes);
+    absl::StatusOr<std::vector<syncopate::cli::SimRow>> rows = syncopate::cli::RunSim(sim);
+    if (!rows.ok()) return Fail(rows.status(), ExitCodeOf(rows.status()));
+    std::printf("%s", syncopate::cli::FormatSim(sim, *rows).c_str());
+    return 0;
+  }
 
   if (compare_cmd->parsed()) {
     if (absl::Status s = compare.Finish(); !s.ok()) return Fail(s, 2);

@@ -63,7 +63,8 @@ case "${1:-}" in
       render "$(basename "$values" -values.yaml)" "$values"
     done
     yamllint -s -d "$RENDERED_LINT" "$OUT"/*.yaml
-    echo "ok: yamllint on $(ls "$OUT"/*.yaml | wc -l) renderings"
+    renderings=("$OUT"/*.yaml)
+    echo "ok: yamllint on ${#renderings[@]} renderings"
     node "$HERE/validate_manifests.mjs" "$TOOLS" --self-test
     node "$HERE/validate_manifests.mjs" "$TOOLS" "$OUT"/*.yaml
     ;;

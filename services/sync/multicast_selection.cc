@@ -1,0 +1,202 @@
+#include "sync/multicast_selection.h"
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <tuple>
+
+#include "absl/strings/str_cat.h"
+
+namespace syncopate::sync {
+namespace {
+
+// Relative slack for "does not lengthen the estimate", against rounding in sums of bytes.
+constexpr double kSlack = 1e-9;
+
+// Running per-trainer byte totals of a plan being built.
+struct Loads {
+  std::vector<double> sent;      // bytes each sender sends
+  std::vector<double> received;  // bytes each receiver receives
+};
+
+double SendIncrement(const MulticastProblem& p, const PairMatrix& sends, int i) {
+  if (p.layer == MulticastLayer::kL7) return p.volume[i];
+  return sends.RowCount(i) == 0 ? p.volume[i] : 0.0;
+}
+
+void Add(const MulticastProblem& p, int i, int j, PairMatrix& sends, Loads& loads) {
+  loads.sent[i] += SendIncrement(p, sends, i);
+  loads.received[j] += p.volume[i];
+  sends.set(i, j, true);
+}
+
+Loads Empty(int n) { return {std::vector<double>(n, 0.0), std::vector<double>(n, 0.0)}; }
+
+// Forces the pairs the k-round rule requires; returns the loads they create.
+Loads ForcePairs(const MulticastProblem& p, const PairHistory& history, int64_t round,
+                 PairMatrix& sends) {
+  const int n = p.size();
+  Loads loads = Empty(n);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i != j && history.Forced(i, j, round)) Add(p, i, j, sends, loads);
+    }
+  }
+  return loads;
+}
+
+}  // namespace
+
+int PairMatrix::RowCount(int i) const {
+  int count = 0;
+  for (int j = 0; j < n_; ++j) count += cells_[Index(i, j)];
+  return count;
+}
+
+int PairMatrix::ColumnCount(int j) const {
+  int count = 0;
+  for (int i = 0; i < n_; ++i) count += cells_[Index(i, j)];
+  return count;
+}
+
+PairHistory::PairHistory(int n, int k) : n_(n), k_(k), last_(static_cast<size_t>(n) * n, -1) {}
+
+int64_t PairHistory::RoundsSince(int i, int j, int64_t round) const {
+  return round - last_[static_cast<size_t>(i) * n_ + j];
+}
+
+void PairHistory::Record(const PairMatrix& sends, int64_t round) {
+  for (int i = 0; i < n_; ++i) {
+    for (int j = 0; j < n_; ++j) {
+      if (sends.at(i, j)) last_[static_cast<size_t>(i) * n_ + j] = round;
+    }
+  }
+}
+
+absl::Status MulticastProblem::Validate() const {
+  const size_t n = upload.size();
+  if (download.size() != n || volume.size() != n || min_receivers.size() != n) {
+    return absl::InvalidArgumentError("upload, download, volume and min_receivers differ in size");
+  }
+  for (size_t i = 0; i < n; ++i) {
+    for (double value : {upload[i], download[i], volume[i]}) {
+      if (!std::isfinite(value) || value <= 0) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("trainer ", i, ": rates and volumes must be positive and finite"));
+      }
+    }
+    if (min_receivers[i] < 0 || min_receivers[i] > static_cast<int>(n) - 1) {
+      return absl::InvalidArgumentError(absl::StrCat("trainer ", i, ": p = ", min_receivers[i],
+                                                     " is outside [0, ", n - 1, "]"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+double SendBytes(const MulticastProblem& problem, const PairMatrix& sends, int i) {
+  const int receivers = sends.RowCount(i);
+  if (problem.layer == MulticastLayer::kL7) return receivers * problem.volume[i];
+  return receivers > 0 ? problem.volume[i] : 0.0;
+}
+
+double ReceiveBytes(const MulticastProblem& problem, const PairMatrix& sends, int j) {
+  double bytes = 0;
+  for (int i = 0; i < sends.size(); ++i) {
+    if (sends.at(i, j)) bytes += problem.volume[i];
+  }
+  return bytes;
+}
+
+double EstimateSeconds(const MulticastProblem& problem, const PairMatrix& sends) {
+  double seconds = 0;
+  for (int i = 0; i < problem.size(); ++i) {
+    seconds = std::max({seconds, SendBytes(problem, sends, i) / problem.upload[i],
+                        ReceiveBytes(problem, sends, i) / problem.download[i]});
+  }
+  return seconds;
+}
+
+MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& history,
+                             int64_t round, bool pareto_additions) {
+  const int n = p.size();
+  MulticastPlan plan{PairMatrix(n), PairMatrix(n), 0};
+  PairMatrix& x = plan.sends;
+  Loads loads = ForcePairs(p, history, round, x);
+
+  // Basic selection: senders with the most forced receivers first, lightest receivers each.
+  std::vector<int> senders(n);
+  std::iota(senders.begin(), senders.end(), 0);
+  std::stable_sort(senders.begin(), senders.end(),
+                   [&](int a, int b) { return x.RowCount(a) > x.RowCount(b); });
+  std::vector<int> candidates;
+  for (int i : senders) {
+    const int missing = p.min_receivers[i] - x.RowCount(i);
+    if (missing <= 0) continue;
+    candidates.clear();
+    for (int j = 0; j < n; ++j) {
+      if (j != i && !x.at(i, j)) candidates.push_back(j);
+    }
+    auto load = [&](int j) { return (p.volume[i] + loads.received[j]) / p.download[j]; };
+    std::stable_sort(candidates.begin(), candidates.end(),
+                     [&](int a, int b) { return load(a) < load(b); });
+    for (int c = 0; c < missing && c < static_cast<int>(candidates.size()); ++c) {
+      Add(p, i, candidates[c], x, loads);
+    }
+  }
+
+  // Pareto improvement: add pairs, longest unsynchronized first, that stay within the estimate.
+  const double t = EstimateSeconds(p, x);
+  if (!pareto_additions) {
+    plan.estimated_seconds = t;
+    return plan;
+  }
+  std::vector<std::tuple<int64_t, int, int>> unselected;  // (-c_ij, i, j)
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i != j && !x.at(i, j)) unselected.emplace_back(-history.RoundsSince(i, j, round), i, j);
+    }
+  }
+  std::sort(unselected.begin(), unselected.end());
+  const double limit = t * (1 + kSlack);
+  for (const auto& [negative_c, i, j] : unselected) {
+    const double sent = loads.sent[i] + SendIncrement(p, x, i);
+    const double received = loads.received[j] + p.volume[i];
+    if (sent / p.upload[i] <= limit && received / p.download[j] <= limit) {
+      Add(p, i, j, x, loads);
+      plan.additions.set(i, j, true);
+    }
+  }
+  plan.estimated_seconds = EstimateSeconds(p, x);
+  return plan;
+}
+
+MulticastPlan SelectOrpheus(const MulticastProblem& p, const PairHistory& history, int64_t round,
+                            std::mt19937_64& rng) {
+  const int n = p.size();
+  MulticastPlan plan{PairMatrix(n), PairMatrix(n), 0};
+  PairMatrix& x = plan.sends;
+  Loads loads = ForcePairs(p, history, round, x);
+  std::vector<int> candidates;
+  for (int i = 0; i < n; ++i) {
+    candidates.clear();
+    for (int j = 0; j < n; ++j) {
+      if (j != i && !x.at(i, j)) candidates.push_back(j);
+    }
+    const int missing = std::min<int>(p.min_receivers[i] - x.RowCount(i), candidates.size());
+    // A partial Fisher-Yates shuffle draws `missing` distinct receivers uniformly.
+    for (int c = 0; c < missing; ++c) {
+      std::uniform_int_distribution<size_t> pick(c, candidates.size() - 1);
+      std::swap(candidates[c], candidates[pick(rng)]);
+      Add(p, i, candidates[c], x, loads);
+    }
+  }
+  plan.estimated_seconds = EstimateSeconds(p, x);
+  return plan;
+}
+
+int DefaultMinReceivers(int n, double fraction) {
+  if (n < 2) return 0;
+  return std::clamp(static_cast<int>(std::ceil(fraction * n)), 1, n - 1);
+}
+
+}  // namespace syncopate::sync

@@ -1,0 +1,111 @@
+// Receiver selection for peer-to-peer model multicast, one synchronization round at a time:
+// SelMcast's BSP algorithm (Luo et al., TSC 2024, Algorithm 1: greedy load balancing over the
+// receivers' bandwidth, then Pareto additions) and the Orpheus baseline (p receivers at random).
+// Both keep the k-round rule: a pair (i, j) not synchronized in the last k rounds is forced, so
+// every pair synchronizes at least once every k+1 rounds.
+//
+// Bandwidth follows the paper's switch model: sender i uploads at most `upload[i]` bytes/s (the
+// paper's ingress b_i^I, the switch port i sends into) and receiver j downloads at most
+// `download[j]` (the paper's egress b_j^E). Pure functions; no clocks, no threads.
+#ifndef SYNCOPATE_SYNC_MULTICAST_SELECTION_H_
+#define SYNCOPATE_SYNC_MULTICAST_SELECTION_H_
+
+#include <cstdint>
+#include <random>
+#include <vector>
+
+#include "absl/status/status.h"
+
+namespace syncopate::sync {
+
+// How a sender's bytes grow with its receivers.
+enum class MulticastLayer {
+  kL3,  // network multicast: a sender sends its model once, whatever the number of receivers
+  kL7,  // application fan-out (unicast streams): a sender sends its model once per receiver
+};
+
+// Square 0/1 matrix over n trainers: at(i, j) is "i sends to j".
+class PairMatrix {
+ public:
+  explicit PairMatrix(int n = 0) : n_(n), cells_(static_cast<size_t>(n) * n, 0) {}
+  int size() const { return n_; }
+  bool at(int i, int j) const { return cells_[Index(i, j)] != 0; }
+  void set(int i, int j, bool value) { cells_[Index(i, j)] = value ? 1 : 0; }
+  int RowCount(int i) const;     // receivers of i
+  int ColumnCount(int j) const;  // senders to j
+  bool operator==(const PairMatrix& other) const { return cells_ == other.cells_; }
+
+ private:
+  size_t Index(int i, int j) const { return static_cast<size_t>(i) * n_ + j; }
+  int n_;
+  std::vector<uint8_t> cells_;
+};
+
+// The k-round rule's memory: the last round each pair synchronized. Round numbers start at 0.
+class PairHistory {
+ public:
+  PairHistory(int n, int k);
+  int size() const { return n_; }
+  int k() const { return k_; }
+  // c_ij: rounds since i last sent to j, as of round `round` (round + 1 if never).
+  int64_t RoundsSince(int i, int j, int64_t round) const;
+  // Whether round `round` must include (i, j): it was not synchronized in the last k rounds.
+  bool Forced(int i, int j, int64_t round) const { return RoundsSince(i, j, round) > k_; }
+  // Records round `round`'s pairs.
+  void Record(const PairMatrix& sends, int64_t round);
+
+ private:
+  int n_;
+  int k_;
+  std::vector<int64_t> last_;  // n*n; -1: never
+};
+
+struct MulticastProblem {
+  std::vector<double> upload;    // bytes/s each sender can upload (b^I)
+  std::vector<double> download;  // bytes/s each receiver can download (b^E)
+  std::vector<double> volume;    // bytes each sender multicasts (v_i)
+  std::vector<int> min_receivers;  // p_i, at most n-1
+  MulticastLayer layer = MulticastLayer::kL3;
+
+  int size() const { return static_cast<int>(upload.size()); }
+  // INVALID_ARGUMENT unless every vector has n entries, rates and volumes are positive and finite,
+  // and 0 <= p_i <= n-1.
+  absl::Status Validate() const;
+};
+
+struct MulticastPlan {
+  PairMatrix sends;
+  // The pairs SelMcast's Pareto step added (a subset of `sends`): they use spare bandwidth only,
+  // so transfers to them run at a lower priority than the rest (strict priority, work-conserving).
+  PairMatrix additions;
+  // The bottleneck estimate of the round's completion: max over senders of bytes sent / upload
+  // and over receivers of bytes received / download.
+  double estimated_seconds = 0;
+};
+
+// Bytes sender i sends under `sends` (L3: its volume once if it has a receiver; L7: per receiver).
+double SendBytes(const MulticastProblem& problem, const PairMatrix& sends, int i);
+// Bytes receiver j receives under `sends`.
+double ReceiveBytes(const MulticastProblem& problem, const PairMatrix& sends, int j);
+// The bottleneck estimate of MulticastPlan::estimated_seconds.
+double EstimateSeconds(const MulticastProblem& problem, const PairMatrix& sends);
+
+// SelMcast's Algorithm 1 for round `round`. Forced pairs first; then, senders with the most
+// forced receivers first, each tops up to p_i receivers with the lightest normalized load
+// ((volume + bytes already coming) / download); then every unselected pair, longest unsynchronized
+// first, is added when it lengthens neither the sender's nor the receiver's time beyond the
+// estimate (skipped when `pareto_additions` is false). Deterministic: ties go to the lower index.
+MulticastPlan SelectSelMcast(const MulticastProblem& problem, const PairHistory& history,
+                             int64_t round, bool pareto_additions = true);
+
+// Orpheus as SelMcast's evaluation runs it: forced pairs first, then up to p_i receivers drawn
+// uniformly at random from the rest.
+MulticastPlan SelectOrpheus(const MulticastProblem& problem, const PairHistory& history,
+                            int64_t round, std::mt19937_64& rng);
+
+// The default p: ceil(fraction * n), clamped to [1, n-1] (0 when n < 2).
+int DefaultMinReceivers(int n, double fraction = 0.3);
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_MULTICAST_SELECTION_H_

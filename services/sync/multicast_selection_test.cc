@@ -1,0 +1,194 @@
+#include "sync/multicast_selection.h"
+
+#include <random>
+
+#include "gtest/gtest.h"
+
+namespace syncopate::sync {
+namespace {
+
+MulticastProblem Uniform(int n, int p, double rate = 100, double volume = 10,
+                         MulticastLayer layer = MulticastLayer::kL3) {
+  MulticastProblem problem;
+  problem.upload.assign(n, rate);
+  problem.download.assign(n, rate);
+  problem.volume.assign(n, volume);
+  problem.min_receivers.assign(n, p);
+  problem.layer = layer;
+  return problem;
+}
+
+// Bandwidths b(1 + spread * x), x ~ U[-1, 1], as in the paper's evaluation.
+MulticastProblem Random(int n, int p, double spread, std::mt19937_64& rng,
+                        MulticastLayer layer = MulticastLayer::kL3) {
+  MulticastProblem problem = Uniform(n, p, 100, 10, layer);
+  std::uniform_real_distribution<double> x(-1, 1);
+  for (int i = 0; i < n; ++i) {
+    problem.upload[i] = 100 * (1 + spread * x(rng));
+    problem.download[i] = 100 * (1 + spread * x(rng));
+  }
+  return problem;
+}
+
+TEST(MulticastProblemTest, ValidateRefusesBadInput) {
+  EXPECT_TRUE(Uniform(4, 2).Validate().ok());
+  MulticastProblem p = Uniform(4, 2);
+  p.min_receivers[1] = 4;
+  EXPECT_FALSE(p.Validate().ok());
+  p = Uniform(4, 2);
+  p.download[3] = 0;
+  EXPECT_FALSE(p.Validate().ok());
+  p = Uniform(4, 2);
+  p.volume.pop_back();
+  EXPECT_FALSE(p.Validate().ok());
+}
+
+TEST(MulticastSelectionTest, SendBytesFollowTheLayer) {
+  PairMatrix sends(3);
+  sends.set(0, 1, true);
+  sends.set(0, 2, true);
+  EXPECT_EQ(SendBytes(Uniform(3, 1, 100, 10, MulticastLayer::kL3), sends, 0), 10);
+  EXPECT_EQ(SendBytes(Uniform(3, 1, 100, 10, MulticastLayer::kL7), sends, 0), 20);
+  EXPECT_EQ(ReceiveBytes(Uniform(3, 1), sends, 2), 10);
+  EXPECT_EQ(SendBytes(Uniform(3, 1), sends, 1), 0);
+}
+
+TEST(MulticastSelectionTest, BasicSelectionPicksTheLightestReceivers) {
+  // Receiver 2 downloads 10x faster than 1 and 3: every sender's single receiver should be the one
+  // with the least normalized load, and 2 absorbs most of them.
+  MulticastProblem p = Uniform(4, 1);
+  p.download = {100, 100, 1000, 100};
+  PairHistory history(4, 4);
+  MulticastPlan plan = SelectSelMcast(p, history, 0, /*pareto_additions=*/false);
+  EXPECT_TRUE(plan.sends.at(0, 2));
+  EXPECT_TRUE(plan.sends.at(1, 2));
+  EXPECT_TRUE(plan.sends.at(3, 2));
+  // Receiver 2 cannot send to itself; it picks the lowest-index receiver among equal loads.
+  EXPECT_TRUE(plan.sends.at(2, 0));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(plan.sends.RowCount(i), 1) << i;
+  EXPECT_DOUBLE_EQ(plan.estimated_seconds, 0.1);  // 10 bytes / 100 bytes/s at every sender
+}
+
+TEST(MulticastSelectionTest, ParetoAdditionsNeverLengthenTheEstimate) {
+  std::mt19937_64 rng(7);
+  for (MulticastLayer layer : {MulticastLayer::kL3, MulticastLayer::kL7}) {
+    for (int trial = 0; trial < 50; ++trial) {
+      const int n = 5 + trial % 20;
+      MulticastProblem p = Random(n, DefaultMinReceivers(n), 0.5, rng, layer);
+      PairHistory history(n, 4);
+      MulticastPlan basic = SelectSelMcast(p, history, 0, false);
+      MulticastPlan full = SelectSelMcast(p, history, 0, true);
+      EXPECT_LE(full.estimated_seconds, basic.estimated_seconds * (1 + 1e-9));
+      int basic_pairs = 0;
+      int full_pairs = 0;
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < n; ++j) {
+          if (basic.sends.at(i, j)) EXPECT_TRUE(full.sends.at(i, j));  // only additions
+          basic_pairs += basic.sends.at(i, j);
+          full_pairs += full.sends.at(i, j);
+        }
+      }
+      EXPECT_GE(full_pairs, basic_pairs);
+    }
+  }
+}
+
+TEST(MulticastSelectionTest, EverySenderReachesP) {
+  std::mt19937_64 rng(11);
+  for (int trial = 0; trial < 30; ++trial) {
+    const int n = 3 + trial;
+    const int p = DefaultMinReceivers(n);
+    MulticastProblem problem = Random(n, p, 0.5, rng, MulticastLayer::kL7);
+    PairHistory history(n, 4);
+    MulticastPlan sel = SelectSelMcast(problem, history, 0);
+    MulticastPlan orpheus = SelectOrpheus(problem, history, 0, rng);
+    for (int i = 0; i < n; ++i) {
+      EXPECT_GE(sel.sends.RowCount(i), p);
+      EXPECT_EQ(orpheus.sends.RowCount(i), p);  // exactly p while nothing is forced
+      EXPECT_FALSE(sel.sends.at(i, i));
+      EXPECT_FALSE(orpheus.sends.at(i, i));
+    }
+  }
+}
+
+// Every pair must synchronize in every window of k+1 consecutive rounds.
+void ExpectKRoundRule(bool selmcast, int n, int k) {
+  std::mt19937_64 rng(3);
+  PairHistory history(n, k);
+  std::vector<PairMatrix> rounds;
+  for (int64_t round = 0; round < 40; ++round) {
+    MulticastProblem p = Random(n, 1, 0.9, rng, MulticastLayer::kL7);
+    MulticastPlan plan =
+        selmcast ? SelectSelMcast(p, history, round) : SelectOrpheus(p, history, round, rng);
+    history.Record(plan.sends, round);
+    rounds.push_back(plan.sends);
+  }
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i == j) continue;
+      for (size_t start = 0; start + k + 1 <= rounds.size(); ++start) {
+        bool synced = false;
+        for (int r = 0; r <= k; ++r) synced = synced || rounds[start + r].at(i, j);
+        EXPECT_TRUE(synced) << (selmcast ? "selmcast" : "orpheus") << " pair " << i << "->" << j
+                            << " not synchronized in rounds " << start << ".." << start + k;
+      }
+    }
+  }
+}
+
+TEST(MulticastSelectionTest, EveryPairSynchronizesOnceEveryKPlusOneRounds) {
+  ExpectKRoundRule(true, 8, 2);
+  ExpectKRoundRule(false, 8, 2);
+  ExpectKRoundRule(true, 12, 4);
+  ExpectKRoundRule(false, 12, 4);
+}
+
+TEST(MulticastSelectionTest, ForcedPairsComeFromTheHistory) {
+  PairHistory history(3, 1);
+  EXPECT_FALSE(history.Forced(0, 1, 0));
+  EXPECT_TRUE(history.Forced(0, 1, 1));  // never synchronized in rounds 0..1
+  PairMatrix sends(3);
+  sends.set(0, 1, true);
+  history.Record(sends, 1);
+  EXPECT_EQ(history.RoundsSince(0, 1, 2), 1);
+  EXPECT_FALSE(history.Forced(0, 1, 2));
+  EXPECT_TRUE(history.Forced(0, 1, 3));
+  EXPECT_TRUE(history.Forced(1, 0, 2));
+}
+
+TEST(MulticastSelectionTest, SlowReceiverGetsFewerSendersThanUnderOrpheus) {
+  // Trainer 0 downloads at a fifth of the others' rate; SelMcast balances load by bandwidth.
+  const int n = 10;
+  std::mt19937_64 rng(5);
+  MulticastProblem p = Uniform(n, DefaultMinReceivers(n), 100, 10, MulticastLayer::kL7);
+  p.download[0] = 20;
+  PairHistory sel_history(n, 4);
+  PairHistory orpheus_history(n, 4);
+  double sel_senders = 0;
+  double orpheus_senders = 0;
+  double sel_seconds = 0;
+  double orpheus_seconds = 0;
+  for (int64_t round = 0; round < 20; ++round) {
+    MulticastPlan sel = SelectSelMcast(p, sel_history, round);
+    MulticastPlan orpheus = SelectOrpheus(p, orpheus_history, round, rng);
+    sel_history.Record(sel.sends, round);
+    orpheus_history.Record(orpheus.sends, round);
+    sel_senders += sel.sends.ColumnCount(0);
+    orpheus_senders += orpheus.sends.ColumnCount(0);
+    sel_seconds += sel.estimated_seconds;
+    orpheus_seconds += orpheus.estimated_seconds;
+  }
+  EXPECT_LT(sel_senders, orpheus_senders);
+  EXPECT_LT(sel_seconds, orpheus_seconds);
+}
+
+TEST(MulticastSelectionTest, DefaultMinReceiversIsThirtyPercentClamped) {
+  EXPECT_EQ(DefaultMinReceivers(1), 0);
+  EXPECT_EQ(DefaultMinReceivers(2), 1);
+  EXPECT_EQ(DefaultMinReceivers(4), 2);
+  EXPECT_EQ(DefaultMinReceivers(100), 30);
+  EXPECT_EQ(DefaultMinReceivers(200), 60);
+}
+
+}  // namespace
+}  // namespace syncopate::sync
