@@ -15,10 +15,10 @@ namespace syncopate::cli {
 struct SimOptions {
   std::vector<std::string> modes = {"selmcast", "orpheus"};
   int trainers = 100;
-  double bandwidth_spread = 0.5;  // lambda: rates are mean * (1 + lambda * U[-1, 1])
-  double upload_scale = 1.0;      // mu: uploads are mu times the downloads on average
-  double bandwidth_gbps = 40;     // mean rate
-  double volume_mb = 200;         // bytes each trainer multicasts per round
+  double bandwidth_spread = 0.5;        // lambda: rates are mean * (1 + lambda * U[-1, 1])
+  double upload_scale = 1.0;            // mu: uploads are mu times the downloads on average
+  double bandwidth_gbps = 40;           // mean rate
+  double volume_mb = 200;               // bytes each trainer multicasts per round
   double min_receivers_fraction = 0.3;  // p = ceil(fraction * n)
   int k = 4;                            // every pair synchronizes at least once per k+1 rounds
   std::string layer = "l3";             // l3 (network multicast) or l7 (unicast fan-out)

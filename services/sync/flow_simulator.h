@@ -50,8 +50,8 @@ absl::StatusOr<RoundTimes> SimulateMulticastRound(const MulticastProblem& proble
 double CompletionLowerBound(const MulticastProblem& problem);
 
 // One round's problem as SelMcast's evaluation draws it: every trainer multicasts `volume` bytes;
-// download rates are mean * (1 + spread * x) and upload rates mean * upload_scale * (1 + spread * x),
-// each x drawn independently from U[-1, 1]; p_i = `min_receivers` for every trainer.
+// download rates are mean * (1 + spread * x) and upload rates mean * upload_scale * (1 + spread *
+// x), each x drawn independently from U[-1, 1]; p_i = `min_receivers` for every trainer.
 MulticastProblem RandomBandwidthProblem(int trainers, double mean, double spread,
                                         double upload_scale, double volume, int min_receivers,
                                         MulticastLayer layer, std::mt19937_64& rng);

@@ -86,8 +86,7 @@ TEST(FlowSimulatorTest, ParetoAdditionsNeverDelayTheRequiredTransfers) {
       const MulticastPlan full = SelectSelMcast(p, history, 0, /*pareto_additions=*/true);
       const RoundTimes without = *SimulateMulticastRound(p, basic);
       const RoundTimes with = *SimulateMulticastRound(p, full);
-      EXPECT_NEAR(with.required_seconds, without.required_seconds,
-                  1e-9 * without.required_seconds)
+      EXPECT_NEAR(with.required_seconds, without.required_seconds, 1e-9 * without.required_seconds)
           << "n=" << n;
       EXPECT_GE(with.all_seconds, with.required_seconds);
     }

@@ -86,8 +86,8 @@ absl::Status MulticastProblem::Validate() const {
       }
     }
     if (min_receivers[i] < 0 || min_receivers[i] > static_cast<int>(n) - 1) {
-      return absl::InvalidArgumentError(absl::StrCat("trainer ", i, ": p = ", min_receivers[i],
-                                                     " is outside [0, ", n - 1, "]"));
+      return absl::InvalidArgumentError(
+          absl::StrCat("trainer ", i, ": p = ", min_receivers[i], " is outside [0, ", n - 1, "]"));
     }
   }
   return absl::OkStatus();
@@ -116,8 +116,8 @@ double EstimateSeconds(const MulticastProblem& problem, const PairMatrix& sends)
   return seconds;
 }
 
-MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& history,
-                             int64_t round, bool pareto_additions) {
+MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& history, int64_t round,
+                             bool pareto_additions) {
   const int n = p.size();
   MulticastPlan plan{PairMatrix(n), PairMatrix(n), 0};
   PairMatrix& x = plan.sends;

@@ -53,6 +53,10 @@ class PairHistory {
   bool Forced(int i, int j, int64_t round) const { return RoundsSince(i, j, round) > k_; }
   // Records round `round`'s pairs.
   void Record(const PairMatrix& sends, int64_t round);
+  // Sets the last round (i, j) synchronized (-1: never).
+  void Set(int i, int j, int64_t last_round) {
+    last_[static_cast<size_t>(i) * n_ + j] = last_round;
+  }
 
  private:
   int n_;
@@ -61,9 +65,9 @@ class PairHistory {
 };
 
 struct MulticastProblem {
-  std::vector<double> upload;    // bytes/s each sender can upload (b^I)
-  std::vector<double> download;  // bytes/s each receiver can download (b^E)
-  std::vector<double> volume;    // bytes each sender multicasts (v_i)
+  std::vector<double> upload;      // bytes/s each sender can upload (b^I)
+  std::vector<double> download;    // bytes/s each receiver can download (b^E)
+  std::vector<double> volume;      // bytes each sender multicasts (v_i)
   std::vector<int> min_receivers;  // p_i, at most n-1
   MulticastLayer layer = MulticastLayer::kL3;
 

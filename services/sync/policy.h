@@ -55,6 +55,18 @@ struct RoundClose {
   int live_trainers = 0;
 };
 
+// The peer-to-peer modes' part of a grant: before computing its next iteration, the trainer sends
+// its model to `send_to` and averages in the models that arrive from `receive_from` by the
+// exchange deadline.
+struct PeerExchange {
+  int64_t round = 0;
+  std::vector<TrainerId> send_to;
+  std::vector<TrainerId> receive_from;
+  bool operator==(const PeerExchange& o) const {
+    return round == o.round && send_to == o.send_to && receive_from == o.receive_from;
+  }
+};
+
 // Permission for `trainer`, now at `clock`, to compute iteration clock + 1.
 struct Grant {
   TrainerId trainer = 0;
@@ -62,8 +74,10 @@ struct Grant {
   PullSpec pull;
   // The bound in force when granted (0 for BSP, -1 for none).
   int64_t staleness_bound = -1;
-  // The trainer's group (hybrid); -1 when the mode has none.
+  // The trainer's group (hybrid, dssync); -1 when the mode has none.
   int group = -1;
+  // Peer-to-peer modes: the exchange to do first.
+  std::optional<PeerExchange> exchange;
 };
 
 // Decisions to carry out in order: first close the rounds (on every store shard), then send the
@@ -80,6 +94,16 @@ struct Decisions {
 enum class PushMode {
   kImmediate,  // the store applies each delta at once with the trainer's weight
   kRound,      // the delta joins its round; the round's mean is applied when the round closes
+  kNone,       // nothing goes to the store: trainers exchange models with each other (P2P modes)
+};
+
+// One trainer's measured transfers of one exchange (P2P modes): bytes sent and received and how
+// long each direction was busy.
+struct TransferSample {
+  double sent_bytes = 0;
+  double send_seconds = 0;
+  double received_bytes = 0;
+  double receive_seconds = 0;
 };
 
 // Not thread-safe: the caller serialises events.
@@ -126,6 +150,8 @@ class SyncPolicy {
   // The trainer's total compute seconds when it reported `clock` (call before OnClock). Policies
   // that group by speed use it; others ignore it.
   virtual void ObserveCompute(TrainerId, int64_t /*clock*/, double /*compute_seconds*/) {}
+  // The trainer's transfers of its last exchange (call before OnClock). P2P modes plan with them.
+  virtual void ObserveTransfers(TrainerId, const TransferSample&) {}
 };
 
 // The base of policies that keep a clock per member (every policy so far): the clock table, its

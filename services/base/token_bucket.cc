@@ -1,0 +1,23 @@
+#include "base/token_bucket.h"
+
+#include <algorithm>
+
+namespace syncopate::base {
+
+TokenBucket::TokenBucket(double bytes_per_second, double burst_bytes, const Clock& clock)
+    : rate_(bytes_per_second),
+      burst_(burst_bytes),
+      clock_(clock),
+      tokens_(burst_bytes),
+      last_(clock.Now()) {}
+
+absl::Duration TokenBucket::Take(size_t bytes) {
+  absl::MutexLock lock(&mu_);
+  const absl::Time now = clock_.Now();
+  tokens_ = std::min(burst_, tokens_ + rate_ * absl::ToDoubleSeconds(now - last_));
+  last_ = now;
+  tokens_ -= static_cast<double>(bytes);
+  return tokens_ >= 0 ? absl::ZeroDuration() : absl::Seconds(-tokens_ / rate_);
+}
+
+}  // namespace syncopate::base

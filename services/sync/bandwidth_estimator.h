@@ -1,0 +1,57 @@
+// Smoothed per-trainer link rates from measured transfers, for the peer-to-peer modes' planning.
+// Trainers time their real transfers and report, per round, the bytes they sent and received and
+// how long each direction was busy; the estimate is an exponentially weighted moving average of
+// the achieved rates. Pure: no clocks.
+#ifndef SYNCOPATE_SYNC_BANDWIDTH_ESTIMATOR_H_
+#define SYNCOPATE_SYNC_BANDWIDTH_ESTIMATOR_H_
+
+#include <map>
+#include <optional>
+
+#include "absl/status/status.h"
+#include "sync/clock_table.h"
+
+namespace syncopate::sync {
+
+struct LinkRates {
+  double upload = 0;    // bytes/s the trainer sent at (its egress)
+  double download = 0;  // bytes/s it received at (its ingress)
+};
+
+class BandwidthEstimator {
+ public:
+  // `weight` of a new sample in (0, 1]; `initial` is assumed for trainers with no sample yet.
+  BandwidthEstimator(double weight, LinkRates initial) : weight_(weight), initial_(initial) {}
+
+  // One direction's transfer: `bytes` moved in `seconds` of busy time. INVALID_ARGUMENT (nothing
+  // changes) unless both are positive and finite. Samples below kMinSampleBytes are ignored (OK):
+  // their time is mostly latency, not bandwidth.
+  absl::Status AddUpload(TrainerId trainer, double bytes, double seconds);
+  absl::Status AddDownload(TrainerId trainer, double bytes, double seconds);
+
+  // The estimate; for a direction without samples, the mean of the other trainers' estimates in
+  // that direction, or `initial` when there are none.
+  LinkRates Estimate(TrainerId trainer) const;
+  // Whether the trainer has samples in both directions.
+  bool Measured(TrainerId trainer) const;
+  void Forget(TrainerId trainer) { rates_.erase(trainer); }
+
+  static constexpr double kMinSampleBytes = 64 * 1024;
+
+ private:
+  struct Smoothed {
+    std::optional<double> upload;
+    std::optional<double> download;
+  };
+  absl::Status Add(TrainerId trainer, double bytes, double seconds,
+                   std::optional<double> Smoothed::*direction);
+  double MeanOf(std::optional<double> Smoothed::*direction, double fallback) const;
+
+  const double weight_;
+  const LinkRates initial_;
+  std::map<TrainerId, Smoothed> rates_;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_BANDWIDTH_ESTIMATOR_H_

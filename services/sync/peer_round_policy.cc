@@ -1,0 +1,181 @@
+#include "sync/peer_round_policy.h"
+
+#include <algorithm>
+
+#include "sync/dssync_grouping.h"
+
+namespace syncopate::sync {
+namespace {
+
+// Weight of a new transfer sample in the bandwidth estimate.
+constexpr double kSampleWeight = 0.3;
+
+}  // namespace
+
+PeerRoundPolicy::PeerRoundPolicy(PeerRoundConfig config)
+    : config_(std::move(config)),
+      gate_(config_.min_trainers, config_.start_timeout),
+      bandwidth_(kSampleWeight, LinkRates{1, 1}),
+      rng_(config_.seed) {}
+
+int PeerRoundPolicy::GroupOf(TrainerId trainer) const {
+  auto it = group_of_.find(trainer);
+  return it == group_of_.end() ? -1 : it->second;
+}
+
+int PeerRoundPolicy::group_count() const {
+  int groups = 0;
+  for (const auto& [id, group] : group_of_) groups = std::max(groups, group + 1);
+  return groups;
+}
+
+absl::StatusOr<int64_t> PeerRoundPolicy::OnJoin(TrainerId trainer, absl::Time now,
+                                                Decisions* decisions) {
+  if (absl::Status s = CheckJoin(trainer); !s.ok()) return s;
+  gate_.NoteJoin(now);
+  clocks_.Set(trainer, granted_clock_);
+  newcomers_.insert(trainer);
+  GrantNewcomers(now, decisions);
+  return granted_clock_;
+}
+
+absl::StatusOr<Decisions> PeerRoundPolicy::OnClock(TrainerId trainer, int64_t clock,
+                                                   absl::Time now) {
+  const bool awaiting = newcomers_.count(trainer) > 0 || waiting_.count(trainer) > 0;
+  if (absl::Status s = CheckReport(trainer, clock, awaiting); !s.ok()) return s;
+  clocks_.Set(trainer, clock);
+  waiting_.insert(trainer);
+  Decisions decisions;
+  MaybeRelease(&decisions);
+  GrantNewcomers(now, &decisions);
+  return decisions;
+}
+
+Decisions PeerRoundPolicy::OnLeave(TrainerId trainer, absl::Time now) {
+  Decisions decisions;
+  if (!clocks_.Get(trainer)) return decisions;
+  clocks_.Erase(trainer);
+  newcomers_.erase(trainer);
+  waiting_.erase(trainer);
+  group_of_.erase(trainer);
+  bandwidth_.Forget(trainer);
+  MaybeRelease(&decisions);
+  GrantNewcomers(now, &decisions);
+  return decisions;
+}
+
+Decisions PeerRoundPolicy::OnTick(absl::Time now) {
+  Decisions decisions;
+  GrantNewcomers(now, &decisions);
+  return decisions;
+}
+
+void PeerRoundPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& sample) {
+  // Zero-byte directions (a trainer that sent or received nothing) carry no rate; bad samples are
+  // dropped rather than failing the report.
+  if (sample.sent_bytes > 0) {
+    bandwidth_.AddUpload(trainer, sample.sent_bytes, sample.send_seconds).IgnoreError();
+  }
+  if (sample.received_bytes > 0) {
+    bandwidth_.AddDownload(trainer, sample.received_bytes, sample.receive_seconds).IgnoreError();
+  }
+}
+
+void PeerRoundPolicy::GrantNewcomers(absl::Time now, Decisions* decisions) {
+  if (newcomers_.empty() || !gate_.Open(clocks_.size(), now)) return;
+  for (TrainerId t : newcomers_) {
+    decisions->grants.push_back(Grant{t, granted_clock_, PullSpec::Live(), 0, GroupOf(t)});
+  }
+  newcomers_.clear();
+}
+
+void PeerRoundPolicy::MaybeRelease(Decisions* decisions) {
+  // Every member that has been granted must be waiting at the next clock.
+  const size_t granted_members = clocks_.size() - newcomers_.size();
+  if (waiting_.empty() || waiting_.size() < granted_members) return;
+  const std::vector<TrainerId> members(waiting_.begin(), waiting_.end());
+  const int64_t round = granted_clock_ + 1;
+  last_plan_ =
+      config_.planner == "dssync" ? PlanGroups(members, round) : PlanMulticast(members, round);
+  for (TrainerId t : members) {
+    decisions->grants.push_back(Grant{t, round, PullSpec::None(), 0, GroupOf(t), last_plan_[t]});
+  }
+  granted_clock_ = round;
+  waiting_.clear();
+}
+
+std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
+    const std::vector<TrainerId>& members, int64_t round) {
+  const int n = static_cast<int>(members.size());
+  std::map<TrainerId, PeerExchange> plan;
+  for (TrainerId t : members) plan[t].round = round;
+  if (n < 2) return plan;
+  MulticastProblem problem;
+  PairHistory history(n, config_.k);
+  for (int i = 0; i < n; ++i) {
+    const LinkRates rates = bandwidth_.Estimate(members[i]);
+    problem.upload.push_back(rates.upload);
+    problem.download.push_back(rates.download);
+    problem.volume.push_back(1);  // every trainer sends the same model
+    problem.min_receivers.push_back(DefaultMinReceivers(n, config_.min_receivers_fraction));
+    for (int j = 0; j < n; ++j) {
+      // A pair never seen counts as just exchanged: a joiner is not forced on everyone at once.
+      auto it = last_exchanged_.find({members[i], members[j]});
+      history.Set(i, j, it == last_exchanged_.end() ? round - 1 : it->second);
+    }
+  }
+  problem.layer = MulticastLayer::kL7;  // gRPC streams: one copy per receiver
+  const MulticastPlan selected = config_.planner == "orpheus"
+                                     ? SelectOrpheus(problem, history, round, rng_)
+                                     : SelectSelMcast(problem, history, round);
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (!selected.sends.at(i, j)) continue;
+      plan[members[i]].send_to.push_back(members[j]);
+      plan[members[j]].receive_from.push_back(members[i]);
+      last_exchanged_[{members[i], members[j]}] = round;
+    }
+  }
+  return plan;
+}
+
+std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanGroups(const std::vector<TrainerId>& members,
+                                                              int64_t round) {
+  DsSyncOptions options;
+  options.groups = config_.groups;
+  // Bandwidth-aware: trainers whose slower direction is well below the median's are spread out.
+  std::vector<double> slower;
+  for (TrainerId t : members) {
+    if (!bandwidth_.Measured(t)) continue;
+    const LinkRates r = bandwidth_.Estimate(t);
+    slower.push_back(std::min(r.upload, r.download));
+  }
+  if (!slower.empty()) {
+    std::nth_element(slower.begin(), slower.begin() + slower.size() / 2, slower.end());
+    const double median = slower[slower.size() / 2];
+    for (TrainerId t : members) {
+      const LinkRates r = bandwidth_.Estimate(t);
+      if (bandwidth_.Measured(t) && std::min(r.upload, r.download) < config_.slow_fraction * median)
+        options.slow.push_back(t);
+    }
+  }
+  std::map<TrainerId, PeerExchange> plan;
+  group_of_.clear();
+  const std::vector<std::vector<TrainerId>> groups =
+      DsSyncGroups(members, config_.seed, round, options);
+  for (size_t g = 0; g < groups.size(); ++g) {
+    for (TrainerId t : groups[g]) {
+      group_of_[t] = static_cast<int>(g);
+      PeerExchange& exchange = plan[t];
+      exchange.round = round;
+      for (TrainerId peer : groups[g]) {
+        if (peer == t) continue;
+        exchange.send_to.push_back(peer);
+        exchange.receive_from.push_back(peer);
+      }
+    }
+  }
+  return plan;
+}
+
+}  // namespace syncopate::sync

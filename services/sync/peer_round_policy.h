@@ -1,0 +1,91 @@
+// The peer-to-peer modes: trainers exchange models with each other instead of pushing to the store.
+// Rounds are bulk-synchronous: when every live trainer has reported clock c, each is granted with
+// the exchange of round c (whom to send its model to, whom to expect models from), and then
+// computes iteration c + 1. Who talks to whom is the planner's choice:
+//   selmcast  SelMcast's greedy load balancing over the receivers' measured download rates, then
+//             Pareto additions (Luo et al., TSC 2024); at least p receivers per sender
+//   orpheus   p receivers at random (the baseline SelMcast is measured against)
+//   dssync    DS-Sync: the trainers are shuffled into groups every round and exchange within their
+//             group only (Wang et al., 2020); bandwidth-aware, trainers on slow links are spread
+//             over different groups
+// Both multicast planners keep the k-round rule (every pair exchanges at least once per k+1
+// rounds). Bandwidth comes from the trainers' measured transfers (ObserveTransfers). A trainer that
+// leaves releases the barrier; peers it was to exchange with stop waiting for it at the exchange
+// deadline (the trainer side).
+#ifndef SYNCOPATE_SYNC_PEER_ROUND_POLICY_H_
+#define SYNCOPATE_SYNC_PEER_ROUND_POLICY_H_
+
+#include <map>
+#include <random>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sync/bandwidth_estimator.h"
+#include "sync/multicast_selection.h"
+#include "sync/policy.h"
+#include "sync/start_gate.h"
+
+namespace syncopate::sync {
+
+struct PeerRoundConfig {
+  std::string planner = "selmcast";     // selmcast, orpheus or dssync
+  double min_receivers_fraction = 0.3;  // p = ceil(fraction * n), multicast planners
+  int k = 4;                            // multicast planners' k-round rule
+  int groups = 2;                       // dssync
+  // dssync, bandwidth-aware: a trainer whose slower direction is below this fraction of the median
+  // trainer's is "slow" and kept apart from the other slow ones.
+  double slow_fraction = 0.5;
+  uint64_t seed = 1;  // dssync's shuffle; orpheus's random choices
+  int min_trainers = 1;
+  absl::Duration start_timeout = absl::Seconds(30);
+};
+
+class PeerRoundPolicy final : public ClockedPolicy {
+ public:
+  explicit PeerRoundPolicy(PeerRoundConfig config);
+
+  std::string name() const override { return config_.planner; }
+  PushMode push_mode() const override { return PushMode::kNone; }
+  int64_t staleness_bound() const override { return 0; }
+  int GroupOf(TrainerId trainer) const override;
+  int group_count() const override;
+
+  // A newcomer starts at the clock the others were last granted at and is granted at once (it
+  // pulls the store's initial model); its first exchange is the next round's.
+  absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
+  absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
+  Decisions OnLeave(TrainerId trainer, absl::Time now) override;
+  Decisions OnTick(absl::Time now) override;
+  int64_t last_closed_round() const override { return 0; }
+  void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
+
+  // The last planned round's exchanges, by trainer (for status and tests).
+  const std::map<TrainerId, PeerExchange>& last_plan() const { return last_plan_; }
+  const BandwidthEstimator& bandwidth() const { return bandwidth_; }
+
+ private:
+  // Grants every waiter with round `clock_`'s exchange once all live members wait.
+  void MaybeRelease(Decisions* decisions);
+  void GrantNewcomers(absl::Time now, Decisions* decisions);
+  std::map<TrainerId, PeerExchange> PlanMulticast(const std::vector<TrainerId>& members,
+                                                  int64_t round);
+  std::map<TrainerId, PeerExchange> PlanGroups(const std::vector<TrainerId>& members,
+                                               int64_t round);
+
+  const PeerRoundConfig config_;
+  StartGate gate_;
+  BandwidthEstimator bandwidth_;
+  std::mt19937_64 rng_;
+  std::set<TrainerId> newcomers_;  // joined, first grant not yet sent
+  std::set<TrainerId> waiting_;    // reported the barrier clock, not granted yet
+  int64_t granted_clock_ = 0;      // the clock every member was last granted at
+  // The k-round rule's memory across membership changes: last round (sender, receiver) exchanged.
+  std::map<std::pair<TrainerId, TrainerId>, int64_t> last_exchanged_;
+  std::map<TrainerId, PeerExchange> last_plan_;
+  std::map<TrainerId, int> group_of_;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_PEER_ROUND_POLICY_H_

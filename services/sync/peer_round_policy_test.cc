@@ -1,0 +1,164 @@
+#include "sync/peer_round_policy.h"
+
+#include <algorithm>
+#include <set>
+
+#include "gtest/gtest.h"
+#include "sync/policy_test_util.h"
+
+namespace syncopate::sync {
+namespace {
+
+using testing::Granted;
+using testing::JoinAll;
+using testing::kT0;
+
+PeerRoundConfig Config(const std::string& planner, int min_trainers = 1) {
+  PeerRoundConfig config;
+  config.planner = planner;
+  config.min_trainers = min_trainers;
+  config.groups = 2;
+  return config;
+}
+
+// Reports `clock` for trainers 1..n and returns the decisions of the last report.
+Decisions ReportAll(PeerRoundPolicy& p, int n, int64_t clock) {
+  Decisions last;
+  for (TrainerId t = 1; t <= static_cast<TrainerId>(n); ++t) {
+    absl::StatusOr<Decisions> d = p.OnClock(t, clock, kT0);
+    EXPECT_TRUE(d.ok()) << d.status();
+    if (t < static_cast<TrainerId>(n)) {
+      EXPECT_TRUE(d->grants.empty()) << "released before everyone reported";
+    }
+    last = *d;
+  }
+  return last;
+}
+
+// Every sender's receivers list it among their senders, and nobody exchanges with itself.
+void ExpectConsistent(const std::map<TrainerId, PeerExchange>& plan) {
+  for (const auto& [t, exchange] : plan) {
+    for (TrainerId to : exchange.send_to) {
+      EXPECT_NE(to, t);
+      const auto& from = plan.at(to).receive_from;
+      EXPECT_NE(std::find(from.begin(), from.end(), t), from.end()) << t << "->" << to;
+    }
+  }
+}
+
+TEST(PeerRoundPolicyTest, RoundsAreBulkSynchronousWithAnExchangeEach) {
+  for (const std::string planner : {"selmcast", "orpheus", "dssync"}) {
+    PeerRoundPolicy p(Config(planner, 4));
+    Decisions joined = JoinAll(p, 4);
+    EXPECT_EQ(Granted(joined).size(), 4u) << planner;  // the gate opens at the fourth join
+    for (const Grant& g : joined.grants) {
+      EXPECT_EQ(g.pull, PullSpec::Live());
+      EXPECT_FALSE(g.exchange.has_value());
+    }
+    for (int64_t clock = 1; clock <= 6; ++clock) {
+      Decisions d = ReportAll(p, 4, clock);
+      ASSERT_EQ(d.grants.size(), 4u) << planner;
+      for (const Grant& g : d.grants) {
+        EXPECT_EQ(g.clock, clock);
+        EXPECT_EQ(g.pull, PullSpec::None());
+        ASSERT_TRUE(g.exchange.has_value());
+        EXPECT_EQ(g.exchange->round, clock);
+        EXPECT_FALSE(g.exchange->send_to.empty()) << planner;
+      }
+      ExpectConsistent(p.last_plan());
+    }
+    EXPECT_EQ(p.push_mode(), PushMode::kNone);
+  }
+}
+
+TEST(PeerRoundPolicyTest, MulticastPlannersSendToAtLeastP) {
+  for (const std::string planner : {"selmcast", "orpheus"}) {
+    PeerRoundPolicy p(Config(planner, 10));
+    JoinAll(p, 10);
+    ReportAll(p, 10, 1);
+    for (const auto& [t, exchange] : p.last_plan()) {
+      EXPECT_GE(exchange.send_to.size(), 3u) << planner;  // p = ceil(0.3 * 10)
+      if (planner == "orpheus") EXPECT_EQ(exchange.send_to.size(), 3u);
+    }
+  }
+}
+
+TEST(PeerRoundPolicyTest, SelMcastSendsLessToASlowReceiverThanOrpheus) {
+  auto senders_to_slow = [](const std::string& planner) {
+    PeerRoundPolicy p(Config(planner, 8));
+    JoinAll(p, 8);
+    size_t total = 0;
+    for (int64_t clock = 1; clock <= 12; ++clock) {
+      for (TrainerId t = 1; t <= 8; ++t) {
+        // Trainer 8 downloads at a fifth of the others' rate (2.5 vs 12.5 MB/s, i.e. 20 vs
+        // 100 Mbit/s): the switch's egress port towards it, in SelMcast's terms.
+        const double download = t == 8 ? 2.5e6 : 12.5e6;
+        p.ObserveTransfers(t, TransferSample{12.5e6, 1.0, download, 1.0});
+      }
+      ReportAll(p, 8, clock);
+      total += p.last_plan().at(8).receive_from.size();
+    }
+    return total;
+  };
+  EXPECT_LT(senders_to_slow("selmcast"), senders_to_slow("orpheus"));
+}
+
+TEST(PeerRoundPolicyTest, DsSyncGroupsPartitionAndKeepSlowLinksApart) {
+  PeerRoundConfig config = Config("dssync", 6);
+  config.groups = 2;
+  PeerRoundPolicy p(config);
+  JoinAll(p, 6);
+  for (int64_t clock = 1; clock <= 10; ++clock) {
+    for (TrainerId t = 1; t <= 6; ++t) {
+      const double rate = t == 2 || t == 5 ? 1e6 : 10e6;
+      p.ObserveTransfers(t, TransferSample{rate, 1.0, rate, 1.0});
+    }
+    ReportAll(p, 6, clock);
+    EXPECT_EQ(p.group_count(), 2);
+    EXPECT_NE(p.GroupOf(2), p.GroupOf(5)) << "round " << clock;
+    for (const auto& [t, exchange] : p.last_plan()) {
+      EXPECT_EQ(exchange.send_to.size(), 2u);  // the two others of a group of 3
+      for (TrainerId peer : exchange.send_to) EXPECT_EQ(p.GroupOf(peer), p.GroupOf(t));
+    }
+    ExpectConsistent(p.last_plan());
+  }
+}
+
+TEST(PeerRoundPolicyTest, ADepartureReleasesTheRound) {
+  PeerRoundPolicy p(Config("selmcast", 3));
+  JoinAll(p, 3);
+  ASSERT_TRUE(p.OnClock(1, 1, kT0)->grants.empty());
+  ASSERT_TRUE(p.OnClock(2, 1, kT0)->grants.empty());
+  Decisions d = p.OnLeave(3, kT0);  // 3 died before reporting
+  ASSERT_EQ(Granted(d), (std::vector<TrainerId>{1, 2}));
+  for (const auto& [t, exchange] : p.last_plan()) {
+    EXPECT_EQ(std::count(exchange.send_to.begin(), exchange.send_to.end(), 3), 0);
+  }
+}
+
+TEST(PeerRoundPolicyTest, ANewcomerJoinsAtTheGrantedClockAndTheNextRound) {
+  PeerRoundPolicy p(Config("orpheus", 2));
+  JoinAll(p, 2);
+  ReportAll(p, 2, 1);
+  ReportAll(p, 2, 2);
+  Decisions d;
+  absl::StatusOr<int64_t> start = p.OnJoin(3, kT0, &d);
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(*start, 2);
+  ASSERT_EQ(Granted(d), (std::vector<TrainerId>{3}));  // at once: the gate is open
+  EXPECT_TRUE(p.OnClock(1, 3, kT0)->grants.empty());
+  EXPECT_TRUE(p.OnClock(2, 3, kT0)->grants.empty());  // waits for the newcomer's clock 3
+  EXPECT_EQ(p.OnClock(3, 3, kT0)->grants.size(), 3u);
+}
+
+TEST(PeerRoundPolicyTest, BadReportsAreRefused) {
+  PeerRoundPolicy p(Config("selmcast", 2));
+  JoinAll(p, 2);
+  EXPECT_FALSE(p.OnClock(9, 1, kT0).ok());  // unknown
+  EXPECT_FALSE(p.OnClock(1, 2, kT0).ok());  // skips a clock
+  ASSERT_TRUE(p.OnClock(1, 1, kT0).ok());
+  EXPECT_FALSE(p.OnClock(1, 2, kT0).ok());  // still waiting for its grant
+}
+
+}  // namespace
+}  // namespace syncopate::sync
