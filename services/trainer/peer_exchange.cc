@@ -1,0 +1,201 @@
+#include "trainer/peer_exchange.h"
+
+#include <cstring>
+#include <thread>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+#include "rpc/grpc_util.h"
+
+namespace syncopate::trainer {
+namespace {
+
+// Waits out what the bucket asks for `bytes` (no-op without a bucket).
+void Pace(base::TokenBucket* bucket, size_t bytes) {
+  if (bucket == nullptr) return;
+  const absl::Duration wait = bucket->Take(bytes);
+  if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
+}
+
+size_t PayloadBytes(const v1::PushMessage& message) {
+  return message.has_chunk() ? message.chunk().data().size() : 0;
+}
+
+tensor::TensorMap ToTensorMap(const store::StagedPush& push) {
+  tensor::TensorMap model;
+  for (const tensor::TensorSpec& spec : push.tensors) {
+    model[spec.name].resize(spec.NumElements());
+  }
+  for (const store::StagedChunk& chunk : push.chunks) {
+    std::vector<float>& values = model[push.tensors[chunk.tensor_index].name];
+    std::memcpy(values.data() + chunk.offset, chunk.values(), chunk.bytes.size());
+  }
+  return model;
+}
+
+}  // namespace
+
+void TransferMeter::Record(uint64_t bytes, absl::Time start, absl::Time end) {
+  absl::MutexLock lock(&mu_);
+  bytes_ += bytes;
+  if (!first_ || start < *first_) first_ = start;
+  if (end > last_) last_ = end;
+}
+
+std::pair<double, double> TransferMeter::Take() {
+  absl::MutexLock lock(&mu_);
+  const double seconds = first_ ? absl::ToDoubleSeconds(last_ - *first_) : 0.0;
+  std::pair<double, double> out{static_cast<double>(bytes_), seconds};
+  bytes_ = 0;
+  first_.reset();
+  return out;
+}
+
+absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::TensorMap model) {
+  absl::MutexLock lock(&mu_);
+  if (round <= done_round_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("round ", round, " arrived after its exchange ended"));
+  }
+  auto [it, inserted] = rounds_[round].try_emplace(sender, std::move(model));
+  if (!inserted) {
+    return absl::AlreadyExistsError(
+        absl::StrCat("trainer ", sender, " already sent its model for round ", round));
+  }
+  return absl::OkStatus();
+}
+
+std::map<uint64_t, tensor::TensorMap> ExchangeInbox::Collect(int64_t round,
+                                                             const std::vector<uint64_t>& senders,
+                                                             absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto all_arrived = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    auto it = rounds_.find(round);
+    if (it == rounds_.end()) return senders.empty();
+    for (uint64_t s : senders) {
+      if (it->second.count(s) == 0) return false;
+    }
+    return true;
+  };
+  mu_.AwaitWithDeadline(absl::Condition(&all_arrived), deadline);
+  std::map<uint64_t, tensor::TensorMap> out;
+  if (auto it = rounds_.find(round); it != rounds_.end()) {
+    for (uint64_t s : senders) {
+      if (auto m = it->second.find(s); m != it->second.end()) out.emplace(s, std::move(m->second));
+    }
+  }
+  rounds_.erase(rounds_.begin(), rounds_.upper_bound(round));
+  done_round_ = std::max(done_round_, round);
+  return out;
+}
+
+PeerService::PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,
+                         TransferMeter& received)
+    : inbox_(inbox), lookup_(std::move(lookup)), ingress_(ingress), received_(received) {}
+
+grpc::Status PeerService::Exchange(grpc::ServerContext*,
+                                   grpc::ServerReader<v1::PushMessage>* reader,
+                                   v1::ExchangeReply*) {
+  const absl::Time start = absl::Now();
+  store::PushAssembler assembler(lookup_);
+  v1::PushMessage message;
+  uint64_t bytes = 0;
+  while (reader->Read(&message)) {
+    const size_t payload = PayloadBytes(message);
+    bytes += payload;
+    // Reading slower than the link holds the sender back through TCP flow control.
+    Pace(ingress_, payload);
+    if (absl::Status s = assembler.Add(message); !s.ok()) return rpc::ToGrpcStatus(s);
+  }
+  absl::StatusOr<store::StagedPush> push = assembler.Finish();
+  if (!push.ok()) return rpc::ToGrpcStatus(push.status());
+  received_.Record(bytes, start, absl::Now());
+  return rpc::ToGrpcStatus(
+      inbox_.Deposit(push->header.clock(), push->header.trainer_id(), ToTensorMap(*push)));
+}
+
+PeerSender::PeerSender(base::TokenBucket* egress, TransferMeter& sent, uint32_t chunk_bytes)
+    : egress_(egress), sent_(sent), chunk_bytes_(chunk_bytes) {}
+
+v1::Peer::Stub& PeerSender::StubFor(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  std::unique_ptr<v1::Peer::Stub>& stub = stubs_[address];
+  if (!stub) stub = v1::Peer::NewStub(rpc::MakeChannel(address));
+  return *stub;
+}
+
+absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
+                                 const tensor::TensorMap& model, absl::Time deadline) {
+  const absl::Time start = absl::Now();
+  grpc::ClientContext ctx;
+  ctx.set_deadline(absl::ToChronoTime(deadline));
+  v1::ExchangeReply reply;
+  std::unique_ptr<grpc::ClientWriter<v1::PushMessage>> writer =
+      StubFor(peer.address()).Exchange(&ctx, &reply);
+  v1::PushMessage message;
+  v1::PushHeader* header = message.mutable_header();
+  header->set_trainer_id(sender);
+  header->set_clock(round);
+  for (const auto& [name, values] : model) {
+    tensor::ToProto({name, {static_cast<int64_t>(values.size())}}, header->add_tensors());
+  }
+  bool ok = writer->Write(message);
+  uint64_t bytes = 0;
+  for (const auto& [name, values] : model) {
+    if (!ok) break;
+    tensor::ForEachChunk(name, values, chunk_bytes_, [&](v1::TensorChunk& chunk) {
+      if (!ok) return;
+      Pace(egress_, chunk.data().size());
+      bytes += chunk.data().size();
+      message.mutable_chunk()->Swap(&chunk);
+      ok = writer->Write(message);
+    });
+  }
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  if (!status.ok()) {
+    const absl::Status s = rpc::FromGrpcStatus(status);
+    return absl::Status(s.code(), absl::StrCat("peer ", peer.trainer_id(), " at ", peer.address(),
+                                               ": ", s.message()));
+  }
+  sent_.Record(bytes, start, absl::Now());
+  return absl::OkStatus();
+}
+
+std::vector<absl::Status> PeerSender::SendToAll(const std::vector<v1::PeerRef>& peers,
+                                                uint64_t sender, int64_t round,
+                                                const tensor::TensorMap& model,
+                                                absl::Time deadline) {
+  std::vector<absl::Status> results(peers.size());
+  std::vector<std::thread> threads;
+  for (size_t i = 0; i < peers.size(); ++i) {
+    threads.emplace_back(
+        [&, i] { results[i] = SendOne(peers[i], sender, round, model, deadline); });
+  }
+  for (std::thread& t : threads) t.join();
+  return results;
+}
+
+absl::Status AverageInto(tensor::TensorMap& own,
+                         const std::map<uint64_t, tensor::TensorMap>& received) {
+  for (const auto& [sender, model] : received) {
+    for (const auto& [name, values] : own) {
+      auto it = model.find(name);
+      if (it == model.end() || it->second.size() != values.size()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("trainer ", sender, "'s model does not match tensor '", name, "'"));
+      }
+    }
+  }
+  const float weight = 1.0f / static_cast<float>(1 + received.size());
+  for (auto& [name, values] : own) {
+    for (float& v : values) v *= weight;
+    for (const auto& [sender, model] : received) {
+      const std::vector<float>& other = model.at(name);
+      for (size_t i = 0; i < values.size(); ++i) values[i] += weight * other[i];
+    }
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace syncopate::trainer

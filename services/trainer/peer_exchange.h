@@ -1,0 +1,108 @@
+// The trainer's side of the peer-to-peer modes' data plane: a Peer service that receives other
+// trainers' models, an inbox that hands them to the worker by round, and a sender that streams
+// this trainer's model to its receivers. Both directions can be held to an emulated link rate
+// (token buckets on the real transfers), and both are timed so the coordinator can estimate every
+// trainer's bandwidth from real transfers.
+#ifndef SYNCOPATE_TRAINER_PEER_EXCHANGE_H_
+#define SYNCOPATE_TRAINER_PEER_EXCHANGE_H_
+
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "base/token_bucket.h"
+#include "store/push_assembler.h"
+#include "syncopate/v1/coordinator.pb.h"
+#include "syncopate/v1/peer.grpc.pb.h"
+#include "tensor/tensor.h"
+
+namespace syncopate::trainer {
+
+// Bytes moved in one direction and the span they took (first byte to last, over concurrent
+// streams). Thread-safe.
+class TransferMeter {
+ public:
+  void Record(uint64_t bytes, absl::Time start, absl::Time end);
+  // The totals since the last Take, and resets them.
+  std::pair<double, double> Take();  // (bytes, seconds)
+
+ private:
+  absl::Mutex mu_;
+  uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<absl::Time> first_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_ ABSL_GUARDED_BY(mu_);
+};
+
+// Models received from peers, by round and sender. Thread-safe.
+class ExchangeInbox {
+ public:
+  // ALREADY_EXISTS when `sender` already delivered round `round`; FAILED_PRECONDITION for a
+  // round the worker has moved past.
+  absl::Status Deposit(int64_t round, uint64_t sender, tensor::TensorMap model);
+  // Waits until every sender in `senders` delivered round `round`, or until `deadline`; returns
+  // what arrived (possibly less) and forgets every round up to `round`.
+  std::map<uint64_t, tensor::TensorMap> Collect(int64_t round, const std::vector<uint64_t>& senders,
+                                                absl::Time deadline);
+
+ private:
+  absl::Mutex mu_;
+  int64_t done_round_ ABSL_GUARDED_BY(mu_) = -1;
+  std::map<int64_t, std::map<uint64_t, tensor::TensorMap>> rounds_ ABSL_GUARDED_BY(mu_);
+};
+
+// Receives peers' models into an inbox. `lookup` gives this trainer's tensor shapes; a stream whose
+// tensors do not match is refused (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited.
+class PeerService final : public v1::Peer::Service {
+ public:
+  PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,
+              TransferMeter& received);
+
+  grpc::Status Exchange(grpc::ServerContext* context, grpc::ServerReader<v1::PushMessage>* reader,
+                        v1::ExchangeReply* reply) override;
+
+ private:
+  ExchangeInbox& inbox_;
+  store::SpecLookup lookup_;
+  base::TokenBucket* ingress_;  // null: unlimited
+  TransferMeter& received_;
+};
+
+// Streams this trainer's model to peers, each stream with its own deadline, all at once.
+class PeerSender {
+ public:
+  PeerSender(base::TokenBucket* egress, TransferMeter& sent,
+             uint32_t chunk_bytes = tensor::kDefaultChunkBytes);
+
+  // Sends `model` as round `round` from `sender` to every peer; returns each peer's outcome in
+  // order (a dead or slow peer fails with UNAVAILABLE or DEADLINE_EXCEEDED at `deadline`).
+  std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t sender,
+                                      int64_t round, const tensor::TensorMap& model,
+                                      absl::Time deadline);
+
+ private:
+  absl::Status SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
+                       const tensor::TensorMap& model, absl::Time deadline);
+  v1::Peer::Stub& StubFor(const std::string& address);
+
+  base::TokenBucket* egress_;
+  TransferMeter& sent_;
+  const uint32_t chunk_bytes_;
+  absl::Mutex mu_;
+  std::map<std::string, std::unique_ptr<v1::Peer::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+};
+
+// The exchange's averaging rule: the element-wise mean of `own` and every received model, each
+// with weight 1 / (1 + received). INVALID_ARGUMENT (`own` unchanged) when a received model lacks
+// a tensor of `own` or has a different length.
+absl::Status AverageInto(tensor::TensorMap& own,
+                         const std::map<uint64_t, tensor::TensorMap>& received);
+
+}  // namespace syncopate::trainer
+
+#endif  // SYNCOPATE_TRAINER_PEER_EXCHANGE_H_

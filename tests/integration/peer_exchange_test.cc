@@ -1,0 +1,134 @@
+// The peer-to-peer data plane over real gRPC on 127.0.0.1: models streamed between trainers,
+// shapes checked, one model per sender and round, deadlines for dead peers, link-rate limits.
+#include "trainer/peer_exchange.h"
+
+#include <memory>
+
+#include "base/clock.h"
+#include "gtest/gtest.h"
+#include "rpc/grpc_util.h"
+
+namespace syncopate::trainer {
+namespace {
+
+tensor::TensorMap Model(float value, size_t n = 1000) {
+  return {{"b", std::vector<float>(10, value)}, {"w", std::vector<float>(n, value)}};
+}
+
+store::SpecLookup LookupFor(const tensor::TensorMap& model) {
+  return [model](const std::string& name) -> std::optional<tensor::TensorSpec> {
+    auto it = model.find(name);
+    if (it == model.end()) return std::nullopt;
+    return tensor::TensorSpec{name, {static_cast<int64_t>(it->second.size())}};
+  };
+}
+
+// One trainer's receiving side on 127.0.0.1:0.
+struct Receiver {
+  explicit Receiver(const tensor::TensorMap& shape, base::TokenBucket* ingress = nullptr)
+      : service(inbox, LookupFor(shape), ingress, received) {
+    EXPECT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, &server, &port).ok());
+  }
+  ~Receiver() { server->Shutdown(); }
+  v1::PeerRef Ref(uint64_t id) const {
+    v1::PeerRef ref;
+    ref.set_trainer_id(id);
+    ref.set_address("127.0.0.1:" + std::to_string(port));
+    return ref;
+  }
+  ExchangeInbox inbox;
+  TransferMeter received;
+  PeerService service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+absl::Time In(absl::Duration d) { return absl::Now() + d; }
+
+TEST(PeerExchangeTest, ModelsArriveByRoundAndSender) {
+  Receiver r(Model(0));
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent);
+  for (uint64_t id : {7, 8}) {
+    auto results = sender.SendToAll({r.Ref(1)}, id, /*round=*/3, Model(id), In(absl::Seconds(10)));
+    ASSERT_TRUE(results[0].ok()) << results[0];
+  }
+  auto got = r.inbox.Collect(3, {7, 8}, In(absl::Seconds(10)));
+  ASSERT_EQ(got.size(), 2u);
+  EXPECT_EQ(got[7], Model(7));
+  EXPECT_EQ(got[8], Model(8));
+  EXPECT_EQ(sent.Take().first, 2 * 1010 * 4.0);
+  EXPECT_EQ(r.received.Take().first, 2 * 1010 * 4.0);
+}
+
+TEST(PeerExchangeTest, WrongShapesAndRepeatsAreRefused) {
+  Receiver r(Model(0));
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent);
+  auto wrong = sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 999), In(absl::Seconds(10)));
+  EXPECT_EQ(wrong[0].code(), absl::StatusCode::kInvalidArgument) << wrong[0];
+  tensor::TensorMap extra = Model(1);
+  extra["unknown"] = {1};
+  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 7, 1, extra, In(absl::Seconds(10)))[0].code(),
+            absl::StatusCode::kNotFound);
+  ASSERT_TRUE(sender.SendToAll({r.Ref(1)}, 7, 1, Model(1), In(absl::Seconds(10)))[0].ok());
+  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 7, 1, Model(2), In(absl::Seconds(10)))[0].code(),
+            absl::StatusCode::kAlreadyExists);
+  auto got = r.inbox.Collect(1, {7}, In(absl::Seconds(10)));
+  EXPECT_EQ(got.at(7), Model(1));  // the first one, untouched by the refused ones
+  // The round is over: a late model is refused.
+  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 9, 1, Model(3), In(absl::Seconds(10)))[0].code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST(PeerExchangeTest, ADeadPeerCostsAtMostTheDeadline) {
+  Receiver r(Model(0));
+  v1::PeerRef dead = r.Ref(2);
+  dead.set_address("127.0.0.1:1");  // nothing listens there
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent);
+  const absl::Time deadline = In(absl::Seconds(3));
+  auto results = sender.SendToAll({dead, r.Ref(1)}, 7, 1, Model(1), deadline);
+  EXPECT_FALSE(results[0].ok());
+  EXPECT_TRUE(results[1].ok()) << results[1];
+  EXPECT_LE(absl::Now(), deadline + absl::Seconds(1));
+  // The receiver waits for a sender that never sends only until the deadline.
+  const absl::Time collect_deadline = In(absl::Milliseconds(300));
+  auto got = r.inbox.Collect(1, {7, 99}, collect_deadline);
+  EXPECT_GE(absl::Now(), collect_deadline);
+  EXPECT_EQ(got.size(), 1u);
+}
+
+TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
+  // 4 MB through a 2 MB/s ingress: the receiving side may not take it faster than that.
+  base::TokenBucket ingress(2e6, 64e3, base::MonotonicClock::Get());
+  Receiver r(Model(0, 1000000), &ingress);
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent);
+  ASSERT_TRUE(sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)))[0].ok());
+  auto [bytes, seconds] = r.received.Take();
+  EXPECT_GT(bytes, 4e6);
+  EXPECT_LE(bytes / seconds, 2e6 * 1.1);
+  // The same through a 2 MB/s egress.
+  Receiver fast(Model(0, 1000000));
+  base::TokenBucket egress(2e6, 64e3, base::MonotonicClock::Get());
+  PeerSender limited(&egress, sent);
+  ASSERT_TRUE(
+      limited.SendToAll({fast.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)))[0].ok());
+  auto [sent_bytes, send_seconds] = sent.Take();
+  EXPECT_LE(sent_bytes / send_seconds, 2e6 * 1.1);
+}
+
+TEST(PeerExchangeTest, AveragingIsTheEqualWeightMean) {
+  tensor::TensorMap own = Model(1, 4);
+  ASSERT_TRUE(AverageInto(own, {{2, Model(2, 4)}, {3, Model(6, 4)}}).ok());
+  EXPECT_EQ(own, Model(3, 4));
+  tensor::TensorMap before = own;
+  EXPECT_FALSE(AverageInto(own, {{2, Model(2, 5)}}).ok());
+  EXPECT_EQ(own, before);
+  EXPECT_TRUE(AverageInto(own, {}).ok());
+  EXPECT_EQ(own, before);
+}
+
+}  // namespace
+}  // namespace syncopate::trainer
