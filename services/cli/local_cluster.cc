@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/files.h"
+#include "base/flags.h"
 #include "base/ready_file.h"
 #include "base/status_macros.h"
 #include "nlohmann/json.hpp"
@@ -50,6 +51,15 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
   for (double s : options.slowdowns) {
     if (s < 1.0) return absl::InvalidArgumentError("slowdowns must be >= 1");
   }
+  for (const auto* rates : {&options.egress_rates, &options.ingress_rates}) {
+    if (static_cast<int>(rates->size()) > options.trainers) {
+      return absl::InvalidArgumentError(absl::StrCat("more link rates (", rates->size(),
+                                                     ") than trainers (", options.trainers, ")"));
+    }
+    for (const std::string& rate : *rates) {
+      if (!rate.empty()) RETURN_IF_ERROR(base::ParseRate(rate).status());
+    }
+  }
   // The coordinator would refuse a bad mode too; checking here gives the error before any start.
   RETURN_IF_ERROR(sync::MakePolicy(options.policy).status());
   return absl::OkStatus();
@@ -78,6 +88,9 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                          absl::StrCat("--groups=", options.policy.groups),
                          absl::StrCat("--split-ratio=", options.policy.split_ratio),
                          absl::StrCat("--regroup-every=", options.policy.regroup_every),
+                         absl::StrCat("--p=", options.policy.min_receivers_fraction),
+                         absl::StrCat("--k=", options.policy.k),
+                         absl::StrCat("--exchange-timeout=", Seconds(options.exchange_timeout)),
                          absl::StrCat("--min-trainers=", options.trainers),
                          absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))},
                         true));
@@ -104,17 +117,24 @@ LocalCluster::~LocalCluster() { Stop(); }
 absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
   const LocalClusterOptions& o = options_;
   next_rank_ = std::max(next_rank_, rank + 1);
-  return Launch(
-      "trainer", rank,
-      {absl::StrCat("--coordinator=", coordinator_address()), absl::StrCat("--rank=", rank),
+  std::vector<std::string> links;
+  if (rank < static_cast<int>(o.egress_rates.size()) && !o.egress_rates[rank].empty()) {
+    links.push_back(absl::StrCat("--egress-rate=", o.egress_rates[rank]));
+  }
+  if (rank < static_cast<int>(o.ingress_rates.size()) && !o.ingress_rates[rank].empty()) {
+    links.push_back(absl::StrCat("--ingress-rate=", o.ingress_rates[rank]));
+  }
+  std::vector<std::string> args = {
+       absl::StrCat("--coordinator=", coordinator_address()), absl::StrCat("--rank=", rank),
        absl::StrCat("--world=", o.elastic ? 1 : o.trainers),
        absl::StrCat("--data-shard=", o.elastic ? 0 : rank), absl::StrCat("--slowdown=", slowdown),
        absl::StrCat("--model=", o.model), absl::StrCat("--device=", o.device),
        absl::StrCat("--learning-rate=", o.learning_rate),
        absl::StrCat("--batch-size=", o.batch_size),
        absl::StrCat("--eval-interval=", Seconds(o.eval_interval)), absl::StrCat("--seed=", o.seed),
-       absl::StrCat("--trace-file=", o.run_dir, "/trainer-", rank, ".trace.jsonl")},
-      false);
+       absl::StrCat("--trace-file=", o.run_dir, "/trainer-", rank, ".trace.jsonl")};
+  args.insert(args.end(), links.begin(), links.end());
+  return Launch("trainer", rank, args, false);
 }
 
 absl::Status LocalCluster::AwaitTrainer(Endpoint& e) {

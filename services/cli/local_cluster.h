@@ -28,6 +28,11 @@ struct LocalClusterOptions {
   float learning_rate = 0.1f;
   int batch_size = 64;
   absl::Duration eviction_timeout = absl::Seconds(5);
+  // Peer-to-peer modes: emulated link limits per trainer ("" or a missing entry: none), e.g.
+  // "100mbit", and how long an exchange waits for its peers.
+  std::vector<std::string> egress_rates;
+  std::vector<std::string> ingress_rates;
+  absl::Duration exchange_timeout = absl::Seconds(5);
   absl::Duration eval_interval = absl::Seconds(1);
   uint64_t seed = 1;
   // Trainers may be added and removed during the run: every trainer then trains on the whole

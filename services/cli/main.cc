@@ -8,6 +8,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "base/flags.h"
 #include "base/signals.h"
 #include "cli/compare_command.h"
@@ -51,6 +52,14 @@ int Status(const std::string& address) {
   return 0;
 }
 
+// "a,b,c" -> {a, b, c} keeping empty items (a trainer without a limit); one value: every trainer.
+std::vector<std::string> PerTrainer(const std::string& text, int trainers) {
+  if (text.empty()) return {};
+  std::vector<std::string> values = absl::StrSplit(text, ',');
+  if (values.size() == 1) values.assign(trainers, values.front());
+  return values;
+}
+
 // Flags of the scenario a local cluster runs; shared by `local` and `compare`.
 struct ScenarioFlags {
   syncopate::cli::LocalRunOptions run;
@@ -60,6 +69,9 @@ struct ScenarioFlags {
   std::string eval_interval = "1s";
   std::string alert_for = "10s";
   std::string scale_events;
+  std::string egress_rate;
+  std::string ingress_rate;
+  std::string exchange_timeout = "5s";
 
   ScenarioFlags() { run.prometheus_options.rules = syncopate::cli::DefaultAlertRules(); }
 
@@ -75,6 +87,16 @@ struct ScenarioFlags {
                     "Hybrid: split groups where step times differ by this ratio");
     cmd->add_option("--regroup-every", p.regroup_every,
                     "Hybrid: propose a regrouping every this many rounds");
+    cmd->add_option("--p", p.min_receivers_fraction,
+                    "selmcast, orpheus: each trainer sends to at least ceil(p * n) peers");
+    cmd->add_option("--k", p.k, "selmcast, orpheus: every pair exchanges once per k+1 rounds");
+    cmd->add_option("--egress-rate", egress_rate,
+                    "Peer-to-peer: per-trainer upload limits, e.g. 100mbit,100mbit,20mbit "
+                    "(one value: all; empty item: none)");
+    cmd->add_option("--ingress-rate", ingress_rate,
+                    "Peer-to-peer: per-trainer download limits, same form as --egress-rate");
+    cmd->add_option("--exchange-timeout", exchange_timeout,
+                    "Peer-to-peer: how long an exchange waits for its peers");
     cmd->add_option("--trainers", c.trainers, "Number of trainers")->check(CLI::Range(1, 64));
     cmd->add_option("--store-shards", c.store_shards, "Parameter store shards")
         ->check(CLI::Range(1, 16));
@@ -109,7 +131,8 @@ struct ScenarioFlags {
     for (auto [text, out] : {std::pair{&time_limit, &run.time_limit},
                              std::pair{&eviction_timeout, &run.cluster.eviction_timeout},
                              std::pair{&eval_interval, &run.cluster.eval_interval},
-                             std::pair{&alert_for, &run.prometheus_options.alert_for}}) {
+                             std::pair{&alert_for, &run.prometheus_options.alert_for},
+                             std::pair{&exchange_timeout, &run.cluster.exchange_timeout}}) {
       absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
       if (!d.ok()) return d.status();
       *out = *d;
@@ -118,6 +141,8 @@ struct ScenarioFlags {
     if (!slowdowns.ok()) return slowdowns.status();
     if (slowdowns->size() == 1) slowdowns->assign(run.cluster.trainers, slowdowns->front());
     run.cluster.slowdowns = *slowdowns;
+    run.cluster.egress_rates = PerTrainer(egress_rate, run.cluster.trainers);
+    run.cluster.ingress_rates = PerTrainer(ingress_rate, run.cluster.trainers);
     absl::StatusOr<std::vector<syncopate::cli::ScaleEvent>> events =
         syncopate::cli::ParseScaleEvents(scale_events, run.cluster.trainers);
     if (!events.ok()) return events.status();

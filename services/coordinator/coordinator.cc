@@ -8,8 +8,16 @@
 namespace syncopate::coordinator {
 namespace {
 
-v1::ApplyMode ToProto(sync::PushMode mode) {
-  return mode == sync::PushMode::kRound ? v1::APPLY_MODE_ROUND : v1::APPLY_MODE_IMMEDIATE;
+v1::ApplyMode ApplyModeOf(sync::PushMode mode) {
+  switch (mode) {
+    case sync::PushMode::kRound:
+      return v1::APPLY_MODE_ROUND;
+    case sync::PushMode::kImmediate:
+      return v1::APPLY_MODE_IMMEDIATE;
+    case sync::PushMode::kNone:
+      break;
+  }
+  return v1::APPLY_MODE_UNSPECIFIED;
 }
 
 }  // namespace
@@ -55,10 +63,16 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
     CloseSession({member.id, joined->replaced->incarnation}, "evicted",
                  "replaced by a new incarnation");
   }
+  const bool peer_to_peer = policy_->push_mode() == sync::PushMode::kNone;
+  if (peer_to_peer && join.peer_address().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mode ", policy_->name(), " exchanges models between trainers: '",
+                     join.name(), "' must join with the address of its Peer service"));
+  }
   sync::Decisions decisions;
   absl::StatusOr<int64_t> start = policy_->OnJoin(member.id, now, &decisions);
   if (!start.ok()) return start.status();
-  sessions_[member.id] = Session{member.incarnation, outbox};
+  sessions_[member.id] = Session{member.incarnation, outbox, join.peer_address()};
   names_[member.id] = member.name;
   membership_dirty_ = true;
 
@@ -80,9 +94,11 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   w->set_mode(policy_->name());
   for (const std::string& address : stores_.addresses()) w->add_store_addresses(address);
   w->set_heartbeat_interval_seconds(absl::ToDoubleSeconds(options_.heartbeat_interval));
-  w->set_push_mode(ToProto(policy_->push_mode()));
+  w->set_push_mode(ApplyModeOf(policy_->push_mode()));
   w->set_start_clock(*start);
   w->set_overlap_communication(policy_->overlap_communication());
+  w->set_peer_to_peer(peer_to_peer);
+  w->set_exchange_timeout_seconds(absl::ToDoubleSeconds(options_.exchange_timeout));
   Action action;
   action.sends.emplace_back(outbox, std::move(welcome));
   Enqueue(std::move(action));
@@ -101,6 +117,11 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
   if (!membership_.Touch(key.id, key.incarnation, now).ok()) return;
   report_arrival_[key.id] = now;
   policy_->ObserveCompute(key.id, report.clock(), report.timings().compute_seconds());
+  if (report.has_transfers()) {
+    const v1::TransferReport& t = report.transfers();
+    policy_->ObserveTransfers(key.id, sync::TransferSample{t.sent_bytes(), t.send_seconds(),
+                                                           t.received_bytes(), t.receive_seconds()});
+  }
   absl::StatusOr<sync::Decisions> decisions = policy_->OnClock(key.id, report.clock(), now);
   if (!decisions.ok()) {
     spdlog::warn("evicting trainer {}: {}", key.id, decisions.status().ToString());
@@ -344,6 +365,7 @@ void Coordinator::RunPending() {
       p->set_staleness_bound(g.staleness_bound);
       p->set_group(g.group);
       p->set_evaluate(g.trainer == evaluator);
+      if (g.exchange) *p->mutable_exchange() = ExchangeOf(*g.exchange);
       it->second.outbox->Send(std::move(directive));
       metrics_.grants.Increment();
       if (auto arrival = report_arrival_.find(g.trainer); arrival != report_arrival_.end()) {
@@ -353,6 +375,27 @@ void Coordinator::RunPending() {
     }
     for (auto& [outbox, directive] : action.sends) outbox->Send(std::move(directive));
   }
+}
+
+v1::PeerExchange Coordinator::ExchangeOf(const sync::PeerExchange& exchange) const {
+  v1::PeerExchange out;
+  out.set_round(exchange.round);
+  auto add = [&](sync::TrainerId id, v1::PeerRef* ref) {
+    auto it = sessions_.find(id);
+    if (it == sessions_.end()) return false;
+    ref->set_trainer_id(id);
+    ref->set_address(it->second.peer_address);
+    return true;
+  };
+  for (sync::TrainerId id : exchange.send_to) {
+    v1::PeerRef ref;
+    if (add(id, &ref)) *out.add_send_to() = std::move(ref);
+  }
+  for (sync::TrainerId id : exchange.receive_from) {
+    v1::PeerRef ref;
+    if (add(id, &ref)) *out.add_receive_from() = std::move(ref);
+  }
+  return out;
 }
 
 v1::ClusterStatus Coordinator::Status() const {

@@ -32,6 +32,8 @@ struct CoordinatorOptions {
   // Training is done once a reported test accuracy reaches this (0: never): every trainer, and any
   // that joins later, is told Done.
   double target_accuracy = 0;
+  // Peer-to-peer modes: how long one exchange may wait for its peers (told to trainers).
+  absl::Duration exchange_timeout = absl::Seconds(10);
 };
 
 struct SessionKey {
@@ -76,6 +78,7 @@ class Coordinator {
   struct Session {
     uint64_t incarnation = 0;
     std::shared_ptr<Outbox> outbox;
+    std::string peer_address;  // peer-to-peer modes
   };
 
   void Enqueue(Action action) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -95,6 +98,9 @@ class Coordinator {
   v1::CloseRoundRequest ToRequest(const sync::RoundClose& close) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   sync::TrainerId Evaluator() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // A grant's peer exchange with the peers' addresses (peers gone since the decision are left out).
+  v1::PeerExchange ExchangeOf(const sync::PeerExchange& exchange) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   void ActionLoop();
   void Tick() ABSL_LOCKS_EXCLUDED(mu_);

@@ -36,6 +36,7 @@ int main(int argc, char** argv) {
   std::string eviction_timeout = "5s";
   std::string heartbeat_interval = "1s";
   std::string start_timeout = "30s";
+  std::string exchange_timeout = "10s";
   std::string ready_file;
   std::string log_level = "info";
   bool exit_when_done = false;
@@ -54,6 +55,13 @@ int main(int argc, char** argv) {
                  "Hybrid: split groups where step times differ by this ratio");
   app.add_option("--regroup-every", policy_options.regroup_every,
                  "Hybrid: propose a regrouping every this many rounds");
+  app.add_option("--p", policy_options.min_receivers_fraction,
+                 "selmcast, orpheus: each trainer sends to at least ceil(p * n) peers");
+  app.add_option("--k", policy_options.k,
+                 "selmcast, orpheus: every pair exchanges at least once per k+1 rounds");
+  app.add_option("--seed", policy_options.seed, "dssync's shuffle and orpheus's random choices");
+  app.add_option("--exchange-timeout", exchange_timeout,
+                 "Peer-to-peer modes: how long an exchange waits for its peers");
   app.add_option("--min-trainers", policy_options.min_trainers,
                  "Hold the first grants until this many trainers joined");
   app.add_option("--start-timeout", start_timeout, "...or until this long after the first join");
@@ -71,7 +79,8 @@ int main(int argc, char** argv) {
 
   for (auto [text, out] : {std::pair{&eviction_timeout, &options.eviction_timeout},
                            std::pair{&heartbeat_interval, &options.heartbeat_interval},
-                           std::pair{&start_timeout, &policy_options.start_timeout}}) {
+                           std::pair{&start_timeout, &policy_options.start_timeout},
+                           std::pair{&exchange_timeout, &options.exchange_timeout}}) {
     absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
     if (!d.ok()) return Fail(d.status());
     *out = *d;

@@ -5,12 +5,14 @@
 #include "sync/bounded_staleness_policy.h"
 #include "sync/dssp_policy.h"
 #include "sync/hybrid_policy.h"
+#include "sync/peer_round_policy.h"
 #include "sync/wbsp_policy.h"
 
 namespace syncopate::sync {
 
 std::vector<std::string> SupportedModes() {
-  return {"bsp", "asp", "ssp", "dssp", "wbsp", "wbsp-overlap", "hybrid"};
+  return {"bsp",          "asp",    "ssp",    "dssp",     "wbsp",
+          "wbsp-overlap", "hybrid", "dssync", "selmcast", "orpheus"};
 }
 
 std::string DescribeMode(const PolicyOptions& o) {
@@ -21,6 +23,10 @@ std::string DescribeMode(const PolicyOptions& o) {
   if (o.mode == "hybrid") {
     return absl::StrCat("groups<=", o.groups, ", split ratio ", o.split_ratio, ", regroup every ",
                         o.regroup_every, " rounds");
+  }
+  if (o.mode == "dssync") return absl::StrCat("groups=", o.groups);
+  if (o.mode == "selmcast" || o.mode == "orpheus") {
+    return absl::StrCat("p=", o.min_receivers_fraction, "n, k=", o.k);
   }
   return "";
 }
@@ -85,6 +91,24 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     config.min_trainers = options.min_trainers;
     config.start_timeout = options.start_timeout;
     return std::make_unique<HybridPolicy>(config);
+  }
+  if (mode == "dssync" || mode == "selmcast" || mode == "orpheus") {
+    if (mode == "dssync" && options.groups < 1) {
+      return absl::InvalidArgumentError("dssync needs --groups >= 1");
+    }
+    if (!(options.min_receivers_fraction > 0 && options.min_receivers_fraction <= 1)) {
+      return absl::InvalidArgumentError("selmcast and orpheus need 0 < --p <= 1");
+    }
+    if (options.k < 0) return absl::InvalidArgumentError("--k must be >= 0");
+    PeerRoundConfig config;
+    config.planner = mode;
+    config.min_receivers_fraction = options.min_receivers_fraction;
+    config.k = options.k;
+    config.groups = options.groups;
+    config.seed = options.seed;
+    config.min_trainers = options.min_trainers;
+    config.start_timeout = options.start_timeout;
+    return std::make_unique<PeerRoundPolicy>(config);
   }
   return absl::InvalidArgumentError(absl::StrCat(
       "unknown mode '", mode, "' (supported: ", absl::StrJoin(SupportedModes(), ", "), ")"));

@@ -24,6 +24,12 @@ struct PolicyOptions {
   int groups = 2;
   double split_ratio = 1.5;
   int regroup_every = 8;
+  // Peer-to-peer modes: selmcast/orpheus send to at least ceil(min_receivers_fraction * n)
+  // receivers, every pair at least once per k+1 rounds; dssync uses `groups`; `seed` drives
+  // dssync's shuffle and orpheus's random choices.
+  double min_receivers_fraction = 0.3;
+  int k = 4;
+  uint64_t seed = 1;
   int min_trainers = 1;
   absl::Duration start_timeout = absl::Seconds(30);
 };

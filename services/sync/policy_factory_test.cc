@@ -49,6 +49,17 @@ TEST(PolicyFactory, RejectsUnknownModesAndBadOptions) {
   o.split_ratio = 2;
   o.regroup_every = 0;
   EXPECT_TRUE(rejects(o));
+  o = PolicyOptions();
+  o.mode = "dssync";
+  o.groups = 0;
+  EXPECT_TRUE(rejects(o));
+  o = PolicyOptions();
+  o.mode = "selmcast";
+  o.min_receivers_fraction = 0;
+  EXPECT_TRUE(rejects(o));
+  o.min_receivers_fraction = 0.3;
+  o.k = -1;
+  EXPECT_TRUE(rejects(o));
 }
 
 // Random interleavings of reports, joins and leaves, for every mode: every report gets exactly
@@ -89,6 +100,13 @@ TEST_P(RandomSchedule, InvariantsHold) {
     }
     for (const Grant& g : d.grants) {
       ASSERT_FALSE(running[g.trainer]) << "two grants for one report";
+      if (g.exchange) {
+        // Peer-to-peer: nobody exchanges with itself or with a trainer that is gone.
+        for (TrainerId peer : g.exchange->send_to) {
+          ASSERT_NE(peer, g.trainer);
+          ASSERT_TRUE(running.count(peer) > 0) << "exchange with departed trainer " << peer;
+        }
+      }
       if (gap_bounded) {
         ASSERT_LE(g.clock - *p->MinClock(), g.staleness_bound);
         ASSERT_LE(g.staleness_bound, p->staleness_bound());
@@ -127,6 +145,7 @@ TEST_P(RandomSchedule, InvariantsHold) {
       const int64_t clock = *p->ClockOf(t) + 1;
       compute[t] += 0.001 * static_cast<double>(t % 3 + 1);  // three speeds for hybrid
       p->ObserveCompute(t, clock, compute[t]);
+      p->ObserveTransfers(t, TransferSample{1e6 * (1 + rng() % 10), 0.1, 1e6, 0.1});
       auto d = p->OnClock(t, clock, now);
       ASSERT_TRUE(d.ok()) << d.status();
       apply(*d);
@@ -152,7 +171,9 @@ INSTANTIATE_TEST_SUITE_P(Modes, RandomSchedule,
                                            Schedule{"ssp", 1}, Schedule{"ssp", 3},
                                            Schedule{"asp", 0}, Schedule{"dssp", 0},
                                            Schedule{"dssp", 3}, Schedule{"wbsp", 0},
-                                           Schedule{"wbsp-overlap", 0}, Schedule{"hybrid", 0}),
+                                           Schedule{"wbsp-overlap", 0}, Schedule{"hybrid", 0},
+                                           Schedule{"dssync", 0}, Schedule{"selmcast", 0},
+                                           Schedule{"orpheus", 0}),
                          [](const ::testing::TestParamInfo<Schedule>& info) {
                            std::string name =
                                info.param.mode + "_s" + std::to_string(info.param.staleness);

@@ -9,6 +9,9 @@
 #include "base/logging.h"
 #include "base/ready_file.h"
 #include "base/signals.h"
+#include "base/token_bucket.h"
+#include "rpc/grpc_util.h"
+#include "trainer/peer_exchange.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
 #include "metrics/metrics_server.h"
@@ -48,6 +51,10 @@ int main(int argc, char** argv) {
   std::string eval_interval = "2s";
   std::string rpc_timeout = "30s";
   std::string metrics_listen = "0.0.0.0:9100";
+  std::string peer_listen = "127.0.0.1:0";
+  std::string peer_address;
+  std::string egress_rate;
+  std::string ingress_rate;
   std::string ready_file;
   std::string trace_file;
   std::string log_level = "info";
@@ -76,6 +83,14 @@ int main(int argc, char** argv) {
   app.add_option("--seed", options.seed, "Seed of the model initialisation and batch order");
   app.add_option("--rpc-timeout", rpc_timeout, "Deadline of each store RPC");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
+  app.add_option("--peer-listen", peer_listen,
+                 "Address of this trainer's Peer service (peer-to-peer modes; port 0 picks one)");
+  app.add_option("--peer-address", peer_address,
+                 "host:port peers dial (default: --peer-listen's, 0.0.0.0 read as 127.0.0.1)");
+  app.add_option("--egress-rate", egress_rate,
+                 "Emulated upload limit on peer transfers, e.g. 100mbit (default: none)");
+  app.add_option("--ingress-rate", ingress_rate,
+                 "Emulated download limit on peer transfers, e.g. 100mbit (default: none)");
   app.add_option("--ready-file", ready_file, "Write the metrics port here once running");
   app.add_option("--trace-file", trace_file, "Append a JSON-lines trace of clocks and pulls");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
@@ -122,8 +137,45 @@ int main(int argc, char** argv) {
   if (!metrics_server.ok()) return Fail(metrics_server.status());
   syncopate::trainer::TrainerMetrics metrics((*metrics_server)->registry());
 
+  // The Peer service runs before the join: the coordinator hands its address to other trainers.
+  std::optional<syncopate::base::TokenBucket> egress;
+  std::optional<syncopate::base::TokenBucket> ingress;
+  for (auto [text, bucket] : {std::pair{&egress_rate, &egress}, std::pair{&ingress_rate, &ingress}}) {
+    if (text->empty()) continue;
+    absl::StatusOr<double> rate = syncopate::base::ParseRate(*text);
+    if (!rate.ok()) return Fail(rate.status(), kExitUsage);
+    // A 64 KiB burst: the limit holds from the first chunk on.
+    bucket->emplace(*rate, 64 * 1024, syncopate::base::MonotonicClock::Get());
+  }
+  syncopate::tensor::TensorMap shapes;
+  (*model)->ReadParameters(&shapes);
+  syncopate::trainer::ExchangeInbox inbox;
+  syncopate::trainer::TransferMeter sent;
+  syncopate::trainer::TransferMeter received;
+  syncopate::trainer::PeerService peer_service(
+      inbox,
+      [&shapes](const std::string& tensor) -> std::optional<syncopate::tensor::TensorSpec> {
+        auto it = shapes.find(tensor);
+        if (it == shapes.end()) return std::nullopt;
+        return syncopate::tensor::TensorSpec{tensor, {static_cast<int64_t>(it->second.size())}};
+      },
+      ingress ? &*ingress : nullptr, received);
+  std::unique_ptr<grpc::Server> peer_server;
+  int peer_port = 0;
+  absl::Status peer_started =
+      syncopate::rpc::StartServer(peer_listen, {&peer_service}, &peer_server, &peer_port);
+  if (!peer_started.ok()) return Fail(peer_started);
+  if (peer_address.empty()) {
+    std::string host = peer_listen.substr(0, peer_listen.rfind(':'));
+    if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
+    peer_address = absl::StrCat(host, ":", peer_port);
+  }
+  syncopate::trainer::PeerSender peer_sender(egress ? &*egress : nullptr, sent);
+  syncopate::trainer::PeerLink peers{inbox, peer_sender, sent, received};
+
   syncopate::v1::Join join;
   join.set_name(name);
+  join.set_peer_address(peer_address);
   join.set_rank(rank);
   join.set_slowdown(options.slowdown);
   auto session = syncopate::trainer::SessionClient::Connect(coordinator, join, absl::Seconds(30));
@@ -140,7 +192,8 @@ int main(int argc, char** argv) {
       {welcome.store_addresses().begin(), welcome.store_addresses().end()}, *timeout);
   syncopate::trainer::TraceWriter trace(trace_file);
   syncopate::trainer::Worker worker(options, **session, store, **model, **eval_model, *train, *test,
-                                    metrics, trace, syncopate::base::MonotonicClock::Get());
+                                    metrics, trace, syncopate::base::MonotonicClock::Get(),
+                                    &peers);
   absl::Notification stop;
   absl::Notification done;
   absl::Status result;
@@ -157,6 +210,7 @@ int main(int argc, char** argv) {
     }
   }
   runner.join();
+  peer_server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   if (absl::IsAborted(result)) return Fail(result, kExitEvicted);
   if (!result.ok()) return Fail(result);
   return 0;

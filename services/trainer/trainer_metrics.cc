@@ -44,6 +44,18 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
       step_duration(Seconds(r, "syncopate_trainer_step_duration_seconds",
                             "Compute time of one training step (slowdown included).")),
       wait_duration(Seconds(r, "syncopate_trainer_wait_duration_seconds",
-                            "Time waiting for one Proceed directive.")) {}
+                            "Time waiting for one Proceed directive.")),
+      exchange_duration(Seconds(r, "syncopate_trainer_exchange_duration_seconds",
+                                "One peer-to-peer exchange: sending the model and collecting "
+                                "the peers' models.")),
+      exchange_bytes_sent(metrics::AddCounter(r, "syncopate_trainer_exchange_sent_bytes_total",
+                                              "Model bytes sent to peers.")),
+      exchange_bytes_received(
+          metrics::AddCounter(r, "syncopate_trainer_exchange_received_bytes_total",
+                              "Model bytes received from peers.")),
+      exchange_peers_missed(
+          metrics::AddCounter(r, "syncopate_trainer_exchange_peers_missed_total",
+                              "Peers that could not be sent to, or did not deliver, by the "
+                              "exchange deadline.")) {}
 
 }  // namespace syncopate::trainer

@@ -28,6 +28,11 @@ struct TrainerMetrics {
   prometheus::Histogram& pull_duration;
   prometheus::Histogram& step_duration;
   prometheus::Histogram& wait_duration;
+  // Peer-to-peer modes.
+  prometheus::Histogram& exchange_duration;
+  prometheus::Counter& exchange_bytes_sent;
+  prometheus::Counter& exchange_bytes_received;
+  prometheus::Counter& exchange_peers_missed;
 };
 
 }  // namespace syncopate::trainer

@@ -11,7 +11,7 @@ namespace syncopate::trainer {
 Worker::Worker(WorkerOptions options, SessionClient& session, StoreClient& store,
                compute::Model& model, compute::Model& eval_model, const data::Dataset& train,
                const data::Dataset& test, TrainerMetrics& metrics, TraceWriter& trace,
-               const base::Clock& clock)
+               const base::Clock& clock, PeerLink* peers)
     : options_(options),
       session_(session),
       store_(store),
@@ -23,6 +23,7 @@ Worker::Worker(WorkerOptions options, SessionClient& session, StoreClient& store
       trace_(trace),
       clock_(clock),
       joined_at_(clock.Now()),
+      peers_(peers),
       sampler_(train.size(), options.batch_size, options.seed) {}
 
 void Worker::AddTime(double WorkerTimings::*field, absl::Duration d) {
@@ -101,6 +102,65 @@ std::optional<double> Worker::MaybeEvaluate(const v1::Proceed& proceed,
   return accuracy;
 }
 
+absl::StatusOr<std::optional<double>> Worker::Exchange(const v1::Proceed& proceed) {
+  if (peers_ == nullptr) {
+    return absl::FailedPreconditionError("a peer-to-peer mode needs the trainer's Peer service");
+  }
+  const absl::Time start = clock_.Now();
+  const v1::PeerExchange& exchange = proceed.exchange();
+  const v1::Welcome& w = session_.welcome();
+  const absl::Time deadline =
+      absl::Now() + absl::Seconds(w.exchange_timeout_seconds() > 0 ? w.exchange_timeout_seconds()
+                                                                   : 10.0);
+  tensor::TensorMap own;
+  model_.Read(&own);
+  std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
+  std::vector<uint64_t> senders;
+  for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
+  std::vector<absl::Status> sent;
+  std::thread send([&] {
+    sent = peers_->sender.SendToAll(receivers, w.trainer_id(), exchange.round(), own, deadline);
+  });
+  std::map<uint64_t, tensor::TensorMap> received =
+      peers_->inbox.Collect(exchange.round(), senders, deadline);
+  send.join();
+  int missed = static_cast<int>(senders.size() - received.size());
+  for (size_t i = 0; i < sent.size(); ++i) {
+    if (sent[i].ok()) continue;
+    ++missed;
+    spdlog::warn("round {}: {}", exchange.round(), sent[i].ToString());
+  }
+  if (received.size() < senders.size()) {
+    spdlog::warn("round {}: {} of {} peers delivered by the deadline", exchange.round(),
+                 received.size(), senders.size());
+  }
+  RETURN_IF_ERROR(AverageInto(own, received));
+  // The averaged model replaces the local one: the base moves to the local model first, so the
+  // rebase keeps nothing of it (nothing is pending in these modes).
+  model_.TakeDelta(std::nullopt);
+  RETURN_IF_ERROR(model_.Rebase(own, -1));
+
+  const auto [sent_bytes, send_seconds] = peers_->sent.Take();
+  const auto [received_bytes, receive_seconds] = peers_->received.Take();
+  transfers_.set_sent_bytes(sent_bytes);
+  transfers_.set_send_seconds(send_seconds);
+  transfers_.set_received_bytes(received_bytes);
+  transfers_.set_receive_seconds(receive_seconds);
+  const absl::Duration took = clock_.Now() - start;
+  AddTime(&WorkerTimings::pull, took);
+  metrics_.pull_seconds.Increment(absl::ToDoubleSeconds(took));
+  metrics_.exchange_duration.Observe(absl::ToDoubleSeconds(took));
+  metrics_.exchange_bytes_sent.Increment(sent_bytes);
+  metrics_.exchange_bytes_received.Increment(received_bytes);
+  metrics_.exchange_peers_missed.Increment(missed);
+  trace_.Record("exchange", {{"round", exchange.round()},
+                             {"sent_to", receivers.size()},
+                             {"received", received.size()},
+                             {"expected", senders.size()},
+                             {"seconds", absl::ToDoubleSeconds(took)}});
+  return MaybeEvaluate(proceed, own);
+}
+
 float Worker::ComputeStep() {
   const absl::Time start = clock_.Now();
   const int n = sampler_.Next(train_, &batch_x_, &batch_y_);
@@ -120,6 +180,23 @@ float Worker::ComputeStep() {
 }
 
 absl::Status Worker::PushAndReport(int64_t new_clock, float loss, std::optional<double> accuracy) {
+  const v1::Welcome& w = session_.welcome();
+  v1::ClockReport report;
+  if (w.peer_to_peer()) {
+    *report.mutable_transfers() = transfers_;
+    transfers_.Clear();
+  } else {
+    RETURN_IF_ERROR(Push(new_clock));
+  }
+  metrics_.clock.Set(static_cast<double>(new_clock));
+  report.set_clock(new_clock);
+  *report.mutable_timings() = Timings();
+  report.set_loss(loss);
+  if (accuracy) report.set_test_accuracy(*accuracy);
+  return session_.ReportClock(report);
+}
+
+absl::Status Worker::Push(int64_t new_clock) {
   const absl::Time start = clock_.Now();
   const v1::Welcome& w = session_.welcome();
   const bool round_mode = w.push_mode() == v1::APPLY_MODE_ROUND;
@@ -140,13 +217,7 @@ absl::Status Worker::PushAndReport(int64_t new_clock, float loss, std::optional<
   metrics_.push_duration.Observe(absl::ToDoubleSeconds(took));
   metrics_.push_bytes.Increment(static_cast<double>(bytes));
   trace_.Record("pushed", {{"clock", new_clock}});
-  metrics_.clock.Set(static_cast<double>(new_clock));
-  v1::ClockReport report;
-  report.set_clock(new_clock);
-  *report.mutable_timings() = Timings();
-  report.set_loss(loss);
-  if (accuracy) report.set_test_accuracy(*accuracy);
-  return session_.ReportClock(report);
+  return absl::OkStatus();
 }
 
 bool Worker::StepLimitReached() const {
@@ -178,7 +249,8 @@ absl::Status Worker::RunSequential(const absl::Notification& stop) {
     ASSIGN_OR_RETURN(std::optional<v1::Proceed> proceed, AwaitProceed(stop));
     if (!proceed) break;
     trace_.Record("start", {{"clock", proceed->clock()}, {"bound", proceed->staleness_bound()}});
-    ASSIGN_OR_RETURN(std::optional<double> accuracy, ApplyPull(*proceed));
+    ASSIGN_OR_RETURN(std::optional<double> accuracy,
+                     proceed->has_exchange() ? Exchange(*proceed) : ApplyPull(*proceed));
     const float loss = ComputeStep();
     RETURN_IF_ERROR(PushAndReport(proceed->clock() + 1, loss, accuracy));
   }

@@ -1,7 +1,10 @@
-// The worker side of every PS mode: wait for the coordinator's Proceed, pull what it names (and
+// The worker side of every mode: wait for the coordinator's Proceed, pull what it names (and
 // rebase the local model onto it), take a local SGD step, push the delta since the last push the
 // way the mode wants it, report the new clock. With overlap_communication (wbsp-overlap) a compute
-// thread steps continuously while this loop pushes, reports and rebases beside it.
+// thread steps continuously while this loop pushes, reports and rebases beside it. In the
+// peer-to-peer modes nothing is pushed: before each step the trainer sends its model to the peers
+// the Proceed names, averages in the models its peers sent by the exchange deadline, and reports
+// the transfers it measured.
 #ifndef SYNCOPATE_TRAINER_WORKER_H_
 #define SYNCOPATE_TRAINER_WORKER_H_
 
@@ -17,6 +20,7 @@
 #include "compute/backend.h"
 #include "data/dataset.h"
 #include "trainer/local_model.h"
+#include "trainer/peer_exchange.h"
 #include "trainer/session_client.h"
 #include "trainer/store_client.h"
 #include "trainer/trace_writer.h"
@@ -45,13 +49,22 @@ struct WorkerTimings {
   double compute = 0, wait = 0, push = 0, pull = 0, eval = 0;
 };
 
+// The peer-to-peer data plane a worker uses (owned by the caller).
+struct PeerLink {
+  ExchangeInbox& inbox;
+  PeerSender& sender;
+  TransferMeter& sent;
+  TransferMeter& received;
+};
+
 class Worker {
  public:
   // All references must outlive the worker. `eval_model` (same architecture as `model`) evaluates
   // pulled models, so evaluation never touches the model being trained.
   Worker(WorkerOptions options, SessionClient& session, StoreClient& store, compute::Model& model,
          compute::Model& eval_model, const data::Dataset& train, const data::Dataset& test,
-         TrainerMetrics& metrics, TraceWriter& trace, const base::Clock& clock);
+         TrainerMetrics& metrics, TraceWriter& trace, const base::Clock& clock,
+         PeerLink* peers = nullptr);
 
   // Trains until `stop` is notified, max_steps is reached or the coordinator says training is done
   // (then leaves cleanly: OK), or until a fatal error: ABORTED when evicted, UNAVAILABLE when the
@@ -76,8 +89,14 @@ class Worker {
   absl::StatusOr<std::optional<double>> ApplyPull(const v1::Proceed& proceed);
   std::optional<double> MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap& pulled);
   float ComputeStep();
-  // Pushes the delta since the last push as clock `new_clock` and reports it.
+  // Pushes the delta since the last push as clock `new_clock` (not in peer-to-peer modes) and
+  // reports it.
   absl::Status PushAndReport(int64_t new_clock, float loss, std::optional<double> accuracy);
+  // Pushes the delta since the last push as clock `new_clock`.
+  absl::Status Push(int64_t new_clock);
+  // Peer-to-peer: sends the model to the exchange's receivers, averages in what its senders
+  // deliver by the deadline, and evaluates the result when this trainer evaluates.
+  absl::StatusOr<std::optional<double>> Exchange(const v1::Proceed& proceed);
   void AddTime(double WorkerTimings::*field, absl::Duration d);
 
   const WorkerOptions options_;
@@ -91,6 +110,8 @@ class Worker {
   TraceWriter& trace_;
   const base::Clock& clock_;
   const absl::Time joined_at_;
+  PeerLink* const peers_;
+  v1::TransferReport transfers_;  // the last exchange's, for the next report
 
   // Used by the thread that computes.
   data::BatchSampler sampler_;

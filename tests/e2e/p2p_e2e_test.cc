@@ -1,0 +1,139 @@
+// End-to-end: the peer-to-peer modes (dssync, selmcast, orpheus) under `syncopate local`, checked
+// through reports and traces: they train to the target, SelMcast spares a trainer behind a slow
+// link where Orpheus does not, and a dead trainer costs its peers one exchange deadline.
+#include <signal.h>
+
+#include <algorithm>
+
+#include "gtest/gtest.h"
+#include "local_runs.h"
+#include "run_files.h"
+
+namespace syncopate::e2e {
+namespace {
+
+// Totals over one trainer's "exchange" trace events.
+struct Exchanges {
+  int count = 0;
+  int64_t expected = 0;  // models it was due to receive
+  int64_t received = 0;  // models that arrived by the deadline
+  double seconds = 0;
+  int64_t last_round = 0;
+};
+
+Exchanges ReadExchanges(const std::string& dir, int rank) {
+  Exchanges x;
+  for (const auto& e : ReadTrace(dir, rank)) {
+    if (e["event"] != "exchange") continue;
+    ++x.count;
+    x.expected += e["expected"].get<int64_t>();
+    x.received += e["received"].get<int64_t>();
+    x.seconds += e["seconds"].get<double>();
+    x.last_round = std::max<int64_t>(x.last_round, e["round"]);
+  }
+  return x;
+}
+
+class PeerMode : public ::testing::TestWithParam<std::string> {};
+
+TEST_P(PeerMode, ReachesTheTargetExchangingEveryRound) {
+  const std::string mode = GetParam();
+  const std::string dir = MakeTempDir("p2p-" + mode);
+  const int status = RunLocal(dir, {"--mode=" + mode, "--trainers=3", "--target-accuracy=0.80",
+                                    "--time-limit=120s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  EXPECT_EQ(summary["mode"], mode);
+  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  for (int rank = 0; rank < 3; ++rank) {
+    const Exchanges x = ReadExchanges(dir, rank);
+    EXPECT_GT(x.count, 20) << "trainer " << rank;
+    EXPECT_GT(x.expected, 0) << "trainer " << rank << " never received a model";
+    // No trainer failed, so every model due arrived.
+    EXPECT_EQ(x.received, x.expected) << "trainer " << rank << "; see " << dir;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Modes, PeerMode, ::testing::Values("dssync", "selmcast", "orpheus"));
+
+TEST(P2PE2E, SelMcastSparesTheSlowLinkAndItsRoundsFinishSooner) {
+  // Trainer 3 downloads at 20 Mbit/s, the others at 100; all upload at 100.
+  auto run = [](const std::string& mode) {
+    const std::string dir = MakeTempDir("slow-link-" + mode);
+    const int status =
+        RunLocal(dir, {"--mode=" + mode, "--trainers=4", "--target-accuracy=0.99",
+                       "--time-limit=15s", "--ingress-rate=100mbit,100mbit,100mbit,20mbit",
+                       "--egress-rate=100mbit"});
+    EXPECT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+    return dir;
+  };
+  const std::string selmcast = run("selmcast");
+  const std::string orpheus = run("orpheus");
+  const Exchanges sel_slow = ReadExchanges(selmcast, 3);
+  const Exchanges orph_slow = ReadExchanges(orpheus, 3);
+  ASSERT_GT(sel_slow.count, 10) << "see " << selmcast;
+  ASSERT_GT(orph_slow.count, 10) << "see " << orpheus;
+  // Models sent to the slow trainer per round: SelMcast balances by measured bandwidth.
+  const double sel_senders = static_cast<double>(sel_slow.expected) / sel_slow.count;
+  const double orph_senders = static_cast<double>(orph_slow.expected) / orph_slow.count;
+  EXPECT_LT(sel_senders, orph_senders) << "see " << selmcast << " and " << orpheus;
+  // Its rounds end sooner: the mean exchange of every trainer, from the runs' own traces.
+  auto mean_exchange = [](const std::string& dir) {
+    double seconds = 0;
+    int count = 0;
+    for (int rank = 0; rank < 4; ++rank) {
+      const Exchanges x = ReadExchanges(dir, rank);
+      seconds += x.seconds;
+      count += x.count;
+    }
+    return seconds / count;
+  };
+  EXPECT_LT(mean_exchange(selmcast), mean_exchange(orpheus));
+  RecordProperty("selmcast_senders_to_slow", std::to_string(sel_senders));
+  RecordProperty("orpheus_senders_to_slow", std::to_string(orph_senders));
+}
+
+TEST(P2PE2E, ADeadTrainerReleasesItsPeers) {
+  const std::string dir = MakeTempDir("p2p-kill");
+  auto local = StartLocal(dir, {"--mode=selmcast", "--trainers=3", "--target-accuracy=0.99",
+                                "--time-limit=20s", "--eviction-timeout=3s",
+                                "--exchange-timeout=2s", "--p=1"});
+  ASSERT_NE(local, nullptr);
+  int victim = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(60);
+  while (absl::Now() < deadline && victim == 0) {
+    nlohmann::json ready = ReadJson(dir + "/trainer-2.ready.json");
+    if (!ready.is_discarded() && ReadExchanges(dir, 2).count > 20) victim = ready["pid"];
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  ASSERT_NE(victim, 0) << "trainer 2 never exchanged; see " << dir;
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  const int64_t killed_at = ReadExchanges(dir, 0).last_round;
+  std::optional<int> status = local->Wait(absl::Minutes(2));
+  ASSERT_TRUE(status.has_value()) << "run did not finish";
+  EXPECT_EQ(ExitCode(*status), 0) << cli::DescribeExit(*status);
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  for (const auto& t : summary["per_trainer"]) {
+    if (t["rank"] == 2) {
+      EXPECT_EQ(t["state"], "evicted");
+    }
+  }
+  // The survivors went on exchanging (with p = 1.0 every trainer sends to every other, so the
+  // dead one was due in the round it died in).
+  for (int rank : {0, 1}) {
+    EXPECT_GT(ReadExchanges(dir, rank).last_round, killed_at + 50)
+        << "trainer " << rank << " stalled after the kill; see " << dir;
+  }
+}
+
+TEST(P2PE2E, BadLinkRatesAreClearErrors) {
+  const std::string dir = MakeTempDir("p2p-bad");
+  EXPECT_EQ(ExitCode(RunLocal(dir, {"--mode=selmcast", "--trainers=2", "--egress-rate=fast"})), 2);
+  EXPECT_EQ(ExitCode(RunLocal(dir, {"--mode=selmcast", "--trainers=2",
+                                    "--ingress-rate=1mbit,1mbit,1mbit"})),
+            2);
+  EXPECT_EQ(ExitCode(RunLocal(dir, {"--mode=selmcast", "--trainers=2", "--p=0"})), 2);
+}
+
+}  // namespace
+}  // namespace syncopate::e2e
