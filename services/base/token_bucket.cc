@@ -20,4 +20,10 @@ absl::Duration TokenBucket::Take(size_t bytes) {
   return tokens_ >= 0 ? absl::ZeroDuration() : absl::Seconds(-tokens_ / rate_);
 }
 
+void PaceThrough(TokenBucket* bucket, size_t bytes) {
+  if (bucket == nullptr) return;
+  const absl::Duration wait = bucket->Take(bytes);
+  if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
+}
+
 }  // namespace syncopate::base

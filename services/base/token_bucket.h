@@ -33,6 +33,9 @@ class TokenBucket {
   absl::Time last_ ABSL_GUARDED_BY(mu_);
 };
 
+// Sleeps for what `bucket` asks before `bytes` may pass; a no-op for a null bucket (no limit).
+void PaceThrough(TokenBucket* bucket, size_t bytes);
+
 }  // namespace syncopate::base
 
 #endif  // SYNCOPATE_BASE_TOKEN_BUCKET_H_

@@ -28,8 +28,8 @@ struct LocalClusterOptions {
   float learning_rate = 0.1f;
   int batch_size = 64;
   absl::Duration eviction_timeout = absl::Seconds(5);
-  // Peer-to-peer modes: emulated link limits per trainer ("" or a missing entry: none), e.g.
-  // "100mbit", and how long an exchange waits for its peers.
+  // Emulated link limits per trainer on all its traffic ("" or a missing entry: none), e.g.
+  // "100mbit"; and how long a peer-to-peer exchange waits for its peers.
   std::vector<std::string> egress_rates;
   std::vector<std::string> ingress_rates;
   absl::Duration exchange_timeout = absl::Seconds(5);

@@ -91,10 +91,10 @@ struct ScenarioFlags {
                     "selmcast, orpheus: each trainer sends to at least ceil(p * n) peers");
     cmd->add_option("--k", p.k, "selmcast, orpheus: every pair exchanges once per k+1 rounds");
     cmd->add_option("--egress-rate", egress_rate,
-                    "Peer-to-peer: per-trainer upload limits, e.g. 100mbit,100mbit,20mbit "
+                    "Emulated per-trainer upload limits, e.g. 100mbit,100mbit,20mbit "
                     "(one value: all; empty item: none)");
     cmd->add_option("--ingress-rate", ingress_rate,
-                    "Peer-to-peer: per-trainer download limits, same form as --egress-rate");
+                    "Emulated per-trainer download limits, same form as --egress-rate");
     cmd->add_option("--exchange-timeout", exchange_timeout,
                     "Peer-to-peer: how long an exchange waits for its peers");
     cmd->add_option("--trainers", c.trainers, "Number of trainers")->check(CLI::Range(1, 64));

@@ -88,9 +88,9 @@ int main(int argc, char** argv) {
   app.add_option("--peer-address", peer_address,
                  "host:port peers dial (default: --peer-listen's, 0.0.0.0 read as 127.0.0.1)");
   app.add_option("--egress-rate", egress_rate,
-                 "Emulated upload limit on peer transfers, e.g. 100mbit (default: none)");
+                 "Emulated upload limit on all traffic, e.g. 100mbit (default: none)");
   app.add_option("--ingress-rate", ingress_rate,
-                 "Emulated download limit on peer transfers, e.g. 100mbit (default: none)");
+                 "Emulated download limit on all traffic, e.g. 100mbit (default: none)");
   app.add_option("--ready-file", ready_file, "Write the metrics port here once running");
   app.add_option("--trace-file", trace_file, "Append a JSON-lines trace of clocks and pulls");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
@@ -188,8 +188,11 @@ int main(int argc, char** argv) {
       syncopate::base::WriteReadyFile(ready_file, {0, (*metrics_server)->port(), 0});
   if (!ready.ok()) return Fail(ready);
 
+  // The link limits hold for all of the trainer's traffic: store pushes and pulls too.
   syncopate::trainer::StoreClient store(
-      {welcome.store_addresses().begin(), welcome.store_addresses().end()}, *timeout);
+      {welcome.store_addresses().begin(), welcome.store_addresses().end()}, *timeout,
+      syncopate::tensor::kDefaultChunkBytes,
+      {egress ? &*egress : nullptr, ingress ? &*ingress : nullptr});
   syncopate::trainer::TraceWriter trace(trace_file);
   syncopate::trainer::Worker worker(options, **session, store, **model, **eval_model, *train, *test,
                                     metrics, trace, syncopate::base::MonotonicClock::Get(),

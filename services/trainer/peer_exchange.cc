@@ -10,13 +10,6 @@
 namespace syncopate::trainer {
 namespace {
 
-// Waits out what the bucket asks for `bytes` (no-op without a bucket).
-void Pace(base::TokenBucket* bucket, size_t bytes) {
-  if (bucket == nullptr) return;
-  const absl::Duration wait = bucket->Take(bytes);
-  if (wait > absl::ZeroDuration()) absl::SleepFor(wait);
-}
-
 size_t PayloadBytes(const v1::PushMessage& message) {
   return message.has_chunk() ? message.chunk().data().size() : 0;
 }
@@ -104,7 +97,7 @@ grpc::Status PeerService::Exchange(grpc::ServerContext*,
     const size_t payload = PayloadBytes(message);
     bytes += payload;
     // Reading slower than the link holds the sender back through TCP flow control.
-    Pace(ingress_, payload);
+    base::PaceThrough(ingress_, payload);
     if (absl::Status s = assembler.Add(message); !s.ok()) return rpc::ToGrpcStatus(s);
   }
   absl::StatusOr<store::StagedPush> push = assembler.Finish();
@@ -145,7 +138,7 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
     if (!ok) break;
     tensor::ForEachChunk(name, values, chunk_bytes_, [&](v1::TensorChunk& chunk) {
       if (!ok) return;
-      Pace(egress_, chunk.data().size());
+      base::PaceThrough(egress_, chunk.data().size());
       bytes += chunk.data().size();
       message.mutable_chunk()->Swap(&chunk);
       ok = writer->Write(message);

@@ -9,8 +9,11 @@
 namespace syncopate::trainer {
 
 StoreClient::StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
-                         uint32_t chunk_bytes)
-    : addresses_(std::move(addresses)), timeout_(timeout), chunk_bytes_(chunk_bytes) {
+                         uint32_t chunk_bytes, LinkLimits limits)
+    : addresses_(std::move(addresses)),
+      timeout_(timeout),
+      chunk_bytes_(chunk_bytes),
+      limits_(limits) {
   for (const std::string& address : addresses_) {
     stubs_.push_back(v1::ParameterStore::NewStub(rpc::MakeChannel(address)));
   }
@@ -48,6 +51,7 @@ absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHe
     if (!ok) break;
     tensor::ForEachChunk(t->first, t->second, chunk_bytes_, [&](v1::TensorChunk& chunk) {
       if (!ok) return;
+      base::PaceThrough(limits_.egress, chunk.data().size());
       message.mutable_chunk()->Swap(&chunk);
       ok = writer->Write(message);
     });
@@ -117,6 +121,7 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
       continue;
     }
     const v1::TensorChunk& chunk = message.chunk();
+    base::PaceThrough(limits_.ingress, chunk.data().size());
     auto it = tensors.find(chunk.tensor());
     absl::Span<const float> values;
     bad = tensor::ChunkValues(chunk, &values);

@@ -10,6 +10,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/token_bucket.h"
 #include "syncopate/v1/store.grpc.pb.h"
 #include "tensor/tensor.h"
 
@@ -22,12 +23,18 @@ struct PulledModel {
   uint64_t bytes = 0;
 };
 
+// Emulated link limits on the trainer's traffic (null: none); shared with its peer transfers.
+struct LinkLimits {
+  base::TokenBucket* egress = nullptr;   // pushes
+  base::TokenBucket* ingress = nullptr;  // pulls
+};
+
 // Thread-compatible: one trainer thread uses it. Calls to several shards run in parallel.
 class StoreClient {
  public:
   // `timeout` bounds each RPC; `chunk_bytes` sizes stream chunks.
   StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
-              uint32_t chunk_bytes = tensor::kDefaultChunkBytes);
+              uint32_t chunk_bytes = tensor::kDefaultChunkBytes, LinkLimits limits = {});
 
   size_t shard_count() const { return stubs_.size(); }
 
@@ -54,6 +61,7 @@ class StoreClient {
   std::vector<std::unique_ptr<v1::ParameterStore::Stub>> stubs_;
   absl::Duration timeout_;
   uint32_t chunk_bytes_;
+  LinkLimits limits_;
 };
 
 }  // namespace syncopate::trainer

@@ -11,6 +11,7 @@ failed check prints one line; the exit status is 1 if any failed. Checked:
   - the store list the coordinator gets names every shard through the headless Service;
   - scaling values (trainer.replicas, store.shards) reach the workloads and the flags;
   - GPU settings (limits, tolerations, node selector) appear exactly when trainer.gpu.enabled;
+  - trainers advertise their Peer service as <pod IP>:<peer port>, reachable only from the release;
   - standard labels, non-root security contexts, volumes, service accounts and monitoring toggles.
 """
 import json
@@ -257,6 +258,25 @@ def main(chart_dir, values_file, rendered_file):
                for c in containers(pod_template(w)) for e in c.get("env", [])}
         check(env.get("POD_INDEX") == "metadata.labels['apps.kubernetes.io/pod-index']",
               f"{name_of(w)}: POD_INDEX is not the pod's ordinal")
+
+    # Trainers advertise their Peer service at the pod's IP and their peer container port, and only
+    # the release's pods may reach it.
+    peer_port = container_ports(pod_template(trainer))[0].get("peer")
+    check(peer_port == values["trainer"]["peerPort"], "the trainer has no peer port")
+    check(trainer_args.get("--peer-address") == f"$(POD_IP):{peer_port}",
+          f"trainers advertise {trainer_args.get('--peer-address')}, not $(POD_IP):{peer_port}")
+    check(trainer_args.get("--peer-listen", "").endswith(f":{peer_port}"),
+          "the Peer service does not listen on the peer port")
+    env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
+           for c in containers(pod_template(trainer)) for e in c.get("env", [])}
+    check(env.get("POD_IP") == "status.podIP", "POD_IP is not the pod's IP")
+    for policy in by_kind.get("NetworkPolicy", []):
+        if selects(policy["spec"]["podSelector"]["matchLabels"],
+                   pod_template(trainer)["metadata"]["labels"]):
+            peer_rules = [r for r in policy["spec"]["ingress"]
+                          if any(p["port"] == "peer" for p in r.get("ports", []))]
+            check(peer_rules and all(r.get("from") for r in peer_rules),
+                  f"{name_of(policy)} leaves the peer port open to everyone")
 
     # GPU settings appear exactly when enabled.
     gpu = values["trainer"]["gpu"]
