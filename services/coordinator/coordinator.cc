@@ -195,6 +195,10 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
   for (auto* family : {&metrics_.trainer_staleness_bound, &metrics_.trainer_group}) {
     family->Remove(&family->Add({{"trainer", name}}));
   }
+  for (const char* direction : {"upload", "download"}) {
+    auto& family = metrics_.trainer_link_rate;
+    family.Remove(&family.Add({{"trainer", name}, {"direction", direction}}));
+  }
   UpdateGauges();
 }
 
@@ -226,6 +230,13 @@ void Coordinator::UpdateGauges() {
     v1::TrainerStatus& status = trainer_status_[name];
     status.set_staleness_bound(bound);
     status.set_group(group);
+    if (std::optional<sync::LinkRates> link = policy_->MeasuredLinkOf(id)) {
+      metrics_.trainer_link_rate.Add({{"trainer", name}, {"direction", "upload"}}).Set(link->upload);
+      metrics_.trainer_link_rate.Add({{"trainer", name}, {"direction", "download"}})
+          .Set(link->download);
+      status.set_upload_bytes_per_second(link->upload);
+      status.set_download_bytes_per_second(link->download);
+    }
   }
 }
 

@@ -46,6 +46,11 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       trainer_group(prometheus::BuildGauge()
                         .Name("syncopate_coordinator_trainer_group")
                         .Help("Group of each live trainer (hybrid); -1 when the mode has none.")
-                        .Register(r)) {}
+                        .Register(r)),
+      trainer_link_rate(prometheus::BuildGauge()
+                            .Name("syncopate_coordinator_trainer_link_bytes_per_second")
+                            .Help("Each trainer's smoothed measured link rate in the peer-to-peer "
+                                  "modes, by direction (upload, download).")
+                            .Register(r)) {}
 
 }  // namespace syncopate::coordinator

@@ -28,6 +28,7 @@ struct CoordinatorMetrics {
   // Per live trainer (label trainer = its name; bounded by the job's trainers).
   prometheus::Family<prometheus::Gauge>& trainer_staleness_bound;
   prometheus::Family<prometheus::Gauge>& trainer_group;
+  prometheus::Family<prometheus::Gauge>& trainer_link_rate;
 };
 
 }  // namespace syncopate::coordinator

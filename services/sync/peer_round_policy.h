@@ -59,6 +59,10 @@ class PeerRoundPolicy final : public ClockedPolicy {
   Decisions OnTick(absl::Time now) override;
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
+  std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
+    if (!bandwidth_.Measured(trainer)) return std::nullopt;
+    return bandwidth_.Estimate(trainer);
+  }
 
   // The last planned round's exchanges, by trainer (for status and tests).
   const std::map<TrainerId, PeerExchange>& last_plan() const { return last_plan_; }

@@ -12,6 +12,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "sync/bandwidth_estimator.h"
 #include "sync/clock_table.h"
 
 namespace syncopate::sync {
@@ -152,6 +153,8 @@ class SyncPolicy {
   virtual void ObserveCompute(TrainerId, int64_t /*clock*/, double /*compute_seconds*/) {}
   // The trainer's transfers of its last exchange (call before OnClock). P2P modes plan with them.
   virtual void ObserveTransfers(TrainerId, const TransferSample&) {}
+  // The trainer's smoothed measured link rates, once both directions were measured (P2P modes).
+  virtual std::optional<LinkRates> MeasuredLinkOf(TrainerId) const { return std::nullopt; }
 };
 
 // The base of policies that keep a clock per member (every policy so far): the clock table, its

@@ -1,0 +1,105 @@
+#!/usr/bin/env bash
+# Real links instead of emulated ones: four trainers, each in its own network namespace, joined to
+# a hub namespace (store and coordinator) by veth links shaped with `tc tbf`: three at 100 Mbit/s,
+# trainer-3 at 20 Mbit/s in both directions. A selmcast job runs until the coordinator has measured
+# every trainer's link; the test then checks that its estimates (from /metrics) rank trainer-3's
+# link below every other trainer's, in both directions.
+# Every address lives inside namespaces this test creates (10.77.0.0/24); nothing in the root
+# namespace is touched. Exits 77 (CTest: skipped) without root, iproute2 or tc.
+# usage: netns_bandwidth_test.sh BIN_DIR
+set -euo pipefail
+BIN="$(cd "${1:?usage: $0 BIN_DIR}" && pwd)"
+if [ "$(id -u)" -ne 0 ] || ! command -v ip >/dev/null || ! command -v tc >/dev/null; then
+  echo "SKIP: needs root, ip and tc"
+  exit 77
+fi
+P="syn$$"
+HUB="${P}hub"
+WORK="$(mktemp -d /tmp/syncopate-netns-XXXXXX)"
+PIDS=()
+NAMESPACES=()
+cleanup() {
+  for pid in "${PIDS[@]}"; do kill "$pid" 2>/dev/null || true; done
+  for pid in "${PIDS[@]}"; do wait "$pid" 2>/dev/null || true; done
+  for ns in "${NAMESPACES[@]}"; do ip netns del "$ns" 2>/dev/null || true; done
+  if [ "${KEEP:-0}" != 1 ]; then rm -rf "$WORK"; fi
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*" >&2; tail -n 5 "$WORK"/*.log >&2 || true; exit 1; }
+
+if ! ip netns add "$HUB" 2>/dev/null; then
+  echo "SKIP: cannot create network namespaces here"
+  exit 77
+fi
+NAMESPACES+=("$HUB")
+in_hub() { ip netns exec "$HUB" "$@"; }
+in_hub ip link set lo up
+in_hub ip link add br0 type bridge
+in_hub ip addr add 10.77.0.1/24 dev br0
+in_hub ip link set br0 up
+
+RATES=(100mbit 100mbit 100mbit 20mbit)
+for i in 0 1 2 3; do
+  ns="${P}t$i"
+  ip netns add "$ns"
+  NAMESPACES+=("$ns")
+  # The pair is made inside the hub, then one end moves into the trainer's namespace.
+  in_hub ip link add "h$i" type veth peer name "v$i"
+  in_hub ip link set "v$i" netns "$ns"
+  in_hub ip link set "h$i" master br0 up
+  ip netns exec "$ns" ip link set lo up
+  ip netns exec "$ns" ip addr add "10.77.0.$((10 + i))/24" dev "v$i"
+  ip netns exec "$ns" ip link set "v$i" up
+  # Shape both directions: the trainer's side sends, the hub's side sends towards the trainer.
+  ip netns exec "$ns" tc qdisc add dev "v$i" root tbf rate "${RATES[$i]}" burst 32kbit latency 400ms
+  in_hub tc qdisc add dev "h$i" root tbf rate "${RATES[$i]}" burst 32kbit latency 400ms
+done
+
+in_hub "$BIN/syncopate-store" --listen=10.77.0.1:7070 --metrics-listen=10.77.0.1:9100 \
+  >"$WORK/store.log" 2>&1 &
+PIDS+=($!)
+in_hub "$BIN/syncopate-coordinator" --listen=10.77.0.1:7000 --metrics-listen=10.77.0.1:9101 \
+  --stores=10.77.0.1:7070 --mode=selmcast --p=0.5 --min-trainers=4 --exchange-timeout=5s \
+  >"$WORK/coordinator.log" 2>&1 &
+PIDS+=($!)
+for i in 0 1 2 3; do
+  ip netns exec "${P}t$i" env OPENBLAS_NUM_THREADS=1 "$BIN/syncopate-trainer" \
+    --coordinator=10.77.0.1:7000 --name="trainer-$i" --rank="$i" --world=4 \
+    --peer-listen="10.77.0.$((10 + i)):7100" --metrics-listen=127.0.0.1:0 \
+    >"$WORK/trainer-$i.log" 2>&1 &
+  PIDS+=($!)
+done
+
+# Poll the coordinator's estimates until every trainer's link is measured over 30+ rounds.
+metrics=""
+for _ in $(seq 240); do
+  sleep 0.5
+  for pid in "${PIDS[@]}"; do kill -0 "$pid" 2>/dev/null || fail "a process exited early"; done
+  metrics="$(in_hub curl -sf http://10.77.0.1:9101/metrics || true)"
+  measured="$(grep -c '^syncopate_coordinator_trainer_link_bytes_per_second' <<<"$metrics" || true)"
+  clock="$(awk '/^syncopate_coordinator_min_clock / { print int($2) }' <<<"$metrics")"
+  if [ "$measured" -eq 8 ] && [ "${clock:-0}" -ge 30 ]; then break; fi
+done
+[ "${measured:-0}" -eq 8 ] || fail "the coordinator measured $measured of 8 link directions"
+echo "coordinator estimates at min clock $clock:"
+grep '^syncopate_coordinator_trainer_link_bytes_per_second' <<<"$metrics"
+
+/usr/bin/python3 - "$metrics" <<'PY'
+import re, sys
+rates = {}
+for name, direction, value in re.findall(
+        r'syncopate_coordinator_trainer_link_bytes_per_second\{(?=[^}]*trainer="([^"]+)")'
+        r'(?=[^}]*direction="([^"]+)")[^}]*\} (\S+)', sys.argv[1]):
+    rates[(name, direction)] = float(value)
+ok = True
+for direction in ("upload", "download"):
+    slow = rates[("trainer-3", direction)]
+    others = [rates[(f"trainer-{i}", direction)] for i in range(3)]
+    print(f"{direction}: trainer-3 {slow / 1e6:.2f} MB/s, others "
+          + ", ".join(f"{o / 1e6:.2f}" for o in others) + " MB/s")
+    if not all(slow < o for o in others):
+        print(f"FAIL: trainer-3's {direction} is not ranked below every other trainer's")
+        ok = False
+sys.exit(0 if ok else 1)
+PY
+echo "passed"
