@@ -125,14 +125,18 @@ absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
     links.push_back(absl::StrCat("--ingress-rate=", o.ingress_rates[rank]));
   }
   std::vector<std::string> args = {
-       absl::StrCat("--coordinator=", coordinator_address()), absl::StrCat("--rank=", rank),
-       absl::StrCat("--world=", o.elastic ? 1 : o.trainers),
-       absl::StrCat("--data-shard=", o.elastic ? 0 : rank), absl::StrCat("--slowdown=", slowdown),
-       absl::StrCat("--model=", o.model), absl::StrCat("--device=", o.device),
-       absl::StrCat("--learning-rate=", o.learning_rate),
-       absl::StrCat("--batch-size=", o.batch_size),
-       absl::StrCat("--eval-interval=", Seconds(o.eval_interval)), absl::StrCat("--seed=", o.seed),
-       absl::StrCat("--trace-file=", o.run_dir, "/trainer-", rank, ".trace.jsonl")};
+      absl::StrCat("--coordinator=", coordinator_address()),
+      absl::StrCat("--rank=", rank),
+      absl::StrCat("--world=", o.elastic ? 1 : o.trainers),
+      absl::StrCat("--data-shard=", o.elastic ? 0 : rank),
+      absl::StrCat("--slowdown=", slowdown),
+      absl::StrCat("--model=", o.model),
+      absl::StrCat("--device=", o.device),
+      absl::StrCat("--learning-rate=", o.learning_rate),
+      absl::StrCat("--batch-size=", o.batch_size),
+      absl::StrCat("--eval-interval=", Seconds(o.eval_interval)),
+      absl::StrCat("--seed=", o.seed),
+      absl::StrCat("--trace-file=", o.run_dir, "/trainer-", rank, ".trace.jsonl")};
   args.insert(args.end(), links.begin(), links.end());
   return Launch("trainer", rank, args, false);
 }

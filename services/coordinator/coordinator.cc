@@ -66,8 +66,8 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   const bool peer_to_peer = policy_->push_mode() == sync::PushMode::kNone;
   if (peer_to_peer && join.peer_address().empty()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("mode ", policy_->name(), " exchanges models between trainers: '",
-                     join.name(), "' must join with the address of its Peer service"));
+        absl::StrCat("mode ", policy_->name(), " exchanges models between trainers: '", join.name(),
+                     "' must join with the address of its Peer service"));
   }
   sync::Decisions decisions;
   absl::StatusOr<int64_t> start = policy_->OnJoin(member.id, now, &decisions);
@@ -119,8 +119,9 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
   policy_->ObserveCompute(key.id, report.clock(), report.timings().compute_seconds());
   if (report.has_transfers()) {
     const v1::TransferReport& t = report.transfers();
-    policy_->ObserveTransfers(key.id, sync::TransferSample{t.sent_bytes(), t.send_seconds(),
-                                                           t.received_bytes(), t.receive_seconds()});
+    policy_->ObserveTransfers(
+        key.id, sync::TransferSample{t.sent_bytes(), t.send_seconds(), t.received_bytes(),
+                                     t.receive_seconds()});
   }
   absl::StatusOr<sync::Decisions> decisions = policy_->OnClock(key.id, report.clock(), now);
   if (!decisions.ok()) {
@@ -231,7 +232,8 @@ void Coordinator::UpdateGauges() {
     status.set_staleness_bound(bound);
     status.set_group(group);
     if (std::optional<sync::LinkRates> link = policy_->MeasuredLinkOf(id)) {
-      metrics_.trainer_link_rate.Add({{"trainer", name}, {"direction", "upload"}}).Set(link->upload);
+      metrics_.trainer_link_rate.Add({{"trainer", name}, {"direction", "upload"}})
+          .Set(link->upload);
       metrics_.trainer_link_rate.Add({{"trainer", name}, {"direction", "download"}})
           .Set(link->download);
       status.set_upload_bytes_per_second(link->upload);

@@ -166,22 +166,20 @@ TEST_P(RandomSchedule, InvariantsHold) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, RandomSchedule,
-                         ::testing::Values(Schedule{"bsp", 0}, Schedule{"ssp", 0},
-                                           Schedule{"ssp", 1}, Schedule{"ssp", 3},
-                                           Schedule{"asp", 0}, Schedule{"dssp", 0},
-                                           Schedule{"dssp", 3}, Schedule{"wbsp", 0},
-                                           Schedule{"wbsp-overlap", 0}, Schedule{"hybrid", 0},
-                                           Schedule{"dssync", 0}, Schedule{"selmcast", 0},
-                                           Schedule{"orpheus", 0}),
-                         [](const ::testing::TestParamInfo<Schedule>& info) {
-                           std::string name =
-                               info.param.mode + "_s" + std::to_string(info.param.staleness);
-                           for (char& c : name) {
-                             if (c == '-') c = '_';
-                           }
-                           return name;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Modes, RandomSchedule,
+    ::testing::Values(Schedule{"bsp", 0}, Schedule{"ssp", 0}, Schedule{"ssp", 1},
+                      Schedule{"ssp", 3}, Schedule{"asp", 0}, Schedule{"dssp", 0},
+                      Schedule{"dssp", 3}, Schedule{"wbsp", 0}, Schedule{"wbsp-overlap", 0},
+                      Schedule{"hybrid", 0}, Schedule{"dssync", 0}, Schedule{"selmcast", 0},
+                      Schedule{"orpheus", 0}),
+    [](const ::testing::TestParamInfo<Schedule>& info) {
+      std::string name = info.param.mode + "_s" + std::to_string(info.param.staleness);
+      for (char& c : name) {
+        if (c == '-') c = '_';
+      }
+      return name;
+    });
 
 }  // namespace
 }  // namespace syncopate::sync

@@ -10,11 +10,11 @@
 #include "base/ready_file.h"
 #include "base/signals.h"
 #include "base/token_bucket.h"
-#include "rpc/grpc_util.h"
-#include "trainer/peer_exchange.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
 #include "metrics/metrics_server.h"
+#include "rpc/grpc_util.h"
+#include "trainer/peer_exchange.h"
 #include "trainer/session_client.h"
 #include "trainer/store_client.h"
 #include "trainer/trace_writer.h"
@@ -140,7 +140,8 @@ int main(int argc, char** argv) {
   // The Peer service runs before the join: the coordinator hands its address to other trainers.
   std::optional<syncopate::base::TokenBucket> egress;
   std::optional<syncopate::base::TokenBucket> ingress;
-  for (auto [text, bucket] : {std::pair{&egress_rate, &egress}, std::pair{&ingress_rate, &ingress}}) {
+  for (auto [text, bucket] :
+       {std::pair{&egress_rate, &egress}, std::pair{&ingress_rate, &ingress}}) {
     if (text->empty()) continue;
     absl::StatusOr<double> rate = syncopate::base::ParseRate(*text);
     if (!rate.ok()) return Fail(rate.status(), kExitUsage);
@@ -195,8 +196,7 @@ int main(int argc, char** argv) {
       {egress ? &*egress : nullptr, ingress ? &*ingress : nullptr});
   syncopate::trainer::TraceWriter trace(trace_file);
   syncopate::trainer::Worker worker(options, **session, store, **model, **eval_model, *train, *test,
-                                    metrics, trace, syncopate::base::MonotonicClock::Get(),
-                                    &peers);
+                                    metrics, trace, syncopate::base::MonotonicClock::Get(), &peers);
   absl::Notification stop;
   absl::Notification done;
   absl::Status result;

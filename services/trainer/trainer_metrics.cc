@@ -50,9 +50,9 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
                                 "the peers' models.")),
       exchange_bytes_sent(metrics::AddCounter(r, "syncopate_trainer_exchange_sent_bytes_total",
                                               "Model bytes sent to peers.")),
-      exchange_bytes_received(
-          metrics::AddCounter(r, "syncopate_trainer_exchange_received_bytes_total",
-                              "Model bytes received from peers.")),
+      exchange_bytes_received(metrics::AddCounter(r,
+                                                  "syncopate_trainer_exchange_received_bytes_total",
+                                                  "Model bytes received from peers.")),
       exchange_peers_missed(
           metrics::AddCounter(r, "syncopate_trainer_exchange_peers_missed_total",
                               "Peers that could not be sent to, or did not deliver, by the "

@@ -110,8 +110,8 @@ absl::StatusOr<std::optional<double>> Worker::Exchange(const v1::Proceed& procee
   const v1::PeerExchange& exchange = proceed.exchange();
   const v1::Welcome& w = session_.welcome();
   const absl::Time deadline =
-      absl::Now() + absl::Seconds(w.exchange_timeout_seconds() > 0 ? w.exchange_timeout_seconds()
-                                                                   : 10.0);
+      absl::Now() +
+      absl::Seconds(w.exchange_timeout_seconds() > 0 ? w.exchange_timeout_seconds() : 10.0);
   tensor::TensorMap own;
   model_.Read(&own);
   std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());

@@ -59,13 +59,8 @@ TEST_P(KillTrainer, OthersContinueAndTheRunFinishes) {
                                 "--time-limit=20s", "--eviction-timeout=3s"});
   ASSERT_NE(local, nullptr);
   // Wait (bounded) until trainer 2 is training, then kill it hard.
-  int victim = 0;
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < deadline && victim == 0) {
-    nlohmann::json ready = ReadJson(dir + "/trainer-2.ready.json");
-    if (!ready.is_discarded() && ReadTrace(dir, 2).size() > 30) victim = ready["pid"];
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  const int victim =
+      PidOnceTraining(dir, 2, [](const std::string& d) { return ReadTrace(d, 2).size() > 30; });
   ASSERT_NE(victim, 0) << "trainer 2 never trained; see " << dir;
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   const int64_t killed_at = [&] {

@@ -39,8 +39,8 @@ class PeerMode : public ::testing::TestWithParam<std::string> {};
 TEST_P(PeerMode, ReachesTheTargetExchangingEveryRound) {
   const std::string mode = GetParam();
   const std::string dir = MakeTempDir("p2p-" + mode);
-  const int status = RunLocal(dir, {"--mode=" + mode, "--trainers=3", "--target-accuracy=0.80",
-                                    "--time-limit=120s"});
+  const int status = RunLocal(
+      dir, {"--mode=" + mode, "--trainers=3", "--target-accuracy=0.80", "--time-limit=120s"});
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   EXPECT_EQ(summary["mode"], mode);
@@ -60,10 +60,9 @@ TEST(P2PE2E, SelMcastSparesTheSlowLinkAndItsRoundsFinishSooner) {
   // Trainer 3 downloads at 20 Mbit/s, the others at 100; all upload at 100.
   auto run = [](const std::string& mode) {
     const std::string dir = MakeTempDir("slow-link-" + mode);
-    const int status =
-        RunLocal(dir, {"--mode=" + mode, "--trainers=4", "--target-accuracy=0.99",
-                       "--time-limit=15s", "--ingress-rate=100mbit,100mbit,100mbit,20mbit",
-                       "--egress-rate=100mbit"});
+    const int status = RunLocal(
+        dir, {"--mode=" + mode, "--trainers=4", "--target-accuracy=0.99", "--time-limit=15s",
+              "--ingress-rate=100mbit,100mbit,100mbit,20mbit", "--egress-rate=100mbit"});
     EXPECT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
     return dir;
   };
@@ -95,17 +94,12 @@ TEST(P2PE2E, SelMcastSparesTheSlowLinkAndItsRoundsFinishSooner) {
 
 TEST(P2PE2E, ADeadTrainerReleasesItsPeers) {
   const std::string dir = MakeTempDir("p2p-kill");
-  auto local = StartLocal(dir, {"--mode=selmcast", "--trainers=3", "--target-accuracy=0.99",
-                                "--time-limit=20s", "--eviction-timeout=3s",
-                                "--exchange-timeout=2s", "--p=1"});
+  auto local = StartLocal(
+      dir, {"--mode=selmcast", "--trainers=3", "--target-accuracy=0.99", "--time-limit=20s",
+            "--eviction-timeout=3s", "--exchange-timeout=2s", "--p=1"});
   ASSERT_NE(local, nullptr);
-  int victim = 0;
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < deadline && victim == 0) {
-    nlohmann::json ready = ReadJson(dir + "/trainer-2.ready.json");
-    if (!ready.is_discarded() && ReadExchanges(dir, 2).count > 20) victim = ready["pid"];
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  const int victim =
+      PidOnceTraining(dir, 2, [](const std::string& d) { return ReadExchanges(d, 2).count > 20; });
   ASSERT_NE(victim, 0) << "trainer 2 never exchanged; see " << dir;
   ASSERT_EQ(kill(victim, SIGKILL), 0);
   const int64_t killed_at = ReadExchanges(dir, 0).last_round;
@@ -129,8 +123,8 @@ TEST(P2PE2E, ADeadTrainerReleasesItsPeers) {
 TEST(P2PE2E, BadLinkRatesAreClearErrors) {
   const std::string dir = MakeTempDir("p2p-bad");
   EXPECT_EQ(ExitCode(RunLocal(dir, {"--mode=selmcast", "--trainers=2", "--egress-rate=fast"})), 2);
-  EXPECT_EQ(ExitCode(RunLocal(dir, {"--mode=selmcast", "--trainers=2",
-                                    "--ingress-rate=1mbit,1mbit,1mbit"})),
+  EXPECT_EQ(ExitCode(RunLocal(
+                dir, {"--mode=selmcast", "--trainers=2", "--ingress-rate=1mbit,1mbit,1mbit"})),
             2);
   EXPECT_EQ(ExitCode(RunLocal(dir, {"--mode=selmcast", "--trainers=2", "--p=0"})), 2);
 }

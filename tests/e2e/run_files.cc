@@ -7,6 +7,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
 namespace syncopate::e2e {
@@ -96,6 +97,18 @@ std::string MakeTempDir(const std::string& name) {
   std::string pattern = absl::StrCat(base ? base : "/tmp", "/syncopate-e2e-", name, "-XXXXXX");
   if (mkdtemp(pattern.data()) == nullptr) return "";
   return pattern;
+}
+
+int PidOnceTraining(const std::string& dir, int rank,
+                    const std::function<bool(const std::string&)>& training, absl::Duration limit) {
+  const std::string ready_file = dir + "/trainer-" + std::to_string(rank) + ".ready.json";
+  const absl::Time deadline = absl::Now() + limit;
+  while (absl::Now() < deadline) {
+    nlohmann::json ready = ReadJson(ready_file);
+    if (!ready.is_discarded() && training(dir)) return ready["pid"];
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return 0;
 }
 
 }  // namespace syncopate::e2e

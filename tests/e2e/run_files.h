@@ -3,10 +3,12 @@
 #ifndef SYNCOPATE_TESTS_E2E_RUN_FILES_H_
 #define SYNCOPATE_TESTS_E2E_RUN_FILES_H_
 
+#include <functional>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/time/time.h"
 #include "nlohmann/json.hpp"
 
 namespace syncopate::e2e {
@@ -31,6 +33,12 @@ void ExpectIdenticalSnapshots(const std::string& dir, int trainers, size_t shard
 
 // A fresh directory under the test's temporary directory.
 std::string MakeTempDir(const std::string& name);
+
+// The pid of trainer `rank` of the run in `dir` once `training(dir)` says it trains, polled every
+// 100 ms for at most `limit`; 0 when that never happened.
+int PidOnceTraining(const std::string& dir, int rank,
+                    const std::function<bool(const std::string&)>& training,
+                    absl::Duration limit = absl::Seconds(60));
 
 }  // namespace syncopate::e2e
 
