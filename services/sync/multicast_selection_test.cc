@@ -83,7 +83,9 @@ TEST(MulticastSelectionTest, ParetoAdditionsNeverLengthenTheEstimate) {
       int full_pairs = 0;
       for (int i = 0; i < n; ++i) {
         for (int j = 0; j < n; ++j) {
-          if (basic.sends.at(i, j)) EXPECT_TRUE(full.sends.at(i, j));  // only additions
+          if (basic.sends.at(i, j)) {
+            EXPECT_TRUE(full.sends.at(i, j));  // only additions
+          }
           basic_pairs += basic.sends.at(i, j);
           full_pairs += full.sends.at(i, j);
         }

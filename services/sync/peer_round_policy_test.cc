@@ -78,7 +78,9 @@ TEST(PeerRoundPolicyTest, MulticastPlannersSendToAtLeastP) {
     ReportAll(p, 10, 1);
     for (const auto& [t, exchange] : p.last_plan()) {
       EXPECT_GE(exchange.send_to.size(), 3u) << planner;  // p = ceil(0.3 * 10)
-      if (planner == "orpheus") EXPECT_EQ(exchange.send_to.size(), 3u);
+      if (planner == "orpheus") {
+        EXPECT_EQ(exchange.send_to.size(), 3u);
+      }
     }
   }
 }

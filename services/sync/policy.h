@@ -78,7 +78,7 @@ struct Grant {
   // The trainer's group (hybrid, dssync); -1 when the mode has none.
   int group = -1;
   // Peer-to-peer modes: the exchange to do first.
-  std::optional<PeerExchange> exchange;
+  std::optional<PeerExchange> exchange = std::nullopt;
 };
 
 // Decisions to carry out in order: first close the rounds (on every store shard), then send the
