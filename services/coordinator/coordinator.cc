@@ -62,6 +62,7 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
     EnqueueDecisions(policy_->OnLeave(member.id, now));
     CloseSession({member.id, joined->replaced->incarnation}, "evicted",
                  "replaced by a new incarnation");
+    TellPeersGone(member.id);
   }
   const bool peer_to_peer = policy_->push_mode() == sync::PushMode::kNone;
   if (peer_to_peer && join.peer_address().empty()) {
@@ -176,6 +177,19 @@ void Coordinator::Depart(const SessionKey& key, const std::string& state,
   membership_dirty_ = true;
   EnqueueDecisions(policy_->OnLeave(key.id, clock_.Now()));
   CloseSession(key, state, reason);
+  TellPeersGone(key.id);
+}
+
+void Coordinator::TellPeersGone(sync::TrainerId id) {
+  if (policy_->push_mode() != sync::PushMode::kNone) return;
+  Action action;
+  for (const auto& [peer, session] : sessions_) {
+    if (peer == id) continue;
+    v1::Directive left;
+    left.mutable_peer_left()->set_trainer_id(id);
+    action.sends.emplace_back(session.outbox, std::move(left));
+  }
+  if (!action.sends.empty()) Enqueue(std::move(action));
 }
 
 void Coordinator::CloseSession(const SessionKey& key, const std::string& state,

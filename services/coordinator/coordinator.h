@@ -92,6 +92,8 @@ class Coordinator {
   void UpdateTimings(sync::TrainerId id, const v1::TrainerTimings& timings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Peer-to-peer modes: tells every remaining trainer that `id` is gone.
+  void TellPeersGone(sync::TrainerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues a Done directive for `outbox`.
   void SendDone(const std::shared_ptr<Outbox>& outbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The store request for a policy's round close (cuts resolved to incarnations).

@@ -190,6 +190,7 @@ int main(int argc, char** argv) {
   if (!ready.ok()) return Fail(ready);
 
   // The link limits hold for all of the trainer's traffic: store pushes and pulls too.
+  (*session)->OnPeerLeft([&inbox](uint64_t trainer) { inbox.MarkGone(trainer); });
   syncopate::trainer::StoreClient store(
       {welcome.store_addresses().begin(), welcome.store_addresses().end()}, *timeout,
       syncopate::tensor::kDefaultChunkBytes,

@@ -62,15 +62,18 @@ std::map<uint64_t, tensor::TensorMap> ExchangeInbox::Collect(int64_t round,
                                                              const std::vector<uint64_t>& senders,
                                                              absl::Time deadline) {
   absl::MutexLock lock(&mu_);
+  collecting_ = round;
   auto all_arrived = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     auto it = rounds_.find(round);
-    if (it == rounds_.end()) return senders.empty();
     for (uint64_t s : senders) {
-      if (it->second.count(s) == 0) return false;
+      const bool arrived = it != rounds_.end() && it->second.count(s) > 0;
+      auto gone = gone_.find(s);
+      if (!arrived && (gone == gone_.end() || gone->second < round)) return false;
     }
     return true;
   };
   mu_.AwaitWithDeadline(absl::Condition(&all_arrived), deadline);
+  collecting_.reset();
   std::map<uint64_t, tensor::TensorMap> out;
   if (auto it = rounds_.find(round); it != rounds_.end()) {
     for (uint64_t s : senders) {
@@ -80,6 +83,11 @@ std::map<uint64_t, tensor::TensorMap> ExchangeInbox::Collect(int64_t round,
   rounds_.erase(rounds_.begin(), rounds_.upper_bound(round));
   done_round_ = std::max(done_round_, round);
   return out;
+}
+
+void ExchangeInbox::MarkGone(uint64_t sender) {
+  absl::MutexLock lock(&mu_);
+  gone_[sender] = collecting_.value_or(done_round_ + 1);
 }
 
 PeerService::PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,

@@ -45,14 +45,19 @@ class ExchangeInbox {
   // ALREADY_EXISTS when `sender` already delivered round `round`; FAILED_PRECONDITION for a
   // round the worker has moved past.
   absl::Status Deposit(int64_t round, uint64_t sender, tensor::TensorMap model);
-  // Waits until every sender in `senders` delivered round `round`, or until `deadline`; returns
-  // what arrived (possibly less) and forgets every round up to `round`.
+  // Waits until every sender in `senders` delivered round `round` or is gone (MarkGone), or until
+  // `deadline`; returns what arrived (possibly less) and forgets every round up to `round`.
   std::map<uint64_t, tensor::TensorMap> Collect(int64_t round, const std::vector<uint64_t>& senders,
                                                 absl::Time deadline);
+  // `sender` left the job: the exchange under way (or the next one) stops waiting for it. A later
+  // round, planned after it left, waits for it again (it may have rejoined under the same id).
+  void MarkGone(uint64_t sender);
 
  private:
   absl::Mutex mu_;
   int64_t done_round_ ABSL_GUARDED_BY(mu_) = -1;
+  std::optional<int64_t> collecting_ ABSL_GUARDED_BY(mu_);  // the round Collect waits for
+  std::map<uint64_t, int64_t> gone_ ABSL_GUARDED_BY(mu_);   // sender -> last round not to wait
   std::map<int64_t, std::map<uint64_t, tensor::TensorMap>> rounds_ ABSL_GUARDED_BY(mu_);
 };
 

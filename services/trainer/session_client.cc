@@ -49,10 +49,19 @@ void SessionClient::ReadLoop() {
   v1::Directive directive;
   while (stream_->Read(&directive)) {
     absl::MutexLock lock(&mu_);
+    if (directive.has_peer_left()) {
+      if (on_peer_left_) on_peer_left_(directive.peer_left().trainer_id());
+      continue;
+    }
     directives_.push_back(directive);
   }
   absl::MutexLock lock(&mu_);
   stream_done_ = true;
+}
+
+void SessionClient::OnPeerLeft(std::function<void(uint64_t)> callback) {
+  absl::MutexLock lock(&mu_);
+  on_peer_left_ = std::move(callback);
 }
 
 absl::StatusOr<v1::Proceed> SessionClient::WaitProceed(absl::Duration timeout) {

@@ -100,10 +100,12 @@ TEST(P2PE2E, SelMcastSparesTheSlowLinkAndItsRoundsFinishSooner) {
 }
 
 TEST(P2PE2E, ADeadTrainerReleasesItsPeers) {
+  // The exchange deadline is far beyond the run's length: the coordinator's PeerLeft, sent when
+  // the dead trainer's stream breaks, must be what releases the peers waiting for its model.
   const std::string dir = MakeTempDir("p2p-kill");
   auto local = StartLocal(
       dir, {"--mode=selmcast", "--trainers=3", "--target-accuracy=0.99", "--time-limit=20s",
-            "--eviction-timeout=3s", "--exchange-timeout=2s", "--p=1"});
+            "--eviction-timeout=3s", "--exchange-timeout=120s", "--p=1"});
   ASSERT_NE(local, nullptr);
   const int victim =
       PidOnceTraining(dir, 2, [](const std::string& d) { return ReadExchanges(d, 2).count > 20; });

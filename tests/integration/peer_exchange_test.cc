@@ -3,6 +3,7 @@
 #include "trainer/peer_exchange.h"
 
 #include <memory>
+#include <thread>
 
 #include "base/clock.h"
 #include "gtest/gtest.h"
@@ -97,6 +98,29 @@ TEST(PeerExchangeTest, ADeadPeerCostsAtMostTheDeadline) {
   auto got = r.inbox.Collect(1, {7, 99}, collect_deadline);
   EXPECT_GE(absl::Now(), collect_deadline);
   EXPECT_EQ(got.size(), 1u);
+}
+
+TEST(PeerExchangeTest, AGoneSenderIsNotWaitedFor) {
+  ExchangeInbox inbox;
+  ASSERT_TRUE(inbox.Deposit(5, 7, Model(1)).ok());
+  const absl::Time deadline = In(absl::Seconds(60));
+  std::thread leaver([&] {
+    absl::SleepFor(absl::Milliseconds(100));
+    inbox.MarkGone(8);  // trainer 8 left while round 5 waits for it
+  });
+  auto got = inbox.Collect(5, {7, 8}, deadline);
+  leaver.join();
+  EXPECT_LT(absl::Now(), deadline) << "waited out the deadline for a trainer that left";
+  EXPECT_EQ(got.size(), 1u);
+  // A round planned later waits for the id again (it may have rejoined).
+  const absl::Time short_deadline = In(absl::Milliseconds(200));
+  EXPECT_TRUE(inbox.Collect(7, {8}, short_deadline).empty());
+  EXPECT_GE(absl::Now(), short_deadline);
+  // Gone between rounds: the next round does not wait for it.
+  inbox.MarkGone(9);
+  const absl::Time next_deadline = In(absl::Seconds(60));
+  EXPECT_TRUE(inbox.Collect(8, {9}, next_deadline).empty());
+  EXPECT_LT(absl::Now(), next_deadline);
 }
 
 TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
