@@ -9,12 +9,10 @@
 #include "base/logging.h"
 #include "base/ready_file.h"
 #include "base/signals.h"
-#include "base/token_bucket.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
 #include "metrics/metrics_server.h"
-#include "rpc/grpc_util.h"
-#include "trainer/peer_exchange.h"
+#include "trainer/peer_node.h"
 #include "trainer/session_client.h"
 #include "trainer/store_client.h"
 #include "trainer/trace_writer.h"
@@ -138,45 +136,18 @@ int main(int argc, char** argv) {
   syncopate::trainer::TrainerMetrics metrics((*metrics_server)->registry());
 
   // The Peer service runs before the join: the coordinator hands its address to other trainers.
-  std::optional<syncopate::base::TokenBucket> egress;
-  std::optional<syncopate::base::TokenBucket> ingress;
-  for (auto [text, bucket] :
-       {std::pair{&egress_rate, &egress}, std::pair{&ingress_rate, &ingress}}) {
-    if (text->empty()) continue;
-    absl::StatusOr<double> rate = syncopate::base::ParseRate(*text);
-    if (!rate.ok()) return Fail(rate.status(), kExitUsage);
-    // A 64 KiB burst: the limit holds from the first chunk on.
-    bucket->emplace(*rate, 64 * 1024, syncopate::base::MonotonicClock::Get());
-  }
+  syncopate::trainer::PeerNodeOptions peer_options{peer_listen, peer_address, egress_rate,
+                                                   ingress_rate};
   syncopate::tensor::TensorMap shapes;
   (*model)->ReadParameters(&shapes);
-  syncopate::trainer::ExchangeInbox inbox;
-  syncopate::trainer::TransferMeter sent;
-  syncopate::trainer::TransferMeter received;
-  syncopate::trainer::PeerService peer_service(
-      inbox,
-      [&shapes](const std::string& tensor) -> std::optional<syncopate::tensor::TensorSpec> {
-        auto it = shapes.find(tensor);
-        if (it == shapes.end()) return std::nullopt;
-        return syncopate::tensor::TensorSpec{tensor, {static_cast<int64_t>(it->second.size())}};
-      },
-      ingress ? &*ingress : nullptr, received);
-  std::unique_ptr<grpc::Server> peer_server;
-  int peer_port = 0;
-  absl::Status peer_started =
-      syncopate::rpc::StartServer(peer_listen, {&peer_service}, &peer_server, &peer_port);
-  if (!peer_started.ok()) return Fail(peer_started);
-  if (peer_address.empty()) {
-    std::string host = peer_listen.substr(0, peer_listen.rfind(':'));
-    if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
-    peer_address = absl::StrCat(host, ":", peer_port);
+  auto peers = syncopate::trainer::PeerNode::Start(peer_options, shapes);
+  if (!peers.ok()) {
+    return Fail(peers.status(), absl::IsInvalidArgument(peers.status()) ? kExitUsage : kExitError);
   }
-  syncopate::trainer::PeerSender peer_sender(egress ? &*egress : nullptr, sent);
-  syncopate::trainer::PeerLink peers{inbox, peer_sender, sent, received};
 
   syncopate::v1::Join join;
   join.set_name(name);
-  join.set_peer_address(peer_address);
+  join.set_peer_address((*peers)->address());
   join.set_rank(rank);
   join.set_slowdown(options.slowdown);
   auto session = syncopate::trainer::SessionClient::Connect(coordinator, join, absl::Seconds(30));
@@ -189,15 +160,16 @@ int main(int argc, char** argv) {
       syncopate::base::WriteReadyFile(ready_file, {0, (*metrics_server)->port(), 0});
   if (!ready.ok()) return Fail(ready);
 
+  (*session)->OnPeerLeft(
+      [node = peers->get()](uint64_t trainer) { node->inbox().MarkGone(trainer); });
   // The link limits hold for all of the trainer's traffic: store pushes and pulls too.
-  (*session)->OnPeerLeft([&inbox](uint64_t trainer) { inbox.MarkGone(trainer); });
   syncopate::trainer::StoreClient store(
       {welcome.store_addresses().begin(), welcome.store_addresses().end()}, *timeout,
-      syncopate::tensor::kDefaultChunkBytes,
-      {egress ? &*egress : nullptr, ingress ? &*ingress : nullptr});
+      syncopate::tensor::kDefaultChunkBytes, (*peers)->limits());
   syncopate::trainer::TraceWriter trace(trace_file);
   syncopate::trainer::Worker worker(options, **session, store, **model, **eval_model, *train, *test,
-                                    metrics, trace, syncopate::base::MonotonicClock::Get(), &peers);
+                                    metrics, trace, syncopate::base::MonotonicClock::Get(),
+                                    &(*peers)->link());
   absl::Notification stop;
   absl::Notification done;
   absl::Status result;
@@ -214,7 +186,6 @@ int main(int argc, char** argv) {
     }
   }
   runner.join();
-  peer_server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
   if (absl::IsAborted(result)) return Fail(result, kExitEvicted);
   if (!result.ok()) return Fail(result);
   return 0;

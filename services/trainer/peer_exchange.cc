@@ -90,6 +90,18 @@ void ExchangeInbox::MarkGone(uint64_t sender) {
   gone_[sender] = collecting_.value_or(done_round_ + 1);
 }
 
+store::SpecLookup ShapeLookup(const tensor::TensorMap& model) {
+  std::map<std::string, tensor::TensorSpec> specs;
+  for (const auto& [name, values] : model) {
+    specs[name] = tensor::TensorSpec{name, {static_cast<int64_t>(values.size())}};
+  }
+  return [specs = std::move(specs)](const std::string& name) -> std::optional<tensor::TensorSpec> {
+    auto it = specs.find(name);
+    if (it == specs.end()) return std::nullopt;
+    return it->second;
+  };
+}
+
 PeerService::PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,
                          TransferMeter& received)
     : inbox_(inbox), lookup_(std::move(lookup)), ingress_(ingress), received_(received) {}

@@ -61,6 +61,9 @@ class ExchangeInbox {
   std::map<int64_t, std::map<uint64_t, tensor::TensorMap>> rounds_ ABSL_GUARDED_BY(mu_);
 };
 
+// Looks tensors up in `model`'s shapes (each a vector of its element count), for PeerService.
+store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
+
 // Receives peers' models into an inbox. `lookup` gives this trainer's tensor shapes; a stream whose
 // tensors do not match is refused (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited.
 class PeerService final : public v1::Peer::Service {

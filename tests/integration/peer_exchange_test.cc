@@ -16,18 +16,10 @@ tensor::TensorMap Model(float value, size_t n = 1000) {
   return {{"b", std::vector<float>(10, value)}, {"w", std::vector<float>(n, value)}};
 }
 
-store::SpecLookup LookupFor(const tensor::TensorMap& model) {
-  return [model](const std::string& name) -> std::optional<tensor::TensorSpec> {
-    auto it = model.find(name);
-    if (it == model.end()) return std::nullopt;
-    return tensor::TensorSpec{name, {static_cast<int64_t>(it->second.size())}};
-  };
-}
-
 // One trainer's receiving side on 127.0.0.1:0.
 struct Receiver {
   explicit Receiver(const tensor::TensorMap& shape, base::TokenBucket* ingress = nullptr)
-      : service(inbox, LookupFor(shape), ingress, received) {
+      : service(inbox, ShapeLookup(shape), ingress, received) {
     EXPECT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, &server, &port).ok());
   }
   ~Receiver() { server->Shutdown(); }

@@ -1,0 +1,50 @@
+#include "trainer/peer_node.h"
+
+#include "absl/strings/str_cat.h"
+#include "base/clock.h"
+#include "base/flags.h"
+#include "base/status_macros.h"
+#include "rpc/grpc_util.h"
+
+namespace syncopate::trainer {
+namespace {
+
+// A 64 KiB burst: a limit holds from the first chunk on.
+constexpr double kBurstBytes = 64 * 1024;
+
+absl::Status MakeBucket(const std::string& rate, std::optional<base::TokenBucket>* bucket) {
+  if (rate.empty()) return absl::OkStatus();
+  ASSIGN_OR_RETURN(double bytes_per_second, base::ParseRate(rate));
+  bucket->emplace(bytes_per_second, kBurstBytes, base::MonotonicClock::Get());
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions& options,
+                                                          const tensor::TensorMap& shapes) {
+  std::unique_ptr<PeerNode> node(new PeerNode());
+  RETURN_IF_ERROR(MakeBucket(options.egress_rate, &node->egress_));
+  RETURN_IF_ERROR(MakeBucket(options.ingress_rate, &node->ingress_));
+  const LinkLimits limits = node->limits();
+  node->service_ = std::make_unique<PeerService>(node->inbox_, ShapeLookup(shapes), limits.ingress,
+                                                 node->received_);
+  node->sender_ = std::make_unique<PeerSender>(limits.egress, node->sent_);
+  node->link_ = std::make_unique<PeerLink>(
+      PeerLink{node->inbox_, *node->sender_, node->sent_, node->received_});
+  int port = 0;
+  RETURN_IF_ERROR(rpc::StartServer(options.listen, {node->service_.get()}, &node->server_, &port));
+  node->address_ = options.advertise;
+  if (node->address_.empty()) {
+    std::string host = options.listen.substr(0, options.listen.rfind(':'));
+    if (host.empty() || host == "0.0.0.0" || host == "[::]") host = "127.0.0.1";
+    node->address_ = absl::StrCat(host, ":", port);
+  }
+  return node;
+}
+
+PeerNode::~PeerNode() {
+  if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+}
+
+}  // namespace syncopate::trainer

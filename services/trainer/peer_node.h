@@ -1,0 +1,62 @@
+// This trainer's end of the peer-to-peer data plane, started before it joins (the coordinator hands
+// its address to the other trainers): the Peer service on its own port, the inbox it fills, the
+// sender, the transfer meters, and the emulated link limits, which the trainer's store traffic
+// shares.
+#ifndef SYNCOPATE_TRAINER_PEER_NODE_H_
+#define SYNCOPATE_TRAINER_PEER_NODE_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "base/token_bucket.h"
+#include "grpcpp/server.h"
+#include "tensor/tensor.h"
+#include "trainer/peer_exchange.h"
+#include "trainer/store_client.h"
+#include "trainer/worker.h"
+
+namespace syncopate::trainer {
+
+struct PeerNodeOptions {
+  std::string listen = "127.0.0.1:0";  // port 0 picks one
+  // host:port the other trainers dial; empty: the listen address with its bound port (a wildcard
+  // host read as 127.0.0.1).
+  std::string advertise;
+  // Link limits such as "100mbit" (base::ParseRate); empty: none.
+  std::string egress_rate;
+  std::string ingress_rate;
+};
+
+class PeerNode {
+ public:
+  // `shapes`: this trainer's model, whose tensors received models must match. INVALID_ARGUMENT
+  // for a bad rate; the server's error when it cannot listen.
+  static absl::StatusOr<std::unique_ptr<PeerNode>> Start(const PeerNodeOptions& options,
+                                                         const tensor::TensorMap& shapes);
+  ~PeerNode();  // stops the Peer service
+
+  const std::string& address() const { return address_; }
+  PeerLink& link() { return *link_; }
+  ExchangeInbox& inbox() { return inbox_; }
+  LinkLimits limits() { return {egress_ ? &*egress_ : nullptr, ingress_ ? &*ingress_ : nullptr}; }
+
+ private:
+  PeerNode() = default;
+
+  std::optional<base::TokenBucket> egress_;
+  std::optional<base::TokenBucket> ingress_;
+  ExchangeInbox inbox_;
+  TransferMeter sent_;
+  TransferMeter received_;
+  std::unique_ptr<PeerService> service_;
+  std::unique_ptr<PeerSender> sender_;
+  std::unique_ptr<grpc::Server> server_;
+  std::string address_;
+  std::unique_ptr<PeerLink> link_;
+};
+
+}  // namespace syncopate::trainer
+
+#endif  // SYNCOPATE_TRAINER_PEER_NODE_H_
