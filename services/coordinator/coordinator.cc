@@ -54,6 +54,13 @@ void Coordinator::Stop() {
 absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_ptr<Outbox> outbox) {
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&mu_);
+  // Checked before anything changes: a refused join leaves the membership as it was.
+  const bool peer_to_peer = policy_->push_mode() == sync::PushMode::kNone;
+  if (peer_to_peer && join.peer_address().empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("mode ", policy_->name(), " exchanges models between trainers: '", join.name(),
+                     "' must join with the address of its Peer service"));
+  }
   absl::StatusOr<sync::JoinResult> joined = membership_.Join(join.name(), join.rank(), now);
   if (!joined.ok()) return joined.status();
   const sync::Member& member = joined->member;
@@ -63,12 +70,6 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
     CloseSession({member.id, joined->replaced->incarnation}, "evicted",
                  "replaced by a new incarnation");
     TellPeersGone(member.id);
-  }
-  const bool peer_to_peer = policy_->push_mode() == sync::PushMode::kNone;
-  if (peer_to_peer && join.peer_address().empty()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("mode ", policy_->name(), " exchanges models between trainers: '", join.name(),
-                     "' must join with the address of its Peer service"));
   }
   sync::Decisions decisions;
   absl::StatusOr<int64_t> start = policy_->OnJoin(member.id, now, &decisions);

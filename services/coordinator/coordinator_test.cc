@@ -202,5 +202,39 @@ TEST_F(CoordinatorTest, ReachingTheTargetTellsEveryTrainerItIsDone) {
   EXPECT_TRUE(done);
 }
 
+TEST_F(CoordinatorTest, PeerToPeerJoinsNeedAPeerAddressAndDeparturesAreAnnounced) {
+  Make("selmcast", 2);
+  v1::Join anonymous;
+  anonymous.set_name("x");
+  EXPECT_EQ(coordinator_->Join(anonymous, std::make_shared<Outbox>()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coordinator_->Status().live_trainers(), 0u) << "a refused join changed nothing";
+  auto join = [&](const std::string& name, uint32_t rank) {
+    auto outbox = std::make_shared<Outbox>();
+    v1::Join j;
+    j.set_name(name);
+    j.set_rank(rank);
+    j.set_peer_address("127.0.0.1:" + std::to_string(7100 + rank));
+    return std::pair{*coordinator_->Join(j, outbox), outbox};
+  };
+  auto [a, out_a] = join("a", 0);
+  auto [b, out_b] = join("b", 1);
+  for (Outbox* out : {out_a.get(), out_b.get()}) {
+    v1::Directive welcome = Next(*out);
+    EXPECT_TRUE(welcome.welcome().peer_to_peer());
+    EXPECT_TRUE(Next(*out).proceed().pull().live());
+  }
+  Report(a, 1);
+  Report(b, 1);
+  // Each round names the peers with the addresses they joined with.
+  const v1::Proceed proceed = Next(*out_a).proceed();
+  ASSERT_EQ(proceed.exchange().send_to_size(), 1);
+  EXPECT_EQ(proceed.exchange().send_to(0).trainer_id(), b.id);
+  EXPECT_EQ(proceed.exchange().send_to(0).address(), "127.0.0.1:7101");
+  EXPECT_TRUE(Next(*out_b).has_proceed());
+  coordinator_->Disconnected(b);
+  EXPECT_EQ(Next(*out_a).peer_left().trainer_id(), b.id);
+}
+
 }  // namespace
 }  // namespace syncopate::coordinator
