@@ -1,5 +1,7 @@
 #include "sync/clock_table.h"
 
+#include <algorithm>
+
 namespace syncopate::sync {
 
 void ClockTable::Set(TrainerId trainer, int64_t clock) {
@@ -32,6 +34,14 @@ std::optional<int64_t> ClockTable::Min() const {
 std::optional<int64_t> ClockTable::Max() const {
   if (ordered_.empty()) return std::nullopt;
   return *ordered_.rbegin();
+}
+
+std::vector<TrainerId> ClockTable::Members() const {
+  std::vector<TrainerId> members;
+  members.reserve(clocks_.size());
+  for (const auto& [trainer, clock] : clocks_) members.push_back(trainer);
+  std::sort(members.begin(), members.end());
+  return members;
 }
 
 }  // namespace syncopate::sync

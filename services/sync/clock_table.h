@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <vector>
 
 #include "absl/container/flat_hash_map.h"
 
@@ -25,6 +26,8 @@ class ClockTable {
   std::optional<int64_t> Min() const;
   std::optional<int64_t> Max() const;
   size_t size() const { return clocks_.size(); }
+  // The trainers in the table, in increasing id order.
+  std::vector<TrainerId> Members() const;
 
  private:
   absl::flat_hash_map<TrainerId, int64_t> clocks_;

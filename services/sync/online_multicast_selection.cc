@@ -143,12 +143,14 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
   for (int i : tasks) {
     t[i] = std::max(p.tau[i], s.Sent(i) / p.links.upload[i]);
     for (int j = 0; j < n; ++j) {
-      if (s.chosen().at(i, j)) t[i] = std::max(t[i], s.received(j) / p.links.download[j]);
+      if (s.chosen().at(i, j) && s.volume(i, j) > 0) {
+        t[i] = std::max(t[i], s.received(j) / p.links.download[j]);
+      }
     }
   }
 
   // Pareto additions among the remaining candidates, longest unsynchronized first, each within
-  // its own deadline and within the deadline of every task already sending to that receiver.
+  // its own deadline and within the deadline of every task still sending to that receiver.
   std::vector<std::tuple<int64_t, int, int>> unchosen;  // (-c_ij, i, j)
   for (int i : tasks) {
     for (int j = 0; j < n; ++j) {
@@ -161,7 +163,7 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
   for (const auto& [negative_c, i, j] : unchosen) {
     double limit = t[i];
     for (int l : tasks) {
-      if (s.chosen().at(l, j)) limit = std::min(limit, t[l]);
+      if (s.chosen().at(l, j) && s.volume(l, j) > 0) limit = std::min(limit, t[l]);
     }
     limit *= 1 + kSlack;
     if (s.Sent(i, s.volume(i, j)) / p.links.upload[i] <= limit &&

@@ -8,7 +8,7 @@
 //   - Tasks are served in non-decreasing order of tau (the one that would block soonest picks its
 //     lightest receivers first), as the listing says; the text says the opposite.
 //   - A Pareto addition must stay within its own task's deadline and must not push the receiver's
-//     finish time past the deadline of any other task sending to it, so no task is delayed.
+//     finish time past the deadline of any other task still sending to it, so no task is delayed.
 #ifndef SYNCOPATE_SYNC_ONLINE_MULTICAST_SELECTION_H_
 #define SYNCOPATE_SYNC_ONLINE_MULTICAST_SELECTION_H_
 

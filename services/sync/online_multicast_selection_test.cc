@@ -49,7 +49,7 @@ double Finish(const OnlineMulticastProblem& p, const PairMatrix& sends, int i) {
   }
   double finish = std::max(p.tau[i], sent / p.links.upload[i]);
   for (int j = 0; j < n; ++j) {
-    if (!sends.at(i, j)) continue;
+    if (!sends.at(i, j) || volume(i, j) == 0) continue;  // delivered: i no longer waits on j
     double received = 0;
     for (int l = 0; l < n; ++l) {
       if (sends.at(l, j)) received += volume(l, j);

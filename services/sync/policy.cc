@@ -6,6 +6,7 @@ namespace syncopate::sync {
 
 void Decisions::Append(Decisions other) {
   close_rounds.insert(close_rounds.end(), other.close_rounds.begin(), other.close_rounds.end());
+  preemptions.insert(preemptions.end(), other.preemptions.begin(), other.preemptions.end());
   grants.insert(grants.end(), other.grants.begin(), other.grants.end());
 }
 

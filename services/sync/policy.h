@@ -81,13 +81,25 @@ struct Grant {
   std::optional<PeerExchange> exchange = std::nullopt;
 };
 
+// selmcast-ssp: `sender` stops sending its round-`round` model to `receivers` (their transfers
+// were preempted to make room for another multicast).
+struct Preemption {
+  TrainerId sender = 0;
+  int64_t round = 0;
+  std::vector<TrainerId> receivers;
+  bool operator==(const Preemption& o) const {
+    return sender == o.sender && round == o.round && receivers == o.receivers;
+  }
+};
+
 // Decisions to carry out in order: first close the rounds (on every store shard), then send the
-// grants (some pull those rounds).
+// preemptions and the grants (some pull those rounds).
 struct Decisions {
   std::vector<RoundClose> close_rounds;
+  std::vector<Preemption> preemptions;
   std::vector<Grant> grants;
 
-  bool empty() const { return close_rounds.empty() && grants.empty(); }
+  bool empty() const { return close_rounds.empty() && preemptions.empty() && grants.empty(); }
   void Append(Decisions other);
 };
 
@@ -98,13 +110,14 @@ enum class PushMode {
   kNone,       // nothing goes to the store: trainers exchange models with each other (P2P modes)
 };
 
-// One trainer's measured transfers of one exchange (P2P modes): bytes sent and received and how
-// long each direction was busy.
+// One trainer's measured transfers since its last report (P2P modes): bytes sent and received and
+// how long each direction was busy.
 struct TransferSample {
   double sent_bytes = 0;
   double send_seconds = 0;
   double received_bytes = 0;
   double receive_seconds = 0;
+  int models_sent = 0;  // completed model transfers among the bytes sent
 };
 
 // Not thread-safe: the caller serialises events.

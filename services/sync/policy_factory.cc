@@ -6,14 +6,17 @@
 #include "sync/dssp_policy.h"
 #include "sync/hybrid_policy.h"
 #include "sync/peer_round_policy.h"
+#include "sync/selmcast_ssp_policy.h"
 #include "sync/wbsp_policy.h"
 
 namespace syncopate::sync {
 
 std::vector<std::string> SupportedModes() {
-  return {"bsp",          "asp",    "ssp",    "dssp",     "wbsp",
-          "wbsp-overlap", "hybrid", "dssync", "selmcast", "orpheus"};
+  return {"bsp",    "asp",    "ssp",      "dssp",         "wbsp",   "wbsp-overlap",
+          "hybrid", "dssync", "selmcast", "selmcast-ssp", "orpheus"};
 }
+
+int64_t DefaultStaleness(const std::string& mode) { return mode == "selmcast-ssp" ? 4 : 3; }
 
 std::string DescribeMode(const PolicyOptions& o) {
   if (o.mode == "ssp") return absl::StrCat("s=", o.staleness);
@@ -27,6 +30,10 @@ std::string DescribeMode(const PolicyOptions& o) {
   if (o.mode == "dssync") return absl::StrCat("groups=", o.groups);
   if (o.mode == "selmcast" || o.mode == "orpheus") {
     return absl::StrCat("p=", o.min_receivers_fraction, "n, k=", o.k);
+  }
+  if (o.mode == "selmcast-ssp") {
+    return absl::StrCat("s=", o.staleness, ", eta=", o.eta, ", p=", o.min_receivers_fraction,
+                        "n, k=", o.k);
   }
   return "";
 }
@@ -92,7 +99,7 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     config.start_timeout = options.start_timeout;
     return std::make_unique<HybridPolicy>(config);
   }
-  if (mode == "dssync" || mode == "selmcast" || mode == "orpheus") {
+  if (mode == "dssync" || mode == "selmcast" || mode == "orpheus" || mode == "selmcast-ssp") {
     if (mode == "dssync" && options.groups < 1) {
       return absl::InvalidArgumentError("dssync needs --groups >= 1");
     }
@@ -100,6 +107,26 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
       return absl::InvalidArgumentError("selmcast and orpheus need 0 < --p <= 1");
     }
     if (options.k < 0) return absl::InvalidArgumentError("--k must be >= 0");
+  }
+  if (mode == "selmcast-ssp") {
+    if (options.staleness < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("selmcast-ssp needs a staleness >= 0, got ", options.staleness));
+    }
+    if (!(options.eta > 0 && options.eta <= 1)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("selmcast-ssp needs 0 < --eta <= 1, got ", options.eta));
+    }
+    SelMcastSspConfig config;
+    config.staleness = options.staleness;
+    config.eta = options.eta;
+    config.min_receivers_fraction = options.min_receivers_fraction;
+    config.k = options.k;
+    config.min_trainers = options.min_trainers;
+    config.start_timeout = options.start_timeout;
+    return std::make_unique<SelMcastSspPolicy>(config);
+  }
+  if (mode == "dssync" || mode == "selmcast" || mode == "orpheus") {
     PeerRoundConfig config;
     config.planner = mode;
     config.min_receivers_fraction = options.min_receivers_fraction;

@@ -30,12 +30,18 @@ struct PolicyOptions {
   double min_receivers_fraction = 0.3;
   int k = 4;
   uint64_t seed = 1;
+  // selmcast-ssp (which also takes `staleness`, `min_receivers_fraction` and `k`): an in-flight
+  // receiver with less than eta of the model left is never preempted.
+  double eta = 0.75;
   int min_trainers = 1;
   absl::Duration start_timeout = absl::Seconds(30);
 };
 
 // The modes this build implements, in documentation order.
 std::vector<std::string> SupportedModes();
+
+// The staleness bound a mode uses when none is given: 4 for selmcast-ssp (the paper's), else 3.
+int64_t DefaultStaleness(const std::string& mode);
 
 // The parameters that matter for options.mode, for reports ("s=3", "s=3..15", "sum/n", ...).
 std::string DescribeMode(const PolicyOptions& options);

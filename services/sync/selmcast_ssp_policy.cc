@@ -1,0 +1,216 @@
+#include "sync/selmcast_ssp_policy.h"
+
+#include <algorithm>
+
+namespace syncopate::sync {
+namespace {
+
+// Weight of a new transfer sample in the bandwidth estimate (as in the BSP peer modes).
+constexpr double kSampleWeight = 0.3;
+// Weight of a new iteration time in its smoothed value.
+constexpr double kIterationWeight = 0.5;
+
+}  // namespace
+
+SelMcastSspPolicy::SelMcastSspPolicy(SelMcastSspConfig config)
+    : config_(std::move(config)),
+      gate_(config_.min_trainers, config_.start_timeout),
+      bandwidth_(kSampleWeight, LinkRates{1, 1}) {}
+
+std::vector<TrainerId> SelMcastSspPolicy::ReceiversOf(TrainerId sender) const {
+  std::vector<TrainerId> receivers;
+  auto it = in_flight_.find(sender);
+  if (it == in_flight_.end()) return receivers;
+  for (const auto& [receiver, rate] : it->second.rate) receivers.push_back(receiver);
+  return receivers;
+}
+
+absl::StatusOr<int64_t> SelMcastSspPolicy::OnJoin(TrainerId trainer, absl::Time now,
+                                                  Decisions* decisions) {
+  if (absl::Status s = CheckJoin(trainer); !s.ok()) return s;
+  gate_.NoteJoin(now);
+  const int64_t start = clocks_.Min().value_or(floor_clock_);
+  clocks_.Set(trainer, start);
+  newcomers_.insert(trainer);
+  waiting_.insert(trainer);
+  decisions->Append(Evaluate(now));
+  return start;
+}
+
+absl::StatusOr<Decisions> SelMcastSspPolicy::OnClock(TrainerId trainer, int64_t clock,
+                                                     absl::Time now) {
+  if (absl::Status s = CheckReport(trainer, clock, waiting_.count(trainer) > 0); !s.ok()) return s;
+  clocks_.Set(trainer, clock);
+  if (auto granted = granted_at_.find(trainer); granted != granted_at_.end()) {
+    const double seconds = absl::ToDoubleSeconds(now - granted->second);
+    auto [it, first] = iteration_seconds_.emplace(trainer, seconds);
+    if (!first) it->second += kIterationWeight * (seconds - it->second);
+  }
+  waiting_.insert(trainer);
+  return Evaluate(now);
+}
+
+Decisions SelMcastSspPolicy::OnLeave(TrainerId trainer, absl::Time now) {
+  if (!clocks_.Get(trainer)) return {};
+  clocks_.Erase(trainer);
+  waiting_.erase(trainer);
+  newcomers_.erase(trainer);
+  granted_at_.erase(trainer);
+  iteration_seconds_.erase(trainer);
+  in_flight_.erase(trainer);
+  for (auto& [sender, multicast] : in_flight_) multicast.rate.erase(trainer);
+  bandwidth_.Forget(trainer);
+  return Evaluate(now);
+}
+
+Decisions SelMcastSspPolicy::OnTick(absl::Time now) { return Evaluate(now); }
+
+void SelMcastSspPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& sample) {
+  // Samples without bytes carry no rate; bad ones are dropped rather than failing the report.
+  if (sample.sent_bytes > 0) {
+    bandwidth_.AddUpload(trainer, sample.sent_bytes, sample.send_seconds).IgnoreError();
+    if (sample.models_sent > 0) model_bytes_ = sample.sent_bytes / sample.models_sent;
+  }
+  if (sample.received_bytes > 0) {
+    bandwidth_.AddDownload(trainer, sample.received_bytes, sample.receive_seconds).IgnoreError();
+  }
+}
+
+Decisions SelMcastSspPolicy::Evaluate(absl::Time now) {
+  Decisions decisions;
+  if (!gate_.Open(clocks_.size(), now)) return decisions;
+  const std::optional<int64_t> min = clocks_.Min();
+  if (!min) return decisions;
+  floor_clock_ = *min;
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    const TrainerId trainer = *it;
+    const int64_t clock = *clocks_.Get(trainer);
+    if (clock - *min > config_.staleness) {
+      ++it;
+      continue;
+    }
+    it = waiting_.erase(it);
+    granted_at_[trainer] = now;
+    if (newcomers_.erase(trainer) > 0) {
+      decisions.grants.push_back(Grant{trainer, clock, PullSpec::Live(), config_.staleness});
+      continue;
+    }
+    PeerExchange exchange = PlanMulticast(trainer, clock, now, &decisions);
+    decisions.grants.push_back(
+        Grant{trainer, clock, PullSpec::None(), config_.staleness, -1, std::move(exchange)});
+  }
+  return decisions;
+}
+
+double SelMcastSspPolicy::Tau(TrainerId trainer, absl::Time now) const {
+  auto rest_of_iteration = [&](TrainerId t) {
+    auto granted = granted_at_.find(t);
+    auto iteration = iteration_seconds_.find(t);
+    if (granted == granted_at_.end() || iteration == iteration_seconds_.end()) return 0.0;
+    return std::max(0.0, iteration->second - absl::ToDoubleSeconds(now - granted->second));
+  };
+  if (waiting_.count(trainer) == 0) return rest_of_iteration(trainer);
+  // Held back by the bound: until the slowest trainers report.
+  double tau = 0;
+  const int64_t min = clocks_.Min().value_or(0);
+  for (TrainerId t : clocks_.Members()) {
+    if (*clocks_.Get(t) == min && waiting_.count(t) == 0) tau = std::max(tau, rest_of_iteration(t));
+  }
+  return tau;
+}
+
+PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, absl::Time now,
+                                              Decisions* decisions) {
+  in_flight_.erase(kappa);  // its previous multicast is superseded
+  PeerExchange exchange{round, {}, {}};
+  std::vector<TrainerId> members;
+  std::map<TrainerId, int> index;
+  for (TrainerId t : clocks_.Members()) {
+    index[t] = static_cast<int>(members.size());
+    members.push_back(t);
+  }
+  const int n = static_cast<int>(members.size());
+  if (n < 2) return exchange;
+
+  OnlineMulticastProblem p;
+  const double volume = ModelBytes();
+  for (TrainerId t : members) {
+    const LinkRates rates = bandwidth_.Estimate(t);
+    p.links.upload.push_back(rates.upload);
+    p.links.download.push_back(rates.download);
+    p.links.volume.push_back(volume);
+    p.links.min_receivers.push_back(DefaultMinReceivers(n, config_.min_receivers_fraction));
+    p.tau.push_back(Tau(t, now));
+  }
+  p.links.layer = MulticastLayer::kL7;  // gRPC streams: one copy per receiver
+  p.ready = index[kappa];
+  p.eta = config_.eta;
+  p.in_flight = PairMatrix(n);
+  p.pinned = PairMatrix(n);
+  p.remaining.assign(static_cast<size_t>(n) * n, 0.0);
+  PairHistory history(n, config_.k);
+  auto last_exchange = [&](TrainerId i, TrainerId j, int64_t fallback) {
+    auto it = last_exchanged_.find({i, j});
+    return it == last_exchanged_.end() ? fallback : it->second;
+  };
+  for (int j = 0; j < n; ++j) {
+    // A pair never seen counts as just exchanged: a joiner is not forced on everyone at once.
+    history.Set(p.ready, j, last_exchange(kappa, members[j], round - 1));
+  }
+  for (const auto& [sender, multicast] : in_flight_) {
+    const int i = index.at(sender);
+    const double elapsed = absl::ToDoubleSeconds(now - multicast.start);
+    for (const auto& [receiver, rate] : multicast.rate) {
+      const int j = index.at(receiver);
+      p.in_flight.set(i, j, true);
+      p.pinned.set(i, j, multicast.pinned.count(receiver) > 0);
+      p.remaining[static_cast<size_t>(i) * n + j] = std::max(0.0, volume - rate * elapsed);
+    }
+    // Its rounds-since-exchange as of its own round, shifted to kappa's round.
+    for (int j = 0; j < n; ++j) {
+      const int64_t since = multicast.round - last_exchange(sender, members[j], multicast.round - 1);
+      history.Set(i, j, round - since);
+    }
+  }
+  const OnlineMulticastPlan plan = SelectSelMcastOnline(p, history, round);
+
+  for (auto& [sender, multicast] : in_flight_) {
+    const int i = index.at(sender);
+    Preemption preemption{sender, multicast.round, {}};
+    for (int j = 0; j < n; ++j) {
+      if (!plan.preempted.at(i, j)) continue;
+      const TrainerId receiver = members[j];
+      preemption.receivers.push_back(receiver);
+      multicast.rate.erase(receiver);
+      // It did not synchronize after all: the k-round rule counts from the exchange before.
+      const int64_t previous = multicast.previous_exchange[receiver];
+      if (previous < 0) {
+        last_exchanged_.erase({sender, receiver});
+      } else {
+        last_exchanged_[{sender, receiver}] = previous;
+      }
+    }
+    if (preemption.receivers.empty()) continue;
+    preempted_transfers_ += static_cast<int64_t>(preemption.receivers.size());
+    decisions->preemptions.push_back(std::move(preemption));
+  }
+
+  Multicast& multicast = in_flight_[kappa];
+  multicast.round = round;
+  multicast.start = now;
+  const int i = p.ready;
+  const int receivers = plan.sends.RowCount(i);
+  for (int j = 0; j < n; ++j) {
+    if (!plan.sends.at(i, j)) continue;
+    const TrainerId receiver = members[j];
+    multicast.rate[receiver] = std::min(p.links.upload[i] / receivers,
+                                        p.links.download[j] / plan.sends.ColumnCount(j));
+    if (history.Forced(i, j, round)) multicast.pinned.insert(receiver);
+    multicast.previous_exchange[receiver] = last_exchange(kappa, receiver, -1);
+    last_exchanged_[{kappa, receiver}] = round;
+    exchange.send_to.push_back(receiver);
+  }
+  return exchange;
+}
+
+}  // namespace syncopate::sync

@@ -1,0 +1,102 @@
+// selmcast-ssp: SelMcast's online variant under stale-synchronous parallel (Luo et al., TSC 2024,
+// Algorithm 2). A trainer at clock c may compute iteration c+1 while c - (minimum live clock) <= s.
+// Each grant carries the trainer's multicast of its clock-c model: SelectSelMcastOnline picks its
+// receivers from the live bandwidth estimates, and may preempt receivers of multicasts still in
+// flight (Decisions::preemptions), except nearly-delivered ones (< eta of the model left) and the
+// pairs the k-round rule required. Trainers send in the background while they compute, and average
+// whatever models have arrived before each iteration; a trainer's multicast ends at its next grant
+// (a newer model supersedes it).
+//
+// What the policy estimates, from its own event times and the trainers' reports:
+//   - a multicast's remaining bytes: the model's bytes less the pair's planned rate (the sender's
+//     upload split over its receivers, the receiver's download split over its senders) times the
+//     time since the grant;
+//   - tau_i, the time before trainer i could start its next multicast anyway: the rest of its
+//     current iteration (smoothed report-minus-grant time), or, while the bound holds it back, the
+//     rest of the slowest trainer's iteration;
+//   - the model's bytes: bytes sent per completed model transfer, as reported.
+#ifndef SYNCOPATE_SYNC_SELMCAST_SSP_POLICY_H_
+#define SYNCOPATE_SYNC_SELMCAST_SSP_POLICY_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sync/bandwidth_estimator.h"
+#include "sync/online_multicast_selection.h"
+#include "sync/policy.h"
+#include "sync/start_gate.h"
+
+namespace syncopate::sync {
+
+struct SelMcastSspConfig {
+  int64_t staleness = 4;
+  double eta = 0.75;
+  double min_receivers_fraction = 0.3;
+  int k = 4;
+  int min_trainers = 1;
+  absl::Duration start_timeout = absl::Seconds(30);
+};
+
+class SelMcastSspPolicy final : public ClockedPolicy {
+ public:
+  explicit SelMcastSspPolicy(SelMcastSspConfig config);
+
+  std::string name() const override { return "selmcast-ssp"; }
+  PushMode push_mode() const override { return PushMode::kNone; }
+  int64_t staleness_bound() const override { return config_.staleness; }
+
+  // A trainer joins at the minimum live clock and pulls the store's initial model; its first
+  // multicast comes with its next grant.
+  absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
+  absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
+  // Its multicast ends and it is no longer anyone's receiver; waiters it held back are granted.
+  Decisions OnLeave(TrainerId trainer, absl::Time now) override;
+  Decisions OnTick(absl::Time now) override;
+  int64_t last_closed_round() const override { return 0; }
+  void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
+  std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
+    if (!bandwidth_.Measured(trainer)) return std::nullopt;
+    return bandwidth_.Estimate(trainer);
+  }
+
+  // A trainer's current multicast receivers (empty when none is in flight), for tests and status.
+  std::vector<TrainerId> ReceiversOf(TrainerId sender) const;
+  // Preemptions so far.
+  int64_t preempted_transfers() const { return preempted_transfers_; }
+
+ private:
+  struct Multicast {
+    int64_t round = 0;
+    absl::Time start;
+    std::map<TrainerId, double> rate;  // receiver -> planned bytes/s
+    std::set<TrainerId> pinned;        // forced by the k-round rule
+    // The pair's previous last exchange, restored if it is preempted (it did not synchronize).
+    std::map<TrainerId, int64_t> previous_exchange;
+  };
+
+  Decisions Evaluate(absl::Time now);
+  // Plans `trainer`'s multicast of round `round` and preempts in-flight receivers it displaces.
+  PeerExchange PlanMulticast(TrainerId trainer, int64_t round, absl::Time now,
+                             Decisions* decisions);
+  double Tau(TrainerId trainer, absl::Time now) const;
+  double ModelBytes() const { return model_bytes_ > 0 ? model_bytes_ : 1.0; }
+
+  const SelMcastSspConfig config_;
+  StartGate gate_;
+  BandwidthEstimator bandwidth_;
+  std::set<TrainerId> waiting_;    // reported (or joined), not granted yet
+  std::set<TrainerId> newcomers_;  // joined, first grant (a pull, no multicast) not sent yet
+  std::map<TrainerId, absl::Time> granted_at_;
+  std::map<TrainerId, double> iteration_seconds_;  // smoothed report - grant
+  std::map<TrainerId, Multicast> in_flight_;
+  std::map<std::pair<TrainerId, TrainerId>, int64_t> last_exchanged_;  // (sender, receiver)
+  double model_bytes_ = 0;
+  int64_t floor_clock_ = 0;
+  int64_t preempted_transfers_ = 0;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_SELMCAST_SSP_POLICY_H_

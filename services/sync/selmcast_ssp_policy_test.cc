@@ -1,0 +1,148 @@
+#include "sync/selmcast_ssp_policy.h"
+
+#include <algorithm>
+
+#include "gtest/gtest.h"
+#include "sync/policy_test_util.h"
+
+namespace syncopate::sync {
+namespace {
+
+using testing::Granted;
+using testing::JoinAll;
+using testing::kT0;
+
+SelMcastSspConfig Config(int min_trainers) {
+  SelMcastSspConfig config;
+  config.min_trainers = min_trainers;
+  return config;
+}
+
+const Grant* GrantOf(const Decisions& d, TrainerId trainer) {
+  for (const Grant& g : d.grants) {
+    if (g.trainer == trainer) return &g;
+  }
+  return nullptr;
+}
+
+bool Contains(const std::vector<TrainerId>& ids, TrainerId id) {
+  return std::find(ids.begin(), ids.end(), id) != ids.end();
+}
+
+TEST(SelMcastSspPolicyTest, GrantsWithinTheStalenessBoundEachWithAMulticast) {
+  SelMcastSspPolicy p(Config(3));
+  EXPECT_EQ(Granted(JoinAll(p, 3)).size(), 3u);
+  // Trainer 3 never reports: 1 and 2 run ahead until clock - min > s = 4.
+  for (int64_t clock = 1; clock <= 5; ++clock) {
+    for (TrainerId t : {1, 2}) {
+      absl::StatusOr<Decisions> d = p.OnClock(t, clock, kT0 + absl::Seconds(clock));
+      ASSERT_TRUE(d.ok()) << d.status();
+      const Grant* g = GrantOf(*d, t);
+      if (clock > 4) {
+        EXPECT_EQ(g, nullptr) << "trainer " << t << " ran past the bound";
+        continue;
+      }
+      ASSERT_NE(g, nullptr);
+      EXPECT_EQ(g->staleness_bound, 4);
+      EXPECT_EQ(g->pull, PullSpec::None());
+      ASSERT_TRUE(g->exchange.has_value());
+      EXPECT_EQ(g->exchange->round, clock);
+      EXPECT_GE(g->exchange->send_to.size(), 1u);  // p = ceil(0.3 * 3)
+      EXPECT_FALSE(Contains(g->exchange->send_to, t));
+    }
+  }
+  absl::StatusOr<Decisions> d = p.OnClock(3, 1, kT0 + absl::Seconds(6));
+  ASSERT_TRUE(d.ok());
+  EXPECT_NE(GrantOf(*d, 1), nullptr);
+  EXPECT_NE(GrantOf(*d, 2), nullptr);
+  EXPECT_NE(GrantOf(*d, 3), nullptr);
+}
+
+TEST(SelMcastSspPolicyTest, ALeaverReleasesTheTrainersItHeldBack) {
+  SelMcastSspPolicy p(Config(2));
+  JoinAll(p, 2);
+  for (int64_t clock = 1; clock <= 5; ++clock) ASSERT_TRUE(p.OnClock(1, clock, kT0).ok());
+  Decisions d = p.OnLeave(2, kT0);
+  ASSERT_NE(GrantOf(d, 1), nullptr);
+  EXPECT_TRUE(GrantOf(d, 1)->exchange->send_to.empty());  // nobody left to send to
+}
+
+// Trainer 1 computes slowly (10 s), the others in 1 s; every trainer uploads at 4 MB/s and
+// downloads at 1 MB/s, and the model is 1 MB. Trainer 1's multicast gets every receiver (it would wait anyway); when trainer 2 becomes
+// ready right after, one of 1's receivers, barely started, is preempted for 2's multicast and never
+// comes back to it while more trainers become ready.
+TEST(SelMcastSspPolicyTest, PreemptsASlowMulticastForAReadyTrainerAndNeverReAdds) {
+  SelMcastSspConfig config = Config(4);
+  config.staleness = 20;                // the fast trainers are never held back here
+  config.min_receivers_fraction = 0.25;  // p = 1
+  SelMcastSspPolicy p(config);
+  JoinAll(p, 4);
+  for (TrainerId t = 1; t <= 4; ++t) {
+    p.ObserveTransfers(t, TransferSample{4e6, 1.0, 1e6, 1.0, 4});
+  }
+  for (int64_t clock = 1; clock <= 9; ++clock) {
+    for (TrainerId t : {2, 3, 4}) ASSERT_TRUE(p.OnClock(t, clock, kT0 + absl::Seconds(clock)).ok());
+  }
+  const absl::Time ten = kT0 + absl::Seconds(10);
+  absl::StatusOr<Decisions> slow = p.OnClock(1, 1, ten);
+  ASSERT_TRUE(slow.ok());
+  ASSERT_NE(GrantOf(*slow, 1), nullptr);
+  EXPECT_EQ(GrantOf(*slow, 1)->exchange->send_to.size(), 3u);
+  EXPECT_TRUE(slow->preemptions.empty());
+  const std::vector<TrainerId> before = p.ReceiversOf(1);
+  const int64_t preempted_before = p.preempted_transfers();
+
+  absl::StatusOr<Decisions> ready = p.OnClock(2, 10, ten);
+  ASSERT_TRUE(ready.ok());
+  ASSERT_EQ(ready->preemptions.size(), 1u);
+  const Preemption& preemption = ready->preemptions[0];
+  EXPECT_EQ(preemption.sender, 1u);
+  EXPECT_EQ(preemption.round, 1);
+  ASSERT_FALSE(preemption.receivers.empty());
+  for (TrainerId dropped : preemption.receivers) {
+    EXPECT_TRUE(Contains(before, dropped));
+    EXPECT_FALSE(Contains(p.ReceiversOf(1), dropped));
+  }
+  EXPECT_GE(p.ReceiversOf(1).size(), 1u);  // p kept
+
+  // More trainers become ready; trainer 1's multicast only ever shrinks.
+  std::vector<TrainerId> receivers = p.ReceiversOf(1);
+  int64_t preempted = preempted_before + static_cast<int64_t>(preemption.receivers.size());
+  for (double at : {10.0, 10.0, 10.2, 10.2, 10.2}) {
+    for (TrainerId t : {3, 4, 2}) {
+      if (at == 10.0 && t == 2) continue;
+      absl::StatusOr<Decisions> d = p.OnClock(t, *p.ClockOf(t) + 1, kT0 + absl::Seconds(at));
+      ASSERT_TRUE(d.ok()) << d.status();
+      for (const Preemption& e : d->preemptions) {
+        preempted += static_cast<int64_t>(e.receivers.size());
+      }
+      for (TrainerId r : p.ReceiversOf(1)) {
+        EXPECT_TRUE(Contains(receivers, r)) << "receiver " << r << " re-added";
+      }
+      for (TrainerId dropped : preemption.receivers) {
+        EXPECT_FALSE(Contains(p.ReceiversOf(1), dropped));
+      }
+      receivers = p.ReceiversOf(1);
+    }
+  }
+  EXPECT_EQ(p.preempted_transfers(), preempted);
+}
+
+TEST(SelMcastSspPolicyTest, FactoryBuildsItWithThePapersDefaults) {
+  PolicyOptions options;
+  options.mode = "selmcast-ssp";
+  options.staleness = DefaultStaleness("selmcast-ssp");
+  absl::StatusOr<std::unique_ptr<SyncPolicy>> policy = MakePolicy(options);
+  ASSERT_TRUE(policy.ok()) << policy.status();
+  EXPECT_EQ((*policy)->staleness_bound(), 4);
+  EXPECT_EQ((*policy)->push_mode(), PushMode::kNone);
+  options.eta = 1.5;
+  EXPECT_FALSE(MakePolicy(options).ok());
+  options.eta = 0.75;
+  options.staleness = -1;
+  EXPECT_FALSE(MakePolicy(options).ok());
+  EXPECT_EQ(DefaultStaleness("ssp"), 3);
+}
+
+}  // namespace
+}  // namespace syncopate::sync
