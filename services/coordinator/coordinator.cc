@@ -101,6 +101,7 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   w->set_overlap_communication(policy_->overlap_communication());
   w->set_peer_to_peer(peer_to_peer);
   w->set_exchange_timeout_seconds(absl::ToDoubleSeconds(options_.exchange_timeout));
+  w->set_exchange_in_background(policy_->exchange_in_background());
   Action action;
   action.sends.emplace_back(outbox, std::move(welcome));
   Enqueue(std::move(action));
@@ -123,7 +124,7 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
     const v1::TransferReport& t = report.transfers();
     policy_->ObserveTransfers(
         key.id, sync::TransferSample{t.sent_bytes(), t.send_seconds(), t.received_bytes(),
-                                     t.receive_seconds()});
+                                     t.receive_seconds(), static_cast<int>(t.models_sent())});
   }
   absl::StatusOr<sync::Decisions> decisions = policy_->OnClock(key.id, report.clock(), now);
   if (!decisions.ok()) {
@@ -280,6 +281,18 @@ void Coordinator::EnqueueDecisions(sync::Decisions decisions) {
   for (const sync::RoundClose& close : decisions.close_rounds) {
     action.close_rounds.push_back(ToRequest(close));
   }
+  // Preempted transfers stop before the grants start the multicasts that displaced them.
+  for (const sync::Preemption& preemption : decisions.preemptions) {
+    auto it = sessions_.find(preemption.sender);
+    if (it == sessions_.end()) continue;
+    v1::Directive stop;
+    stop.mutable_stop_sending()->set_round(preemption.round);
+    for (sync::TrainerId receiver : preemption.receivers) {
+      stop.mutable_stop_sending()->add_receivers(receiver);
+    }
+    action.sends.emplace_back(it->second.outbox, std::move(stop));
+    metrics_.preempted_transfers.Increment(static_cast<double>(preemption.receivers.size()));
+  }
   action.grants = std::move(decisions.grants);
   Enqueue(std::move(action));
 }
@@ -372,6 +385,7 @@ void Coordinator::RunPending() {
     rounds_closed_ += static_cast<int64_t>(action.close_rounds.size());
     const sync::TrainerId evaluator = Evaluator();
     const absl::Time now = clock_.Now();
+    for (auto& [outbox, directive] : action.sends) outbox->Send(std::move(directive));
     for (const sync::Grant& g : action.grants) {
       auto it = sessions_.find(g.trainer);
       if (it == sessions_.end()) continue;  // departed since the decision
@@ -401,7 +415,6 @@ void Coordinator::RunPending() {
         report_arrival_.erase(arrival);
       }
     }
-    for (auto& [outbox, directive] : action.sends) outbox->Send(std::move(directive));
   }
 }
 

@@ -71,7 +71,8 @@ class Coordinator {
   struct Action {
     std::vector<v1::CloseRoundRequest> close_rounds;
     std::vector<sync::Grant> grants;
-    // Directives for a specific session (welcome, evicted).
+    // Directives for a specific session (welcome, peer left, stop sending, done), sent after the
+    // rounds close and before the grants.
     std::vector<std::pair<std::shared_ptr<Outbox>, v1::Directive>> sends;
     absl::Time created;
   };

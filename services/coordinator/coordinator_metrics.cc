@@ -24,6 +24,9 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
                                         "Rounds closed on every store shard.")),
       grants(
           metrics::AddCounter(r, "syncopate_coordinator_grants_total", "Proceed directives sent.")),
+      preempted_transfers(metrics::AddCounter(
+          r, "syncopate_coordinator_preempted_transfers_total",
+          "Model transfers preempted for another trainer's multicast (selmcast-ssp).")),
       staleness_at_grant(metrics::AddHistogram(
           r, "syncopate_coordinator_staleness_at_grant",
           "Clock minus minimum live clock of the trainer at each grant.",

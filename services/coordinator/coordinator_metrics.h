@@ -21,6 +21,7 @@ struct CoordinatorMetrics {
   prometheus::Family<prometheus::Counter>& evictions;  // label reason
   prometheus::Counter& rounds_closed;
   prometheus::Counter& grants;
+  prometheus::Counter& preempted_transfers;
   prometheus::Histogram& staleness_at_grant;
   prometheus::Histogram& directive_latency;
   prometheus::Histogram& close_round_duration;

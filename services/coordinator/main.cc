@@ -46,7 +46,8 @@ int main(int argc, char** argv) {
       ->required();
   app.add_option("--mode", policy_options.mode,
                  "Sync mode: " + absl::StrJoin(syncopate::sync::SupportedModes(), ", "));
-  app.add_option("--staleness", policy_options.staleness, "SSP bound s; DSSP lower bound s_lo");
+  app.add_option("--staleness", policy_options.staleness,
+                 "SSP and selmcast-ssp bound s (default 3; selmcast-ssp 4); DSSP lower bound s_lo");
   app.add_option("--staleness-max", policy_options.staleness_max, "DSSP upper bound s_hi");
   app.add_option("--aggregation", policy_options.aggregation,
                  "WBSP round aggregation: sum/n (as published) or mean");
@@ -56,9 +57,11 @@ int main(int argc, char** argv) {
   app.add_option("--regroup-every", policy_options.regroup_every,
                  "Hybrid: propose a regrouping every this many rounds");
   app.add_option("--p", policy_options.min_receivers_fraction,
-                 "selmcast, orpheus: each trainer sends to at least ceil(p * n) peers");
+                 "selmcast(-ssp), orpheus: each trainer sends to at least ceil(p * n) peers");
   app.add_option("--k", policy_options.k,
-                 "selmcast, orpheus: every pair exchanges at least once per k+1 rounds");
+                 "selmcast(-ssp), orpheus: every pair exchanges at least once per k+1 rounds");
+  app.add_option("--eta", policy_options.eta,
+                 "selmcast-ssp: never preempt a transfer with less than eta of the model left");
   app.add_option("--seed", policy_options.seed, "dssync's shuffle and orpheus's random choices");
   app.add_option("--exchange-timeout", exchange_timeout,
                  "Peer-to-peer modes: how long an exchange waits for its peers");

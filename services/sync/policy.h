@@ -155,6 +155,8 @@ class SyncPolicy {
 
   // Trainers compute and communicate on separate threads (wbsp-overlap).
   virtual bool overlap_communication() const { return false; }
+  // P2P modes: trainers send their multicast in the background while they compute (selmcast-ssp).
+  virtual bool exchange_in_background() const { return false; }
   // The bound in force for one trainer (DSSP varies it per trainer).
   virtual int64_t BoundOf(TrainerId) const { return staleness_bound(); }
   // A trainer's group and the number of groups (hybrid); -1 and 0 when the mode has none.

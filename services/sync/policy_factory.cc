@@ -18,9 +18,11 @@ std::vector<std::string> SupportedModes() {
 
 int64_t DefaultStaleness(const std::string& mode) { return mode == "selmcast-ssp" ? 4 : 3; }
 
+int64_t PolicyOptions::Staleness() const { return staleness.value_or(DefaultStaleness(mode)); }
+
 std::string DescribeMode(const PolicyOptions& o) {
-  if (o.mode == "ssp") return absl::StrCat("s=", o.staleness);
-  if (o.mode == "dssp") return absl::StrCat("s=", o.staleness, "..", o.staleness_max);
+  if (o.mode == "ssp") return absl::StrCat("s=", o.Staleness());
+  if (o.mode == "dssp") return absl::StrCat("s=", o.Staleness(), "..", o.staleness_max);
   if (o.mode == "wbsp" || o.mode == "wbsp-overlap")
     return absl::StrCat("aggregation ", o.aggregation);
   if (o.mode == "hybrid") {
@@ -32,7 +34,7 @@ std::string DescribeMode(const PolicyOptions& o) {
     return absl::StrCat("p=", o.min_receivers_fraction, "n, k=", o.k);
   }
   if (o.mode == "selmcast-ssp") {
-    return absl::StrCat("s=", o.staleness, ", eta=", o.eta, ", p=", o.min_receivers_fraction,
+    return absl::StrCat("s=", o.Staleness(), ", eta=", o.eta, ", p=", o.min_receivers_fraction,
                         "n, k=", o.k);
   }
   return "";
@@ -51,21 +53,21 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     } else if (mode == "asp") {
       config.staleness = -1;
     } else {
-      if (options.staleness < 0) {
+      if (options.Staleness() < 0) {
         return absl::InvalidArgumentError(
-            absl::StrCat("ssp needs a staleness >= 0, got ", options.staleness));
+            absl::StrCat("ssp needs a staleness >= 0, got ", options.Staleness()));
       }
-      config.staleness = options.staleness;
+      config.staleness = options.Staleness();
     }
     return std::make_unique<BoundedStalenessPolicy>(std::move(config));
   }
   if (mode == "dssp") {
-    if (options.staleness < 0 || options.staleness_max < options.staleness) {
+    if (options.Staleness() < 0 || options.staleness_max < options.Staleness()) {
       return absl::InvalidArgumentError(
-          absl::StrCat("dssp needs 0 <= staleness <= staleness-max, got ", options.staleness,
+          absl::StrCat("dssp needs 0 <= staleness <= staleness-max, got ", options.Staleness(),
                        " and ", options.staleness_max));
     }
-    return std::make_unique<DsspPolicy>(DsspConfig{options.staleness, options.staleness_max,
+    return std::make_unique<DsspPolicy>(DsspConfig{options.Staleness(), options.staleness_max,
                                                    options.min_trainers, options.start_timeout});
   }
   if (mode == "wbsp" || mode == "wbsp-overlap") {
@@ -109,16 +111,16 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     if (options.k < 0) return absl::InvalidArgumentError("--k must be >= 0");
   }
   if (mode == "selmcast-ssp") {
-    if (options.staleness < 0) {
+    if (options.Staleness() < 0) {
       return absl::InvalidArgumentError(
-          absl::StrCat("selmcast-ssp needs a staleness >= 0, got ", options.staleness));
+          absl::StrCat("selmcast-ssp needs a staleness >= 0, got ", options.Staleness()));
     }
     if (!(options.eta > 0 && options.eta <= 1)) {
       return absl::InvalidArgumentError(
           absl::StrCat("selmcast-ssp needs 0 < --eta <= 1, got ", options.eta));
     }
     SelMcastSspConfig config;
-    config.staleness = options.staleness;
+    config.staleness = options.Staleness();
     config.eta = options.eta;
     config.min_receivers_fraction = options.min_receivers_fraction;
     config.k = options.k;

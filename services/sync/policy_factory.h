@@ -3,6 +3,7 @@
 #define SYNCOPATE_SYNC_POLICY_FACTORY_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -13,8 +14,9 @@ namespace syncopate::sync {
 
 struct PolicyOptions {
   std::string mode = "bsp";
-  // SSP's bound s; DSSP's lower bound s_lo.
-  int64_t staleness = 3;
+  // SSP's and selmcast-ssp's bound s; DSSP's lower bound s_lo. Unset: the mode's default
+  // (DefaultStaleness).
+  std::optional<int64_t> staleness;
   // DSSP's upper bound s_hi (the hard cap).
   int64_t staleness_max = 15;
   // WBSP's round aggregation: "sum/n" (each delta weighted 1/N, as published) or "mean".
@@ -33,6 +35,9 @@ struct PolicyOptions {
   // selmcast-ssp (which also takes `staleness`, `min_receivers_fraction` and `k`): an in-flight
   // receiver with less than eta of the model left is never preempted.
   double eta = 0.75;
+
+  // `staleness`, or the mode's default.
+  int64_t Staleness() const;
   int min_trainers = 1;
   absl::Duration start_timeout = absl::Seconds(30);
 };

@@ -83,7 +83,7 @@ TEST_P(RandomSchedule, InvariantsHold) {
   ASSERT_NE(p, nullptr);
   const bool gap_bounded = options.mode != "wbsp" && options.mode != "wbsp-overlap" &&
                            options.mode != "hybrid" && p->staleness_bound() >= 0;
-  std::mt19937 rng(1234 + static_cast<int>(options.staleness));
+  std::mt19937 rng(1234 + static_cast<int>(options.Staleness()));
   std::map<TrainerId, bool> running;  // trainer -> has a grant and may report
   std::map<TrainerId, int64_t> cut;   // last clock a round took
   std::map<TrainerId, double> compute;

@@ -46,6 +46,7 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   std::string name() const override { return "selmcast-ssp"; }
   PushMode push_mode() const override { return PushMode::kNone; }
   int64_t staleness_bound() const override { return config_.staleness; }
+  bool exchange_in_background() const override { return true; }
 
   // A trainer joins at the minimum live clock and pulls the store's initial model; its first
   // multicast comes with its next grant.

@@ -160,8 +160,8 @@ int main(int argc, char** argv) {
       syncopate::base::WriteReadyFile(ready_file, {0, (*metrics_server)->port(), 0});
   if (!ready.ok()) return Fail(ready);
 
-  (*session)->OnPeerLeft(
-      [node = peers->get()](uint64_t trainer) { node->inbox().MarkGone(trainer); });
+  (*session)->OnPeerDirective(
+      [node = peers->get()](const syncopate::v1::Directive& d) { node->HandleDirective(d); });
   // The link limits hold for all of the trainer's traffic: store pushes and pulls too.
   syncopate::trainer::StoreClient store(
       {welcome.store_addresses().begin(), welcome.store_addresses().end()}, *timeout,

@@ -31,15 +31,17 @@ tensor::TensorMap ToTensorMap(const store::StagedPush& push) {
 void TransferMeter::Record(uint64_t bytes, absl::Time start, absl::Time end) {
   absl::MutexLock lock(&mu_);
   bytes_ += bytes;
+  ++transfers_;
   if (!first_ || start < *first_) first_ = start;
   if (end > last_) last_ = end;
 }
 
-std::pair<double, double> TransferMeter::Take() {
+TransferTotals TransferMeter::Take() {
   absl::MutexLock lock(&mu_);
   const double seconds = first_ ? absl::ToDoubleSeconds(last_ - *first_) : 0.0;
-  std::pair<double, double> out{static_cast<double>(bytes_), seconds};
+  TransferTotals out{static_cast<double>(bytes_), seconds, transfers_};
   bytes_ = 0;
+  transfers_ = 0;
   first_.reset();
   return out;
 }
@@ -90,6 +92,16 @@ void ExchangeInbox::MarkGone(uint64_t sender) {
   gone_[sender] = collecting_.value_or(done_round_ + 1);
 }
 
+std::map<uint64_t, tensor::TensorMap> ExchangeInbox::TakeLatest() {
+  absl::MutexLock lock(&mu_);
+  std::map<uint64_t, tensor::TensorMap> latest;
+  for (auto& [round, models] : rounds_) {  // ascending rounds: newer ones overwrite
+    for (auto& [sender, model] : models) latest[sender] = std::move(model);
+  }
+  rounds_.clear();
+  return latest;
+}
+
 store::SpecLookup ShapeLookup(const tensor::TensorMap& model) {
   std::map<std::string, tensor::TensorSpec> specs;
   for (const auto& [name, values] : model) {
@@ -137,11 +149,37 @@ v1::Peer::Stub& PeerSender::StubFor(const std::string& address) {
   return *stub;
 }
 
+void TransferCancel::Cancel() {
+  absl::MutexLock lock(&mu_);
+  cancelled_ = true;
+  if (context_ != nullptr) context_->TryCancel();
+}
+
+bool TransferCancel::cancelled() const {
+  absl::MutexLock lock(&mu_);
+  return cancelled_;
+}
+
+void TransferCancel::Attach(grpc::ClientContext* context) {
+  absl::MutexLock lock(&mu_);
+  context_ = context;
+  if (context_ != nullptr && cancelled_) context_->TryCancel();
+}
+
 absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
-                                 const tensor::TensorMap& model, absl::Time deadline) {
+                                 const tensor::TensorMap& model, absl::Time deadline,
+                                 TransferCancel* cancel) {
   const absl::Time start = absl::Now();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(deadline));
+  if (cancel != nullptr) cancel->Attach(&ctx);
+  // Detaches before `ctx` goes away, whichever way this returns.
+  struct Detach {
+    TransferCancel* cancel;
+    ~Detach() {
+      if (cancel != nullptr) cancel->Attach(nullptr);
+    }
+  } detach{cancel};
   v1::ExchangeReply reply;
   std::unique_ptr<grpc::ClientWriter<v1::PushMessage>> writer =
       StubFor(peer.address()).Exchange(&ctx, &reply);
@@ -158,6 +196,10 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
     if (!ok) break;
     tensor::ForEachChunk(name, values, chunk_bytes_, [&](v1::TensorChunk& chunk) {
       if (!ok) return;
+      if (cancel != nullptr && cancel->cancelled()) {
+        ok = false;
+        return;
+      }
       base::PaceThrough(egress_, chunk.data().size());
       bytes += chunk.data().size();
       message.mutable_chunk()->Swap(&chunk);

@@ -24,17 +24,23 @@
 
 namespace syncopate::trainer {
 
-// Bytes moved in one direction and the span they took (first byte to last, over concurrent
-// streams). Thread-safe.
+struct TransferTotals {
+  double bytes = 0;
+  double seconds = 0;  // first byte to last, over concurrent streams
+  int transfers = 0;   // completed model transfers
+};
+
+// Bytes moved in one direction by completed model transfers, and the span they took. Thread-safe.
 class TransferMeter {
  public:
   void Record(uint64_t bytes, absl::Time start, absl::Time end);
   // The totals since the last Take, and resets them.
-  std::pair<double, double> Take();  // (bytes, seconds)
+  TransferTotals Take();
 
  private:
   absl::Mutex mu_;
   uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
+  int transfers_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<absl::Time> first_ ABSL_GUARDED_BY(mu_);
   absl::Time last_ ABSL_GUARDED_BY(mu_);
 };
@@ -52,6 +58,9 @@ class ExchangeInbox {
   // `sender` left the job: the exchange under way (or the next one) stops waiting for it. A later
   // round, planned after it left, waits for it again (it may have rejoined under the same id).
   void MarkGone(uint64_t sender);
+  // Background exchanges (selmcast-ssp): every sender's newest model that arrived, without
+  // waiting; the inbox is emptied.
+  std::map<uint64_t, tensor::TensorMap> TakeLatest();
 
  private:
   absl::Mutex mu_;
@@ -81,7 +90,22 @@ class PeerService final : public v1::Peer::Service {
   TransferMeter& received_;
 };
 
-// Streams this trainer's model to peers, each stream with its own deadline, all at once.
+// Lets another thread cancel one transfer, before or while it runs. Thread-safe.
+class TransferCancel {
+ public:
+  void Cancel();
+  bool cancelled() const;
+
+ private:
+  friend class PeerSender;
+  void Attach(grpc::ClientContext* context);  // null: the transfer ended
+
+  mutable absl::Mutex mu_;
+  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
+  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+// Streams this trainer's model to peers, each stream with its own deadline.
 class PeerSender {
  public:
   PeerSender(base::TokenBucket* egress, TransferMeter& sent,
@@ -92,10 +116,12 @@ class PeerSender {
   std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t sender,
                                       int64_t round, const tensor::TensorMap& model,
                                       absl::Time deadline);
+  // Sends to one peer; CANCELLED when `cancel` (may be null) fires first.
+  absl::Status SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
+                       const tensor::TensorMap& model, absl::Time deadline,
+                       TransferCancel* cancel = nullptr);
 
  private:
-  absl::Status SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
-                       const tensor::TensorMap& model, absl::Time deadline);
   v1::Peer::Stub& StubFor(const std::string& address);
 
   base::TokenBucket* egress_;

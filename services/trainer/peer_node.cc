@@ -30,8 +30,9 @@ absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions&
   node->service_ = std::make_unique<PeerService>(node->inbox_, ShapeLookup(shapes), limits.ingress,
                                                  node->received_);
   node->sender_ = std::make_unique<PeerSender>(limits.egress, node->sent_);
+  node->multicast_ = std::make_unique<BackgroundMulticast>(*node->sender_);
   node->link_ = std::make_unique<PeerLink>(
-      PeerLink{node->inbox_, *node->sender_, node->sent_, node->received_});
+      PeerLink{node->inbox_, *node->sender_, *node->multicast_, node->sent_, node->received_});
   int port = 0;
   RETURN_IF_ERROR(rpc::StartServer(options.listen, {node->service_.get()}, &node->server_, &port));
   node->address_ = options.advertise;
@@ -41,6 +42,14 @@ absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions&
     node->address_ = absl::StrCat(host, ":", port);
   }
   return node;
+}
+
+void PeerNode::HandleDirective(const v1::Directive& directive) {
+  if (directive.has_peer_left()) inbox_.MarkGone(directive.peer_left().trainer_id());
+  if (directive.has_stop_sending()) {
+    const v1::StopSending& stop = directive.stop_sending();
+    multicast_->Stop(stop.round(), {stop.receivers().begin(), stop.receivers().end()});
+  }
 }
 
 PeerNode::~PeerNode() {

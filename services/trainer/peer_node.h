@@ -13,6 +13,7 @@
 #include "base/token_bucket.h"
 #include "grpcpp/server.h"
 #include "tensor/tensor.h"
+#include "trainer/background_multicast.h"
 #include "trainer/peer_exchange.h"
 #include "trainer/store_client.h"
 #include "trainer/worker.h"
@@ -40,6 +41,9 @@ class PeerNode {
   const std::string& address() const { return address_; }
   PeerLink& link() { return *link_; }
   ExchangeInbox& inbox() { return inbox_; }
+  // A peer directive from the coordinator: PeerLeft (the exchange stops waiting for that peer) or
+  // StopSending (the multicast's transfers to those receivers are preempted).
+  void HandleDirective(const v1::Directive& directive);
   LinkLimits limits() { return {egress_ ? &*egress_ : nullptr, ingress_ ? &*ingress_ : nullptr}; }
 
  private:
@@ -52,6 +56,7 @@ class PeerNode {
   TransferMeter received_;
   std::unique_ptr<PeerService> service_;
   std::unique_ptr<PeerSender> sender_;
+  std::unique_ptr<BackgroundMulticast> multicast_;  // uses sender_
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
   std::unique_ptr<PeerLink> link_;

@@ -49,8 +49,8 @@ void SessionClient::ReadLoop() {
   v1::Directive directive;
   while (stream_->Read(&directive)) {
     absl::MutexLock lock(&mu_);
-    if (directive.has_peer_left()) {
-      if (on_peer_left_) on_peer_left_(directive.peer_left().trainer_id());
+    if (directive.has_peer_left() || directive.has_stop_sending()) {
+      if (on_peer_directive_) on_peer_directive_(directive);
       continue;
     }
     directives_.push_back(directive);
@@ -59,9 +59,9 @@ void SessionClient::ReadLoop() {
   stream_done_ = true;
 }
 
-void SessionClient::OnPeerLeft(std::function<void(uint64_t)> callback) {
+void SessionClient::OnPeerDirective(std::function<void(const v1::Directive&)> callback) {
   absl::MutexLock lock(&mu_);
-  on_peer_left_ = std::move(callback);
+  on_peer_directive_ = std::move(callback);
 }
 
 absl::StatusOr<v1::Proceed> SessionClient::WaitProceed(absl::Duration timeout) {

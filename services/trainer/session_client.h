@@ -34,9 +34,9 @@ class SessionClient {
   absl::StatusOr<v1::Proceed> WaitProceed(absl::Duration timeout);
 
   absl::Status ReportClock(const v1::ClockReport& report);
-  // Peer-to-peer modes: `callback(trainer_id)` runs (on the reading thread) for every PeerLeft
-  // directive from now on, instead of queueing it with the Proceeds.
-  void OnPeerLeft(std::function<void(uint64_t)> callback);
+  // Peer-to-peer modes: `callback` runs (on the reading thread) for every PeerLeft and
+  // StopSending directive from now on, instead of queueing it with the Proceeds.
+  void OnPeerDirective(std::function<void(const v1::Directive&)> callback);
   // Sends heartbeats every welcome().heartbeat_interval_seconds with `timings()` until Close.
   void StartHeartbeats(std::function<v1::TrainerTimings()> timings);
   // Sends Leave and closes the stream (bounded by a short deadline). Idempotent.
@@ -59,7 +59,7 @@ class SessionClient {
 
   absl::Mutex mu_;
   std::deque<v1::Directive> directives_ ABSL_GUARDED_BY(mu_);
-  std::function<void(uint64_t)> on_peer_left_ ABSL_GUARDED_BY(mu_);
+  std::function<void(const v1::Directive&)> on_peer_directive_ ABSL_GUARDED_BY(mu_);
   bool stream_done_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
 

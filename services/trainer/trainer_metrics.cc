@@ -56,6 +56,10 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
       exchange_peers_missed(
           metrics::AddCounter(r, "syncopate_trainer_exchange_peers_missed_total",
                               "Peers that could not be sent to, or did not deliver, by the "
-                              "exchange deadline.")) {}
+                              "exchange deadline.")),
+      exchange_transfers_preempted(metrics::AddCounter(
+          r, "syncopate_trainer_exchange_transfers_preempted_total",
+          "Model transfers to peers cancelled before the end: preempted by the coordinator or "
+          "superseded by a newer multicast (selmcast-ssp).")) {}
 
 }  // namespace syncopate::trainer

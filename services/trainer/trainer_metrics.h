@@ -33,6 +33,7 @@ struct TrainerMetrics {
   prometheus::Counter& exchange_bytes_sent;
   prometheus::Counter& exchange_bytes_received;
   prometheus::Counter& exchange_peers_missed;
+  prometheus::Counter& exchange_transfers_preempted;
 };
 
 }  // namespace syncopate::trainer

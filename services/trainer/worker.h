@@ -19,6 +19,7 @@
 #include "base/clock.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
+#include "trainer/background_multicast.h"
 #include "trainer/local_model.h"
 #include "trainer/peer_exchange.h"
 #include "trainer/session_client.h"
@@ -53,6 +54,7 @@ struct WorkerTimings {
 struct PeerLink {
   ExchangeInbox& inbox;
   PeerSender& sender;
+  BackgroundMulticast& multicast;  // selmcast-ssp
   TransferMeter& sent;
   TransferMeter& received;
 };

@@ -1,6 +1,9 @@
 // The peer-to-peer data plane over real gRPC on 127.0.0.1: models streamed between trainers,
-// shapes checked, one model per sender and round, deadlines for dead peers, link-rate limits.
+// shapes checked, one model per sender and round, deadlines for dead peers, link-rate limits,
+// background multicasts that can be preempted or superseded.
 #include "trainer/peer_exchange.h"
+
+#include "trainer/background_multicast.h"
 
 #include <memory>
 #include <thread>
@@ -50,8 +53,10 @@ TEST(PeerExchangeTest, ModelsArriveByRoundAndSender) {
   ASSERT_EQ(got.size(), 2u);
   EXPECT_EQ(got[7], Model(7));
   EXPECT_EQ(got[8], Model(8));
-  EXPECT_EQ(sent.Take().first, 2 * 1010 * 4.0);
-  EXPECT_EQ(r.received.Take().first, 2 * 1010 * 4.0);
+  const TransferTotals totals = sent.Take();
+  EXPECT_EQ(totals.bytes, 2 * 1010 * 4.0);
+  EXPECT_EQ(totals.transfers, 2);
+  EXPECT_EQ(r.received.Take().bytes, 2 * 1010 * 4.0);
 }
 
 TEST(PeerExchangeTest, WrongShapesAndRepeatsAreRefused) {
@@ -122,17 +127,92 @@ TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
   TransferMeter sent;
   PeerSender sender(nullptr, sent);
   ASSERT_TRUE(sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)))[0].ok());
-  auto [bytes, seconds] = r.received.Take();
-  EXPECT_GT(bytes, 4e6);
-  EXPECT_LE(bytes / seconds, 2e6 * 1.1);
+  const TransferTotals received = r.received.Take();
+  EXPECT_GT(received.bytes, 4e6);
+  EXPECT_LE(received.bytes / received.seconds, 2e6 * 1.1);
   // The same through a 2 MB/s egress.
   Receiver fast(Model(0, 1000000));
   base::TokenBucket egress(2e6, 64e3, base::MonotonicClock::Get());
   PeerSender limited(&egress, sent);
   ASSERT_TRUE(
       limited.SendToAll({fast.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)))[0].ok());
-  auto [sent_bytes, send_seconds] = sent.Take();
-  EXPECT_LE(sent_bytes / send_seconds, 2e6 * 1.1);
+  const TransferTotals totals = sent.Take();
+  EXPECT_LE(totals.bytes / totals.seconds, 2e6 * 1.1);
+}
+
+// Polls until `count` transfers ended (at most 10 s) and returns their outcomes.
+BackgroundMulticast::Outcomes WaitOutcomes(BackgroundMulticast& multicast, int count) {
+  BackgroundMulticast::Outcomes all;
+  const absl::Time deadline = In(absl::Seconds(10));
+  while (all.delivered + all.failed + all.cancelled < count && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+    const BackgroundMulticast::Outcomes more = multicast.Take();
+    all.delivered += more.delivered;
+    all.failed += more.failed;
+    all.cancelled += more.cancelled;
+  }
+  return all;
+}
+
+TEST(BackgroundMulticastTest, DeliversToEveryReceiverInTheBackground) {
+  Receiver a(Model(0)), b(Model(0));
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent);
+  BackgroundMulticast multicast(sender);
+  multicast.Start({a.Ref(1), b.Ref(2)}, 7, 1, Model(1), In(absl::Seconds(10)));
+  EXPECT_EQ(WaitOutcomes(multicast, 2).delivered, 2);
+  EXPECT_EQ(a.inbox.TakeLatest()[7], Model(1));
+  EXPECT_EQ(b.inbox.TakeLatest()[7], Model(1));
+  EXPECT_EQ(sent.Take().transfers, 2);
+}
+
+TEST(BackgroundMulticastTest, ANewerMulticastSupersedesTheUnfinishedOne) {
+  base::TokenBucket ingress(1e6, 64e3, base::MonotonicClock::Get());
+  Receiver slow(Model(0, 1000000), &ingress), fast(Model(0, 1000000));
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent);
+  BackgroundMulticast multicast(sender);
+  multicast.Start({slow.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)));
+  absl::SleepFor(absl::Milliseconds(200));
+  multicast.Start({fast.Ref(2)}, 7, 2, Model(2, 1000000), In(absl::Seconds(30)));
+  const BackgroundMulticast::Outcomes outcomes = WaitOutcomes(multicast, 2);
+  EXPECT_EQ(outcomes.cancelled, 1);
+  EXPECT_EQ(outcomes.delivered, 1);
+  EXPECT_TRUE(slow.inbox.TakeLatest().empty());
+  EXPECT_EQ(fast.inbox.TakeLatest()[7], Model(2, 1000000));
+}
+
+TEST(BackgroundMulticastTest, APreemptedTransferStopsAndDepositsNothing) {
+  // 4 MB into a 1 MB/s ingress: the transfer to `slow` takes about 4 s unless it is preempted.
+  base::TokenBucket ingress(1e6, 64e3, base::MonotonicClock::Get());
+  Receiver slow(Model(0, 1000000), &ingress), fast(Model(0, 1000000));
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent);
+  BackgroundMulticast multicast(sender);
+  multicast.Start({slow.Ref(1), fast.Ref(2)}, 7, 5, Model(5, 1000000), In(absl::Seconds(30)));
+  absl::SleepFor(absl::Milliseconds(300));
+  multicast.Stop(4, {1});  // a stale round: ignored
+  multicast.Stop(5, {1});
+  const BackgroundMulticast::Outcomes outcomes = WaitOutcomes(multicast, 2);
+  EXPECT_EQ(outcomes.delivered, 1);
+  EXPECT_EQ(outcomes.cancelled, 1);
+  EXPECT_EQ(outcomes.failed, 0);
+  EXPECT_TRUE(slow.inbox.TakeLatest().empty());
+  auto got = fast.inbox.TakeLatest();
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[7], Model(5, 1000000));
+}
+
+TEST(ExchangeInboxTest, TakeLatestKeepsEachSendersNewestRound) {
+  ExchangeInbox inbox;
+  ASSERT_TRUE(inbox.Deposit(3, 7, Model(3)).ok());
+  ASSERT_TRUE(inbox.Deposit(5, 7, Model(5)).ok());
+  ASSERT_TRUE(inbox.Deposit(4, 8, Model(4)).ok());
+  auto latest = inbox.TakeLatest();
+  ASSERT_EQ(latest.size(), 2u);
+  EXPECT_EQ(latest[7], Model(5));
+  EXPECT_EQ(latest[8], Model(4));
+  EXPECT_TRUE(inbox.TakeLatest().empty());
 }
 
 TEST(PeerExchangeTest, AveragingIsTheEqualWeightMean) {

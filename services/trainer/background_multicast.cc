@@ -1,0 +1,72 @@
+#include "trainer/background_multicast.h"
+
+#include <spdlog/spdlog.h>
+
+#include <algorithm>
+
+namespace syncopate::trainer {
+
+BackgroundMulticast::~BackgroundMulticast() {
+  std::vector<std::unique_ptr<Transfer>> transfers;
+  {
+    absl::MutexLock lock(&mu_);
+    transfers.swap(transfers_);
+  }
+  Finish(transfers);
+}
+
+void BackgroundMulticast::Finish(std::vector<std::unique_ptr<Transfer>>& transfers) {
+  for (auto& t : transfers) t->cancel.Cancel();
+  for (auto& t : transfers) t->thread.join();
+  transfers.clear();
+}
+
+void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t from,
+                                int64_t round, tensor::TensorMap model, absl::Time deadline) {
+  std::vector<std::unique_ptr<Transfer>> previous;
+  {
+    absl::MutexLock lock(&mu_);
+    previous.swap(transfers_);
+  }
+  Finish(previous);
+  auto snapshot = std::make_shared<const tensor::TensorMap>(std::move(model));
+  absl::MutexLock lock(&mu_);
+  round_ = round;
+  for (const v1::PeerRef& peer : peers) {
+    auto transfer = std::make_unique<Transfer>();
+    transfer->receiver = peer.trainer_id();
+    Transfer* t = transfer.get();
+    t->thread = std::thread([this, t, peer, from, round, snapshot, deadline] {
+      const absl::Status s = sender_.SendOne(peer, from, round, *snapshot, deadline, &t->cancel);
+      absl::MutexLock lock(&mu_);
+      if (s.ok()) {
+        ++outcomes_.delivered;
+      } else if (t->cancel.cancelled()) {
+        ++outcomes_.cancelled;
+      } else {
+        ++outcomes_.failed;
+        spdlog::warn("round {}: {}", round, s.ToString());
+      }
+    });
+    transfers_.push_back(std::move(transfer));
+  }
+}
+
+void BackgroundMulticast::Stop(int64_t round, const std::vector<uint64_t>& receivers) {
+  absl::MutexLock lock(&mu_);
+  if (round != round_) return;
+  for (auto& t : transfers_) {
+    if (std::find(receivers.begin(), receivers.end(), t->receiver) != receivers.end()) {
+      t->cancel.Cancel();
+    }
+  }
+}
+
+BackgroundMulticast::Outcomes BackgroundMulticast::Take() {
+  absl::MutexLock lock(&mu_);
+  Outcomes out = outcomes_;
+  outcomes_ = Outcomes{};
+  return out;
+}
+
+}  // namespace syncopate::trainer

@@ -1,0 +1,56 @@
+// selmcast-ssp's sending side: a trainer's multicast runs on its own threads while the trainer
+// computes. A newer multicast supersedes (cancels) what is left of the previous one, and the
+// coordinator can preempt single receivers (StopSending).
+#ifndef SYNCOPATE_TRAINER_BACKGROUND_MULTICAST_H_
+#define SYNCOPATE_TRAINER_BACKGROUND_MULTICAST_H_
+
+#include <memory>
+#include <thread>
+#include <vector>
+
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "trainer/peer_exchange.h"
+
+namespace syncopate::trainer {
+
+class BackgroundMulticast {
+ public:
+  explicit BackgroundMulticast(PeerSender& sender) : sender_(sender) {}
+  ~BackgroundMulticast();  // cancels what still runs and waits for it
+
+  // What became of the transfers that ended since the last Take.
+  struct Outcomes {
+    int delivered = 0;
+    int failed = 0;     // a dead or slow peer (the deadline), a refused stream
+    int cancelled = 0;  // preempted or superseded
+  };
+
+  // Cancels what is left of the previous multicast, then sends `model` as round `round` from
+  // `from` to every peer, each stream until `deadline`. Returns at once.
+  void Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
+             tensor::TensorMap model, absl::Time deadline);
+  // Preempts the round-`round` transfers to `receivers`; a no-op for another round (a stale
+  // directive) or a transfer that already ended.
+  void Stop(int64_t round, const std::vector<uint64_t>& receivers);
+  Outcomes Take();
+
+ private:
+  struct Transfer {
+    uint64_t receiver = 0;
+    TransferCancel cancel;
+    std::thread thread;
+  };
+  // Cancels and joins the current transfers. Call without mu_ held.
+  void Finish(std::vector<std::unique_ptr<Transfer>>& transfers);
+
+  PeerSender& sender_;
+  absl::Mutex mu_;
+  int64_t round_ ABSL_GUARDED_BY(mu_) = -1;
+  std::vector<std::unique_ptr<Transfer>> transfers_ ABSL_GUARDED_BY(mu_);
+  Outcomes outcomes_ ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace syncopate::trainer
+
+#endif  // SYNCOPATE_TRAINER_BACKGROUND_MULTICAST_H_
