@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Peer-to-peer modes on one machine with emulated links: `syncopate compare` over bsp, dssync,
-# selmcast and orpheus with 4 trainers, trainer 3's link (both directions) at a fifth of the
+# selmcast, selmcast-ssp and orpheus with 4 trainers, trainer 3's link (both directions) at a fifth of the
 # others' (20 vs 100 Mbit/s, token buckets on every transfer, store traffic included). Prints time
 # to 80% test accuracy and the mean round time (wall seconds per clock of the fastest trainer),
 # each as a ratio of bsp's. Not a test: figures for bench/README.md.
@@ -10,7 +10,7 @@ cd "$(dirname "$0")/.."
 out="${1:-/tmp/syncopate-p2p-bench}"
 rm -rf "$out"
 ./scripts/build.sh > /dev/null
-./build/bin/syncopate compare --modes=bsp,dssync,selmcast,orpheus --trainers=4 \
+./build/bin/syncopate compare --modes=bsp,dssync,selmcast,selmcast-ssp,orpheus --trainers=4 \
   --target-accuracy=0.80 --time-limit=200s --eval-interval=0.5s \
   --egress-rate=100mbit,100mbit,100mbit,20mbit --ingress-rate=100mbit,100mbit,100mbit,20mbit \
   --report-dir="$out" > "$out.txt" 2> "$out.log"
@@ -19,15 +19,15 @@ cat "$out.txt"
 import json, sys
 out = sys.argv[1]
 rows = {}
-for mode in ("bsp", "dssync", "selmcast", "orpheus"):
+for mode in ("bsp", "dssync", "selmcast", "selmcast-ssp", "orpheus"):
     s = json.load(open(f"{out}/{mode}/summary.json"))
     clock = max(t["clock"] for t in s["per_trainer"])
     rows[mode] = (s.get("time_to_target_seconds") if s["reached_target"] else None,
                   s["wall_seconds"] / max(clock, 1))
 base_t, base_r = rows["bsp"]
-print(f'{"mode":10} {"to 80% (s)":>11} {"vs bsp":>7} {"round (ms)":>11} {"vs bsp":>7}')
+print(f'{"mode":13} {"to 80% (s)":>11} {"vs bsp":>7} {"round (ms)":>11} {"vs bsp":>7}')
 for mode, (t, r) in rows.items():
     tt = f"{t:11.1f}" if t is not None else f'{"-":>11}'
     rt = f"{t / base_t:7.2f}" if t is not None and base_t else f'{"-":>7}'
-    print(f"{mode:10} {tt} {rt} {r * 1000:11.1f} {r / base_r:7.2f}")
+    print(f"{mode:13} {tt} {rt} {r * 1000:11.1f} {r / base_r:7.2f}")
 PY

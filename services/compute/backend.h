@@ -16,11 +16,25 @@ namespace syncopate::compute {
 
 struct ModelSpec {
   // "mlp": input -> [dense + ReLU]* -> dense -> softmax.
+  // "cnn": image -> [conv + ReLU + 2x2 max pool]* -> [dense + ReLU]* -> dense -> softmax.
   std::string architecture = "mlp";
   int input_features = 784;
   std::vector<int> hidden = {128};
   int classes = 10;
+  // cnn: input_features = image_channels * image_size^2 (NCHW); one conv block per entry of
+  // conv_filters, each "same"-padded with an odd conv_kernel and halving the size.
+  int image_channels = 1;
+  int image_size = 28;
+  std::vector<int> conv_filters = {16, 32};
+  int conv_kernel = 5;
 };
+
+// The architectures every backend builds, in documentation order.
+std::vector<std::string> SupportedModels();
+
+// INVALID_ARGUMENT for an unknown architecture, a non-positive size, or a cnn whose image does
+// not match input_features, whose kernel is even, or whose image cannot be halved once per block.
+absl::Status ValidateSpec(const ModelSpec& spec);
 
 // A model resident on a backend. Not thread-safe: one trainer thread drives it.
 class Model {

@@ -38,21 +38,35 @@ TEST(CpuBackend, RejectsBadSpecsDevicesAndParameters) {
   EXPECT_FALSE(m->WriteParameters({{"nope", {1}}}).ok());
 }
 
-// The analytic gradient of the whole MLP matches central finite differences, checked through the
-// update: TrainStep with learning rate 1 subtracts exactly the gradient.
-TEST(CpuBackend, GradientMatchesFiniteDifferences) {
+// A CNN small enough for finite differences: 1 x 4 x 4 images, 2 filters of 3x3, one pool.
+ModelSpec TinyCnn() {
+  ModelSpec spec;
+  spec.architecture = "cnn";
+  spec.image_channels = 1;
+  spec.image_size = 4;
+  spec.input_features = 16;
+  spec.conv_filters = {2};
+  spec.conv_kernel = 3;
+  spec.hidden = {4};
+  spec.classes = 3;
+  return spec;
+}
+
+// The analytic gradient of the whole model matches central finite differences, checked through
+// the update: TrainStep with learning rate 1 subtracts exactly the gradient.
+void ExpectGradientMatchesFiniteDifferences(const ModelSpec& spec) {
   auto backend = *MakeBackend("cpu");
-  auto model = *backend->CreateModel(Small(), 7);
+  auto model = *backend->CreateModel(spec, 7);
   std::mt19937 rng(3);
   std::uniform_real_distribution<float> u(-1, 1);
-  std::vector<float> x(4 * 6);
+  std::vector<float> x(4 * spec.input_features);
   for (float& v : x) v = u(rng);
   std::vector<int32_t> y = {0, 2, 1, 2};
 
   tensor::TensorMap before, after;
   model->ReadParameters(&before);
   auto loss_at = [&](const tensor::TensorMap& params) {
-    auto probe = *backend->CreateModel(Small(), 7);
+    auto probe = *backend->CreateModel(spec, 7);
     EXPECT_TRUE(probe->WriteParameters(params).ok());
     return probe->TrainStep(x.data(), y.data(), 4, 0.0f);
   };
@@ -66,9 +80,96 @@ TEST(CpuBackend, GradientMatchesFiniteDifferences) {
       minus[name][i] -= eps;
       const double numeric = (loss_at(plus) - loss_at(minus)) / (2 * eps);
       const double analytic = before.at(name)[i] - after.at(name)[i];
-      EXPECT_NEAR(analytic, numeric, 2e-3) << name << "[" << i << "]";
+      EXPECT_NEAR(analytic, numeric, 2e-3) << spec.architecture << " " << name << "[" << i << "]";
     }
   }
+}
+
+TEST(CpuBackend, MlpGradientMatchesFiniteDifferences) {
+  ExpectGradientMatchesFiniteDifferences(Small());
+}
+
+TEST(CpuBackend, CnnGradientMatchesFiniteDifferences) {
+  ExpectGradientMatchesFiniteDifferences(TinyCnn());
+}
+
+TEST(CpuBackend, CnnParametersAreNamedAndShaped) {
+  auto backend = *MakeBackend("cpu");
+  auto model = *backend->CreateModel(ModelSpec{"cnn"}, 1);  // the default: Fashion-MNIST's CNN
+  std::vector<std::string> names;
+  for (const tensor::TensorSpec& p : model->Parameters()) names.push_back(p.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"conv1/bias", "conv1/weight", "conv2/bias",
+                                             "conv2/weight", "fc1/bias", "fc1/weight", "fc2/bias",
+                                             "fc2/weight"}));
+  tensor::TensorMap params;
+  model->ReadParameters(&params);
+  EXPECT_EQ(params["conv1/weight"].size(), 16u * 1 * 5 * 5);
+  EXPECT_EQ(params["conv2/weight"].size(), 32u * 16 * 5 * 5);
+  EXPECT_EQ(params["fc1/weight"].size(), 32u * 7 * 7 * 128);
+}
+
+TEST(CpuBackend, CnnSpecsAreValidated) {
+  ModelSpec spec = TinyCnn();
+  EXPECT_TRUE(ValidateSpec(spec).ok());
+  spec.conv_kernel = 4;
+  EXPECT_FALSE(ValidateSpec(spec).ok());
+  spec = TinyCnn();
+  spec.input_features = 15;
+  EXPECT_FALSE(ValidateSpec(spec).ok());
+  spec = TinyCnn();
+  spec.conv_filters = {2, 2, 2};  // 4 -> 2 -> 1 -> cannot halve 1
+  EXPECT_FALSE(ValidateSpec(spec).ok());
+  spec.conv_filters = {};
+  EXPECT_FALSE(ValidateSpec(spec).ok());
+}
+
+// The im2col convolution equals the textbook sum over the kernel, zero outside the image.
+TEST(CpuLayers, ConvolutionMatchesTheDirectSum) {
+  const int channels = 2, filters = 3, kernel = 3, size = 5;
+  CpuConv2d conv(channels, filters, kernel, size);
+  std::mt19937_64 rng(9);
+  conv.Initialize(rng);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::mt19937 r(4);
+  for (float& b : conv.bias()) b = u(r);
+  std::vector<float> x(2 * channels * size * size);
+  for (float& v : x) v = u(r);
+  std::vector<float> y(2 * filters * size * size);
+  conv.Forward(x.data(), 2, y.data());
+  for (int b = 0; b < 2; ++b) {
+    for (int f = 0; f < filters; ++f) {
+      for (int oy = 0; oy < size; ++oy) {
+        for (int ox = 0; ox < size; ++ox) {
+          double sum = conv.bias()[f];
+          for (int c = 0; c < channels; ++c) {
+            for (int ky = 0; ky < kernel; ++ky) {
+              for (int kx = 0; kx < kernel; ++kx) {
+                const int iy = oy + ky - 1, ix = ox + kx - 1;
+                if (iy < 0 || iy >= size || ix < 0 || ix >= size) continue;
+                sum += conv.weight()[((f * channels + c) * kernel + ky) * kernel + kx] *
+                       x[((b * channels + c) * size + iy) * size + ix];
+              }
+            }
+          }
+          EXPECT_NEAR(y[((b * filters + f) * size + oy) * size + ox], sum, 1e-5);
+        }
+      }
+    }
+  }
+}
+
+TEST(CpuLayers, MaxPoolRoutesGradientsToTheWinners) {
+  CpuMaxPool2x2 pool(1, 4);
+  const std::vector<float> x = {1, 2, 0, 0,  //
+                                4, 3, 0, 9,  //
+                                0, 0, 5, 0,  //
+                                7, 0, 0, 6};
+  std::vector<float> y(4);
+  pool.Forward(x.data(), 1, y.data());
+  EXPECT_EQ(y, (std::vector<float>{4, 9, 7, 6}));
+  std::vector<float> dx(16);
+  pool.Backward(std::vector<float>{1, 2, 3, 4}.data(), 1, dx.data());
+  EXPECT_EQ(dx, (std::vector<float>{0, 0, 0, 0, 1, 0, 0, 2, 0, 0, 0, 0, 3, 0, 0, 4}));
 }
 
 TEST(CpuBackend, LearnsASeparableProblem) {

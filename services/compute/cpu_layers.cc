@@ -46,6 +46,141 @@ void CpuDense::SgdStep(float learning_rate) {
   cblas_saxpy(out_, -learning_rate, bias_grad_.data(), 1, bias_.data(), 1);
 }
 
+CpuConv2d::CpuConv2d(int channels, int filters, int kernel, int size)
+    : channels_(channels),
+      filters_(filters),
+      kernel_(kernel),
+      size_(size),
+      weight_(static_cast<size_t>(filters) * channels * kernel * kernel),
+      bias_(filters),
+      weight_grad_(weight_.size()),
+      bias_grad_(filters),
+      columns_(static_cast<size_t>(channels) * kernel * kernel * size * size),
+      dcolumns_(columns_.size()) {}
+
+void CpuConv2d::Initialize(std::mt19937_64& rng) {
+  const float fan_in = static_cast<float>(channels_ * kernel_ * kernel_);
+  std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / fan_in));
+  for (float& w : weight_) w = normal(rng);
+  std::fill(bias_.begin(), bias_.end(), 0.0f);
+}
+
+void CpuConv2d::Im2Col(const float* image, float* columns) const {
+  const int pad = kernel_ / 2;
+  const int pixels = size_ * size_;
+  for (int c = 0; c < channels_; ++c) {
+    for (int ky = 0; ky < kernel_; ++ky) {
+      for (int kx = 0; kx < kernel_; ++kx) {
+        float* row = columns + ((c * kernel_ + ky) * kernel_ + kx) * pixels;
+        for (int y = 0; y < size_; ++y) {
+          const int iy = y + ky - pad;
+          for (int x = 0; x < size_; ++x) {
+            const int ix = x + kx - pad;
+            const bool inside = iy >= 0 && iy < size_ && ix >= 0 && ix < size_;
+            row[y * size_ + x] = inside ? image[(c * size_ + iy) * size_ + ix] : 0.0f;
+          }
+        }
+      }
+    }
+  }
+}
+
+void CpuConv2d::Col2Im(const float* columns, float* image) const {
+  const int pad = kernel_ / 2;
+  const int pixels = size_ * size_;
+  for (int c = 0; c < channels_; ++c) {
+    for (int ky = 0; ky < kernel_; ++ky) {
+      for (int kx = 0; kx < kernel_; ++kx) {
+        const float* row = columns + ((c * kernel_ + ky) * kernel_ + kx) * pixels;
+        for (int y = 0; y < size_; ++y) {
+          const int iy = y + ky - pad;
+          if (iy < 0 || iy >= size_) continue;
+          for (int x = 0; x < size_; ++x) {
+            const int ix = x + kx - pad;
+            if (ix >= 0 && ix < size_) image[(c * size_ + iy) * size_ + ix] += row[y * size_ + x];
+          }
+        }
+      }
+    }
+  }
+}
+
+void CpuConv2d::Forward(const float* x, int batch, float* y) {
+  const int pixels = size_ * size_;
+  const int patch = channels_ * kernel_ * kernel_;
+  for (int b = 0; b < batch; ++b) {
+    Im2Col(x + static_cast<size_t>(b) * channels_ * pixels, columns_.data());
+    float* out = y + static_cast<size_t>(b) * filters_ * pixels;
+    for (int f = 0; f < filters_; ++f) std::fill(out + f * pixels, out + (f + 1) * pixels, bias_[f]);
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, filters_, pixels, patch, 1.0f,
+                weight_.data(), patch, columns_.data(), pixels, 1.0f, out, pixels);
+  }
+}
+
+void CpuConv2d::Backward(const float* x, const float* dy, int batch, float* dx) {
+  const int pixels = size_ * size_;
+  const int patch = channels_ * kernel_ * kernel_;
+  std::fill(weight_grad_.begin(), weight_grad_.end(), 0.0f);
+  std::fill(bias_grad_.begin(), bias_grad_.end(), 0.0f);
+  if (dx != nullptr) std::fill(dx, dx + static_cast<size_t>(batch) * channels_ * pixels, 0.0f);
+  for (int b = 0; b < batch; ++b) {
+    const float* grad = dy + static_cast<size_t>(b) * filters_ * pixels;
+    Im2Col(x + static_cast<size_t>(b) * channels_ * pixels, columns_.data());
+    // dW += dy (filters x pixels) * columns^T (pixels x patch)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, filters_, patch, pixels, 1.0f, grad,
+                pixels, columns_.data(), pixels, 1.0f, weight_grad_.data(), patch);
+    for (int f = 0; f < filters_; ++f) {
+      for (int p = 0; p < pixels; ++p) bias_grad_[f] += grad[f * pixels + p];
+    }
+    if (dx == nullptr) continue;
+    // dcolumns = W^T (patch x filters) * dy (filters x pixels)
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, patch, pixels, filters_, 1.0f,
+                weight_.data(), patch, grad, pixels, 0.0f, dcolumns_.data(), pixels);
+    Col2Im(dcolumns_.data(), dx + static_cast<size_t>(b) * channels_ * pixels);
+  }
+}
+
+void CpuConv2d::SgdStep(float learning_rate) {
+  cblas_saxpy(static_cast<int>(weight_.size()), -learning_rate, weight_grad_.data(), 1,
+              weight_.data(), 1);
+  cblas_saxpy(filters_, -learning_rate, bias_grad_.data(), 1, bias_.data(), 1);
+}
+
+void CpuMaxPool2x2::Forward(const float* x, int batch, float* y) {
+  const int half = size_ / 2;
+  const size_t outputs = static_cast<size_t>(batch) * channels_ * half * half;
+  winners_.resize(outputs);
+  for (size_t plane = 0; plane < static_cast<size_t>(batch) * channels_; ++plane) {
+    const float* in = x + plane * size_ * size_;
+    for (int oy = 0; oy < half; ++oy) {
+      for (int ox = 0; ox < half; ++ox) {
+        int best = (2 * oy) * size_ + 2 * ox;
+        for (int dy = 0; dy < 2; ++dy) {
+          for (int dx = 0; dx < 2; ++dx) {
+            const int at = (2 * oy + dy) * size_ + 2 * ox + dx;
+            if (in[at] > in[best]) best = at;
+          }
+        }
+        const size_t out = plane * half * half + oy * half + ox;
+        y[out] = in[best];
+        winners_[out] = best;
+      }
+    }
+  }
+}
+
+void CpuMaxPool2x2::Backward(const float* dy, int batch, float* dx) const {
+  const int half = size_ / 2;
+  const size_t planes = static_cast<size_t>(batch) * channels_;
+  std::fill(dx, dx + planes * size_ * size_, 0.0f);
+  for (size_t plane = 0; plane < planes; ++plane) {
+    for (int o = 0; o < half * half; ++o) {
+      const size_t out = plane * half * half + o;
+      dx[plane * size_ * size_ + winners_[out]] += dy[out];
+    }
+  }
+}
+
 void ReluForward(float* v, size_t n) {
   for (size_t i = 0; i < n; ++i) v[i] = std::max(v[i], 0.0f);
 }

@@ -33,6 +33,57 @@ class CpuDense {
   std::vector<float> weight_, bias_, weight_grad_, bias_grad_;
 };
 
+// A 2-D convolution over square images, stride 1 and "same" zero padding (kernel / 2 on each side,
+// odd kernels), computed by im2col and OpenBLAS GEMM. Layout NCHW; weight: filters x channels x
+// kernel x kernel. Keeps its gradients from the last Backward.
+class CpuConv2d {
+ public:
+  CpuConv2d(int channels, int filters, int kernel, int size);
+  // He-normal weights over the fan-in (channels * kernel^2), zero bias.
+  void Initialize(std::mt19937_64& rng);
+  // x: batch x channels x size x size; y: batch x filters x size x size.
+  void Forward(const float* x, int batch, float* y);
+  // Given dy, fills the weight/bias gradients and, when dx is not null, dx.
+  void Backward(const float* x, const float* dy, int batch, float* dx);
+  void SgdStep(float learning_rate);
+
+  int channels() const { return channels_; }
+  int filters() const { return filters_; }
+  int kernel() const { return kernel_; }
+  int size() const { return size_; }
+  std::vector<float>& weight() { return weight_; }
+  std::vector<float>& bias() { return bias_; }
+  const std::vector<float>& weight() const { return weight_; }
+  const std::vector<float>& bias() const { return bias_; }
+  const std::vector<float>& weight_grad() const { return weight_grad_; }
+  const std::vector<float>& bias_grad() const { return bias_grad_; }
+
+ private:
+  // One image's patches: (channels * kernel^2) x (size^2).
+  void Im2Col(const float* image, float* columns) const;
+  // Adds patch gradients back onto one image's gradient.
+  void Col2Im(const float* columns, float* image) const;
+
+  int channels_, filters_, kernel_, size_;
+  std::vector<float> weight_, bias_, weight_grad_, bias_grad_;
+  std::vector<float> columns_, dcolumns_;
+};
+
+// 2x2 max pooling, stride 2, over batch x channels square images of an even `size`.
+// Forward records which input won each window, for Backward.
+class CpuMaxPool2x2 {
+ public:
+  CpuMaxPool2x2(int channels, int size) : channels_(channels), size_(size) {}
+  // y: batch x channels x size/2 x size/2.
+  void Forward(const float* x, int batch, float* y);
+  // dx (batch x channels x size x size) = dy routed to the winners, zero elsewhere.
+  void Backward(const float* dy, int batch, float* dx) const;
+
+ private:
+  int channels_, size_;
+  std::vector<int32_t> winners_;  // per output: index of the input within its image plane
+};
+
 // In place: v = max(v, 0).
 void ReluForward(float* v, size_t n);
 // dv *= (activation > 0), where `activation` is the ReLU output.

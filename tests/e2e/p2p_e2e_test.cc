@@ -1,6 +1,7 @@
-// End-to-end: the peer-to-peer modes (dssync, selmcast, orpheus) under `syncopate local`, checked
-// through reports and traces: they train to the target, SelMcast spares a trainer behind a slow
-// link where Orpheus does not, and a dead trainer costs its peers one exchange deadline.
+// End-to-end: the peer-to-peer modes (dssync, selmcast, selmcast-ssp, orpheus) under
+// `syncopate local`, checked through reports and traces: they train to the target, SelMcast
+// spares a trainer behind a slow link where Orpheus does not, and a dead trainer costs its peers
+// one exchange deadline.
 #include <signal.h>
 
 #include <algorithm>
@@ -53,6 +54,12 @@ TEST_P(PeerMode, ReachesTheTargetExchangingEveryRound) {
   for (int rank = 0; rank < 3; ++rank) {
     const Exchanges x = ReadExchanges(dir, rank);
     EXPECT_GT(x.count, 20) << "trainer " << rank;
+    if (mode == "selmcast-ssp") {
+      // Models arrive in the background and nothing is awaited: some must have arrived.
+      EXPECT_EQ(x.expected, 0);
+      EXPECT_GT(x.received, 0) << "trainer " << rank << " never received a model";
+      continue;
+    }
     EXPECT_GT(x.expected, 0) << "trainer " << rank << " never received a model";
     // No trainer failed, so every model due arrived (but perhaps in the last exchange, which
     // the end of the run interrupts: the peers it waits for are leaving).
@@ -61,7 +68,13 @@ TEST_P(PeerMode, ReachesTheTargetExchangingEveryRound) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, PeerMode, ::testing::Values("dssync", "selmcast", "orpheus"));
+INSTANTIATE_TEST_SUITE_P(Modes, PeerMode,
+                         ::testing::Values("dssync", "selmcast", "selmcast-ssp", "orpheus"),
+                         [](const auto& info) {
+                           std::string name = info.param;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
 
 TEST(P2PE2E, SelMcastSparesTheSlowLinkAndItsRoundsFinishSooner) {
   // Trainer 3 downloads at 20 Mbit/s, the others at 100; all upload at 100.
