@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
 # Peer-to-peer modes on one machine with emulated links: `syncopate compare` over bsp, dssync,
-# selmcast, selmcast-ssp and orpheus with 4 trainers, trainer 3's link (both directions) at a fifth of the
-# others' (20 vs 100 Mbit/s, token buckets on every transfer, store traffic included). Prints time
-# to 80% test accuracy and the mean round time (wall seconds per clock of the fastest trainer),
-# each as a ratio of bsp's. Not a test: figures for bench/README.md.
+# selmcast, selmcast-ssp and orpheus with 4 trainers, trainer 3's link (both directions) at a fifth
+# of the others' (20 vs 100 Mbit/s, token buckets on every transfer, store traffic included).
+# Prints time to 80% test accuracy and the mean round time (wall seconds per clock of the fastest
+# trainer), each as a ratio of bsp's. Not a test: figures for bench/README.md.
 #   bench/p2p_bench.sh [OUT_DIR]        (default: /tmp/syncopate-p2p-bench)
 set -euo pipefail
 cd "$(dirname "$0")/.."

@@ -78,8 +78,9 @@ struct ScenarioFlags {
   void Add(CLI::App* cmd) {
     syncopate::cli::LocalClusterOptions& c = run.cluster;
     syncopate::sync::PolicyOptions& p = c.policy;
-    cmd->add_option("--staleness", p.staleness,
-                    "SSP and selmcast-ssp bound s (default 3; selmcast-ssp 4); DSSP lower bound s_lo");
+    cmd->add_option(
+        "--staleness", p.staleness,
+        "SSP and selmcast-ssp bound s (default 3; selmcast-ssp 4); DSSP lower bound s_lo");
     cmd->add_option("--staleness-max", p.staleness_max, "DSSP upper bound s_hi");
     cmd->add_option("--aggregation", p.aggregation,
                     "WBSP round aggregation: sum/n (as published) or mean");
@@ -90,7 +91,8 @@ struct ScenarioFlags {
                     "Hybrid: propose a regrouping every this many rounds");
     cmd->add_option("--p", p.min_receivers_fraction,
                     "selmcast(-ssp), orpheus: each trainer sends to at least ceil(p * n) peers");
-    cmd->add_option("--k", p.k, "selmcast(-ssp), orpheus: every pair exchanges once per k+1 rounds");
+    cmd->add_option("--k", p.k,
+                    "selmcast(-ssp), orpheus: every pair exchanges once per k+1 rounds");
     cmd->add_option("--eta", p.eta,
                     "selmcast-ssp: never preempt a transfer with less than eta of the model left");
     cmd->add_option("--egress-rate", egress_rate,

@@ -26,18 +26,16 @@ std::vector<std::string> SupportedModels() { return {"mlp", "cnn"}; }
 absl::Status ValidateSpec(const ModelSpec& spec) {
   const std::vector<std::string> models = SupportedModels();
   if (std::find(models.begin(), models.end(), spec.architecture) == models.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown model '", spec.architecture,
-                                                   "' (supported: ", absl::StrJoin(models, ", "),
-                                                   ")"));
+    return absl::InvalidArgumentError(absl::StrCat(
+        "unknown model '", spec.architecture, "' (supported: ", absl::StrJoin(models, ", "), ")"));
   }
   if (spec.input_features <= 0 || spec.classes <= 1 ||
       std::any_of(spec.hidden.begin(), spec.hidden.end(), [](int w) { return w <= 0; })) {
     return absl::InvalidArgumentError("model layer sizes must be positive");
   }
   if (spec.architecture != "cnn") return absl::OkStatus();
-  if (spec.conv_filters.empty() ||
-      std::any_of(spec.conv_filters.begin(), spec.conv_filters.end(),
-                  [](int f) { return f <= 0; })) {
+  if (spec.conv_filters.empty() || std::any_of(spec.conv_filters.begin(), spec.conv_filters.end(),
+                                               [](int f) { return f <= 0; })) {
     return absl::InvalidArgumentError("cnn: conv filters must be positive, one per block");
   }
   if (spec.conv_kernel <= 0 || spec.conv_kernel % 2 == 0) {

@@ -98,9 +98,9 @@ TEST(CpuBackend, CnnParametersAreNamedAndShaped) {
   auto model = *backend->CreateModel(ModelSpec{"cnn"}, 1);  // the default: Fashion-MNIST's CNN
   std::vector<std::string> names;
   for (const tensor::TensorSpec& p : model->Parameters()) names.push_back(p.name);
-  EXPECT_EQ(names, (std::vector<std::string>{"conv1/bias", "conv1/weight", "conv2/bias",
-                                             "conv2/weight", "fc1/bias", "fc1/weight", "fc2/bias",
-                                             "fc2/weight"}));
+  EXPECT_EQ(names,
+            (std::vector<std::string>{"conv1/bias", "conv1/weight", "conv2/bias", "conv2/weight",
+                                      "fc1/bias", "fc1/weight", "fc2/bias", "fc2/weight"}));
   tensor::TensorMap params;
   model->ReadParameters(&params);
   EXPECT_EQ(params["conv1/weight"].size(), 16u * 1 * 5 * 5);

@@ -111,7 +111,8 @@ void CpuConv2d::Forward(const float* x, int batch, float* y) {
   for (int b = 0; b < batch; ++b) {
     Im2Col(x + static_cast<size_t>(b) * channels_ * pixels, columns_.data());
     float* out = y + static_cast<size_t>(b) * filters_ * pixels;
-    for (int f = 0; f < filters_; ++f) std::fill(out + f * pixels, out + (f + 1) * pixels, bias_[f]);
+    for (int f = 0; f < filters_; ++f)
+      std::fill(out + f * pixels, out + (f + 1) * pixels, bias_[f]);
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, filters_, pixels, patch, 1.0f,
                 weight_.data(), patch, columns_.data(), pixels, 1.0f, out, pixels);
   }

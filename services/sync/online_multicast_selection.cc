@@ -76,8 +76,8 @@ absl::Status OnlineMulticastProblem::Validate() const {
   if (absl::Status s = links.Validate(); !s.ok()) return s;
   const int n = size();
   if (ready < 0 || ready >= n) {
-    return absl::InvalidArgumentError(absl::StrCat("ready trainer ", ready, " is not in [0, ", n,
-                                                   ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("ready trainer ", ready, " is not in [0, ", n, ")"));
   }
   if (!(eta > 0 && eta <= 1)) {
     return absl::InvalidArgumentError(absl::StrCat("eta = ", eta, " is outside (0, 1]"));
@@ -116,8 +116,9 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
   for (int i : tasks) {
     for (int j = 0; j < n; ++j) {
       if (!x.at(i, j)) continue;
-      const bool keep = i == kappa ? history.Forced(i, j, round)
-                                   : p.pinned.at(i, j) || s.volume(i, j) < p.eta * p.links.volume[i];
+      const bool keep = i == kappa
+                            ? history.Forced(i, j, round)
+                            : p.pinned.at(i, j) || s.volume(i, j) < p.eta * p.links.volume[i];
       if (keep) s.Choose(i, j);
     }
   }
@@ -175,7 +176,8 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
   plan.sends = s.chosen();
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
-      if (i != kappa && p.in_flight.at(i, j) && !plan.sends.at(i, j)) plan.preempted.set(i, j, true);
+      if (i != kappa && p.in_flight.at(i, j) && !plan.sends.at(i, j))
+        plan.preempted.set(i, j, true);
     }
   }
   return plan;

@@ -23,8 +23,8 @@ namespace syncopate::sync {
 struct OnlineMulticastProblem {
   // Rates, every sender's full volume v_i, p_i and the layer, over all n trainers.
   MulticastProblem links;
-  int ready = 0;       // kappa: the trainer whose multicast is being planned
-  double eta = 0.75;   // keep an in-flight receiver with less than eta * v_i left
+  int ready = 0;      // kappa: the trainer whose multicast is being planned
+  double eta = 0.75;  // keep an in-flight receiver with less than eta * v_i left
   // The multicasts in flight (kappa's row is ignored): in_flight.at(i, j) is "i is sending to j".
   PairMatrix in_flight;
   // Bytes still to deliver for each in-flight pair (n*n, row-major; read where in_flight is set).

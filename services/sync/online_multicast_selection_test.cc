@@ -38,14 +38,12 @@ void StartFlight(OnlineMulticastProblem& p, int i, int j, double remaining) {
 // What each task's chosen transfers take, the way the deadlines are defined.
 double Finish(const OnlineMulticastProblem& p, const PairMatrix& sends, int i) {
   const int n = p.size();
-  auto volume = [&](int a, int b) {
-    return a == p.ready ? p.links.volume[a] : p.Remaining(a, b);
-  };
+  auto volume = [&](int a, int b) { return a == p.ready ? p.links.volume[a] : p.Remaining(a, b); };
   double sent = 0;
   for (int j = 0; j < n; ++j) {
     if (!sends.at(i, j)) continue;
-    sent = p.links.layer == MulticastLayer::kL7 ? sent + volume(i, j)
-                                                : std::max(sent, volume(i, j));
+    sent =
+        p.links.layer == MulticastLayer::kL7 ? sent + volume(i, j) : std::max(sent, volume(i, j));
   }
   double finish = std::max(p.tau[i], sent / p.links.upload[i]);
   for (int j = 0; j < n; ++j) {

@@ -98,6 +98,14 @@ TEST_P(RandomSchedule, InvariantsHold) {
         cut[t] = clock;
       }
     }
+    for (const Preemption& e : d.preemptions) {
+      // selmcast-ssp: only live senders' transfers to other live trainers are preempted.
+      ASSERT_TRUE(running.count(e.sender) > 0) << "preemption for departed trainer " << e.sender;
+      for (TrainerId receiver : e.receivers) {
+        ASSERT_NE(receiver, e.sender);
+        ASSERT_TRUE(running.count(receiver) > 0) << "preempted departed receiver " << receiver;
+      }
+    }
     for (const Grant& g : d.grants) {
       ASSERT_FALSE(running[g.trainer]) << "two grants for one report";
       if (g.exchange) {
@@ -172,6 +180,7 @@ INSTANTIATE_TEST_SUITE_P(
                       Schedule{"ssp", 3}, Schedule{"asp", 0}, Schedule{"dssp", 0},
                       Schedule{"dssp", 3}, Schedule{"wbsp", 0}, Schedule{"wbsp-overlap", 0},
                       Schedule{"hybrid", 0}, Schedule{"dssync", 0}, Schedule{"selmcast", 0},
+                      Schedule{"selmcast-ssp", 0}, Schedule{"selmcast-ssp", 4},
                       Schedule{"orpheus", 0}),
     [](const ::testing::TestParamInfo<Schedule>& info) {
       std::string name = info.param.mode + "_s" + std::to_string(info.param.staleness);

@@ -168,7 +168,8 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
     }
     // Its rounds-since-exchange as of its own round, shifted to kappa's round.
     for (int j = 0; j < n; ++j) {
-      const int64_t since = multicast.round - last_exchange(sender, members[j], multicast.round - 1);
+      const int64_t since =
+          multicast.round - last_exchange(sender, members[j], multicast.round - 1);
       history.Set(i, j, round - since);
     }
   }
@@ -203,8 +204,8 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
   for (int j = 0; j < n; ++j) {
     if (!plan.sends.at(i, j)) continue;
     const TrainerId receiver = members[j];
-    multicast.rate[receiver] = std::min(p.links.upload[i] / receivers,
-                                        p.links.download[j] / plan.sends.ColumnCount(j));
+    multicast.rate[receiver] =
+        std::min(p.links.upload[i] / receivers, p.links.download[j] / plan.sends.ColumnCount(j));
     if (history.Forced(i, j, round)) multicast.pinned.insert(receiver);
     multicast.previous_exchange[receiver] = last_exchange(kappa, receiver, -1);
     last_exchanged_[{kappa, receiver}] = round;

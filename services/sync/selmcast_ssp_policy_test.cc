@@ -68,12 +68,12 @@ TEST(SelMcastSspPolicyTest, ALeaverReleasesTheTrainersItHeldBack) {
 }
 
 // Trainer 1 computes slowly (10 s), the others in 1 s; every trainer uploads at 4 MB/s and
-// downloads at 1 MB/s, and the model is 1 MB. Trainer 1's multicast gets every receiver (it would wait anyway); when trainer 2 becomes
-// ready right after, one of 1's receivers, barely started, is preempted for 2's multicast and never
-// comes back to it while more trainers become ready.
+// downloads at 1 MB/s, and the model is 1 MB. Trainer 1's multicast gets every receiver (it would
+// wait anyway); when trainer 2 becomes ready right after, one of 1's receivers, barely started, is
+// preempted for 2's multicast and never comes back to it while more trainers become ready.
 TEST(SelMcastSspPolicyTest, PreemptsASlowMulticastForAReadyTrainerAndNeverReAdds) {
   SelMcastSspConfig config = Config(4);
-  config.staleness = 20;                // the fast trainers are never held back here
+  config.staleness = 20;                 // the fast trainers are never held back here
   config.min_receivers_fraction = 0.25;  // p = 1
   SelMcastSspPolicy p(config);
   JoinAll(p, 4);

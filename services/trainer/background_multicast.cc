@@ -21,8 +21,8 @@ void BackgroundMulticast::Finish(std::vector<std::unique_ptr<Transfer>>& transfe
   transfers.clear();
 }
 
-void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t from,
-                                int64_t round, tensor::TensorMap model, absl::Time deadline) {
+void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
+                                tensor::TensorMap model, absl::Time deadline) {
   std::vector<std::unique_ptr<Transfer>> previous;
   {
     absl::MutexLock lock(&mu_);

@@ -70,8 +70,9 @@ int main(int argc, char** argv) {
   app.add_option("--learning-rate", options.learning_rate, "SGD learning rate")
       ->check(CLI::PositiveNumber);
   app.add_option("--batch-size", options.batch_size, "Minibatch size")->check(CLI::PositiveNumber);
-  app.add_option("--model", model_name,
-                 "Model architecture: mlp, or cnn (two conv+pool blocks, then the --hidden layers)");
+  app.add_option(
+      "--model", model_name,
+      "Model architecture: mlp, or cnn (two conv+pool blocks, then the --hidden layers)");
   app.add_option("--hidden", hidden, "Widths of the hidden dense layers")->delimiter(',');
   app.add_option("--device", device, "Compute device: cpu or auto");
   app.add_option("--data-dir", data_dir, "Directory with the Fashion-MNIST IDX files");

@@ -3,14 +3,13 @@
 // background multicasts that can be preempted or superseded.
 #include "trainer/peer_exchange.h"
 
-#include "trainer/background_multicast.h"
-
 #include <memory>
 #include <thread>
 
 #include "base/clock.h"
 #include "gtest/gtest.h"
 #include "rpc/grpc_util.h"
+#include "trainer/background_multicast.h"
 
 namespace syncopate::trainer {
 namespace {
