@@ -10,6 +10,14 @@ absl::Status BandwidthEstimator::AddUpload(TrainerId trainer, double bytes, doub
   return Add(trainer, bytes, seconds, &Smoothed::upload);
 }
 
+void BandwidthEstimator::Observe(TrainerId trainer, const TransferSample& sample) {
+  if (sample.sent_bytes > 0)
+    AddUpload(trainer, sample.sent_bytes, sample.send_seconds).IgnoreError();
+  if (sample.received_bytes > 0) {
+    AddDownload(trainer, sample.received_bytes, sample.receive_seconds).IgnoreError();
+  }
+}
+
 absl::Status BandwidthEstimator::AddDownload(TrainerId trainer, double bytes, double seconds) {
   return Add(trainer, bytes, seconds, &Smoothed::download);
 }

@@ -18,6 +18,16 @@ struct LinkRates {
   double download = 0;  // bytes/s it received at (its ingress)
 };
 
+// One trainer's measured transfers since its last report (P2P modes): bytes sent and received and
+// how long each direction was busy.
+struct TransferSample {
+  double sent_bytes = 0;
+  double send_seconds = 0;
+  double received_bytes = 0;
+  double receive_seconds = 0;
+  int models_sent = 0;  // completed model transfers among the bytes sent
+};
+
 class BandwidthEstimator {
  public:
   // `weight` of a new sample in (0, 1]; `initial` is assumed for trainers with no sample yet.
@@ -28,6 +38,9 @@ class BandwidthEstimator {
   // their time is mostly latency, not bandwidth.
   absl::Status AddUpload(TrainerId trainer, double bytes, double seconds);
   absl::Status AddDownload(TrainerId trainer, double bytes, double seconds);
+  // Both directions of a report; a direction without bytes carries no rate and a bad one is
+  // dropped (a report never fails on its measurements).
+  void Observe(TrainerId trainer, const TransferSample& sample);
 
   // The estimate; for a direction without samples, the mean of the other trainers' estimates in
   // that direction, or `initial` when there are none.

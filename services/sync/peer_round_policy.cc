@@ -71,14 +71,7 @@ Decisions PeerRoundPolicy::OnTick(absl::Time now) {
 }
 
 void PeerRoundPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& sample) {
-  // Zero-byte directions (a trainer that sent or received nothing) carry no rate; bad samples are
-  // dropped rather than failing the report.
-  if (sample.sent_bytes > 0) {
-    bandwidth_.AddUpload(trainer, sample.sent_bytes, sample.send_seconds).IgnoreError();
-  }
-  if (sample.received_bytes > 0) {
-    bandwidth_.AddDownload(trainer, sample.received_bytes, sample.receive_seconds).IgnoreError();
-  }
+  bandwidth_.Observe(trainer, sample);
 }
 
 void PeerRoundPolicy::GrantNewcomers(absl::Time now, Decisions* decisions) {

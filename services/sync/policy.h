@@ -110,16 +110,6 @@ enum class PushMode {
   kNone,       // nothing goes to the store: trainers exchange models with each other (P2P modes)
 };
 
-// One trainer's measured transfers since its last report (P2P modes): bytes sent and received and
-// how long each direction was busy.
-struct TransferSample {
-  double sent_bytes = 0;
-  double send_seconds = 0;
-  double received_bytes = 0;
-  double receive_seconds = 0;
-  int models_sent = 0;  // completed model transfers among the bytes sent
-};
-
 // Not thread-safe: the caller serialises events.
 class SyncPolicy {
  public:

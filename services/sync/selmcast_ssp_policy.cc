@@ -66,13 +66,9 @@ Decisions SelMcastSspPolicy::OnLeave(TrainerId trainer, absl::Time now) {
 Decisions SelMcastSspPolicy::OnTick(absl::Time now) { return Evaluate(now); }
 
 void SelMcastSspPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& sample) {
-  // Samples without bytes carry no rate; bad ones are dropped rather than failing the report.
-  if (sample.sent_bytes > 0) {
-    bandwidth_.AddUpload(trainer, sample.sent_bytes, sample.send_seconds).IgnoreError();
-    if (sample.models_sent > 0) model_bytes_ = sample.sent_bytes / sample.models_sent;
-  }
-  if (sample.received_bytes > 0) {
-    bandwidth_.AddDownload(trainer, sample.received_bytes, sample.receive_seconds).IgnoreError();
+  bandwidth_.Observe(trainer, sample);
+  if (sample.sent_bytes > 0 && sample.models_sent > 0) {
+    model_bytes_ = sample.sent_bytes / sample.models_sent;
   }
 }
 
