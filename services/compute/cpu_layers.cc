@@ -7,19 +7,21 @@
 
 namespace syncopate::compute {
 
-CpuDense::CpuDense(int in, int out)
-    : in_(in),
-      out_(out),
-      weight_(static_cast<size_t>(in) * out),
-      bias_(out),
-      weight_grad_(weight_.size()),
-      bias_grad_(out) {}
-
-void CpuDense::Initialize(std::mt19937_64& rng) {
-  std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / static_cast<float>(in_)));
+void CpuParameters::HeInitialize(std::mt19937_64& rng, int fan_in) {
+  std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / static_cast<float>(fan_in)));
   for (float& w : weight_) w = normal(rng);
   std::fill(bias_.begin(), bias_.end(), 0.0f);
 }
+
+void CpuParameters::SgdStep(float learning_rate) {
+  cblas_saxpy(static_cast<int>(weight_.size()), -learning_rate, weight_grad_.data(), 1,
+              weight_.data(), 1);
+  cblas_saxpy(static_cast<int>(bias_.size()), -learning_rate, bias_grad_.data(), 1, bias_.data(),
+              1);
+}
+
+CpuDense::CpuDense(int in, int out)
+    : CpuParameters(static_cast<size_t>(in) * out, out), in_(in), out_(out) {}
 
 void CpuDense::Forward(const float* x, int batch, float* y) const {
   for (int b = 0; b < batch; ++b) std::copy(bias_.begin(), bias_.end(), y + b * out_);
@@ -40,30 +42,14 @@ void CpuDense::Backward(const float* x, const float* dy, int batch, float* dx) {
   }
 }
 
-void CpuDense::SgdStep(float learning_rate) {
-  cblas_saxpy(static_cast<int>(weight_.size()), -learning_rate, weight_grad_.data(), 1,
-              weight_.data(), 1);
-  cblas_saxpy(out_, -learning_rate, bias_grad_.data(), 1, bias_.data(), 1);
-}
-
 CpuConv2d::CpuConv2d(int channels, int filters, int kernel, int size)
-    : channels_(channels),
+    : CpuParameters(static_cast<size_t>(filters) * channels * kernel * kernel, filters),
+      channels_(channels),
       filters_(filters),
       kernel_(kernel),
       size_(size),
-      weight_(static_cast<size_t>(filters) * channels * kernel * kernel),
-      bias_(filters),
-      weight_grad_(weight_.size()),
-      bias_grad_(filters),
       columns_(static_cast<size_t>(channels) * kernel * kernel * size * size),
       dcolumns_(columns_.size()) {}
-
-void CpuConv2d::Initialize(std::mt19937_64& rng) {
-  const float fan_in = static_cast<float>(channels_ * kernel_ * kernel_);
-  std::normal_distribution<float> normal(0.0f, std::sqrt(2.0f / fan_in));
-  for (float& w : weight_) w = normal(rng);
-  std::fill(bias_.begin(), bias_.end(), 0.0f);
-}
 
 void CpuConv2d::Im2Col(const float* image, float* columns) const {
   const int pad = kernel_ / 2;
@@ -139,12 +125,6 @@ void CpuConv2d::Backward(const float* x, const float* dy, int batch, float* dx) 
                 weight_.data(), patch, grad, pixels, 0.0f, dcolumns_.data(), pixels);
     Col2Im(dcolumns_.data(), dx + static_cast<size_t>(b) * channels_ * pixels);
   }
-}
-
-void CpuConv2d::SgdStep(float learning_rate) {
-  cblas_saxpy(static_cast<int>(weight_.size()), -learning_rate, weight_grad_.data(), 1,
-              weight_.data(), 1);
-  cblas_saxpy(filters_, -learning_rate, bias_grad_.data(), 1, bias_.data(), 1);
 }
 
 void CpuMaxPool2x2::Forward(const float* x, int batch, float* y) {

@@ -8,55 +8,61 @@
 
 namespace syncopate::compute {
 
-// y = x W + b with W: in x out. Keeps its gradients from the last Backward.
-class CpuDense {
+// A layer's weight and bias, their gradients from the last Backward, and the SGD step.
+class CpuParameters {
  public:
-  CpuDense(int in, int out);
-  // He-normal weights, zero bias.
-  void Initialize(std::mt19937_64& rng);
-  void Forward(const float* x, int batch, float* y) const;
-  // Given dy, fills the weight/bias gradients and, when dx is not null, dx.
-  void Backward(const float* x, const float* dy, int batch, float* dx);
-  void SgdStep(float learning_rate);
-
-  int in() const { return in_; }
-  int out() const { return out_; }
   std::vector<float>& weight() { return weight_; }
   std::vector<float>& bias() { return bias_; }
   const std::vector<float>& weight() const { return weight_; }
   const std::vector<float>& bias() const { return bias_; }
   const std::vector<float>& weight_grad() const { return weight_grad_; }
   const std::vector<float>& bias_grad() const { return bias_grad_; }
+  // parameter -= learning_rate * gradient.
+  void SgdStep(float learning_rate);
+
+ protected:
+  CpuParameters(size_t weights, size_t biases)
+      : weight_(weights), bias_(biases), weight_grad_(weights), bias_grad_(biases) {}
+  // He-normal weights over `fan_in`, zero bias.
+  void HeInitialize(std::mt19937_64& rng, int fan_in);
+
+  std::vector<float> weight_, bias_, weight_grad_, bias_grad_;
+};
+
+// y = x W + b with W: in x out.
+class CpuDense : public CpuParameters {
+ public:
+  CpuDense(int in, int out);
+  // He-normal weights, zero bias.
+  void Initialize(std::mt19937_64& rng) { HeInitialize(rng, in_); }
+  void Forward(const float* x, int batch, float* y) const;
+  // Given dy, fills the weight/bias gradients and, when dx is not null, dx.
+  void Backward(const float* x, const float* dy, int batch, float* dx);
+
+  int in() const { return in_; }
+  int out() const { return out_; }
 
  private:
   int in_, out_;
-  std::vector<float> weight_, bias_, weight_grad_, bias_grad_;
 };
 
 // A 2-D convolution over square images, stride 1 and "same" zero padding (kernel / 2 on each side,
 // odd kernels), computed by im2col and OpenBLAS GEMM. Layout NCHW; weight: filters x channels x
-// kernel x kernel. Keeps its gradients from the last Backward.
-class CpuConv2d {
+// kernel x kernel.
+class CpuConv2d : public CpuParameters {
  public:
   CpuConv2d(int channels, int filters, int kernel, int size);
   // He-normal weights over the fan-in (channels * kernel^2), zero bias.
-  void Initialize(std::mt19937_64& rng);
+  void Initialize(std::mt19937_64& rng) { HeInitialize(rng, channels_ * kernel_ * kernel_); }
   // x: batch x channels x size x size; y: batch x filters x size x size.
   void Forward(const float* x, int batch, float* y);
   // Given dy, fills the weight/bias gradients and, when dx is not null, dx.
   void Backward(const float* x, const float* dy, int batch, float* dx);
-  void SgdStep(float learning_rate);
 
   int channels() const { return channels_; }
   int filters() const { return filters_; }
   int kernel() const { return kernel_; }
   int size() const { return size_; }
-  std::vector<float>& weight() { return weight_; }
-  std::vector<float>& bias() { return bias_; }
-  const std::vector<float>& weight() const { return weight_; }
-  const std::vector<float>& bias() const { return bias_; }
-  const std::vector<float>& weight_grad() const { return weight_grad_; }
-  const std::vector<float>& bias_grad() const { return bias_grad_; }
 
  private:
   // One image's patches: (channels * kernel^2) x (size^2).
@@ -65,7 +71,6 @@ class CpuConv2d {
   void Col2Im(const float* columns, float* image) const;
 
   int channels_, filters_, kernel_, size_;
-  std::vector<float> weight_, bias_, weight_grad_, bias_grad_;
   std::vector<float> columns_, dcolumns_;
 };
 

@@ -125,6 +125,11 @@ class CpuModel : public Model {
     const std::string name = spec.name;
     parameters_[name] = Parameter{std::move(spec), values};
   }
+  void RegisterDense(DenseStack& stack) {
+    stack.ForEachParameter([this](tensor::TensorSpec spec, std::vector<float>* values) {
+      Register(std::move(spec), values);
+    });
+  }
   virtual const float* Logits(const float* x, int batch) = 0;
 
  private:
@@ -142,9 +147,7 @@ class CpuMlp final : public CpuModel {
       : CpuModel(spec.classes), stack_(spec.input_features, spec.hidden, spec.classes) {
     std::mt19937_64 rng(seed);
     stack_.Initialize(rng);
-    stack_.ForEachParameter([this](tensor::TensorSpec spec, std::vector<float>* values) {
-      Register(std::move(spec), values);
-    });
+    RegisterDense(stack_);
   }
 
   float TrainStep(const float* x, const int32_t* labels, int batch, float learning_rate) override {
@@ -184,9 +187,7 @@ class CpuCnn final : public CpuModel {
                 {c.filters(), c.channels(), c.kernel(), c.kernel()}},
                &c.weight());
     }
-    stack_.ForEachParameter([this](tensor::TensorSpec spec, std::vector<float>* values) {
-      Register(std::move(spec), values);
-    });
+    RegisterDense(stack_);
   }
 
   float TrainStep(const float* x, const int32_t* labels, int batch, float learning_rate) override {

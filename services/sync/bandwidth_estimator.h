@@ -47,6 +47,11 @@ class BandwidthEstimator {
   LinkRates Estimate(TrainerId trainer) const;
   // Whether the trainer has samples in both directions.
   bool Measured(TrainerId trainer) const;
+  // The estimate once the trainer is Measured; nullopt before.
+  std::optional<LinkRates> MeasuredEstimate(TrainerId trainer) const {
+    if (!Measured(trainer)) return std::nullopt;
+    return Estimate(trainer);
+  }
   void Forget(TrainerId trainer) { rates_.erase(trainer); }
 
   static constexpr double kMinSampleBytes = 64 * 1024;

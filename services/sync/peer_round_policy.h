@@ -60,8 +60,7 @@ class PeerRoundPolicy final : public ClockedPolicy {
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
-    if (!bandwidth_.Measured(trainer)) return std::nullopt;
-    return bandwidth_.Estimate(trainer);
+    return bandwidth_.MeasuredEstimate(trainer);
   }
 
   // The last planned round's exchanges, by trainer (for status and tests).

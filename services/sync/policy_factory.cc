@@ -20,6 +20,17 @@ int64_t DefaultStaleness(const std::string& mode) { return mode == "selmcast-ssp
 
 int64_t PolicyOptions::Staleness() const { return staleness.value_or(DefaultStaleness(mode)); }
 
+namespace {
+
+// INVALID_ARGUMENT when a mode with one staleness bound (ssp, selmcast-ssp) gets a negative one.
+absl::Status CheckStaleness(const PolicyOptions& options) {
+  if (options.Staleness() >= 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat(options.mode, " needs a staleness >= 0, got ", options.Staleness()));
+}
+
+}  // namespace
+
 std::string DescribeMode(const PolicyOptions& o) {
   if (o.mode == "ssp") return absl::StrCat("s=", o.Staleness());
   if (o.mode == "dssp") return absl::StrCat("s=", o.Staleness(), "..", o.staleness_max);
@@ -53,10 +64,7 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     } else if (mode == "asp") {
       config.staleness = -1;
     } else {
-      if (options.Staleness() < 0) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("ssp needs a staleness >= 0, got ", options.Staleness()));
-      }
+      if (absl::Status s = CheckStaleness(options); !s.ok()) return s;
       config.staleness = options.Staleness();
     }
     return std::make_unique<BoundedStalenessPolicy>(std::move(config));
@@ -106,15 +114,12 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
       return absl::InvalidArgumentError("dssync needs --groups >= 1");
     }
     if (!(options.min_receivers_fraction > 0 && options.min_receivers_fraction <= 1)) {
-      return absl::InvalidArgumentError("selmcast and orpheus need 0 < --p <= 1");
+      return absl::InvalidArgumentError("peer-to-peer modes need 0 < --p <= 1");
     }
     if (options.k < 0) return absl::InvalidArgumentError("--k must be >= 0");
   }
   if (mode == "selmcast-ssp") {
-    if (options.Staleness() < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("selmcast-ssp needs a staleness >= 0, got ", options.Staleness()));
-    }
+    if (absl::Status s = CheckStaleness(options); !s.ok()) return s;
     if (!(options.eta > 0 && options.eta <= 1)) {
       return absl::InvalidArgumentError(
           absl::StrCat("selmcast-ssp needs 0 < --eta <= 1, got ", options.eta));

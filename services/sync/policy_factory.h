@@ -35,11 +35,11 @@ struct PolicyOptions {
   // selmcast-ssp (which also takes `staleness`, `min_receivers_fraction` and `k`): an in-flight
   // receiver with less than eta of the model left is never preempted.
   double eta = 0.75;
+  int min_trainers = 1;
+  absl::Duration start_timeout = absl::Seconds(30);
 
   // `staleness`, or the mode's default.
   int64_t Staleness() const;
-  int min_trainers = 1;
-  absl::Duration start_timeout = absl::Seconds(30);
 };
 
 // The modes this build implements, in documentation order.

@@ -58,8 +58,7 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
-    if (!bandwidth_.Measured(trainer)) return std::nullopt;
-    return bandwidth_.Estimate(trainer);
+    return bandwidth_.MeasuredEstimate(trainer);
   }
 
   // A trainer's current multicast receivers (empty when none is in flight), for tests and status.

@@ -114,39 +114,9 @@ absl::StatusOr<std::optional<double>> Worker::Exchange(const v1::Proceed& procee
       absl::Seconds(w.exchange_timeout_seconds() > 0 ? w.exchange_timeout_seconds() : 10.0);
   tensor::TensorMap own;
   model_.Read(&own);
-  std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
-  std::map<uint64_t, tensor::TensorMap> received;
-  int missed = 0;
-  int preempted = 0;
-  if (w.exchange_in_background()) {
-    // Average in what has arrived, then multicast the result while the next iteration computes.
-    received = peers_->inbox.TakeLatest();
-    RETURN_IF_ERROR(AverageInto(own, received));
-    peers_->multicast.Start(receivers, w.trainer_id(), exchange.round(), own, deadline);
-    const BackgroundMulticast::Outcomes outcomes = peers_->multicast.Take();
-    missed = outcomes.failed;
-    preempted = outcomes.cancelled;
-  } else {
-    std::vector<uint64_t> senders;
-    for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
-    std::vector<absl::Status> sent;
-    std::thread send([&] {
-      sent = peers_->sender.SendToAll(receivers, w.trainer_id(), exchange.round(), own, deadline);
-    });
-    received = peers_->inbox.Collect(exchange.round(), senders, deadline);
-    send.join();
-    missed = static_cast<int>(senders.size() - received.size());
-    for (const absl::Status& s : sent) {
-      if (s.ok()) continue;
-      ++missed;
-      spdlog::warn("round {}: {}", exchange.round(), s.ToString());
-    }
-    if (received.size() < senders.size()) {
-      spdlog::warn("round {}: {} of {} peers delivered by the deadline", exchange.round(),
-                   received.size(), senders.size());
-    }
-    RETURN_IF_ERROR(AverageInto(own, received));
-  }
+  ASSIGN_OR_RETURN(const ExchangeOutcome outcome,
+                   w.exchange_in_background() ? ExchangeInBackground(exchange, own, deadline)
+                                              : ExchangeInRound(exchange, own, deadline));
   // The averaged model replaces the local one: the base moves to the local model first, so the
   // rebase keeps nothing of it (nothing is pending in these modes).
   model_.TakeDelta(std::nullopt);
@@ -154,26 +124,67 @@ absl::StatusOr<std::optional<double>> Worker::Exchange(const v1::Proceed& procee
 
   const TransferTotals sent = peers_->sent.Take();
   const TransferTotals got = peers_->received.Take();
-  transfers_.set_sent_bytes(transfers_.sent_bytes() + sent.bytes);
-  transfers_.set_send_seconds(transfers_.send_seconds() + sent.seconds);
-  transfers_.set_models_sent(transfers_.models_sent() + sent.transfers);
-  transfers_.set_received_bytes(transfers_.received_bytes() + got.bytes);
-  transfers_.set_receive_seconds(transfers_.receive_seconds() + got.seconds);
+  transfers_.set_sent_bytes(sent.bytes);
+  transfers_.set_send_seconds(sent.seconds);
+  transfers_.set_models_sent(sent.transfers);
+  transfers_.set_received_bytes(got.bytes);
+  transfers_.set_receive_seconds(got.seconds);
   const absl::Duration took = clock_.Now() - start;
   AddTime(&WorkerTimings::pull, took);
   metrics_.pull_seconds.Increment(absl::ToDoubleSeconds(took));
   metrics_.exchange_duration.Observe(absl::ToDoubleSeconds(took));
   metrics_.exchange_bytes_sent.Increment(sent.bytes);
   metrics_.exchange_bytes_received.Increment(got.bytes);
-  metrics_.exchange_peers_missed.Increment(missed);
-  metrics_.exchange_transfers_preempted.Increment(preempted);
+  metrics_.exchange_peers_missed.Increment(outcome.missed);
+  metrics_.exchange_transfers_preempted.Increment(outcome.preempted);
   trace_.Record("exchange", {{"round", exchange.round()},
-                             {"sent_to", receivers.size()},
-                             {"received", received.size()},
+                             {"sent_to", exchange.send_to_size()},
+                             {"received", outcome.received},
                              {"expected", exchange.receive_from_size()},
-                             {"preempted", preempted},
+                             {"preempted", outcome.preempted},
                              {"seconds", absl::ToDoubleSeconds(took)}});
   return MaybeEvaluate(proceed, own);
+}
+
+absl::StatusOr<Worker::ExchangeOutcome> Worker::ExchangeInRound(const v1::PeerExchange& exchange,
+                                                                tensor::TensorMap& own,
+                                                                absl::Time deadline) {
+  const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
+  std::vector<uint64_t> senders;
+  for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
+  std::vector<absl::Status> sent;
+  std::thread send([&] {
+    sent = peers_->sender.SendToAll(receivers, session_.welcome().trainer_id(), exchange.round(),
+                                    own, deadline);
+  });
+  const std::map<uint64_t, tensor::TensorMap> received =
+      peers_->inbox.Collect(exchange.round(), senders, deadline);
+  send.join();
+  ExchangeOutcome outcome;
+  outcome.received = static_cast<int>(received.size());
+  outcome.missed = static_cast<int>(senders.size() - received.size());
+  for (const absl::Status& s : sent) {
+    if (s.ok()) continue;
+    ++outcome.missed;
+    spdlog::warn("round {}: {}", exchange.round(), s.ToString());
+  }
+  if (received.size() < senders.size()) {
+    spdlog::warn("round {}: {} of {} peers delivered by the deadline", exchange.round(),
+                 received.size(), senders.size());
+  }
+  RETURN_IF_ERROR(AverageInto(own, received));
+  return outcome;
+}
+
+absl::StatusOr<Worker::ExchangeOutcome> Worker::ExchangeInBackground(
+    const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
+  // Average in what has arrived, then multicast the result while the next iteration computes.
+  const std::map<uint64_t, tensor::TensorMap> received = peers_->inbox.TakeLatest();
+  RETURN_IF_ERROR(AverageInto(own, received));
+  peers_->multicast.Start({exchange.send_to().begin(), exchange.send_to().end()},
+                          session_.welcome().trainer_id(), exchange.round(), own, deadline);
+  const BackgroundMulticast::Outcomes ended = peers_->multicast.Take();
+  return ExchangeOutcome{static_cast<int>(received.size()), ended.failed, ended.cancelled};
 }
 
 float Worker::ComputeStep() {

@@ -96,9 +96,23 @@ class Worker {
   absl::Status PushAndReport(int64_t new_clock, float loss, std::optional<double> accuracy);
   // Pushes the delta since the last push as clock `new_clock`.
   absl::Status Push(int64_t new_clock);
-  // Peer-to-peer: sends the model to the exchange's receivers, averages in what its senders
-  // deliver by the deadline, and evaluates the result when this trainer evaluates.
+  // Peer-to-peer: exchanges models with peers (ExchangeInRound or, under selmcast-ssp,
+  // ExchangeInBackground), makes the average the local model, reports the transfers, and evaluates
+  // the result when this trainer evaluates.
   absl::StatusOr<std::optional<double>> Exchange(const v1::Proceed& proceed);
+  struct ExchangeOutcome {
+    int received = 0;   // peers' models averaged in
+    int missed = 0;     // transfers that failed, or models due that did not arrive in time
+    int preempted = 0;  // transfers cancelled by the coordinator or superseded
+  };
+  // Sends `own` to the receivers and waits (until `deadline`) for the senders' models of this
+  // round; `own` becomes the average.
+  absl::StatusOr<ExchangeOutcome> ExchangeInRound(const v1::PeerExchange& exchange,
+                                                  tensor::TensorMap& own, absl::Time deadline);
+  // Averages whatever models have arrived into `own`, then starts multicasting it in the
+  // background (superseding the previous multicast); counts the transfers that ended meanwhile.
+  absl::StatusOr<ExchangeOutcome> ExchangeInBackground(const v1::PeerExchange& exchange,
+                                                       tensor::TensorMap& own, absl::Time deadline);
   void AddTime(double WorkerTimings::*field, absl::Duration d);
 
   const WorkerOptions options_;
