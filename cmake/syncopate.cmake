@@ -1,5 +1,9 @@
 # Small helpers in the style of Abseil's CMake: explicit sources, syncopate::name aliases, labelled tests.
 
+# Warnings for C++ sources (nvcc takes its own flags, so CUDA sources are left out).
+set(SYNCOPATE_WARNINGS $<$<COMPILE_LANGUAGE:CXX>:-Wall> $<$<COMPILE_LANGUAGE:CXX>:-Wextra>
+    $<$<COMPILE_LANGUAGE:CXX>:-Wno-unused-parameter>)
+
 # syncopate_cc_library(NAME foo SRCS a.cc HDRS a.h DEPS syncopate::bar)
 # Creates target syncopate_foo with alias syncopate::foo. A library without SRCS is header-only.
 function(syncopate_cc_library)
@@ -9,7 +13,7 @@ function(syncopate_cc_library)
     add_library(${target} STATIC ${LIB_SRCS} ${LIB_HDRS})
     target_include_directories(${target} PUBLIC ${PROJECT_SOURCE_DIR}/services)
     target_link_libraries(${target} PUBLIC ${LIB_DEPS})
-    target_compile_options(${target} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+    target_compile_options(${target} PRIVATE ${SYNCOPATE_WARNINGS})
   else()
     add_library(${target} INTERFACE)
     target_include_directories(${target} INTERFACE ${PROJECT_SOURCE_DIR}/services)
@@ -23,7 +27,7 @@ function(syncopate_cc_binary)
   cmake_parse_arguments(BIN "" "NAME" "SRCS;DEPS" ${ARGN})
   add_executable(${BIN_NAME} ${BIN_SRCS})
   target_link_libraries(${BIN_NAME} PRIVATE ${BIN_DEPS})
-  target_compile_options(${BIN_NAME} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_compile_options(${BIN_NAME} PRIVATE ${SYNCOPATE_WARNINGS})
   set_target_properties(${BIN_NAME} PROPERTIES RUNTIME_OUTPUT_DIRECTORY ${PROJECT_BINARY_DIR}/bin)
 endfunction()
 
@@ -39,7 +43,7 @@ function(syncopate_cc_test)
   endif()
   add_executable(${T_NAME} ${T_SRCS})
   target_link_libraries(${T_NAME} PRIVATE ${T_DEPS} GTest::gmock GTest::gtest_main)
-  target_compile_options(${T_NAME} PRIVATE -Wall -Wextra -Wno-unused-parameter)
+  target_compile_options(${T_NAME} PRIVATE ${SYNCOPATE_WARNINGS})
   target_compile_definitions(${T_NAME} PRIVATE
     SYNCOPATE_BIN_DIR="${PROJECT_BINARY_DIR}/bin")
   add_test(NAME ${T_NAME} COMMAND ${T_NAME})

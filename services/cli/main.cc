@@ -111,7 +111,7 @@ struct ScenarioFlags {
         ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--time-limit", time_limit, "Stop after this long (e.g. 120s, 5m)");
     cmd->add_option("--model", c.model, "Model architecture: mlp or cnn");
-    cmd->add_option("--device", c.device, "Trainer compute device (cpu, auto)");
+    cmd->add_option("--device", c.device, "Trainer compute device (cpu, cuda, auto)");
     cmd->add_option("--learning-rate", c.learning_rate, "SGD learning rate")
         ->check(CLI::PositiveNumber);
     cmd->add_option("--batch-size", c.batch_size, "Minibatch per trainer")

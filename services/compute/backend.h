@@ -1,6 +1,7 @@
 // The compute-backend seam: a trainer sees a Model (parameters in, one SGD step, predictions out)
-// created by a Backend (CPU/OpenBLAS here; a CUDA/cuDNN backend plugs in behind the same
-// interface).
+// created by a Backend: CPU (OpenBLAS, cpu_models.h) or CUDA (cuBLAS + cuDNN, cuda_models.h, in
+// builds with SYNCOPATE_CUDA). Both build the same architectures with the same parameter names,
+// layouts and initial values.
 #ifndef SYNCOPATE_COMPUTE_BACKEND_H_
 #define SYNCOPATE_COMPUTE_BACKEND_H_
 
@@ -59,15 +60,28 @@ class Model {
 class Backend {
  public:
   virtual ~Backend() = default;
+  // "cpu" or "cuda".
   virtual std::string name() const = 0;
+  // For logs: the name and, on a GPU, which device it is.
+  virtual std::string description() const { return name(); }
   // A freshly initialised model; the same spec and seed give bit-identical parameters on every
   // process. INVALID_ARGUMENT for an unknown architecture or a bad spec.
   virtual absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec,
                                                              uint64_t seed) = 0;
 };
 
-// The backend for `device` ("cpu"). INVALID_ARGUMENT for a device this build does not support.
-absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device);
+// The devices MakeBackend accepts, in documentation order: cpu, cuda, auto.
+std::vector<std::string> SupportedDevices();
+
+// The backend for `device`:
+//   "cpu"   the CPU backend;
+//   "cuda"  the CUDA backend on GPU 0, or CudaDeviceStatus's error (UNAVAILABLE without a usable
+//           GPU or in a build without CUDA);
+//   "auto"  CUDA when it is usable, else the CPU backend, with the reason in `*fallback_reason`
+//           (when given); other CUDA errors are returned, not papered over.
+// INVALID_ARGUMENT for any other device.
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device,
+                                                     std::string* fallback_reason = nullptr);
 
 // Fraction of `n` examples whose predicted class equals the label, evaluated in batches.
 double Accuracy(Model& model, const float* x, const int32_t* labels, size_t n, int features);

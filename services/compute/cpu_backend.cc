@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "compute/backend.h"
 #include "compute/cpu_models.h"
+#include "compute/cuda_backend.h"
 
 namespace syncopate::compute {
 namespace {
@@ -59,10 +60,20 @@ absl::Status ValidateSpec(const ModelSpec& spec) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device) {
-  if (device == "cpu" || device == "auto") return std::make_unique<CpuBackend>();
-  return absl::InvalidArgumentError(
-      absl::StrCat("device '", device, "' is not supported by this build (supported: cpu, auto)"));
+std::vector<std::string> SupportedDevices() { return {"cpu", "cuda", "auto"}; }
+
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device,
+                                                     std::string* fallback_reason) {
+  if (device == "cpu") return std::make_unique<CpuBackend>();
+  if (device == "cuda") return MakeCudaBackend();
+  if (device == "auto") {
+    absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeCudaBackend();
+    if (cuda.ok() || !absl::IsUnavailable(cuda.status())) return cuda;
+    if (fallback_reason != nullptr) *fallback_reason = std::string(cuda.status().message());
+    return std::make_unique<CpuBackend>();
+  }
+  return absl::InvalidArgumentError(absl::StrCat("unknown device '", device, "' (supported: ",
+                                                 absl::StrJoin(SupportedDevices(), ", "), ")"));
 }
 
 double Accuracy(Model& model, const float* x, const int32_t* labels, size_t n, int features) {

@@ -74,7 +74,8 @@ int main(int argc, char** argv) {
       "--model", model_name,
       "Model architecture: mlp, or cnn (two conv+pool blocks, then the --hidden layers)");
   app.add_option("--hidden", hidden, "Widths of the hidden dense layers")->delimiter(',');
-  app.add_option("--device", device, "Compute device: cpu or auto");
+  app.add_option("--device", device,
+                 "Compute device: cpu, cuda (fails without a usable GPU) or auto (cuda when usable)");
   app.add_option("--data-dir", data_dir, "Directory with the Fashion-MNIST IDX files");
   app.add_option("--eval-interval", eval_interval, "Evaluate at most this often (evaluator only)");
   app.add_option("--eval-samples", options.eval_samples, "Test examples per evaluation")
@@ -110,9 +111,16 @@ int main(int argc, char** argv) {
   auto timeout = syncopate::base::ParseDuration(rpc_timeout);
   if (!timeout.ok()) return Fail(timeout.status(), kExitUsage);
 
-  auto backend = syncopate::compute::MakeBackend(device);
-  if (!backend.ok()) return Fail(backend.status(), kExitUsage);
-  if (device == "auto") spdlog::info("--device=auto: this build has no GPU backend; using the CPU");
+  std::string fallback_reason;
+  auto backend = syncopate::compute::MakeBackend(device, &fallback_reason);
+  if (!backend.ok()) {
+    return Fail(backend.status(),
+                absl::IsInvalidArgument(backend.status()) ? kExitUsage : kExitError);
+  }
+  if (!fallback_reason.empty()) {
+    spdlog::info("--device=auto: {}; training on the CPU", fallback_reason);
+  }
+  spdlog::info("compute backend: {}", (*backend)->description());
   syncopate::compute::ModelSpec spec;
   spec.architecture = model_name;
   spec.hidden = hidden;
