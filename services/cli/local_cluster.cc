@@ -51,6 +51,10 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
   for (double s : options.slowdowns) {
     if (s < 1.0) return absl::InvalidArgumentError("slowdowns must be >= 1");
   }
+  if (static_cast<int>(options.devices.size()) > options.trainers) {
+    return absl::InvalidArgumentError(absl::StrCat("--device has ", options.devices.size(),
+                                                   " values for ", options.trainers, " trainers"));
+  }
   for (const auto* rates : {&options.egress_rates, &options.ingress_rates}) {
     if (static_cast<int>(rates->size()) > options.trainers) {
       return absl::InvalidArgumentError(absl::StrCat("more link rates (", rates->size(),
@@ -132,7 +136,7 @@ absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
       absl::StrCat("--data-shard=", o.elastic ? 0 : rank),
       absl::StrCat("--slowdown=", slowdown),
       absl::StrCat("--model=", o.model),
-      absl::StrCat("--device=", o.device),
+      absl::StrCat("--device=", rank < static_cast<int>(o.devices.size()) ? o.devices[rank] : "cpu"),
       absl::StrCat("--learning-rate=", o.learning_rate),
       absl::StrCat("--batch-size=", o.batch_size),
       absl::StrCat("--eval-interval=", Seconds(o.eval_interval)),

@@ -24,7 +24,9 @@ struct LocalClusterOptions {
   int store_shards = 1;
   std::vector<double> slowdowns;  // one per trainer
   std::string model = "mlp";
-  std::string device = "cpu";
+  // Compute device per trainer ("cpu", "cuda" or "auto"; a missing entry: "cpu"), so one machine
+  // can mix GPU and CPU trainers. The trainer checks the name and reports an unusable GPU.
+  std::vector<std::string> devices;
   float learning_rate = 0.1f;
   int batch_size = 64;
   absl::Duration eviction_timeout = absl::Seconds(5);

@@ -64,6 +64,7 @@ std::vector<std::string> PerTrainer(const std::string& text, int trainers) {
 struct ScenarioFlags {
   syncopate::cli::LocalRunOptions run;
   std::string slowdown = "1";
+  std::string device = "cpu";
   std::string time_limit = "120s";
   std::string eviction_timeout = "5s";
   std::string eval_interval = "1s";
@@ -111,7 +112,9 @@ struct ScenarioFlags {
         ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--time-limit", time_limit, "Stop after this long (e.g. 120s, 5m)");
     cmd->add_option("--model", c.model, "Model architecture: mlp or cnn");
-    cmd->add_option("--device", c.device, "Trainer compute device (cpu, cuda, auto)");
+    cmd->add_option("--device", device,
+                    "Trainer compute devices, cpu, cuda or auto, e.g. cuda,cpu,cpu (one value: all "
+                    "trainers)");
     cmd->add_option("--learning-rate", c.learning_rate, "SGD learning rate")
         ->check(CLI::PositiveNumber);
     cmd->add_option("--batch-size", c.batch_size, "Minibatch per trainer")
@@ -146,6 +149,7 @@ struct ScenarioFlags {
     if (!slowdowns.ok()) return slowdowns.status();
     if (slowdowns->size() == 1) slowdowns->assign(run.cluster.trainers, slowdowns->front());
     run.cluster.slowdowns = *slowdowns;
+    run.cluster.devices = PerTrainer(device, run.cluster.trainers);
     run.cluster.egress_rates = PerTrainer(egress_rate, run.cluster.trainers);
     run.cluster.ingress_rates = PerTrainer(ingress_rate, run.cluster.trainers);
     absl::StatusOr<std::vector<syncopate::cli::ScaleEvent>> events =

@@ -3,6 +3,7 @@
 
 #include "compute/backend.h"
 #include "compute/cpu_layers.h"
+#include "compute/cuda_backend.h"
 #include "gtest/gtest.h"
 
 namespace syncopate::compute {
@@ -25,6 +26,41 @@ TEST(CpuBackend, SameSeedSameParameters) {
   b->ReadParameters(&pb);
   EXPECT_EQ(pa, pb);
   EXPECT_EQ(a->Parameters().size(), 4u);
+}
+
+// Without a usable GPU (or a CUDA build), "cuda" fails with the reason and "auto" falls back to
+// the CPU with that same reason; with one, both give the CUDA backend.
+TEST(MakeBackend, CudaOrAClearReasonToFallBack) {
+  const absl::Status usable = CudaDeviceStatus();
+  std::string reason;
+  auto automatic = MakeBackend("auto", &reason);
+  auto cuda = MakeBackend("cuda");
+  ASSERT_TRUE(automatic.ok()) << automatic.status();
+  if (usable.ok()) {
+    EXPECT_EQ((*automatic)->name(), "cuda");
+    EXPECT_TRUE(reason.empty());
+    ASSERT_TRUE(cuda.ok()) << cuda.status();
+    EXPECT_NE((*cuda)->description().find("GPU 0"), std::string::npos);
+    return;
+  }
+  EXPECT_TRUE(absl::IsUnavailable(usable)) << usable;
+  EXPECT_EQ((*automatic)->name(), "cpu");
+  EXPECT_EQ(reason, usable.message());
+  EXPECT_FALSE(reason.empty());
+  ASSERT_FALSE(cuda.ok());
+  EXPECT_TRUE(absl::IsUnavailable(cuda.status()));
+  EXPECT_EQ(cuda.status().message(), usable.message());
+  if (!CudaCompiled()) {
+    EXPECT_NE(reason.find("SYNCOPATE_CUDA"), std::string::npos);
+  }
+}
+
+TEST(MakeBackend, UnknownDeviceNamesTheSupportedOnes) {
+  auto tpu = MakeBackend("tpu");
+  ASSERT_FALSE(tpu.ok());
+  EXPECT_TRUE(absl::IsInvalidArgument(tpu.status()));
+  EXPECT_NE(tpu.status().message().find("cpu, cuda, auto"), std::string::npos);
+  EXPECT_EQ(CudaDeviceStatus(-1).ok(), false);
 }
 
 TEST(CpuBackend, RejectsBadSpecsDevicesAndParameters) {
