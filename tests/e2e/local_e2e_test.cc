@@ -2,9 +2,12 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <fstream>
+#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "compute/cuda_backend.h"
 #include "gtest/gtest.h"
 #include "local_runs.h"
 #include "run_files.h"
@@ -185,6 +188,22 @@ TEST(LocalE2E, BadFlagsAreClearErrors) {
   EXPECT_EQ(ExitCode(RunLocal(dir + "/b", {"--trainers=3", "--slowdown=1,2"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/c", {"--time-limit=soon"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/d", {"--trainers=1", "--scale-events=5s:-1"})), 2);
+  EXPECT_EQ(ExitCode(RunLocal(dir + "/e", {"--trainers=2", "--device=cpu,cpu,cuda"})), 2);
+}
+
+// Where no GPU can be used, asking for one stops the start-up at once, naming the reason (on a
+// GPU machine gpu_e2e_test runs a CUDA trainer instead).
+TEST(LocalE2E, CudaWithoutAUsableGpuFailsWithTheReason) {
+  const absl::Status usable = compute::CudaDeviceStatus();
+  if (usable.ok()) GTEST_SKIP() << "a GPU is usable here";
+  const std::string dir = MakeTempDir("no-gpu");
+  const int status = RunLocal(dir, {"--trainers=2", "--device=cpu,cuda", "--time-limit=60s"},
+                              absl::Seconds(60));
+  EXPECT_EQ(ExitCode(status), 1) << cli::DescribeExit(status);
+  std::ifstream log(dir + "/trainer-1.log");
+  std::stringstream text;
+  text << log.rdbuf();
+  EXPECT_NE(text.str().find(std::string(usable.message())), std::string::npos) << text.str();
 }
 
 }  // namespace
