@@ -194,6 +194,37 @@ TEST(CpuLayers, ConvolutionMatchesTheDirectSum) {
   }
 }
 
+// A batch unfolded in several chunks gives what its images give one at a time: the same outputs
+// and input gradients, and weight/bias gradients that are their sums.
+TEST(CpuLayers, ConvolutionOverManyChunksEqualsImageByImage) {
+  const int channels = 2, filters = 3, kernel = 5, size = 6, batch = 150;
+  const int in = channels * size * size, out = filters * size * size;
+  CpuConv2d conv(channels, filters, kernel, size);
+  std::mt19937_64 rng(5);
+  conv.Initialize(rng);
+  std::uniform_real_distribution<float> u(-1, 1);
+  std::mt19937 r(6);
+  std::vector<float> x(batch * in), dy(batch * out), y(batch * out), dx(batch * in);
+  for (float& v : x) v = u(r);
+  for (float& v : dy) v = u(r);
+  conv.Forward(x.data(), batch, y.data());
+  conv.Backward(x.data(), dy.data(), batch, dx.data());
+  const std::vector<float> weight_grad = conv.weight_grad(), bias_grad = conv.bias_grad();
+
+  std::vector<double> weight_sum(weight_grad.size()), bias_sum(bias_grad.size());
+  std::vector<float> y1(out), dx1(in);
+  for (int b = 0; b < batch; ++b) {
+    conv.Forward(x.data() + b * in, 1, y1.data());
+    conv.Backward(x.data() + b * in, dy.data() + b * out, 1, dx1.data());
+    for (int i = 0; i < out; ++i) ASSERT_NEAR(y[b * out + i], y1[i], 1e-5) << b;
+    for (int i = 0; i < in; ++i) ASSERT_NEAR(dx[b * in + i], dx1[i], 1e-5) << b;
+    for (size_t i = 0; i < weight_sum.size(); ++i) weight_sum[i] += conv.weight_grad()[i];
+    for (size_t i = 0; i < bias_sum.size(); ++i) bias_sum[i] += conv.bias_grad()[i];
+  }
+  for (size_t i = 0; i < weight_sum.size(); ++i) EXPECT_NEAR(weight_grad[i], weight_sum[i], 1e-3);
+  for (size_t i = 0; i < bias_sum.size(); ++i) EXPECT_NEAR(bias_grad[i], bias_sum[i], 1e-3);
+}
+
 TEST(CpuLayers, MaxPoolRoutesGradientsToTheWinners) {
   CpuMaxPool2x2 pool(1, 4);
   const std::vector<float> x = {1, 2, 0, 0,  //

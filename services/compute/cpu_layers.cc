@@ -47,44 +47,55 @@ CpuConv2d::CpuConv2d(int channels, int filters, int kernel, int size)
       channels_(channels),
       filters_(filters),
       kernel_(kernel),
-      size_(size),
-      columns_(static_cast<size_t>(channels) * kernel * kernel * size * size),
-      dcolumns_(columns_.size()) {}
+      size_(size) {}
 
-void CpuConv2d::Im2Col(const float* image, float* columns) const {
+namespace {
+
+// The output columns x of a row whose kernel offset is kx that read inside the image:
+// 0 <= x + kx - pad < size.
+std::pair<int, int> InsideColumns(int kx, int pad, int size) {
+  return {std::max(0, pad - kx), std::min(size, size + pad - kx)};
+}
+
+}  // namespace
+
+void CpuConv2d::Im2Col(const float* image, float* columns, size_t stride) const {
   const int pad = kernel_ / 2;
-  const int pixels = size_ * size_;
   for (int c = 0; c < channels_; ++c) {
     for (int ky = 0; ky < kernel_; ++ky) {
       for (int kx = 0; kx < kernel_; ++kx) {
-        float* row = columns + ((c * kernel_ + ky) * kernel_ + kx) * pixels;
+        float* row = columns + ((c * kernel_ + ky) * kernel_ + kx) * stride;
+        const auto [lo, hi] = InsideColumns(kx, pad, size_);
         for (int y = 0; y < size_; ++y) {
+          float* out = row + y * size_;
           const int iy = y + ky - pad;
-          for (int x = 0; x < size_; ++x) {
-            const int ix = x + kx - pad;
-            const bool inside = iy >= 0 && iy < size_ && ix >= 0 && ix < size_;
-            row[y * size_ + x] = inside ? image[(c * size_ + iy) * size_ + ix] : 0.0f;
+          if (iy < 0 || iy >= size_ || lo >= hi) {
+            std::fill(out, out + size_, 0.0f);
+            continue;
           }
+          const float* in = image + (c * size_ + iy) * size_ + (kx - pad);
+          std::fill(out, out + lo, 0.0f);
+          std::copy(in + lo, in + hi, out + lo);
+          std::fill(out + hi, out + size_, 0.0f);
         }
       }
     }
   }
 }
 
-void CpuConv2d::Col2Im(const float* columns, float* image) const {
+void CpuConv2d::Col2Im(const float* columns, size_t stride, float* image) const {
   const int pad = kernel_ / 2;
-  const int pixels = size_ * size_;
   for (int c = 0; c < channels_; ++c) {
     for (int ky = 0; ky < kernel_; ++ky) {
       for (int kx = 0; kx < kernel_; ++kx) {
-        const float* row = columns + ((c * kernel_ + ky) * kernel_ + kx) * pixels;
+        const float* row = columns + ((c * kernel_ + ky) * kernel_ + kx) * stride;
+        const auto [lo, hi] = InsideColumns(kx, pad, size_);
         for (int y = 0; y < size_; ++y) {
           const int iy = y + ky - pad;
           if (iy < 0 || iy >= size_) continue;
-          for (int x = 0; x < size_; ++x) {
-            const int ix = x + kx - pad;
-            if (ix >= 0 && ix < size_) image[(c * size_ + iy) * size_ + ix] += row[y * size_ + x];
-          }
+          const float* in = row + y * size_;
+          float* out = image + (c * size_ + iy) * size_ + (kx - pad);
+          for (int x = lo; x < hi; ++x) out[x] += in[x];
         }
       }
     }
@@ -94,13 +105,27 @@ void CpuConv2d::Col2Im(const float* columns, float* image) const {
 void CpuConv2d::Forward(const float* x, int batch, float* y) {
   const int pixels = size_ * size_;
   const int patch = channels_ * kernel_ * kernel_;
-  for (int b = 0; b < batch; ++b) {
-    Im2Col(x + static_cast<size_t>(b) * channels_ * pixels, columns_.data());
-    float* out = y + static_cast<size_t>(b) * filters_ * pixels;
-    for (int f = 0; f < filters_; ++f)
-      std::fill(out + f * pixels, out + (f + 1) * pixels, bias_[f]);
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, filters_, pixels, patch, 1.0f,
-                weight_.data(), patch, columns_.data(), pixels, 1.0f, out, pixels);
+  for (int first = 0; first < batch; first += kChunk) {
+    const int n = std::min(kChunk, batch - first);
+    const size_t stride = static_cast<size_t>(n) * pixels;
+    columns_.resize(static_cast<size_t>(patch) * stride);
+    chunk_out_.resize(static_cast<size_t>(filters_) * stride);
+    for (int b = 0; b < n; ++b) {
+      Im2Col(x + static_cast<size_t>(first + b) * channels_ * pixels, columns_.data() + b * pixels,
+             stride);
+    }
+    // out (filters x n * pixels) = W (filters x patch) * columns (patch x n * pixels)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, filters_, static_cast<int>(stride),
+                patch, 1.0f, weight_.data(), patch, columns_.data(), static_cast<int>(stride),
+                0.0f, chunk_out_.data(), static_cast<int>(stride));
+    for (int b = 0; b < n; ++b) {  // filter-major back to NCHW, adding the bias
+      float* image = y + static_cast<size_t>(first + b) * filters_ * pixels;
+      for (int f = 0; f < filters_; ++f) {
+        const float* from = chunk_out_.data() + f * stride + b * pixels;
+        float* to = image + f * pixels;
+        for (int p = 0; p < pixels; ++p) to[p] = from[p] + bias_[f];
+      }
+    }
   }
 }
 
@@ -110,20 +135,36 @@ void CpuConv2d::Backward(const float* x, const float* dy, int batch, float* dx) 
   std::fill(weight_grad_.begin(), weight_grad_.end(), 0.0f);
   std::fill(bias_grad_.begin(), bias_grad_.end(), 0.0f);
   if (dx != nullptr) std::fill(dx, dx + static_cast<size_t>(batch) * channels_ * pixels, 0.0f);
-  for (int b = 0; b < batch; ++b) {
-    const float* grad = dy + static_cast<size_t>(b) * filters_ * pixels;
-    Im2Col(x + static_cast<size_t>(b) * channels_ * pixels, columns_.data());
-    // dW += dy (filters x pixels) * columns^T (pixels x patch)
-    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, filters_, patch, pixels, 1.0f, grad,
-                pixels, columns_.data(), pixels, 1.0f, weight_grad_.data(), patch);
-    for (int f = 0; f < filters_; ++f) {
-      for (int p = 0; p < pixels; ++p) bias_grad_[f] += grad[f * pixels + p];
+  for (int first = 0; first < batch; first += kChunk) {
+    const int n = std::min(kChunk, batch - first);
+    const size_t stride = static_cast<size_t>(n) * pixels;
+    columns_.resize(static_cast<size_t>(patch) * stride);
+    chunk_out_.resize(static_cast<size_t>(filters_) * stride);
+    for (int b = 0; b < n; ++b) {
+      Im2Col(x + static_cast<size_t>(first + b) * channels_ * pixels, columns_.data() + b * pixels,
+             stride);
+      const float* grad = dy + static_cast<size_t>(first + b) * filters_ * pixels;
+      for (int f = 0; f < filters_; ++f) {
+        const float* from = grad + f * pixels;
+        std::copy(from, from + pixels, chunk_out_.data() + f * stride + b * pixels);
+        for (int p = 0; p < pixels; ++p) bias_grad_[f] += from[p];
+      }
     }
+    const int columns = static_cast<int>(stride);
+    // dW += dy (filters x n * pixels) * columns^T (n * pixels x patch)
+    cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasTrans, filters_, patch, columns, 1.0f,
+                chunk_out_.data(), columns, columns_.data(), columns, 1.0f, weight_grad_.data(),
+                patch);
     if (dx == nullptr) continue;
-    // dcolumns = W^T (patch x filters) * dy (filters x pixels)
-    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, patch, pixels, filters_, 1.0f,
-                weight_.data(), patch, grad, pixels, 0.0f, dcolumns_.data(), pixels);
-    Col2Im(dcolumns_.data(), dx + static_cast<size_t>(b) * channels_ * pixels);
+    // dcolumns (patch x n * pixels) = W^T (patch x filters) * dy (filters x n * pixels)
+    dcolumns_.resize(columns_.size());
+    cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, patch, columns, filters_, 1.0f,
+                weight_.data(), patch, chunk_out_.data(), columns, 0.0f, dcolumns_.data(),
+                columns);
+    for (int b = 0; b < n; ++b) {
+      Col2Im(dcolumns_.data() + b * pixels, stride,
+             dx + static_cast<size_t>(first + b) * channels_ * pixels);
+    }
   }
 }
 

@@ -48,7 +48,8 @@ class CpuDense : public CpuParameters {
 
 // A 2-D convolution over square images, stride 1 and "same" zero padding (kernel / 2 on each side,
 // odd kernels), computed by im2col and OpenBLAS GEMM. Layout NCHW; weight: filters x channels x
-// kernel x kernel.
+// kernel x kernel. Images are unfolded kChunk at a time, so each GEMM covers many images (one
+// large multiplication instead of one small one per image) while the patch matrix stays bounded.
 class CpuConv2d : public CpuParameters {
  public:
   CpuConv2d(int channels, int filters, int kernel, int size);
@@ -65,13 +66,17 @@ class CpuConv2d : public CpuParameters {
   int size() const { return size_; }
 
  private:
-  // One image's patches: (channels * kernel^2) x (size^2).
-  void Im2Col(const float* image, float* columns) const;
-  // Adds patch gradients back onto one image's gradient.
-  void Col2Im(const float* columns, float* image) const;
+  static constexpr int kChunk = 64;
+
+  // One image's patches into `columns`, a (channels * kernel^2) x `stride` matrix whose first
+  // size^2 columns (from `columns`) are this image's.
+  void Im2Col(const float* image, float* columns, size_t stride) const;
+  // Adds the patch gradients at the same place back onto one image's gradient.
+  void Col2Im(const float* columns, size_t stride, float* image) const;
 
   int channels_, filters_, kernel_, size_;
-  std::vector<float> columns_, dcolumns_;
+  std::vector<float> columns_, dcolumns_;  // patch x (chunk * size^2)
+  std::vector<float> chunk_out_;           // filters x (chunk * size^2)
 };
 
 // 2x2 max pooling, stride 2, over batch x channels square images of an even `size`.
