@@ -10,7 +10,8 @@
 #include "data/dataset.h"
 
 int main(int argc, char** argv) {
-  std::string device = "cpu", model_name = "cnn", data_dir = syncopate::data::kDefaultFashionMnistDir;
+  std::string device = "cpu", model_name = "cnn",
+              data_dir = syncopate::data::kDefaultFashionMnistDir;
   int batch = 128, warmup = 20, steps = 200;
   float learning_rate = 0.05f;
   CLI::App app{"samples/s of one backend's training step"};
@@ -30,14 +31,14 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "%s\n", backend.status().ToString().c_str());
     return 1;
   }
-  if (!fallback.empty()) std::fprintf(stderr, "--device=auto: %s; using the CPU\n", fallback.c_str());
+  if (!fallback.empty())
+    std::fprintf(stderr, "--device=auto: %s; using the CPU\n", fallback.c_str());
   syncopate::compute::ModelSpec spec;
   spec.architecture = model_name;
   auto model = (*backend)->CreateModel(spec, 1);
   auto train = syncopate::data::LoadFashionMnist(data_dir, "train");
   if (!model.ok() || !train.ok()) {
-    std::fprintf(stderr, "%s\n",
-                 (model.ok() ? train.status() : model.status()).ToString().c_str());
+    std::fprintf(stderr, "%s\n", (model.ok() ? train.status() : model.status()).ToString().c_str());
     return 1;
   }
   const size_t batches = train->size() / batch;

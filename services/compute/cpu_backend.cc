@@ -72,8 +72,8 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device,
     if (fallback_reason != nullptr) *fallback_reason = std::string(cuda.status().message());
     return std::make_unique<CpuBackend>();
   }
-  return absl::InvalidArgumentError(absl::StrCat("unknown device '", device, "' (supported: ",
-                                                 absl::StrJoin(SupportedDevices(), ", "), ")"));
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown device '", device, "' (supported: ", absl::StrJoin(SupportedDevices(), ", "), ")"));
 }
 
 double Accuracy(Model& model, const float* x, const int32_t* labels, size_t n, int features) {

@@ -116,8 +116,8 @@ void CpuConv2d::Forward(const float* x, int batch, float* y) {
     }
     // out (filters x n * pixels) = W (filters x patch) * columns (patch x n * pixels)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, filters_, static_cast<int>(stride),
-                patch, 1.0f, weight_.data(), patch, columns_.data(), static_cast<int>(stride),
-                0.0f, chunk_out_.data(), static_cast<int>(stride));
+                patch, 1.0f, weight_.data(), patch, columns_.data(), static_cast<int>(stride), 0.0f,
+                chunk_out_.data(), static_cast<int>(stride));
     for (int b = 0; b < n; ++b) {  // filter-major back to NCHW, adding the bias
       float* image = y + static_cast<size_t>(first + b) * filters_ * pixels;
       for (int f = 0; f < filters_; ++f) {
@@ -159,8 +159,7 @@ void CpuConv2d::Backward(const float* x, const float* dy, int batch, float* dx) 
     // dcolumns (patch x n * pixels) = W^T (patch x filters) * dy (filters x n * pixels)
     dcolumns_.resize(columns_.size());
     cblas_sgemm(CblasRowMajor, CblasTrans, CblasNoTrans, patch, columns, filters_, 1.0f,
-                weight_.data(), patch, chunk_out_.data(), columns, 0.0f, dcolumns_.data(),
-                columns);
+                weight_.data(), patch, chunk_out_.data(), columns, 0.0f, dcolumns_.data(), columns);
     for (int b = 0; b < n; ++b) {
       Col2Im(dcolumns_.data() + b * pixels, stride,
              dx + static_cast<size_t>(first + b) * channels_ * pixels);

@@ -3,13 +3,14 @@
 // agree within kAbsolute + kRelative * |cpu| per value (FP32 throughout, different summation
 // orders; TF32 is off on both cuBLAS and cuDNN). Whole models must start identical, take the same
 // SGD step, and a CNN on the GPU must learn Fashion-MNIST.
+#include "compute/cuda_backend.h"
+
 #include <cmath>
 #include <random>
 #include <vector>
 
 #include "compute/backend.h"
 #include "compute/cpu_layers.h"
-#include "compute/cuda_backend.h"
 #include "compute/cuda_kernels.h"
 #include "compute/cuda_layers.h"
 #include "compute/cuda_support.h"
@@ -35,7 +36,8 @@ void ExpectClose(const std::vector<float>& cuda, const std::vector<float>& cpu,
   size_t bad = 0;
   for (size_t i = 0; i < cpu.size(); ++i) {
     if (std::fabs(cuda[i] - cpu[i]) > kAbsolute + kRelative * std::fabs(cpu[i])) {
-      if (bad++ < 5) ADD_FAILURE() << what << "[" << i << "]: cuda " << cuda[i] << ", cpu " << cpu[i];
+      if (bad++ < 5)
+        ADD_FAILURE() << what << "[" << i << "]: cuda " << cuda[i] << ", cpu " << cpu[i];
     }
   }
   EXPECT_EQ(bad, 0u) << what << ": values outside the tolerance";
@@ -54,9 +56,12 @@ class CudaTest : public ::testing::Test {
   template <typename T>
   DeviceBuffer<T> Upload(const std::vector<T>& host) {
     DeviceBuffer<T> buffer(std::max<size_t>(host.size(), 1));
-    CheckCuda(cudaMemcpy(buffer.data(), host.data(), host.size() * sizeof(T),
-                         cudaMemcpyHostToDevice),
-              "test upload");
+    CheckCuda(
+        cudaMemcpy(buffer.data(), host.data(), host.size() * sizeof(T), cudaMemcpyHostToDevice),
+        "test upload");
+    // A pageable upload may still be in flight when cudaMemcpy returns, and the context's stream
+    // does not wait for the default stream.
+    CheckCuda(cudaDeviceSynchronize(), "test upload");
     return buffer;
   }
 
@@ -248,7 +253,8 @@ TEST_P(CudaModelTest, WriteParametersRefusesBadInputAndChangesNothing) {
   gpu->ReadParameters(&after);
   EXPECT_EQ(after, before);
 
-  tensor::TensorMap changed = {{"fc1/bias", std::vector<float>(before.at("fc1/bias").size(), 0.5f)}};
+  tensor::TensorMap changed = {
+      {"fc1/bias", std::vector<float>(before.at("fc1/bias").size(), 0.5f)}};
   ASSERT_TRUE(gpu->WriteParameters(changed).ok());
   gpu->ReadParameters(&after);
   EXPECT_EQ(after.at("fc1/bias"), changed.at("fc1/bias"));
@@ -280,8 +286,8 @@ TEST_F(CudaTest, CnnTrainingOnTheGpuLowersTheLoss) {
   const double first = mean(losses.begin(), losses.begin() + 10);
   const double last = mean(losses.end() - 10, losses.end());
   EXPECT_LT(last, 0.6 * first) << "first 10 steps " << first << ", last 10 " << last;
-  const double accuracy = Accuracy(*model, test->images.data(), test->labels.data(), 2000,
-                                   test->features);
+  const double accuracy =
+      Accuracy(*model, test->images.data(), test->labels.data(), 2000, test->features);
   EXPECT_GT(accuracy, 0.65);
 }
 

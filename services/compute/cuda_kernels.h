@@ -14,8 +14,7 @@ namespace syncopate::compute::cuda {
 void LaunchBroadcastBias(const float* bias, int batch, int out, float* y, cudaStream_t stream);
 
 // bias_grad[o] = sum over b of dy[b][o].
-void LaunchBiasGradient(const float* dy, int batch, int out, float* bias_grad,
-                        cudaStream_t stream);
+void LaunchBiasGradient(const float* dy, int batch, int out, float* bias_grad, cudaStream_t stream);
 
 // Softmax cross-entropy over `classes` logits per example, as the CPU backend computes it:
 // losses[b] = -log softmax(logits[b])[labels[b]] and dlogits = (softmax - one_hot) / batch.

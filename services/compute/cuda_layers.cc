@@ -55,8 +55,8 @@ CudaConv2d::CudaConv2d(CudaContext& context, int channels, int filters, int kern
       kernel_(kernel),
       size_(size),
       p_(slots) {
-  CheckCudnn(cudnnSetFilter4dDescriptor(filter_.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW,
-                                        filters, channels, kernel, kernel),
+  CheckCudnn(cudnnSetFilter4dDescriptor(filter_.get(), CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, filters,
+                                        channels, kernel, kernel),
              "cudnnSetFilter4dDescriptor");
   const int pad = kernel / 2;
   CheckCudnn(cudnnSetConvolution2dDescriptor(convolution_.get(), pad, pad, 1, 1, 1, 1,
@@ -77,30 +77,27 @@ CudaConv2d::Plan& CudaConv2d::PlanFor(int batch) {
   int returned = 0;
 
   cudnnConvolutionFwdAlgoPerf_t forward[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
-  CheckCudnn(cudnnFindConvolutionForwardAlgorithm(h, plan->x.get(), filter_.get(),
-                                                  convolution_.get(), plan->y.get(),
-                                                  CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned,
-                                                  forward),
+  CheckCudnn(cudnnFindConvolutionForwardAlgorithm(
+                 h, plan->x.get(), filter_.get(), convolution_.get(), plan->y.get(),
+                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT, &returned, forward),
              "cudnnFindConvolutionForwardAlgorithm");
   const auto& f = Fastest(forward, returned, kMaxWorkspaceBytes, "convolution forward");
   plan->forward = f.algo;
   plan->forward_bytes = f.memory;
 
   cudnnConvolutionBwdDataAlgoPerf_t data[CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT];
-  CheckCudnn(cudnnFindConvolutionBackwardDataAlgorithm(h, filter_.get(), plan->y.get(),
-                                                       convolution_.get(), plan->x.get(),
-                                                       CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT,
-                                                       &returned, data),
+  CheckCudnn(cudnnFindConvolutionBackwardDataAlgorithm(
+                 h, filter_.get(), plan->y.get(), convolution_.get(), plan->x.get(),
+                 CUDNN_CONVOLUTION_BWD_DATA_ALGO_COUNT, &returned, data),
              "cudnnFindConvolutionBackwardDataAlgorithm");
   const auto& d = Fastest(data, returned, kMaxWorkspaceBytes, "convolution backward-data");
   plan->backward_data = d.algo;
   plan->backward_data_bytes = d.memory;
 
   cudnnConvolutionBwdFilterAlgoPerf_t filter[CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT];
-  CheckCudnn(cudnnFindConvolutionBackwardFilterAlgorithm(h, plan->x.get(), plan->y.get(),
-                                                         convolution_.get(), filter_.get(),
-                                                         CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT,
-                                                         &returned, filter),
+  CheckCudnn(cudnnFindConvolutionBackwardFilterAlgorithm(
+                 h, plan->x.get(), plan->y.get(), convolution_.get(), filter_.get(),
+                 CUDNN_CONVOLUTION_BWD_FILTER_ALGO_COUNT, &returned, filter),
              "cudnnFindConvolutionBackwardFilterAlgorithm");
   const auto& w = Fastest(filter, returned, kMaxWorkspaceBytes, "convolution backward-filter");
   plan->backward_filter = w.algo;
@@ -122,9 +119,9 @@ void CudaConv2d::Forward(const float* x, int batch, float* y) {
 void CudaConv2d::Backward(const float* x, const float* dy, int batch, float* dx) {
   Plan& plan = PlanFor(batch);
   cudnnHandle_t h = context_.cudnn();
-  CheckCudnn(cudnnConvolutionBackwardBias(h, &kOne, plan.y.get(), dy, &kZero, bias_.get(),
-                                          p_.bias_grad),
-             "cudnnConvolutionBackwardBias");
+  CheckCudnn(
+      cudnnConvolutionBackwardBias(h, &kOne, plan.y.get(), dy, &kZero, bias_.get(), p_.bias_grad),
+      "cudnnConvolutionBackwardBias");
   void* workspace = context_.Workspace(plan.backward_filter_bytes);
   CheckCudnn(cudnnConvolutionBackwardFilter(h, &kOne, plan.x.get(), x, plan.y.get(), dy,
                                             convolution_.get(), plan.backward_filter, workspace,

@@ -66,10 +66,10 @@ class CudaNetwork final : public Model {
       const Slot& slot = slots_.at(name);
       float* staged = host_parameters_.data() + slot.offset;
       std::memcpy(staged, values.data(), slot.count * sizeof(float));
-      CheckCuda(cudaMemcpyAsync(parameters_.data() + slot.offset, staged,
-                                slot.count * sizeof(float), cudaMemcpyHostToDevice,
-                                context_->stream()),
-                "parameters to device");
+      CheckCuda(
+          cudaMemcpyAsync(parameters_.data() + slot.offset, staged, slot.count * sizeof(float),
+                          cudaMemcpyHostToDevice, context_->stream()),
+          "parameters to device");
     }
     context_->Synchronize();  // the pinned staging buffer is reused by the next call
     return absl::OkStatus();
@@ -165,7 +165,8 @@ class CudaNetwork final : public Model {
       features = channels * size * size;
     }
     for (int width : spec.hidden) {
-      dense_.emplace_back(*context_, features, width, SlotsOf(absl::StrCat("fc", dense_.size() + 1)));
+      dense_.emplace_back(*context_, features, width,
+                          SlotsOf(absl::StrCat("fc", dense_.size() + 1)));
       features = width;
     }
     dense_.emplace_back(*context_, features, spec.classes,
@@ -238,7 +239,8 @@ class CudaNetwork final : public Model {
       const float* input = i == 0 ? x : blocks_[i - 1].pool_out.data();
       float* dinput = nullptr;
       if (i > 0) {
-        dinput = blocks_[i - 1].pool_grad.Reserve(b * block.conv->channels() * block.size * block.size);
+        dinput =
+            blocks_[i - 1].pool_grad.Reserve(b * block.conv->channels() * block.size * block.size);
       }
       block.conv->Backward(input, dconv, batch, dinput);
     }

@@ -45,9 +45,8 @@ absl::StatusOr<std::unique_ptr<CudaContext>> CudaContext::Create(int device) {
   std::unique_ptr<CudaContext> context(new CudaContext());
   context->device_ = device;
   if (absl::Status s = CudaStatus(cudaSetDevice(device), "cudaSetDevice"); !s.ok()) return s;
-  if (absl::Status s = CudaStatus(cudaStreamCreateWithFlags(&context->stream_,
-                                                            cudaStreamNonBlocking),
-                                  "cudaStreamCreate");
+  if (absl::Status s = CudaStatus(
+          cudaStreamCreateWithFlags(&context->stream_, cudaStreamNonBlocking), "cudaStreamCreate");
       !s.ok()) {
     return s;
   }

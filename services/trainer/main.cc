@@ -74,8 +74,9 @@ int main(int argc, char** argv) {
       "--model", model_name,
       "Model architecture: mlp, or cnn (two conv+pool blocks, then the --hidden layers)");
   app.add_option("--hidden", hidden, "Widths of the hidden dense layers")->delimiter(',');
-  app.add_option("--device", device,
-                 "Compute device: cpu, cuda (fails without a usable GPU) or auto (cuda when usable)");
+  app.add_option(
+      "--device", device,
+      "Compute device: cpu, cuda (fails without a usable GPU) or auto (cuda when usable)");
   app.add_option("--data-dir", data_dir, "Directory with the Fashion-MNIST IDX files");
   app.add_option("--eval-interval", eval_interval, "Evaluate at most this often (evaluator only)");
   app.add_option("--eval-samples", options.eval_samples, "Test examples per evaluation")

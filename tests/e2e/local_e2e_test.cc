@@ -197,8 +197,8 @@ TEST(LocalE2E, CudaWithoutAUsableGpuFailsWithTheReason) {
   const absl::Status usable = compute::CudaDeviceStatus();
   if (usable.ok()) GTEST_SKIP() << "a GPU is usable here";
   const std::string dir = MakeTempDir("no-gpu");
-  const int status = RunLocal(dir, {"--trainers=2", "--device=cpu,cuda", "--time-limit=60s"},
-                              absl::Seconds(60));
+  const int status =
+      RunLocal(dir, {"--trainers=2", "--device=cpu,cuda", "--time-limit=60s"}, absl::Seconds(60));
   EXPECT_EQ(ExitCode(status), 1) << cli::DescribeExit(status);
   std::ifstream log(dir + "/trainer-1.log");
   std::stringstream text;
