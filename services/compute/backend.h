@@ -83,6 +83,11 @@ std::vector<std::string> SupportedDevices();
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device,
                                                      std::string* fallback_reason = nullptr);
 
+// What every Model::WriteParameters checks before it changes anything: INVALID_ARGUMENT unless
+// every tensor in `in` is one of `parameters`, with its element count.
+absl::Status CheckParameterWrite(const std::vector<tensor::TensorSpec>& parameters,
+                                 const tensor::TensorMap& in);
+
 // Fraction of `n` examples whose predicted class equals the label, evaluated in batches.
 double Accuracy(Model& model, const float* x, const int32_t* labels, size_t n, int features);
 

@@ -76,6 +76,21 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device,
       "unknown device '", device, "' (supported: ", absl::StrJoin(SupportedDevices(), ", "), ")"));
 }
 
+absl::Status CheckParameterWrite(const std::vector<tensor::TensorSpec>& parameters,
+                                 const tensor::TensorMap& in) {
+  for (const auto& [name, values] : in) {
+    auto it = std::find_if(parameters.begin(), parameters.end(),
+                           [&name = name](const tensor::TensorSpec& p) { return p.name == name; });
+    if (it == parameters.end())
+      return absl::InvalidArgumentError("unknown parameter '" + name + "'");
+    if (static_cast<size_t>(it->NumElements()) != values.size()) {
+      return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' has ", values.size(),
+                                                     " values, expected ", it->NumElements()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 double Accuracy(Model& model, const float* x, const int32_t* labels, size_t n, int features) {
   constexpr int kBatch = 1000;
   std::vector<int32_t> predicted(kBatch);

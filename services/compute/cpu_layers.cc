@@ -102,18 +102,24 @@ void CpuConv2d::Col2Im(const float* columns, size_t stride, float* image) const 
   }
 }
 
+size_t CpuConv2d::Unfold(const float* x, int first, int n) {
+  const int pixels = size_ * size_;
+  const size_t stride = static_cast<size_t>(n) * pixels;
+  columns_.resize(static_cast<size_t>(channels_) * kernel_ * kernel_ * stride);
+  for (int b = 0; b < n; ++b) {
+    Im2Col(x + static_cast<size_t>(first + b) * channels_ * pixels, columns_.data() + b * pixels,
+           stride);
+  }
+  return stride;
+}
+
 void CpuConv2d::Forward(const float* x, int batch, float* y) {
   const int pixels = size_ * size_;
   const int patch = channels_ * kernel_ * kernel_;
   for (int first = 0; first < batch; first += kChunk) {
     const int n = std::min(kChunk, batch - first);
-    const size_t stride = static_cast<size_t>(n) * pixels;
-    columns_.resize(static_cast<size_t>(patch) * stride);
+    const size_t stride = Unfold(x, first, n);
     chunk_out_.resize(static_cast<size_t>(filters_) * stride);
-    for (int b = 0; b < n; ++b) {
-      Im2Col(x + static_cast<size_t>(first + b) * channels_ * pixels, columns_.data() + b * pixels,
-             stride);
-    }
     // out (filters x n * pixels) = W (filters x patch) * columns (patch x n * pixels)
     cblas_sgemm(CblasRowMajor, CblasNoTrans, CblasNoTrans, filters_, static_cast<int>(stride),
                 patch, 1.0f, weight_.data(), patch, columns_.data(), static_cast<int>(stride), 0.0f,
@@ -137,12 +143,9 @@ void CpuConv2d::Backward(const float* x, const float* dy, int batch, float* dx) 
   if (dx != nullptr) std::fill(dx, dx + static_cast<size_t>(batch) * channels_ * pixels, 0.0f);
   for (int first = 0; first < batch; first += kChunk) {
     const int n = std::min(kChunk, batch - first);
-    const size_t stride = static_cast<size_t>(n) * pixels;
-    columns_.resize(static_cast<size_t>(patch) * stride);
+    const size_t stride = Unfold(x, first, n);
     chunk_out_.resize(static_cast<size_t>(filters_) * stride);
     for (int b = 0; b < n; ++b) {
-      Im2Col(x + static_cast<size_t>(first + b) * channels_ * pixels, columns_.data() + b * pixels,
-             stride);
       const float* grad = dy + static_cast<size_t>(first + b) * filters_ * pixels;
       for (int f = 0; f < filters_; ++f) {
         const float* from = grad + f * pixels;

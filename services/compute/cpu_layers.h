@@ -68,6 +68,9 @@ class CpuConv2d : public CpuParameters {
  private:
   static constexpr int kChunk = 64;
 
+  // Images [first, first + n) of `x` unfolded into columns_ (patch x n * size^2); returns the
+  // row stride, n * size^2.
+  size_t Unfold(const float* x, int first, int n);
   // One image's patches into `columns`, a (channels * kernel^2) x `stride` matrix whose first
   // size^2 columns (from `columns`) are this image's.
   void Im2Col(const float* image, float* columns, size_t stride) const;

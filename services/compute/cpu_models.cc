@@ -95,17 +95,7 @@ class CpuModel : public Model {
   }
 
   absl::Status WriteParameters(const tensor::TensorMap& in) override {
-    for (const auto& [name, values] : in) {
-      auto it = parameters_.find(name);
-      if (it == parameters_.end()) {
-        return absl::InvalidArgumentError("unknown parameter '" + name + "'");
-      }
-      if (it->second.values->size() != values.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' has ", values.size(),
-                                                       " values, expected ",
-                                                       it->second.values->size()));
-      }
-    }
+    if (absl::Status s = CheckParameterWrite(Parameters(), in); !s.ok()) return s;
     for (const auto& [name, values] : in) *parameters_.at(name).values = values;
     return absl::OkStatus();
   }

@@ -1,12 +1,13 @@
-// The CUDA backend (built with SYNCOPATE_CUDA); models in cuda_models.h.
-#include "compute/cuda_backend.h"
+// The CUDA backend itself and its device probe (library syncopate_compute_cuda).
 
 #include <cuda_runtime.h>
+
+#include <string>
 
 #include "absl/strings/str_cat.h"
 #include "compute/cuda_models.h"
 
-namespace syncopate::compute {
+namespace syncopate::compute::cuda {
 namespace {
 
 class CudaBackend final : public Backend {
@@ -17,7 +18,7 @@ class CudaBackend final : public Backend {
   std::string description() const override { return description_; }
   absl::StatusOr<std::unique_ptr<Model>> CreateModel(const ModelSpec& spec,
                                                      uint64_t seed) override {
-    return cuda::MakeCudaModel(spec, seed, device_);
+    return MakeCudaModel(spec, seed, device_);
   }
 
  private:
@@ -31,9 +32,7 @@ std::string Describe(cudaError_t error) {
 
 }  // namespace
 
-bool CudaCompiled() { return true; }
-
-absl::Status CudaDeviceStatus(int device) {
+absl::Status DeviceStatus(int device) {
   int count = 0;
   const cudaError_t error = cudaGetDeviceCount(&count);
   if (error == cudaErrorNoDevice || error == cudaErrorInsufficientDriver) {
@@ -50,8 +49,8 @@ absl::Status CudaDeviceStatus(int device) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device) {
-  if (absl::Status s = CudaDeviceStatus(device); !s.ok()) return s;
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackendOn(int device) {
+  if (absl::Status s = DeviceStatus(device); !s.ok()) return s;
   cudaDeviceProp properties{};
   if (cudaError_t e = cudaGetDeviceProperties(&properties, device); e != cudaSuccess) {
     return absl::InternalError(absl::StrCat("cudaGetDeviceProperties: ", Describe(e)));
@@ -61,4 +60,4 @@ absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device) {
                            properties.minor, ", ", properties.totalGlobalMem >> 20, " MiB"));
 }
 
-}  // namespace syncopate::compute
+}  // namespace syncopate::compute::cuda

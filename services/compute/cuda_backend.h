@@ -1,5 +1,12 @@
-// The CUDA backend's entry points. Every build has them: one without CUDA (SYNCOPATE_CUDA=OFF, or
-// AUTO where the toolkit or cuDNN is missing) answers UNAVAILABLE, so callers need no #ifdef.
+// The CUDA backend as the binaries see it. The backend itself (cuda_models.h: cuBLAS, cuDNN and
+// our kernels) compiles into the library syncopate_compute_cuda wherever SYNCOPATE_CUDA finds the
+// toolkit and cuDNN, and its tests and benchmark link it. The trainer does not link it yet: linked
+// CUDA libraries bring static thread-local storage (libcudart's 4 KiB block, page-aligned, on top
+// of OpenBLAS's 60 KiB; cuBLASLt's 92 KiB) that glibc carves out of every thread's stack, and
+// civetweb, behind prometheus-cpp's /metrics server, starts its threads with stacks too small for
+// it, so the trainer's /metrics stops answering. The way out is to load the backend as a plugin
+// with dlopen (TLS of loaded libraries is allocated on demand); until then these entry points
+// answer UNAVAILABLE, so `--device=auto` trains on the CPU and `--device=cuda` fails clearly.
 #ifndef SYNCOPATE_COMPUTE_CUDA_BACKEND_H_
 #define SYNCOPATE_COMPUTE_CUDA_BACKEND_H_
 
@@ -11,17 +18,13 @@
 
 namespace syncopate::compute {
 
-// Whether this build compiled the CUDA backend.
+// Whether this binary can run the CUDA backend (false until it is loaded as a plugin).
 bool CudaCompiled();
 
-// OK when GPU `device` can run the backend. UNAVAILABLE, saying why, when the build has no CUDA
-// backend, there is no GPU (cudaErrorNoDevice), no driver or one too old for this CUDA
-// (cudaErrorInsufficientDriver), or fewer GPUs than `device` + 1 are visible; INTERNAL for any
-// other CUDA error (a broken installation should be seen, not silently avoided).
+// OK when GPU `device` can run the backend; UNAVAILABLE saying why not (for now: always).
 absl::Status CudaDeviceStatus(int device = 0);
 
-// The CUDA backend on GPU `device` (CUDA_VISIBLE_DEVICES picks which GPUs a process sees); the
-// errors of CudaDeviceStatus.
+// The CUDA backend on GPU `device`; the errors of CudaDeviceStatus.
 absl::StatusOr<std::unique_ptr<Backend>> MakeCudaBackend(int device = 0);
 
 }  // namespace syncopate::compute

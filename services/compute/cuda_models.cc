@@ -53,14 +53,7 @@ class CudaNetwork final : public Model {
   }
 
   absl::Status WriteParameters(const tensor::TensorMap& in) override {
-    for (const auto& [name, values] : in) {
-      auto it = slots_.find(name);
-      if (it == slots_.end()) return absl::InvalidArgumentError("unknown parameter '" + name + "'");
-      if (it->second.count != values.size()) {
-        return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' has ", values.size(),
-                                                       " values, expected ", it->second.count));
-      }
-    }
+    if (absl::Status s = CheckParameterWrite(Parameters(), in); !s.ok()) return s;
     context_->Activate();
     for (const auto& [name, values] : in) {
       const Slot& slot = slots_.at(name);

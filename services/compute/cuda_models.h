@@ -11,10 +11,19 @@
 
 #include <memory>
 
+#include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "compute/backend.h"
 
 namespace syncopate::compute::cuda {
+
+// OK when GPU `device` can run the backend. UNAVAILABLE, saying why, when there is no GPU
+// (cudaErrorNoDevice), no driver or one too old for this CUDA (cudaErrorInsufficientDriver), or
+// fewer GPUs than `device` + 1 are visible; INTERNAL for any other CUDA error.
+absl::Status DeviceStatus(int device = 0);
+
+// The CUDA backend on GPU `device` (its description names the GPU); DeviceStatus's errors.
+absl::StatusOr<std::unique_ptr<Backend>> MakeBackendOn(int device = 0);
 
 // INVALID_ARGUMENT for a spec ValidateSpec refuses; INTERNAL when the device cannot create a
 // stream, a cuBLAS or cuDNN handle, or the model's memory.

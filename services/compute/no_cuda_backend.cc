@@ -1,5 +1,5 @@
-// The CUDA entry points of a build without the CUDA backend (SYNCOPATE_CUDA=OFF, or AUTO where
-// nvcc, the toolkit or cuDNN was not found).
+// The CUDA entry points of the binaries: UNAVAILABLE until the backend loads as a plugin
+// (cuda_backend.h says why it is not linked).
 #include "compute/cuda_backend.h"
 
 namespace syncopate::compute {
@@ -7,8 +7,8 @@ namespace {
 
 absl::Status NotBuilt() {
   return absl::UnavailableError(
-      "this build has no CUDA backend (configure with -DSYNCOPATE_CUDA=ON where the CUDA toolkit "
-      "and cuDNN are installed)");
+      "this binary has no CUDA backend (it is built as syncopate_compute_cuda but not linked "
+      "into the trainer yet; see services/compute/cuda_backend.h)");
 }
 
 }  // namespace
