@@ -75,8 +75,8 @@ std::vector<std::string> SupportedDevices();
 
 // The backend for `device`:
 //   "cpu"   the CPU backend;
-//   "cuda"  the CUDA backend on GPU 0, or CudaDeviceStatus's error (UNAVAILABLE without a usable
-//           GPU or in a build without CUDA);
+//   "cuda"  the CUDA backend on GPU 0, or CudaDeviceStatus's error (for now always UNAVAILABLE:
+//           the binaries do not load the backend yet, see cuda_backend.h);
 //   "auto"  CUDA when it is usable, else the CPU backend, with the reason in `*fallback_reason`
 //           (when given); other CUDA errors are returned, not papered over.
 // INVALID_ARGUMENT for any other device.

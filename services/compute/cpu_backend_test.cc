@@ -50,7 +50,7 @@ TEST(MakeBackend, CudaOrAClearReasonToFallBack) {
   ASSERT_FALSE(cuda.ok());
   EXPECT_TRUE(absl::IsUnavailable(cuda.status()));
   EXPECT_EQ(cuda.status().message(), usable.message());
-  if (!CudaCompiled()) {
+  if (!CudaBackendLinked()) {
     EXPECT_NE(reason.find("no CUDA backend"), std::string::npos);
   }
 }

@@ -19,7 +19,7 @@
 namespace syncopate::compute {
 
 // Whether this binary can run the CUDA backend (false until it is loaded as a plugin).
-bool CudaCompiled();
+bool CudaBackendLinked();
 
 // OK when GPU `device` can run the backend; UNAVAILABLE saying why not (for now: always).
 absl::Status CudaDeviceStatus(int device = 0);
