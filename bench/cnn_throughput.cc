@@ -7,9 +7,6 @@
 
 #include "CLI/CLI.hpp"
 #include "compute/backend.h"
-#ifdef SYNCOPATE_BENCH_CUDA
-#include "compute/cuda_models.h"
-#endif
 #include "data/dataset.h"
 
 int main(int argc, char** argv) {
@@ -29,14 +26,7 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   std::string fallback;
-#ifdef SYNCOPATE_BENCH_CUDA
-  // The CUDA backend is linked here directly (services/compute/cuda_backend.h says why the
-  // binaries' MakeBackend does not offer it yet).
-  auto backend = device == "cuda" ? syncopate::compute::cuda::MakeBackendOn(0)
-                                  : syncopate::compute::MakeBackend(device, &fallback);
-#else
   auto backend = syncopate::compute::MakeBackend(device, &fallback);
-#endif
   if (!backend.ok()) {
     std::fprintf(stderr, "%s\n", backend.status().ToString().c_str());
     return 1;

@@ -1,7 +1,7 @@
 // The compute-backend seam: a trainer sees a Model (parameters in, one SGD step, predictions out)
 // created by a Backend: CPU (OpenBLAS, cpu_models.h) or CUDA (cuBLAS + cuDNN, cuda_models.h, in
-// builds with SYNCOPATE_CUDA). Both build the same architectures with the same parameter names,
-// layouts and initial values.
+// builds with SYNCOPATE_CUDA, loaded as a plugin: cuda_backend.h). Both build the same
+// architectures with the same parameter names, layouts and initial values.
 #ifndef SYNCOPATE_COMPUTE_BACKEND_H_
 #define SYNCOPATE_COMPUTE_BACKEND_H_
 
@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "tensor/tensor.h"
+#include "tensor/tensor_spec.h"
 
 namespace syncopate::compute {
 
@@ -75,8 +75,8 @@ std::vector<std::string> SupportedDevices();
 
 // The backend for `device`:
 //   "cpu"   the CPU backend;
-//   "cuda"  the CUDA backend on GPU 0, or CudaDeviceStatus's error (for now always UNAVAILABLE:
-//           the binaries do not load the backend yet, see cuda_backend.h);
+//   "cuda"  the CUDA backend on GPU 0 (the plugin cuda_backend.h loads), or CudaDeviceStatus's
+//           error: UNAVAILABLE saying why no GPU backend can be had;
 //   "auto"  CUDA when it is usable, else the CPU backend, with the reason in `*fallback_reason`
 //           (when given); other CUDA errors are returned, not papered over.
 // INVALID_ARGUMENT for any other device.

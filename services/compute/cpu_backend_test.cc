@@ -1,13 +1,38 @@
+#include <link.h>
+
 #include <cmath>
+#include <fstream>
 #include <random>
+#include <string>
+#include <vector>
 
 #include "compute/backend.h"
 #include "compute/cpu_layers.h"
 #include "compute/cuda_backend.h"
+#include "compute/cuda_plugin.h"
 #include "gtest/gtest.h"
 
 namespace syncopate::compute {
 namespace {
+
+// The paths of the shared objects loaded into this process.
+std::vector<std::string> LoadedLibraries() {
+  std::vector<std::string> paths;
+  dl_iterate_phdr(
+      [](dl_phdr_info* info, size_t, void* out) {
+        if (info->dlpi_name != nullptr && *info->dlpi_name != '\0')
+          static_cast<std::vector<std::string>*>(out)->push_back(info->dlpi_name);
+        return 0;
+      },
+      &paths);
+  return paths;
+}
+
+bool AnyLoaded(const std::string& fragment) {
+  for (const std::string& path : LoadedLibraries())
+    if (path.find(fragment) != std::string::npos) return true;
+  return false;
+}
 
 ModelSpec Small() {
   ModelSpec spec;
@@ -50,9 +75,50 @@ TEST(MakeBackend, CudaOrAClearReasonToFallBack) {
   ASSERT_FALSE(cuda.ok());
   EXPECT_TRUE(absl::IsUnavailable(cuda.status()));
   EXPECT_EQ(cuda.status().message(), usable.message());
-  if (!CudaBackendLinked()) {
-    EXPECT_NE(reason.find("no CUDA backend"), std::string::npos);
+}
+
+// Where CUDA is built (SYNCOPATE_EXPECT_CUDA_PLUGIN), the plugin loads, GPU or not, and brings
+// no protobuf with it (the binaries that load it register their own generated code; a second copy
+// would abort them). Where CUDA is not built, saying so is the reason to fall back.
+TEST(CudaPlugin, LoadsWhereBuiltElseSaysThereIsNone) {
+#ifdef SYNCOPATE_EXPECT_CUDA_PLUGIN
+  ASSERT_FALSE(AnyLoaded("libprotobuf")) << "this test is meant to link no protobuf";
+  ASSERT_TRUE(CudaPluginStatus().ok()) << CudaPluginStatus();
+  EXPECT_TRUE(AnyLoaded("libsyncopate-cuda.so"));
+  EXPECT_TRUE(AnyLoaded("libcudart"));
+  EXPECT_FALSE(AnyLoaded("libprotobuf")) << "the CUDA plugin pulled in protobuf";
+  const absl::Status device = CudaDeviceStatus();
+  if (!device.ok()) {
+    EXPECT_NE(device.message().find("GPU"), std::string::npos) << device;
   }
+#else
+  EXPECT_NE(CudaPluginStatus().message().find("no CUDA backend"), std::string::npos)
+      << CudaPluginStatus();
+#endif
+}
+
+TEST(CudaPlugin, WhatIsNotAPluginIsUnavailableWithTheReason) {
+  auto missing = LoadCudaPlugin("/nonexistent/libsyncopate-cuda.so");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_TRUE(absl::IsUnavailable(missing.status()));
+  EXPECT_NE(missing.status().message().find("does not exist"), std::string::npos);
+
+  const std::string text = ::testing::TempDir() + "/not-a-library.so";
+  std::ofstream(text) << "not an ELF file\n";
+  auto garbage = LoadCudaPlugin(text);
+  ASSERT_FALSE(garbage.ok());
+  EXPECT_TRUE(absl::IsUnavailable(garbage.status()));
+  EXPECT_NE(garbage.status().message().find("cannot load the CUDA backend"), std::string::npos);
+
+  // A real shared library without the entry point.
+  std::string libm;
+  for (const std::string& path : LoadedLibraries())
+    if (path.find("libm.so") != std::string::npos) libm = path;
+  ASSERT_FALSE(libm.empty());
+  auto other = LoadCudaPlugin(libm);
+  ASSERT_FALSE(other.ok());
+  EXPECT_NE(other.status().message().find("is not a Syncopate CUDA backend"), std::string::npos)
+      << other.status();
 }
 
 TEST(MakeBackend, UnknownDeviceNamesTheSupportedOnes) {

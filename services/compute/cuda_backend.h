@@ -1,16 +1,15 @@
-// The CUDA backend as the binaries see it. The backend itself (cuda_models.h: cuBLAS, cuDNN and
-// our kernels) compiles into the library syncopate_compute_cuda wherever SYNCOPATE_CUDA finds the
-// toolkit and cuDNN, and its tests and benchmark link it. The trainer does not link it yet: linked
-// CUDA libraries bring static thread-local storage (libcudart's 4 KiB block, page-aligned, on top
-// of OpenBLAS's 60 KiB; cuBLASLt's 92 KiB) that glibc carves out of every thread's stack, and
-// civetweb, behind prometheus-cpp's /metrics server, starts its threads with stacks too small for
-// it, so the trainer's /metrics stops answering. The way out is to load the backend as a plugin
-// with dlopen (TLS of loaded libraries is allocated on demand); until then these entry points
-// answer UNAVAILABLE, so `--device=auto` trains on the CPU and `--device=cuda` fails clearly.
+// The CUDA backend as the binaries see it: the plugin lib/libsyncopate-cuda.so (cuda_plugin.h says
+// why it is loaded, not linked), found beside the running binary (<binary's folder>/../lib) or at
+// the path in $SYNCOPATE_CUDA_PLUGIN, loaded once, on first use, and never unloaded.
+//
+// Every way the backend can be missing is UNAVAILABLE with the reason, so `--device=auto` trains
+// on the CPU saying why and `--device=cuda` fails saying why: no plugin (a build without CUDA),
+// one that cannot load (say, libcudnn.so.9 not found), one from another build, or no usable GPU.
 #ifndef SYNCOPATE_COMPUTE_CUDA_BACKEND_H_
 #define SYNCOPATE_COMPUTE_CUDA_BACKEND_H_
 
 #include <memory>
+#include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -18,10 +17,14 @@
 
 namespace syncopate::compute {
 
-// Whether this binary can run the CUDA backend (false until it is loaded as a plugin).
-bool CudaBackendLinked();
+// Where the plugin is looked for: $SYNCOPATE_CUDA_PLUGIN when set, else beside the binary.
+std::string CudaPluginPath();
 
-// OK when GPU `device` can run the backend; UNAVAILABLE saying why not (for now: always).
+// OK once the plugin is loaded; UNAVAILABLE saying why it is not (the first call loads it).
+absl::Status CudaPluginStatus();
+
+// OK when GPU `device` can run the backend; UNAVAILABLE saying why not (CudaPluginStatus's
+// reasons, or the device's: cuda::DeviceStatus in cuda_models.h); INTERNAL for other CUDA errors.
 absl::Status CudaDeviceStatus(int device = 0);
 
 // The CUDA backend on GPU `device`; the errors of CudaDeviceStatus.

@@ -2,8 +2,10 @@
 // Each layer runs forward and backward on both backends over the same random inputs; results must
 // agree within kAbsolute + kRelative * |cpu| per value (FP32 throughout, different summation
 // orders; TF32 is off on both cuBLAS and cuDNN). Whole models must start identical, take the same
-// SGD step, and a CNN on the GPU must learn Fashion-MNIST. The backend is linked here directly
-// (cuda_backend.h says why the trainer does not link it yet).
+// SGD step, and a CNN on the GPU must learn Fashion-MNIST. The layers are linked here directly;
+// the models come from the plugin, loaded the way the trainer loads it (cuda_backend.h).
+#include "compute/cuda_backend.h"
+
 #include <cmath>
 #include <random>
 #include <vector>
@@ -51,6 +53,10 @@ class CudaTest : public ::testing::Test {
     auto context = CudaContext::Create(0);
     ASSERT_TRUE(context.ok()) << context.status();
     context_ = std::move(*context);
+    auto backend = MakeBackend("cuda");
+    ASSERT_TRUE(backend.ok()) << backend.status();
+    ASSERT_EQ((*backend)->description().rfind("cuda: GPU 0, ", 0), 0u) << (*backend)->description();
+    backend_ = std::move(*backend);
   }
 
   template <typename T>
@@ -90,6 +96,7 @@ class CudaTest : public ::testing::Test {
   }
 
   std::unique_ptr<CudaContext> context_;
+  std::unique_ptr<Backend> backend_;  // from the plugin
   std::mt19937 rng_{11};
 };
 
@@ -220,7 +227,7 @@ class CudaModelTest : public CudaTest, public ::testing::WithParamInterface<std:
 
 TEST_P(CudaModelTest, StartsIdenticalAndTakesTheSameStepAsCpu) {
   auto cpu = *(*MakeBackend("cpu"))->CreateModel(Spec(), 5);
-  auto gpu = *(*MakeBackendOn(0))->CreateModel(Spec(), 5);
+  auto gpu = *backend_->CreateModel(Spec(), 5);
   tensor::TensorMap cpu_params, gpu_params;
   cpu->ReadParameters(&cpu_params);
   gpu->ReadParameters(&gpu_params);
@@ -245,7 +252,7 @@ TEST_P(CudaModelTest, StartsIdenticalAndTakesTheSameStepAsCpu) {
 }
 
 TEST_P(CudaModelTest, WriteParametersRefusesBadInputAndChangesNothing) {
-  auto gpu = *(*MakeBackendOn(0))->CreateModel(Spec(), 5);
+  auto gpu = *backend_->CreateModel(Spec(), 5);
   tensor::TensorMap before, after;
   gpu->ReadParameters(&before);
   EXPECT_FALSE(gpu->WriteParameters({{"fc1/bias", {1, 2}}}).ok());
@@ -269,7 +276,7 @@ TEST_F(CudaTest, CnnTrainingOnTheGpuLowersTheLoss) {
   ASSERT_TRUE(train.ok()) << train.status();
   auto test = data::LoadFashionMnist(data::kDefaultFashionMnistDir, "test");
   ASSERT_TRUE(test.ok()) << test.status();
-  auto model = *(*MakeBackendOn(0))->CreateModel(Cnn(), 1);
+  auto model = *backend_->CreateModel(Cnn(), 1);
 
   const int batch = 128, steps = 200;
   std::vector<float> losses;

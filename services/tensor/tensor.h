@@ -1,6 +1,6 @@
-// Named float32 tensors as they travel between trainers and the store, and the rules both sides
-// share: how a name maps to a shard, how a tensor is cut into chunks, and how a model is
-// checksummed.
+// Named float32 tensors (tensor_spec.h) as they travel between trainers and the store, and the
+// rules both sides share: how a name maps to a shard, how a tensor is cut into chunks, and how a
+// model is checksummed.
 #ifndef SYNCOPATE_TENSOR_TENSOR_H_
 #define SYNCOPATE_TENSOR_TENSOR_H_
 
@@ -14,29 +14,12 @@
 #include "absl/status/status.h"
 #include "absl/types/span.h"
 #include "syncopate/v1/tensor.pb.h"
+#include "tensor/tensor_spec.h"
 
 namespace syncopate::tensor {
 
-struct TensorSpec {
-  std::string name;
-  std::vector<int64_t> shape;
-
-  // Product of the shape; 0 for an invalid shape.
-  int64_t NumElements() const;
-  bool operator==(const TensorSpec& other) const {
-    return name == other.name && shape == other.shape;
-  }
-};
-
-// INVALID_ARGUMENT unless the name is non-empty and every dimension is positive.
-absl::Status ValidateSpec(const TensorSpec& spec);
-
 TensorSpec FromProto(const v1::TensorSpec& proto);
 void ToProto(const TensorSpec& spec, v1::TensorSpec* proto);
-
-// A host-side model or delta: tensor name -> values. Ordered by name, so every process iterates the
-// same tensors in the same order (checksums and chunk streams rely on it).
-using TensorMap = std::map<std::string, std::vector<float>>;
 
 // Which of `shard_count` store shards holds a tensor: FNV-1a of the name, modulo the count. Stable
 // across processes, builds and restarts.

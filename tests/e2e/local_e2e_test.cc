@@ -192,10 +192,14 @@ TEST(LocalE2E, BadFlagsAreClearErrors) {
 }
 
 // Where no GPU can be used, asking for one stops the start-up at once, naming the reason (on a
-// GPU machine gpu_e2e_test runs a CUDA trainer instead).
+// GPU machine gpu_e2e_test runs a CUDA trainer instead). Where CUDA is built, the trainer loaded
+// the plugin, so the reason is the device's, not a missing backend.
 TEST(LocalE2E, CudaWithoutAUsableGpuFailsWithTheReason) {
   const absl::Status usable = compute::CudaDeviceStatus();
   if (usable.ok()) GTEST_SKIP() << "a GPU is usable here";
+#ifdef SYNCOPATE_EXPECT_CUDA_PLUGIN
+  EXPECT_TRUE(compute::CudaPluginStatus().ok()) << compute::CudaPluginStatus();
+#endif
   const std::string dir = MakeTempDir("no-gpu");
   const int status =
       RunLocal(dir, {"--trainers=2", "--device=cpu,cuda", "--time-limit=60s"}, absl::Seconds(60));

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # End-to-end: every process of a running `syncopate local` cluster serves /metrics that pass
-# `promtool check metrics` (Prometheus naming and format rules).
+# `promtool check metrics` (Prometheus naming and format rules). Trainer 0 asks for --device=auto,
+# so it loads the CUDA plugin where one is built and serves /metrics with it loaded.
 #   metrics_lint_test.sh BIN_DIR
 set -euo pipefail
 bin="$1"
 dir=$(mktemp -d "${TMPDIR:-/tmp}/syncopate-e2e-metrics-XXXXXX")
-"$bin/syncopate" local --mode=hybrid --trainers=2 --time-limit=20s --target-accuracy=0.99 \
-  --report-dir="$dir/run" > "$dir/run.out" 2>&1 &
+"$bin/syncopate" local --mode=hybrid --trainers=2 --device=auto,cpu --time-limit=20s \
+  --target-accuracy=0.99 --report-dir="$dir/run" > "$dir/run.out" 2>&1 &
 local_pid=$!
 trap 'kill -INT $local_pid 2>/dev/null || true; wait $local_pid 2>/dev/null || true' EXIT
 
@@ -18,6 +19,11 @@ for _ in $(seq 1 120); do
   sleep 0.5
 done
 [ -f "$dir/run/cluster.json" ] || { echo "cluster never started; see $dir"; exit 1; }
+if [ -f "$bin/../lib/libsyncopate-cuda.so" ] && grep -q "no CUDA backend" "$dir/run/trainer-0.log"; then
+  echo "trainer 0 did not load the CUDA plugin that was built; see $dir/run/trainer-0.log"
+  exit 1
+fi
+grep -q "compute backend: " "$dir/run/trainer-0.log" || { echo "trainer 0 logged no backend"; exit 1; }
 
 ports=$(grep -o '"metrics_port": [0-9]*' "$dir/run/cluster.json" | grep -o '[0-9]*$')
 checked=0

@@ -1,0 +1,40 @@
+// End-to-end on a GPU (label `gpu`; skipped without a usable one): a CUDA trainer and a CPU trainer
+// train one CNN together in `syncopate local`.
+#include <fstream>
+#include <sstream>
+
+#include "compute/cuda_backend.h"
+#include "gtest/gtest.h"
+#include "local_runs.h"
+#include "run_files.h"
+
+namespace syncopate::e2e {
+namespace {
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+TEST(GpuE2E, AGpuTrainerAndACpuTrainerTrainOneCnn) {
+  const absl::Status usable = compute::CudaDeviceStatus();
+  if (!usable.ok()) GTEST_SKIP() << "no GPU: " << usable.message();
+  const std::string dir = MakeTempDir("gpu");
+  const int status = RunLocal(dir,
+                              {"--mode=bsp", "--trainers=2", "--device=cuda,cpu", "--model=cnn",
+                               "--eval-interval=5s", "--target-accuracy=0.70", "--time-limit=300s"},
+                              absl::Minutes(6));
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  EXPECT_TRUE(summary["reached_target"].get<bool>());
+  EXPECT_NE(ReadFile(dir + "/trainer-0.log").find("compute backend: cuda"), std::string::npos);
+  EXPECT_NE(ReadFile(dir + "/trainer-1.log").find("compute backend: cpu"), std::string::npos);
+  int pushes = 0;
+  for (const nlohmann::json& event : ReadTrace(dir, 0)) pushes += event["event"] == "pushed";
+  EXPECT_GT(pushes, 10) << "the GPU trainer hardly trained";
+}
+
+}  // namespace
+}  // namespace syncopate::e2e
