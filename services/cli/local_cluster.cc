@@ -11,6 +11,7 @@
 #include "base/flags.h"
 #include "base/ready_file.h"
 #include "base/status_macros.h"
+#include "compute/device.h"
 #include "nlohmann/json.hpp"
 #include "rpc/grpc_util.h"
 #include "sync/policy_factory.h"
@@ -54,6 +55,9 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
   if (static_cast<int>(options.devices.size()) > options.trainers) {
     return absl::InvalidArgumentError(absl::StrCat("--device has ", options.devices.size(),
                                                    " values for ", options.trainers, " trainers"));
+  }
+  for (const std::string& device : options.devices) {
+    RETURN_IF_ERROR(compute::ParseDevice(device).status());
   }
   for (const auto* rates : {&options.egress_rates, &options.ingress_rates}) {
     if (static_cast<int>(rates->size()) > options.trainers) {

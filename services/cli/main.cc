@@ -113,8 +113,8 @@ struct ScenarioFlags {
     cmd->add_option("--time-limit", time_limit, "Stop after this long (e.g. 120s, 5m)");
     cmd->add_option("--model", c.model, "Model architecture: mlp or cnn");
     cmd->add_option("--device", device,
-                    "Trainer compute devices, cpu, cuda or auto, e.g. cuda,cpu,cpu (one value: all "
-                    "trainers)");
+                    "Trainer compute devices (cpu, cuda, cuda:N, auto), e.g. cuda:0,cuda:1,cpu "
+                    "(one value: all trainers; missing values: cpu)");
     cmd->add_option("--learning-rate", c.learning_rate, "SGD learning rate")
         ->check(CLI::PositiveNumber);
     cmd->add_option("--batch-size", c.batch_size, "Minibatch per trainer")

@@ -70,16 +70,14 @@ class Backend {
                                                              uint64_t seed) = 0;
 };
 
-// The devices MakeBackend accepts, in documentation order: cpu, cuda, auto.
-std::vector<std::string> SupportedDevices();
-
-// The backend for `device`:
-//   "cpu"   the CPU backend;
-//   "cuda"  the CUDA backend on GPU 0 (the plugin cuda_backend.h loads), or CudaDeviceStatus's
-//           error: UNAVAILABLE saying why no GPU backend can be had;
-//   "auto"  CUDA when it is usable, else the CPU backend, with the reason in `*fallback_reason`
-//           (when given); other CUDA errors are returned, not papered over.
-// INVALID_ARGUMENT for any other device.
+// The backend for `device`, spelt as ParseDevice (device.h) reads it:
+//   "cpu"             the CPU backend;
+//   "cuda", "cuda:N"  the CUDA backend on GPU 0 or N (the plugin cuda_backend.h loads), or
+//                     CudaDeviceStatus's error: UNAVAILABLE saying why no such GPU can be used;
+//   "auto"            CUDA on GPU 0 when it is usable, else the CPU backend, with the reason in
+//                     `*fallback_reason` (when given); other CUDA errors are returned, not
+//                     papered over.
+// INVALID_ARGUMENT for any other spelling.
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device,
                                                      std::string* fallback_reason = nullptr);
 

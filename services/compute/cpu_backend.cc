@@ -7,6 +7,7 @@
 #include "compute/backend.h"
 #include "compute/cpu_models.h"
 #include "compute/cuda_backend.h"
+#include "compute/device.h"
 
 namespace syncopate::compute {
 namespace {
@@ -60,20 +61,22 @@ absl::Status ValidateSpec(const ModelSpec& spec) {
   return absl::OkStatus();
 }
 
-std::vector<std::string> SupportedDevices() { return {"cpu", "cuda", "auto"}; }
-
 absl::StatusOr<std::unique_ptr<Backend>> MakeBackend(const std::string& device,
                                                      std::string* fallback_reason) {
-  if (device == "cpu") return std::make_unique<CpuBackend>();
-  if (device == "cuda") return MakeCudaBackend();
-  if (device == "auto") {
-    absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeCudaBackend();
-    if (cuda.ok() || !absl::IsUnavailable(cuda.status())) return cuda;
-    if (fallback_reason != nullptr) *fallback_reason = std::string(cuda.status().message());
-    return std::make_unique<CpuBackend>();
+  absl::StatusOr<Device> parsed = ParseDevice(device);
+  if (!parsed.ok()) return parsed.status();
+  switch (parsed->kind) {
+    case Device::Kind::kCpu:
+      return std::make_unique<CpuBackend>();
+    case Device::Kind::kCuda:
+      return MakeCudaBackend(parsed->gpu);
+    case Device::Kind::kAuto:
+      break;
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown device '", device, "' (supported: ", absl::StrJoin(SupportedDevices(), ", "), ")"));
+  absl::StatusOr<std::unique_ptr<Backend>> cuda = MakeCudaBackend(parsed->gpu);
+  if (cuda.ok() || !absl::IsUnavailable(cuda.status())) return cuda;
+  if (fallback_reason != nullptr) *fallback_reason = std::string(cuda.status().message());
+  return std::make_unique<CpuBackend>();
 }
 
 absl::Status CheckParameterWrite(const std::vector<tensor::TensorSpec>& parameters,

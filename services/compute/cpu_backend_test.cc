@@ -6,10 +6,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "compute/backend.h"
 #include "compute/cpu_layers.h"
 #include "compute/cuda_backend.h"
 #include "compute/cuda_plugin.h"
+#include "compute/device.h"
 #include "gtest/gtest.h"
 
 namespace syncopate::compute {
@@ -125,8 +127,41 @@ TEST(MakeBackend, UnknownDeviceNamesTheSupportedOnes) {
   auto tpu = MakeBackend("tpu");
   ASSERT_FALSE(tpu.ok());
   EXPECT_TRUE(absl::IsInvalidArgument(tpu.status()));
-  EXPECT_NE(tpu.status().message().find("cpu, cuda, auto"), std::string::npos);
+  EXPECT_NE(tpu.status().message().find("cpu, cuda, cuda:N, auto"), std::string::npos);
   EXPECT_EQ(CudaDeviceStatus(-1).ok(), false);
+}
+
+TEST(ParseDevice, ReadsEverySpellingAndRefusesTheRest) {
+  struct Case {
+    const char* text;
+    Device::Kind kind;
+    int gpu;
+  };
+  for (const Case& c :
+       {Case{"cpu", Device::Kind::kCpu, 0}, Case{"auto", Device::Kind::kAuto, 0},
+        Case{"cuda", Device::Kind::kCuda, 0}, Case{"cuda:0", Device::Kind::kCuda, 0},
+        Case{"cuda:3", Device::Kind::kCuda, 3}}) {
+    absl::StatusOr<Device> device = ParseDevice(c.text);
+    ASSERT_TRUE(device.ok()) << c.text << ": " << device.status();
+    EXPECT_EQ(device->kind, c.kind) << c.text;
+    EXPECT_EQ(device->gpu, c.gpu) << c.text;
+  }
+  for (const char* bad : {"", "gpu", "CUDA", "cuda:", "cuda:-1", "cuda:+1", "cuda: 1", "cuda:1x",
+                          "cuda:99999999999", "cpu:0"}) {
+    absl::StatusOr<Device> device = ParseDevice(bad);
+    ASSERT_FALSE(device.ok()) << "'" << bad << "' was accepted";
+    EXPECT_TRUE(absl::IsInvalidArgument(device.status()));
+    EXPECT_NE(device.status().message().find(absl::StrCat("'", bad, "'")), std::string::npos)
+        << device.status();
+  }
+}
+
+// A GPU ordinal past those visible is UNAVAILABLE (never the CPU in disguise); "auto" still
+// falls back for the same reason.
+TEST(MakeBackend, AGpuThatIsNotThereIsUnavailable) {
+  auto far = MakeBackend("cuda:64");
+  ASSERT_FALSE(far.ok());
+  EXPECT_TRUE(absl::IsUnavailable(far.status())) << far.status();
 }
 
 TEST(CpuBackend, RejectsBadSpecsDevicesAndParameters) {

@@ -76,8 +76,8 @@ int main(int argc, char** argv) {
   app.add_option("--hidden", hidden, "Widths of the hidden dense layers")->delimiter(',');
   app.add_option(
       "--device", device,
-      "Compute device: cpu, cuda (GPU 0 of CUDA_VISIBLE_DEVICES; fails, saying why, when unusable) "
-      "or auto (cuda when usable, else the CPU)");
+      "Compute device: cpu, cuda or cuda:N (GPU 0 or N of CUDA_VISIBLE_DEVICES; fails, saying "
+      "why, when unusable) or auto (GPU 0 when usable, else the CPU)");
   app.add_option("--data-dir", data_dir, "Directory with the Fashion-MNIST IDX files");
   app.add_option("--eval-interval", eval_interval, "Evaluate at most this often (evaluator only)");
   app.add_option("--eval-samples", options.eval_samples, "Test examples per evaluation")

@@ -189,6 +189,7 @@ TEST(LocalE2E, BadFlagsAreClearErrors) {
   EXPECT_EQ(ExitCode(RunLocal(dir + "/c", {"--time-limit=soon"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/d", {"--trainers=1", "--scale-events=5s:-1"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/e", {"--trainers=2", "--device=cpu,cpu,cuda"})), 2);
+  EXPECT_EQ(ExitCode(RunLocal(dir + "/f", {"--trainers=2", "--device=cpu,cuda:x"})), 2);
 }
 
 // Where no GPU can be used, asking for one stops the start-up at once, naming the reason (on a
