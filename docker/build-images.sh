@@ -4,7 +4,8 @@
 # usage: docker/build-images.sh [TAG]
 # Environment: REGISTRY (prefix, e.g. ghcr.io/me), BUILD_BASE (default debian:bookworm),
 # RUNTIME_BASE (default debian:bookworm-slim), TRAINER_BASE (the trainer's runtime base, default
-# RUNTIME_BASE; e.g. a CUDA runtime image with the same Debian/Ubuntu package set).
+# RUNTIME_BASE; e.g. a CUDA runtime image with the same Debian/Ubuntu package set), SYNCOPATE_CUDA
+# (default OFF; ON builds the trainer's CUDA plugin, on a BUILD_BASE with the toolkit and cuDNN).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 TAG="${1:-$(awk -F'"' '/^appVersion:/ { print $2 }' "$ROOT/helm/syncopate/Chart.yaml")}"
@@ -14,7 +15,8 @@ RUNTIME_BASE="${RUNTIME_BASE:-debian:bookworm-slim}"
 BUILD=(docker build --network=host)
 
 "${BUILD[@]}" -f "$ROOT/docker/build.Dockerfile" -t "syncopate-build:$TAG" \
-  --build-arg "BUILD_BASE=${BUILD_BASE:-debian:bookworm}" "$ROOT"
+  --build-arg "BUILD_BASE=${BUILD_BASE:-debian:bookworm}" \
+  --build-arg "SYNCOPATE_CUDA=${SYNCOPATE_CUDA:-OFF}" "$ROOT"
 for component in store coordinator trainer; do
   base="$RUNTIME_BASE"
   [ "$component" = trainer ] && base="${TRAINER_BASE:-$RUNTIME_BASE}"

@@ -1,8 +1,10 @@
 # syncopate-build: compiles the three binaries once for the runtime images (docker/README.md).
 # Each binary's runtime Debian packages, found from its shared libraries, are listed beside it
-# in /out, so a runtime image installs exactly what its binary loads.
+# in /out, so a runtime image installs exactly what its binary loads. SYNCOPATE_CUDA=ON (on a
+# BUILD_BASE with the CUDA toolkit and cuDNN) also builds the trainer's CUDA plugin into /out/lib.
 ARG BUILD_BASE=debian:bookworm
 FROM ${BUILD_BASE}
+ARG SYNCOPATE_CUDA=OFF
 RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config libgrpc++-dev protobuf-compiler-grpc \
@@ -12,9 +14,12 @@ RUN apt-get update \
 WORKDIR /src
 COPY . .
 RUN cmake -S . -B /build -G Ninja -DCMAKE_BUILD_TYPE=Release -DSYNCOPATE_BUILD_TESTS=OFF \
-      -DSYNCOPATE_BUILD_BENCHMARKS=OFF -DSYNCOPATE_CUDA=OFF \
+      -DSYNCOPATE_BUILD_BENCHMARKS=OFF -DSYNCOPATE_CUDA=${SYNCOPATE_CUDA} \
  && cmake --build /build --target syncopate-store syncopate-coordinator syncopate-trainer \
- && mkdir -p /out \
+ && mkdir -p /out/lib \
+ && if [ -f /build/lib/libsyncopate-cuda.so ]; then \
+      cp /build/lib/libsyncopate-cuda.so /out/lib/ && strip /out/lib/libsyncopate-cuda.so; \
+    fi \
  && for binary in syncopate-store syncopate-coordinator syncopate-trainer; do \
       cp /build/bin/$binary /out/ && strip /out/$binary \
       && docker/runtime-packages.sh /out/$binary > /out/$binary.packages || exit 1; \

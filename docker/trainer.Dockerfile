@@ -14,6 +14,8 @@ RUN apt-get update \
  && rm -rf /var/lib/apt/lists/* /tmp/syncopate-trainer.packages \
  && useradd --system --uid 65532 --user-group --no-create-home --shell /usr/sbin/nologin syncopate
 COPY --from=build /out/syncopate-trainer /usr/local/bin/
+# The CUDA plugin, where the build made one (empty otherwise); the trainer looks in ../lib.
+COPY --from=build /out/lib/ /usr/local/lib/
 ENV NVIDIA_VISIBLE_DEVICES=all NVIDIA_DRIVER_CAPABILITIES=compute,utility
 USER 65532:65532
 EXPOSE 9100

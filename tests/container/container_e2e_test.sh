@@ -110,7 +110,7 @@ run coordinator "syncopate-coordinator:$TAG" \
 for rank in 0 1; do
   run "trainer-$rank" "syncopate-trainer:$TAG" \
     --coordinator="127.0.0.1:$COORDINATOR_PORT" --name="trainer-$rank" --rank="$rank" --world=2 \
-    --metrics-listen=127.0.0.1:0 --eval-interval=1s --eval-samples=2000
+    --metrics-listen=127.0.0.1:0 --eval-interval=1s --eval-samples=2000 --device=auto
 done
 
 wait_exit() {  # wait_exit CONTAINER SECONDS -> prints its exit code
@@ -126,6 +126,10 @@ for c in "${CONTAINERS[@]:1}"; do
 done
 grep -q "training is done" "$WORK/${CONTAINERS[1]}.log" || fail "the coordinator never declared the job done"
 grep -h "training is done" "$WORK/${CONTAINERS[1]}.log" | head -1
+# --device=auto, as the chart passes on GPU nodes: a CPU image has no CUDA plugin where the trainer
+# looks for one (beside it, in /usr/local/lib), and says so before it trains on the CPU.
+grep -q "no CUDA backend: /usr/local/lib/libsyncopate-cuda.so does not exist" \
+  "$WORK/${CONTAINERS[2]}.log" || fail "trainer-0 did not say why it trains on the CPU"
 
 # The store serves the trained model until stopped, then checkpoints it.
 version="$(curl -sf "http://127.0.0.1:$STORE_METRICS/metrics" | awk '/^syncopate_store_live_version / { print $2 }')"
