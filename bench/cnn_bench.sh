@@ -5,7 +5,7 @@
 # batch 128, FP32, the same Fashion-MNIST batches), and prints samples/s and their ratio. On the
 # CPU both get the same threads (THREADS, default: all cores). PyTorch comes from PYTHON (default:
 # the first of python3, /usr/bin/python3 that imports torch; on Debian 12: apt-get install
-# python3-torch, CPU only).
+# python3-torch, CPU only). BIN_DIR (default build/bin) holds syncopate-cnn-throughput.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 device=${1:-cpu}
@@ -22,7 +22,7 @@ if [[ -z ${PYTHON:-} ]]; then
   echo "no Python with torch found (Debian 12: apt-get install python3-torch; or set PYTHON)" >&2
   exit 1
 fi
-bench=build/bin/syncopate-cnn-throughput
+bench=${BIN_DIR:-build/bin}/syncopate-cnn-throughput
 [[ -x $bench ]] || { echo "build first: ./scripts/build.sh" >&2; exit 1; }
 
 rate() { sed -n 's/.*"samples_per_second": \([0-9.]*\).*/\1/p'; }

@@ -2,14 +2,26 @@
 
 #include <sys/wait.h>
 
+#include <cstdlib>
+
 #include "gtest/gtest.h"
 
 namespace syncopate::e2e {
+namespace {
+
+// The binaries under test: those of this build, or of a relocated one ($SYNCOPATE_BIN_DIR, as
+// scripts/gpu-bundle.sh sets it on a GPU machine).
+std::string BinDir() {
+  const char* dir = std::getenv("SYNCOPATE_BIN_DIR");
+  return dir != nullptr && *dir != '\0' ? dir : SYNCOPATE_BIN_DIR;
+}
+
+}  // namespace
 
 std::unique_ptr<cli::ChildProcess> StartBinary(const std::string& binary,
                                                std::vector<std::string> args,
                                                const std::string& log) {
-  args.insert(args.begin(), std::string(SYNCOPATE_BIN_DIR) + "/" + binary);
+  args.insert(args.begin(), BinDir() + "/" + binary);
   auto p = cli::ChildProcess::Spawn(args, {{"OPENBLAS_NUM_THREADS", "1"}}, log);
   EXPECT_TRUE(p.ok()) << p.status();
   return p.ok() ? std::move(*p) : nullptr;
