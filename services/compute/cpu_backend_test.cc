@@ -156,8 +156,7 @@ TEST(ParseDevice, ReadsEverySpellingAndRefusesTheRest) {
   }
 }
 
-// A GPU ordinal past those visible is UNAVAILABLE (never the CPU in disguise); "auto" still
-// falls back for the same reason.
+// A GPU ordinal past those visible is UNAVAILABLE, never the CPU in disguise.
 TEST(MakeBackend, AGpuThatIsNotThereIsUnavailable) {
   auto far = MakeBackend("cuda:64");
   ASSERT_FALSE(far.ok());

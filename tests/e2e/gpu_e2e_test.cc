@@ -1,8 +1,6 @@
 // End-to-end on a GPU (label `gpu`; skipped without a usable one): a CUDA trainer and a CPU trainer
 // train one CNN together in `syncopate local`.
-#include <fstream>
-#include <sstream>
-
+#include "base/files.h"
 #include "compute/cuda_backend.h"
 #include "gtest/gtest.h"
 #include "local_runs.h"
@@ -10,13 +8,6 @@
 
 namespace syncopate::e2e {
 namespace {
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
 
 TEST(GpuE2E, AGpuTrainerAndACpuTrainerTrainOneCnn) {
   const absl::Status usable = compute::CudaDeviceStatus();
@@ -29,8 +20,10 @@ TEST(GpuE2E, AGpuTrainerAndACpuTrainerTrainOneCnn) {
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   EXPECT_TRUE(summary["reached_target"].get<bool>());
-  EXPECT_NE(ReadFile(dir + "/trainer-0.log").find("compute backend: cuda"), std::string::npos);
-  EXPECT_NE(ReadFile(dir + "/trainer-1.log").find("compute backend: cpu"), std::string::npos);
+  EXPECT_NE(base::ReadFile(dir + "/trainer-0.log").value_or("").find("compute backend: cuda"),
+            std::string::npos);
+  EXPECT_NE(base::ReadFile(dir + "/trainer-1.log").value_or("").find("compute backend: cpu"),
+            std::string::npos);
   int pushes = 0;
   for (const nlohmann::json& event : ReadTrace(dir, 0)) pushes += event["event"] == "pushed";
   EXPECT_GT(pushes, 10) << "the GPU trainer hardly trained";

@@ -2,11 +2,10 @@
 #include <signal.h>
 
 #include <algorithm>
-#include <fstream>
-#include <sstream>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
+#include "base/files.h"
 #include "compute/cuda_backend.h"
 #include "gtest/gtest.h"
 #include "local_runs.h"
@@ -205,10 +204,8 @@ TEST(LocalE2E, CudaWithoutAUsableGpuFailsWithTheReason) {
   const int status =
       RunLocal(dir, {"--trainers=2", "--device=cpu,cuda", "--time-limit=60s"}, absl::Seconds(60));
   EXPECT_EQ(ExitCode(status), 1) << cli::DescribeExit(status);
-  std::ifstream log(dir + "/trainer-1.log");
-  std::stringstream text;
-  text << log.rdbuf();
-  EXPECT_NE(text.str().find(std::string(usable.message())), std::string::npos) << text.str();
+  const std::string log = base::ReadFile(dir + "/trainer-1.log").value_or("");
+  EXPECT_NE(log.find(std::string(usable.message())), std::string::npos) << log;
 }
 
 }  // namespace
