@@ -3,7 +3,9 @@
 # commit the folder names in `commit`, runs compute_test, the gpu tests (cuda_backend_test,
 # gpu_e2e_test) and bench/cnn_bench.sh cuda, each with its log in LOG_DIR (default: the bundle's
 # log/). Uses the machine's CUDA libraries (from /usr/local/cuda or Python's nvidia-* wheels) and
-# PyTorch (python3). Exits 1 when any of them failed.
+# PyTorch (python3). Meant for a GPU machine: a GPU is required (SYNCOPATE_REQUIRE_GPU=1, so the
+# gpu tests fail rather than skip when theirs cannot be used). Exits 1 when any of them failed, or
+# when no gpu test ran a test (every one skipped).
 #   DIR/run.sh [LOG_DIR]
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
@@ -18,6 +20,7 @@ cuda_dirs=$(find "${roots[@]}" \( -name 'libcudart.so.13' -o -name 'libcublas.so
   -o -name 'libcudnn.so.9' \) -printf '%h\n' 2>/dev/null | sort -u | paste -sd:)
 export LD_LIBRARY_PATH="$here/debian-lib:$cuda_dirs${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 export SYNCOPATE_CUDA_PLUGIN="$here/lib/libsyncopate-cuda.so" SYNCOPATE_BIN_DIR="$here/bin"
+export SYNCOPATE_REQUIRE_GPU=1
 echo "LD_LIBRARY_PATH=$LD_LIBRARY_PATH" | tee "$logs/environment.txt"
 ldd "$SYNCOPATE_CUDA_PLUGIN" | tee -a "$logs/environment.txt"
 nvidia-smi -L 2>&1 | tee -a "$logs/environment.txt"
@@ -29,10 +32,19 @@ if [[ ! -f $data/train-images-idx3-ubyte.gz ]]; then
 fi
 
 status=0
+gpu_tests_passed=0
 for test in compute_test cuda_backend_test gpu_e2e_test; do
   echo "== $test"
   "$here/tests/$test" 2>&1 | tee "$logs/$test.log" || status=1
+  # gtest's summary: "[  PASSED  ] N tests." (N counts no skipped test).
+  if [[ $test != compute_test ]] && grep -Eq '^\[  PASSED  \] [1-9][0-9]* tests?\.' "$logs/$test.log"; then
+    gpu_tests_passed=$((gpu_tests_passed + 1))
+  fi
 done
+if [[ $gpu_tests_passed -eq 0 ]]; then
+  echo "FAIL: no gpu test passed a single test (all skipped or failed): see $logs" >&2
+  status=1
+fi
 echo "== bench/cnn_bench.sh cuda"
 BIN_DIR="$here/bin" PYTHON=python3 bench/cnn_bench.sh cuda "${ROUNDS:-3}" 2>&1 |
   tee "$logs/cnn_bench_cuda.txt" || status=1

@@ -1,5 +1,7 @@
 #include "base/files.h"
 
+#include <sys/stat.h>
+
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
@@ -31,6 +33,27 @@ absl::StatusOr<std::string> ReadFile(const std::string& path) {
   std::stringstream ss;
   ss << in.rdbuf();
   return ss.str();
+}
+
+absl::Status MakeDirectories(const std::string& path) {
+  if (path.empty()) return absl::InvalidArgumentError("cannot create a directory with no name");
+  // Every prefix that ends before a '/', then the whole path: a, a/b, a/b/c.
+  for (size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
+    const std::string prefix = path.substr(0, end);
+    if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
+      return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", prefix));
+    }
+    if (end == std::string::npos) break;
+  }
+  struct stat info;
+  if (stat(path.c_str(), &info) != 0) {
+    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", path));
+  }
+  if (!S_ISDIR(info.st_mode)) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("cannot create ", path, ": ", strerror(ENOTDIR)));
+  }
+  return absl::OkStatus();
 }
 
 }  // namespace syncopate::base

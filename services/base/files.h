@@ -16,6 +16,11 @@ absl::Status WriteFileAtomically(const std::string& path, const std::string& con
 // Reads a whole file. NOT_FOUND when it does not exist.
 absl::StatusOr<std::string> ReadFile(const std::string& path);
 
+// Creates directory `path` and every missing parent (`mkdir -p`, mode 0755). OK when it exists
+// already as a directory. Otherwise the status ErrnoToStatus gives for the first component that
+// could not be made, e.g. "cannot create a/b: Not a directory"; what was made before stays.
+absl::Status MakeDirectories(const std::string& path);
+
 }  // namespace syncopate::base
 
 #endif  // SYNCOPATE_BASE_FILES_H_

@@ -1,7 +1,5 @@
 #include "cli/compare_command.h"
 
-#include <sys/stat.h>
-
 #include <set>
 
 #include "absl/strings/str_cat.h"
@@ -68,10 +66,7 @@ absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options
     RETURN_IF_ERROR(LocalCluster::Validate(cluster));
   }
   if (options.report_dir.empty()) return absl::InvalidArgumentError("--report-dir is required");
-  if (mkdir(options.report_dir.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("cannot create --report-dir ", options.report_dir));
-  }
+  RETURN_IF_ERROR(MakeReportDir(options.report_dir));
 
   std::vector<CompareRow> rows;
   for (const std::string& mode : options.modes) {

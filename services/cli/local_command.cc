@@ -1,6 +1,5 @@
 #include "cli/local_command.h"
 
-#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -11,6 +10,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_split.h"
+#include "base/files.h"
 #include "base/flags.h"
 #include "base/signals.h"
 #include "base/status_macros.h"
@@ -26,9 +26,7 @@ absl::StatusOr<std::string> PrepareRunDir(const std::string& requested) {
     if (mkdtemp(pattern) == nullptr) return absl::UnavailableError("cannot create a run directory");
     return std::string(pattern);
   }
-  if (mkdir(requested.c_str(), 0755) != 0 && errno != EEXIST) {
-    return absl::InvalidArgumentError(absl::StrCat("cannot create --report-dir ", requested));
-  }
+  RETURN_IF_ERROR(MakeReportDir(requested));
   return requested;
 }
 
@@ -44,6 +42,13 @@ std::string ProgressLine(const v1::ClusterStatus& status, double elapsed,
 }
 
 }  // namespace
+
+absl::Status MakeReportDir(const std::string& dir) {
+  if (absl::Status made = base::MakeDirectories(dir); !made.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat("--report-dir ", dir, ": ", made.message()));
+  }
+  return absl::OkStatus();
+}
 
 absl::StatusOr<std::vector<ScaleEvent>> ParseScaleEvents(const std::string& text, int trainers) {
   std::vector<ScaleEvent> events;

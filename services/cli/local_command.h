@@ -23,11 +23,16 @@ struct ScaleEvent {
 // a sequence that would leave fewer than one trainer out of `trainers`.
 absl::StatusOr<std::vector<ScaleEvent>> ParseScaleEvents(const std::string& text, int trainers);
 
+// Creates a --report-dir and every missing parent. INVALID_ARGUMENT (exit 2, like other bad flags)
+// naming the path and the system's reason when it cannot.
+absl::Status MakeReportDir(const std::string& dir);
+
 struct LocalRunOptions {
   LocalClusterOptions cluster;
   double target_accuracy = 0.85;
   absl::Duration time_limit = absl::Seconds(120);
-  // Where summary.json, accuracy.csv and the logs go; empty: a fresh directory under /tmp.
+  // Where summary.json, accuracy.csv and the logs go (made with its parents); empty: a fresh
+  // directory under /tmp.
   std::string report_dir;
   // Trainers added and removed during the run (makes the cluster elastic).
   std::vector<ScaleEvent> scale_events;

@@ -40,15 +40,13 @@ int Status(const std::string& address) {
   auto ctx = syncopate::rpc::ContextWithTimeout(absl::Seconds(5));
   syncopate::v1::ClusterStatus status;
   grpc::Status s = stub->GetStatus(ctx.get(), syncopate::v1::GetStatusRequest(), &status);
-  if (!s.ok()) return Fail(syncopate::rpc::FromGrpcStatus(s));
-  syncopate::cli::RunSummary summary;
-  summary.mode = status.mode();
-  summary.staleness = status.staleness_bound();
-  summary.trainers = static_cast<int>(status.trainers_size());
-  summary.wall_seconds = status.uptime_seconds();
-  if (status.has_test_accuracy()) summary.final_accuracy = status.test_accuracy();
-  syncopate::cli::FillFromStatus(status, &summary);
-  std::printf("%s", syncopate::cli::FormatSummary(summary).c_str());
+  if (!s.ok()) {
+    const absl::Status error = syncopate::rpc::FromGrpcStatus(s);
+    return Fail(absl::Status(
+        error.code(), absl::StrCat("coordinator ", address, ": ",
+                                   absl::StatusCodeToString(error.code()), ": ", error.message())));
+  }
+  std::printf("%s", syncopate::cli::FormatStatus(status).c_str());
   return 0;
 }
 

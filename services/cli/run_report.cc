@@ -72,25 +72,54 @@ absl::Status WriteReport(const std::string& dir, const RunSummary& summary) {
   return base::WriteFileAtomically(dir + "/accuracy.csv", csv);
 }
 
-std::string FormatSummary(const RunSummary& s) {
-  std::string out = absl::StrFormat(
-      "mode %s%s, %d trainers, %d store shard(s): %s in %.1fs, final accuracy %s, "
-      "compute-time ratio %.2f\n",
-      s.mode, s.mode_parameters.empty() ? "" : absl::StrCat(" (", s.mode_parameters, ")"),
-      s.trainers, s.store_shards,
-      s.reached_target ? absl::StrFormat("reached %.2f after %.1fs", s.target_accuracy,
-                                         s.time_to_target_seconds.value_or(0))
-                       : absl::StrFormat("did not reach %.2f", s.target_accuracy),
-      s.wall_seconds, s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a",
-      s.compute_time_ratio);
-  absl::StrAppendFormat(&out, "  %-5s %-9s %-8s %-9s %-14s %-8s %s\n", "rank", "slowdown", "clock",
-                        "wait(s)", "compute ratio", "state", "group");
-  for (const TrainerSummary& t : s.per_trainer) {
+namespace {
+
+// One row per trainer, under a header; shared by the run's summary and a live cluster's status.
+std::string TrainerTable(const std::vector<TrainerSummary>& trainers) {
+  std::string out = absl::StrFormat("  %-5s %-9s %-8s %-9s %-14s %-8s %s\n", "rank", "slowdown",
+                                    "clock", "wait(s)", "compute ratio", "state", "group");
+  for (const TrainerSummary& t : trainers) {
     absl::StrAppendFormat(&out, "  %-5d %-9.1f %-8d %-9.1f %-14.2f %-8s %s\n", t.rank, t.slowdown,
                           t.clock, t.wait_seconds, t.compute_time_ratio, t.state,
                           t.group >= 0 ? absl::StrCat(t.group) : "-");
   }
   return out;
+}
+
+}  // namespace
+
+std::string FormatSummary(const RunSummary& s) {
+  return absl::StrFormat(
+             "mode %s%s, %d trainers, %d store shard(s): %s in %.1fs, final accuracy %s, "
+             "compute-time ratio %.2f\n",
+             s.mode, s.mode_parameters.empty() ? "" : absl::StrCat(" (", s.mode_parameters, ")"),
+             s.trainers, s.store_shards,
+             s.reached_target ? absl::StrFormat("reached %.2f after %.1fs", s.target_accuracy,
+                                                s.time_to_target_seconds.value_or(0))
+                              : absl::StrFormat("did not reach %.2f", s.target_accuracy),
+             s.wall_seconds, s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a",
+             s.compute_time_ratio) +
+         TrainerTable(s.per_trainer);
+}
+
+std::string FormatStatus(const v1::ClusterStatus& status) {
+  RunSummary s;
+  FillFromStatus(status, &s);
+  std::string out = absl::StrFormat("mode %s", status.mode());
+  if (status.staleness_bound() > 0) {
+    absl::StrAppendFormat(&out, " (staleness bound %d)", status.staleness_bound());
+  }
+  absl::StrAppendFormat(&out, ", %d of %d trainers live, up %.1fs, min clock %d, %d rounds closed",
+                        status.live_trainers(), status.trainers_size(), status.uptime_seconds(),
+                        status.min_live_clock(), status.rounds_closed());
+  if (status.groups() > 0) absl::StrAppendFormat(&out, ", %d groups", status.groups());
+  if (status.has_test_accuracy()) {
+    absl::StrAppendFormat(&out, ", test accuracy %.4f at %.1fs", status.test_accuracy(),
+                          status.test_accuracy_at_seconds());
+  }
+  absl::StrAppendFormat(&out, ", compute-time ratio %.2f", s.compute_time_ratio);
+  if (status.done()) absl::StrAppend(&out, ", done: ", status.done_reason());
+  return out + "\n" + TrainerTable(s.per_trainer);
 }
 
 }  // namespace syncopate::cli

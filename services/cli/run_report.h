@@ -54,6 +54,9 @@ absl::Status WriteReport(const std::string& dir, const RunSummary& summary);
 // A human-readable table of the run.
 std::string FormatSummary(const RunSummary& summary);
 
+// A human-readable table of a running cluster (`syncopate status`): what the coordinator knows now.
+std::string FormatStatus(const v1::ClusterStatus& status);
+
 }  // namespace syncopate::cli
 
 #endif  // SYNCOPATE_CLI_RUN_REPORT_H_

@@ -110,6 +110,12 @@ absl::StatusOr<std::vector<SimRow>> RunSim(const SimOptions& o) {
     }
   }
   if (!o.json_out.empty()) {
+    if (const size_t slash = o.json_out.rfind('/'); slash != std::string::npos && slash > 0) {
+      if (absl::Status made = base::MakeDirectories(o.json_out.substr(0, slash)); !made.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("--json ", o.json_out, ": ", made.message()));
+      }
+    }
     absl::Status written = base::WriteFileAtomically(o.json_out, ToJson(o, rows).dump(2) + "\n");
     if (!written.ok()) return written;
   }

@@ -1,4 +1,5 @@
 #include <link.h>
+#include <unistd.h>
 
 #include <cmath>
 #include <fstream>
@@ -154,6 +155,17 @@ TEST(ParseDevice, ReadsEverySpellingAndRefusesTheRest) {
     EXPECT_NE(device.status().message().find(absl::StrCat("'", bad, "'")), std::string::npos)
         << device.status();
   }
+}
+
+// The GPU tests' judgment of "no GPU here" rests on the host, not on the CUDA code under test.
+TEST(GpuExpectedBecause, TheEnvironmentCanDemandAGpu) {
+  setenv("SYNCOPATE_REQUIRE_GPU", "1", 1);
+  EXPECT_EQ(GpuExpectedBecause(), "SYNCOPATE_REQUIRE_GPU=1");
+  setenv("SYNCOPATE_REQUIRE_GPU", "0", 1);
+  const std::optional<std::string> host = GpuExpectedBecause();
+  unsetenv("SYNCOPATE_REQUIRE_GPU");
+  EXPECT_EQ(host, GpuExpectedBecause());
+  EXPECT_EQ(host.has_value(), access("/dev/nvidia0", F_OK) == 0);
 }
 
 // A GPU ordinal past those visible is UNAVAILABLE, never the CPU in disguise.

@@ -1,4 +1,5 @@
-// The CUDA backend against the CPU backend (label `gpu`; every test skips without a usable GPU).
+// The CUDA backend against the CPU backend (label `gpu`; every test skips where no GPU is present,
+// and fails where one is but cannot be used: device.h, GpuExpectedBecause).
 // Each layer runs forward and backward on both backends over the same random inputs; results must
 // agree within kAbsolute + kRelative * |cpu| per value (FP32 throughout, different summation
 // orders; TF32 is off on both cuBLAS and cuDNN). Whole models must start identical, take the same
@@ -16,6 +17,7 @@
 #include "compute/cuda_layers.h"
 #include "compute/cuda_models.h"
 #include "compute/cuda_support.h"
+#include "compute/device.h"
 #include "data/dataset.h"
 #include "gtest/gtest.h"
 
@@ -49,7 +51,11 @@ class CudaTest : public ::testing::Test {
  protected:
   void SetUp() override {
     const absl::Status usable = DeviceStatus();
-    if (!usable.ok()) GTEST_SKIP() << "no GPU: " << usable.message();
+    if (!usable.ok()) {
+      const std::optional<std::string> expected = GpuExpectedBecause();
+      ASSERT_FALSE(expected) << *expected << ", but no GPU can be used: " << usable;
+      GTEST_SKIP() << "no GPU: " << usable.message();
+    }
     auto context = CudaContext::Create(0);
     ASSERT_TRUE(context.ok()) << context.status();
     context_ = std::move(*context);

@@ -1,6 +1,10 @@
 #include "compute/device.h"
 
+#include <unistd.h>
+
 #include <algorithm>
+#include <cstdlib>
+#include <cstring>
 
 #include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
@@ -24,6 +28,13 @@ absl::StatusOr<Device> ParseDevice(const std::string& text) {
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown device '", text, "' (supported: ", DeviceSpellings(), ")"));
+}
+
+std::optional<std::string> GpuExpectedBecause() {
+  const char* required = std::getenv("SYNCOPATE_REQUIRE_GPU");
+  if (required != nullptr && std::strcmp(required, "1") == 0) return "SYNCOPATE_REQUIRE_GPU=1";
+  if (access("/dev/nvidia0", F_OK) == 0) return "/dev/nvidia0 exists";
+  return std::nullopt;
 }
 
 }  // namespace syncopate::compute

@@ -4,6 +4,7 @@
 #ifndef SYNCOPATE_COMPUTE_DEVICE_H_
 #define SYNCOPATE_COMPUTE_DEVICE_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -24,6 +25,12 @@ std::string DeviceSpellings();
 // INVALID_ARGUMENT naming the spellings for anything else (an unknown name, "cuda:" without a
 // non-negative number).
 absl::StatusOr<Device> ParseDevice(const std::string& text);
+
+// Why this host should have a usable NVIDIA GPU, judged without any CUDA code: "/dev/nvidia0
+// exists" (the driver made its device node), or "SYNCOPATE_REQUIRE_GPU=1" in the environment;
+// nullopt when neither holds. Tests skip for want of a GPU only where this is nullopt, so that a
+// GPU our CUDA code fails to use is a failure, never a skip that hides it.
+std::optional<std::string> GpuExpectedBecause();
 
 }  // namespace syncopate::compute
 

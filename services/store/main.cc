@@ -4,6 +4,7 @@
 
 #include "CLI/CLI.hpp"
 #include "base/allocator.h"
+#include "base/files.h"
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/ready_file.h"
@@ -61,6 +62,10 @@ int main(int argc, char** argv) {
   syncopate::store::ParameterTable table(snapshots_kept);
   std::optional<syncopate::store::Checkpointer> checkpointer;
   if (!checkpoint_dir.empty()) {
+    if (absl::Status made = syncopate::base::MakeDirectories(checkpoint_dir); !made.ok()) {
+      spdlog::critical("--checkpoint-dir: {}", std::string(made.message()));
+      return 1;
+    }
     checkpointer.emplace(table, metrics, checkpoint_dir, shard, shard_count);
     absl::Status restored = checkpointer->RestoreIfPresent();
     if (!restored.ok()) {

@@ -190,9 +190,11 @@ int main(int argc, char** argv) {
     done.Notify();
   });
   while (!done.HasBeenNotified()) {
-    // A second SIGTERM (a supervisor repeating itself) must not notify twice: absl aborts on that.
-    if (syncopate::base::WaitForTerminationSignal(absl::Milliseconds(200)) != 0 &&
-        !stop.HasBeenNotified()) {
+    if (syncopate::base::WaitForTerminationSignal(absl::Milliseconds(200)) == 0) continue;
+    // A second signal (a supervisor repeating itself) must not notify twice: absl aborts on that.
+    if (stop.HasBeenNotified()) {
+      spdlog::info("termination signal again: already leaving");
+    } else {
       spdlog::info("termination signal: finishing the current step and leaving");
       stop.Notify();
     }

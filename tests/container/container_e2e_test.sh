@@ -8,8 +8,9 @@
 # data in $SYNCOPATE_DOCKER_ROOT, default /var/tmp/syncopate-docker: about 9 GB with vfs, removed
 # afterwards unless SYNCOPATE_DOCKER_KEEP=1 keeps it as a layer cache for the next run). No registry
 # is reachable here, so the Debian 12 base image is made locally with debootstrap from
-# $SYNCOPATE_DEBIAN_MIRROR. Exits 77 (CTest: skipped) when no engine can run here, or when the disk
-# has less than 15 GB free for one.
+# $SYNCOPATE_DEBIAN_MIRROR. Exits 77 (CTest: skipped) only for these reasons: no engine runs and
+# dockerd is not installed, or this is not root, or the disk has less than 15 GB free for one. An
+# installed dockerd that does not start is a failure, with its log's tail.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
 WORK="$(mktemp -d /tmp/syncopate-container-XXXXXX)"
@@ -60,9 +61,10 @@ if ! docker info >/dev/null 2>&1; then
     sleep 0.5
   done
   if ! docker info >/dev/null 2>&1; then
+    # The engine is installed and there is room: a start that fails is a failure to look into
+    # (a flag this script passes, a stale socket), never a skip that could hide one.
     tail -20 "$WORK/dockerd.log" >&2
-    echo "SKIP: dockerd could not start here (log above)"
-    exit 77
+    fail "dockerd is installed but did not start (its log's tail above)"
   fi
 fi
 

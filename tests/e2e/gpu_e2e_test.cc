@@ -1,7 +1,8 @@
-// End-to-end on a GPU (label `gpu`; skipped without a usable one): a CUDA trainer and a CPU trainer
-// train one CNN together in `syncopate local`.
+// End-to-end on a GPU (label `gpu`; skipped where no GPU is present, a failure where one is but
+// cannot be used): a CUDA trainer and a CPU trainer train one CNN together in `syncopate local`.
 #include "base/files.h"
 #include "compute/cuda_backend.h"
+#include "compute/device.h"
 #include "gtest/gtest.h"
 #include "local_runs.h"
 #include "run_files.h"
@@ -11,7 +12,11 @@ namespace {
 
 TEST(GpuE2E, AGpuTrainerAndACpuTrainerTrainOneCnn) {
   const absl::Status usable = compute::CudaDeviceStatus();
-  if (!usable.ok()) GTEST_SKIP() << "no GPU: " << usable.message();
+  if (!usable.ok()) {
+    const std::optional<std::string> expected = compute::GpuExpectedBecause();
+    ASSERT_FALSE(expected) << *expected << ", but no GPU can be used: " << usable;
+    GTEST_SKIP() << "no GPU: " << usable.message();
+  }
   const std::string dir = MakeTempDir("gpu");
   const int status = RunLocal(dir,
                               {"--mode=bsp", "--trainers=2", "--device=cuda,cpu", "--model=cnn",

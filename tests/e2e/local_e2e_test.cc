@@ -125,24 +125,31 @@ TEST(LocalE2E, CtrlCStopsEveryProcessAndStillReports) {
 
 TEST(LocalE2E, RepeatedSigtermStillLeavesCleanly) {
   const std::string dir = MakeTempDir("sigterm");
-  // Trainer 1 is slowed so that it is mid-step, still running, when both signals arrive.
-  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=2", "--slowdown=1,200",
-                                "--target-accuracy=0.99", "--time-limit=15s"});
+  // Trainer 1 is slowed so that each of its steps takes seconds: it is mid-step, still running,
+  // when the second signal arrives.
+  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=2", "--slowdown=1,1000",
+                                "--target-accuracy=0.99", "--time-limit=20s"});
   ASSERT_NE(local, nullptr);
-  int victim = 0;
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (absl::Now() < deadline && victim == 0) {
-    nlohmann::json ready = ReadJson(dir + "/trainer-1.ready.json");
-    if (!ready.is_discarded() && ReadTrace(dir, 1).size() > 6) victim = ready["pid"];
-    absl::SleepFor(absl::Milliseconds(100));
-  }
+  const int victim =
+      PidOnceTraining(dir, 1, [](const std::string& d) { return !ReadTrace(d, 1).empty(); });
   ASSERT_NE(victim, 0) << "trainer 1 never trained; see " << dir;
   // A supervisor may repeat itself: two SIGTERMs must still end in a clean Leave, not a crash.
-  // The pause lets the trainer take the first signal before the second arrives (two pending
-  // SIGTERMs would merge into one).
+  // The second is sent once the trainer has logged taking the first (two pending SIGTERMs would
+  // merge into one), and the trainer must log taking it too.
+  const std::string log = dir + "/trainer-1.log";
+  auto logged = [&](const std::string& line) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (absl::Now() < deadline) {
+      if (base::ReadFile(log).value_or("").find(line) != std::string::npos) return true;
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return false;
+  };
   ASSERT_EQ(kill(victim, SIGTERM), 0);
-  absl::SleepFor(absl::Milliseconds(50));
+  ASSERT_TRUE(logged("termination signal: finishing the current step and leaving")) << log;
   ASSERT_EQ(kill(victim, SIGTERM), 0);
+  EXPECT_TRUE(logged("termination signal again: already leaving"))
+      << "the second SIGTERM was not seen while the first was handled; see " << log;
   std::optional<int> status = local->Wait(absl::Minutes(2));
   ASSERT_TRUE(status.has_value()) << "run did not finish";
   EXPECT_EQ(ExitCode(*status), 0) << cli::DescribeExit(*status);

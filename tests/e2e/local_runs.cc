@@ -7,16 +7,11 @@
 #include "gtest/gtest.h"
 
 namespace syncopate::e2e {
-namespace {
 
-// The binaries under test: those of this build, or of a relocated one ($SYNCOPATE_BIN_DIR, as
-// scripts/gpu-bundle.sh sets it on a GPU machine).
 std::string BinDir() {
   const char* dir = std::getenv("SYNCOPATE_BIN_DIR");
   return dir != nullptr && *dir != '\0' ? dir : SYNCOPATE_BIN_DIR;
 }
-
-}  // namespace
 
 std::unique_ptr<cli::ChildProcess> StartBinary(const std::string& binary,
                                                std::vector<std::string> args,

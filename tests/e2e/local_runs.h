@@ -11,6 +11,10 @@
 
 namespace syncopate::e2e {
 
+// The binaries under test: those of this build, or of a relocated one ($SYNCOPATE_BIN_DIR, as
+// scripts/gpu-bundle.sh sets it on a GPU machine).
+std::string BinDir();
+
 // Starts build/bin/<binary> ARGS... with one BLAS thread, output to `log`.
 std::unique_ptr<cli::ChildProcess> StartBinary(const std::string& binary,
                                                std::vector<std::string> args,

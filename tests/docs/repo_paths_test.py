@@ -1,0 +1,85 @@
+#!/usr/bin/env python3
+"""Every repository path that the documentation names exists.
+
+Reads the READMEs, docs/, the chart's comments (values.yaml, templates) and its NOTES.txt, and
+checks each path-like token whose first component is a top-level entry of the repository (or a
+folder of services/, as `trainer/worker.cc` is named) and each relative Markdown link. Globs must
+match something; placeholders (<mode>, DIR, ...) and URLs are not paths. Exits 1 naming each
+dangling reference with its file and line.
+usage: repo_paths_test.py [REPO_ROOT]
+"""
+import glob
+import os
+import re
+import sys
+
+ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
+                       os.path.join(os.path.dirname(__file__), "..", ".."))
+URL = re.compile(r"[a-z][a-z0-9+.-]*://\S+")
+LINK = re.compile(r"\]\(([^)\s#]+)(?:#[^)]*)?\)")
+PATH = re.compile(r"(?<![\w.$/{-])\.?[\w.*-]+(?:/[\w.*-]*)+")
+# Components that stand for something the reader fills in.
+PLACEHOLDER = re.compile(r"^(?:[A-Z][A-Z_]*|N|\.\.\.|\*\*)$")
+
+
+def documents():
+    """(path relative to ROOT, [(line number, text)]) for every text the check reads."""
+    names = sorted(glob.glob("**/README.md", root_dir=ROOT, recursive=True))
+    names += sorted(glob.glob("docs/**/*.md", root_dir=ROOT, recursive=True))
+    names = [n for n in names if not n.startswith(("build/", "node_modules/", "runs/"))]
+    for name in names:
+        with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+            yield name, list(enumerate(f.read().splitlines(), 1))
+    chart = "helm/syncopate"
+    with open(os.path.join(ROOT, chart, "templates/NOTES.txt"), encoding="utf-8") as f:
+        yield chart + "/templates/NOTES.txt", list(enumerate(f.read().splitlines(), 1))
+    comment = re.compile(r"#.*$|\{\{-?\s*/\*.*?\*/\s*-?\}\}")
+    for name in [chart + "/values.yaml"] + sorted(
+            glob.glob(chart + "/templates/**/*.yaml", root_dir=ROOT, recursive=True)) + sorted(
+            glob.glob(chart + "/templates/**/*.tpl", root_dir=ROOT, recursive=True)):
+        with open(os.path.join(ROOT, name), encoding="utf-8") as f:
+            lines = f.read().splitlines()
+        yield name, [(i, " ".join(comment.findall(line))) for i, line in enumerate(lines, 1)]
+
+
+def exists(path):
+    return bool(glob.glob(path)) if "*" in path else os.path.exists(path)
+
+
+def dangling(name, lines):
+    top = set(os.listdir(ROOT)) - {"build", "runs", ".git"}
+    services = set(os.listdir(os.path.join(ROOT, "services")))
+    base = os.path.dirname(os.path.join(ROOT, name))
+    for number, text in lines:
+        text = URL.sub(" ", text)
+        for target in LINK.findall(text):
+            if not exists(os.path.normpath(os.path.join(base, target))):
+                yield number, target
+        for token in PATH.findall(LINK.sub(" ", text)):
+            token = token.rstrip(".,:;").removeprefix("./")
+            parts = [p for p in token.split("/") if p]
+            if not parts or any(PLACEHOLDER.match(p) for p in parts):
+                continue
+            if parts[0] in top:
+                path = os.path.join(ROOT, token)
+            elif parts[0] in services and len(parts) > 1:
+                path = os.path.join(ROOT, "services", token)
+            else:
+                continue
+            if not exists(path):
+                yield number, token
+
+
+def main():
+    failures, checked = [], 0
+    for name, lines in documents():
+        checked += 1
+        failures += [f"{name}:{n}: {token} does not exist" for n, token in dangling(name, lines)]
+    if checked < 5:
+        failures.append(f"only {checked} documents found under {ROOT}")
+    print("\n".join(failures) or f"every path named in {checked} documents exists")
+    return 1 if failures else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

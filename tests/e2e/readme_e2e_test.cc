@@ -1,0 +1,251 @@
+// End-to-end: the command lines the README and docs/ quote, run as a user runs them. The README's
+// first command (scripts/demo.sh) from a fresh clone's state, `syncopate status` against a running
+// cluster, `syncopate sim` as quoted, every flag of every quoted command line known to its binary,
+// and a --report-dir that cannot be made.
+#include <dirent.h>
+#include <signal.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <regex>
+#include <set>
+#include <sstream>
+
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "base/files.h"
+#include "gtest/gtest.h"
+#include "local_runs.h"
+#include "run_files.h"
+
+namespace syncopate::e2e {
+namespace {
+
+std::string Read(const std::string& path) { return base::ReadFile(path).value_or(""); }
+
+std::vector<std::string> Lines(const std::string& text) {
+  return absl::StrSplit(text, '\n', absl::SkipEmpty());
+}
+
+std::vector<std::string> Entries(const std::string& dir) {
+  std::vector<std::string> names;
+  if (DIR* d = opendir(dir.c_str())) {
+    while (dirent* e = readdir(d)) {
+      if (e->d_name[0] != '.') names.push_back(e->d_name);
+    }
+    closedir(d);
+  }
+  return names;
+}
+
+// Runs `binary args...` to completion (deadline `limit`); its output is in `log`.
+int RunBinary(const std::string& binary, std::vector<std::string> args, const std::string& log,
+              absl::Duration limit = absl::Minutes(1)) {
+  auto p = StartBinary(binary, std::move(args), log);
+  if (!p) return -1;
+  std::optional<int> status = p->Wait(limit);
+  EXPECT_TRUE(status.has_value()) << binary << " did not finish in time; see " << log;
+  return status.value_or(-1);
+}
+
+// The README's first command, as a newcomer runs it from a fresh clone: no runs/ folder yet. The
+// script's own compare step, narrowed through the variables it documents; install and build are
+// the test suite's own (SYNCOPATE_DEMO_BUILD=0, the binaries under test).
+TEST(ReadmeE2E, DemoScriptRunsFromAFreshClone) {
+  const std::string root = MakeTempDir("demo");
+  const std::string runs = root + "/fresh-clone/runs";
+  const std::string log = root + "/demo.out";
+  auto demo = cli::ChildProcess::Spawn(
+      {"/bin/bash", std::string(SYNCOPATE_SOURCE_DIR) + "/scripts/demo.sh"},
+      {{"SYNCOPATE_DEMO_BUILD", "0"},
+       {"SYNCOPATE_BIN_DIR", BinDir()},
+       {"SYNCOPATE_DEMO_RUNS_DIR", runs},
+       {"SYNCOPATE_DEMO_MODES", "bsp,wbsp"},
+       {"SYNCOPATE_DEMO_TIME_LIMIT", "6s"},
+       {"OPENBLAS_NUM_THREADS", "1"}},
+      log);
+  ASSERT_TRUE(demo.ok()) << demo.status();
+  std::optional<int> status = (*demo)->Wait(absl::Minutes(3));
+  ASSERT_TRUE(status.has_value()) << "demo.sh did not finish; see " << log;
+  const std::string output = Read(log);
+  ASSERT_EQ(ExitCode(*status), 0) << cli::DescribeExit(*status) << "\n" << output;
+
+  const std::vector<std::string> made = Entries(runs);
+  ASSERT_EQ(made.size(), 1u) << "one run folder under " << runs;
+  EXPECT_TRUE(absl::StartsWith(made[0], "demo-")) << made[0];
+  const std::string report = runs + "/" + made[0];
+  // The comparison table on the terminal: its header, then one row per mode.
+  EXPECT_TRUE(absl::StrContains(output, "mode          time to target   final accuracy")) << output;
+  for (const std::string mode : {"bsp", "wbsp"}) {
+    EXPECT_TRUE(std::regex_search(output, std::regex("\n" + mode + " +(not reached|[0-9.]+s) ")))
+        << mode << " has no row in\n"
+        << output;
+    EXPECT_EQ(ReadJson(report + "/" + mode + "/summary.json")["trainers"], 4) << mode;
+  }
+  EXPECT_TRUE(absl::StrContains(output, "per-mode reports in " + report + "/<mode>/")) << output;
+  EXPECT_EQ(Lines(Read(report + "/compare.csv")).size(), 3u);
+  EXPECT_TRUE(absl::StrContains(Read(report + "/compare.svg"), "<svg"));
+}
+
+// `--report-dir` makes its parents, and when it cannot it says which path and why: exit 2, as for
+// any bad flag, and nothing runs.
+TEST(ReadmeE2E, AReportDirThatCannotBeMadeIsABadFlag) {
+  const std::string root = MakeTempDir("report-dir");
+  ASSERT_TRUE(base::WriteFileAtomically(root + "/file", "").ok());
+  for (const std::string command : {"local", "compare"}) {
+    const std::string log = root + "/" + command + ".out";
+    const int status =
+        RunBinary("syncopate", {command, "--report-dir=" + root + "/file/runs/x"}, log);
+    EXPECT_EQ(ExitCode(status), 2) << cli::DescribeExit(status);
+    EXPECT_TRUE(absl::StrContains(Read(log), "--report-dir " + root +
+                                                 "/file/runs/x: cannot create " + root +
+                                                 "/file/runs: Not a directory"))
+        << Read(log);
+  }
+}
+
+// README, "syncopate local": `syncopate status --coordinator=HOST:PORT` prints a running cluster.
+TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
+  const std::string dir = MakeTempDir("status");
+  auto local = StartLocal(dir, {"--mode=ssp", "--trainers=2", "--slowdown=1,2",
+                                "--target-accuracy=0.99", "--time-limit=60s"});
+  ASSERT_NE(local, nullptr);
+  // The coordinator's address, from cluster.json once trainer 1 trains.
+  std::string coordinator;
+  auto training = [&](const std::string& d) {
+    const nlohmann::json cluster = ReadJson(d + "/cluster.json");  // written once all started
+    if (cluster.is_discarded()) return false;
+    for (const auto& p : cluster["processes"]) {
+      if (p["role"] == "coordinator") {
+        coordinator = absl::StrCat("127.0.0.1:", p["grpc_port"].get<int>());
+      }
+    }
+    return !coordinator.empty() && ReadTrace(d, 1).size() > 6;
+  };
+  ASSERT_NE(PidOnceTraining(dir, 1, training), 0) << "trainer 1 never trained; see " << dir;
+  ASSERT_FALSE(coordinator.empty()) << "no coordinator in " << dir << "/cluster.json";
+  const std::string log = dir + "/status.out";
+  const int status = RunBinary("syncopate", {"status", "--coordinator=" + coordinator}, log);
+  local->Signal(SIGINT);
+  EXPECT_TRUE(local->Wait(absl::Minutes(1)).has_value());
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "\n" << Read(log);
+  const std::vector<std::string> lines = Lines(Read(log));
+  ASSERT_EQ(lines.size(), 4u) << Read(log);
+  EXPECT_TRUE(std::regex_search(
+      lines[0],
+      std::regex("^mode ssp \\(staleness bound 3\\), 2 of 2 trainers live, up [0-9.]+s, "
+                 "min clock [0-9]+, 0 rounds closed, (test accuracy [0-9.]+ at [0-9.]+s, )?"
+                 "compute-time ratio [0-9.]+$")))
+      << lines[0];
+  EXPECT_TRUE(std::regex_search(lines[1], std::regex("^ +rank +slowdown +clock +wait")))
+      << lines[1];
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_TRUE(std::regex_search(
+        lines[2 + r], std::regex(absl::StrCat("^ +", r, " +", r + 1, "\\.0 +[0-9]+ .* live "))))
+        << lines[2 + r];
+  }
+
+  // Nobody there: a clear error naming the address, not a hang.
+  EXPECT_EQ(ExitCode(RunBinary("syncopate", {"status", "--coordinator=" + coordinator}, log)), 1);
+  EXPECT_TRUE(absl::StrContains(Read(log), "coordinator " + coordinator + ": UNAVAILABLE"))
+      << Read(log);
+}
+
+// README, "syncopate sim": the command as quoted, and the table it describes.
+TEST(ReadmeE2E, SimPrintsTheQuotedTable) {
+  const std::string dir = MakeTempDir("sim");
+  const std::string log = dir + "/sim.out";
+  const int status = RunBinary(
+      "syncopate",
+      {"sim", "--mode=selmcast,orpheus", "--trainers=100", "--bandwidth-spread=0.5", "--layer=l3"},
+      log, absl::Minutes(3));
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "\n" << Read(log);
+  const std::vector<std::string> lines = Lines(Read(log));
+  ASSERT_EQ(lines.size(), 6u) << Read(log);
+  EXPECT_TRUE(absl::StartsWith(lines[0], "100 trainers, p=30, k=4, l3, spread 0.50")) << lines[0];
+  EXPECT_TRUE(std::regex_search(lines[1], std::regex("^mode +normalized"))) << lines[1];
+  EXPECT_TRUE(std::regex_search(lines[2], std::regex("^selmcast +[0-9.]+ "))) << lines[2];
+  EXPECT_TRUE(std::regex_search(lines[3], std::regex("^orpheus +[0-9.]+ "))) << lines[3];
+  EXPECT_TRUE(absl::StartsWith(lines[4], "normalized: ")) << lines[4];
+}
+
+// A command line quoted in a fenced block: the binary, its subcommand (syncopate's), its flags.
+struct QuotedCommand {
+  std::string file;
+  std::string binary;
+  std::string subcommand;
+  std::set<std::string> flags;
+};
+
+// Every `syncopate...` command line in the fenced blocks of `file` (continuation lines, indented
+// or after a trailing backslash, belong to the command above).
+std::vector<QuotedCommand> QuotedCommands(const std::string& file) {
+  static const std::regex kStart(
+      "^(?:\\./build/bin/)?(syncopate(?:-store|-coordinator|-trainer)?)(?: (local|compare|sim|"
+      "status)\\b)?");
+  static const std::regex kFlag("--[a-z][a-z0-9-]*");
+  std::vector<QuotedCommand> commands;
+  bool fenced = false;
+  bool active = false;     // the line above belongs to a quoted command
+  bool continues = false;  // ... and ends with a backslash
+  for (const std::string& line : Lines(Read(file))) {
+    if (absl::StartsWith(line, "```")) {
+      fenced = !fenced;
+      active = false;
+      continue;
+    }
+    if (!fenced) continue;
+    std::smatch start;
+    if (std::regex_search(line, start, kStart)) {
+      commands.push_back({file, start[1], start[2], {}});
+      active = true;
+    } else if (!active || !(continues || absl::StartsWith(line, " "))) {
+      active = false;
+      continue;
+    }
+    // A shell comment ends the command line.
+    const std::string text = line.substr(0, line.find(" #"));
+    for (std::sregex_iterator it(text.begin(), text.end(), kFlag), end; it != end; ++it) {
+      commands.back().flags.insert(it->str());
+    }
+    continues = absl::EndsWith(text, "\\");
+  }
+  return commands;
+}
+
+// Every flag a quoted command line uses is one its binary takes (its --help lists it).
+TEST(ReadmeE2E, EveryQuotedFlagIsKnownToItsBinary) {
+  const std::string source = SYNCOPATE_SOURCE_DIR;
+  std::vector<QuotedCommand> commands = QuotedCommands(source + "/README.md");
+  for (const std::string& doc : Entries(source + "/docs")) {
+    if (!absl::EndsWith(doc, ".md")) continue;
+    std::vector<QuotedCommand> more = QuotedCommands(source + "/docs/" + doc);
+    commands.insert(commands.end(), more.begin(), more.end());
+  }
+  std::set<std::string> binaries;
+  for (const QuotedCommand& c : commands) binaries.insert(c.binary + " " + c.subcommand);
+  // Not vacuous: the README quotes every binary and every subcommand.
+  for (const std::string b : {"syncopate local", "syncopate compare", "syncopate sim",
+                              "syncopate-store ", "syncopate-coordinator ", "syncopate-trainer "}) {
+    EXPECT_TRUE(binaries.count(b)) << "no quoted '" << b << "' found";
+  }
+  const std::string dir = MakeTempDir("help");
+  for (const QuotedCommand& c : commands) {
+    std::vector<std::string> args;
+    if (!c.subcommand.empty()) args.push_back(c.subcommand);
+    args.push_back("--help");
+    const std::string log = dir + "/help.out";
+    ASSERT_EQ(ExitCode(RunBinary(c.binary, args, log)), 0) << c.binary << " " << c.subcommand;
+    const std::string help = Read(log);
+    for (const std::string& flag : c.flags) {
+      EXPECT_TRUE(std::regex_search(help, std::regex(flag + "([^a-z0-9-]|$)")))
+          << c.file << ": `" << c.binary << " " << c.subcommand << "` quotes " << flag
+          << ", which its --help does not list";
+    }
+  }
+}
+
+}  // namespace
+}  // namespace syncopate::e2e
