@@ -8,8 +8,7 @@ int64_t TensorSpec::NumElements() const {
   if (shape.empty()) return 0;
   int64_t n = 1;
   for (int64_t d : shape) {
-    if (d <= 0) return 0;
-    n *= d;
+    if (d <= 0 || __builtin_mul_overflow(n, d, &n)) return 0;
   }
   return n;
 }

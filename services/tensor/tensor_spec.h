@@ -18,7 +18,8 @@ struct TensorSpec {
   std::string name;
   std::vector<int64_t> shape;
 
-  // Product of the shape; 0 for an invalid shape.
+  // Product of the shape; 0 for an invalid shape (empty, a dimension below 1, or more elements
+  // than int64 holds).
   int64_t NumElements() const;
   bool operator==(const TensorSpec& other) const {
     return name == other.name && shape == other.shape;

@@ -60,6 +60,9 @@ TEST(ValidateSpec, RejectsBadShapes) {
   EXPECT_FALSE(ValidateSpec({"", {2}}).ok());
   EXPECT_FALSE(ValidateSpec({"w", {}}).ok());
   EXPECT_FALSE(ValidateSpec({"w", {2, 0}}).ok());
+  // 2^32 x 2^32 elements do not fit in int64: no wrapped-around count may pass.
+  EXPECT_FALSE(ValidateSpec({"w", {int64_t{1} << 32, int64_t{1} << 32}}).ok());
+  EXPECT_EQ((TensorSpec{"w", {int64_t{1} << 31, 4}}).NumElements(), int64_t{1} << 33);
 }
 
 }  // namespace

@@ -15,7 +15,9 @@ Worker::Worker(WorkerOptions options, SessionClient& session, StoreClient& store
     : options_(options),
       session_(session),
       store_(store),
-      model_(model),
+      trained_(model),
+      parameters_(model),
+      model_(parameters_),
       eval_model_(eval_model),
       train_(train),
       test_(test),
@@ -190,7 +192,9 @@ absl::StatusOr<Worker::ExchangeOutcome> Worker::ExchangeInBackground(
 float Worker::ComputeStep() {
   const absl::Time start = clock_.Now();
   const int n = sampler_.Next(train_, &batch_x_, &batch_y_);
-  const float loss = model_.TrainStep(batch_x_.data(), batch_y_.data(), n, options_.learning_rate);
+  const float loss = model_.Step([&] {
+    return trained_.TrainStep(batch_x_.data(), batch_y_.data(), n, options_.learning_rate);
+  });
   if (options_.slowdown > 1.0) {
     absl::SleepFor((clock_.Now() - start) * (options_.slowdown - 1.0));
   }

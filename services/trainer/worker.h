@@ -17,10 +17,11 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "client/local_model.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
 #include "trainer/background_multicast.h"
-#include "trainer/local_model.h"
+#include "trainer/model_parameters.h"
 #include "trainer/peer_exchange.h"
 #include "trainer/session_client.h"
 #include "trainer/store_client.h"
@@ -118,7 +119,9 @@ class Worker {
   const WorkerOptions options_;
   SessionClient& session_;
   StoreClient& store_;
-  LocalModel model_;
+  compute::Model& trained_;     // stepped through model_
+  ModelParameters parameters_;  // trained_ as the client library sees it
+  client::LocalModel model_;
   compute::Model& eval_model_;
   const data::Dataset& train_;
   const data::Dataset& test_;

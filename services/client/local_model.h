@@ -1,4 +1,4 @@
-// The trainer's model with the bookkeeping local SGD needs: the base the next pushed delta is
+// A trainer's parameters with the bookkeeping local SGD needs: the base the next pushed delta is
 // measured from, and the pushed deltas that no pulled round contains yet. A pull is a rebase:
 //
 //   new_local = pulled + (own pending deltas the round does not contain) + (local - base)
@@ -6,28 +6,32 @@
 // so neither the local steps taken since the last push nor the trainer's own pushes still waiting
 // for a later round are lost (the published WBSP code loses both). For modes without pending
 // pushes and without steps since the push, this is exactly "load the pulled model".
-#ifndef SYNCOPATE_TRAINER_LOCAL_MODEL_H_
-#define SYNCOPATE_TRAINER_LOCAL_MODEL_H_
+#ifndef SYNCOPATE_CLIENT_LOCAL_MODEL_H_
+#define SYNCOPATE_CLIENT_LOCAL_MODEL_H_
 
 #include <cstdint>
 #include <deque>
+#include <functional>
 #include <optional>
 
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
-#include "compute/backend.h"
-#include "tensor/tensor.h"
+#include "client/parameters.h"
+#include "tensor/tensor_spec.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 // Thread-safe: a compute thread may step it while another thread takes deltas and rebases.
 class LocalModel {
  public:
-  // `model` must outlive this; its current parameters become the base.
-  explicit LocalModel(compute::Model& model);
+  // `parameters` must outlive this and change only through Step; their current values become
+  // the base.
+  explicit LocalModel(Parameters& parameters);
 
-  // One SGD step (see compute::Model::TrainStep).
-  float TrainStep(const float* x, const int32_t* labels, int batch, float learning_rate);
+  // Runs `step`, one training step that updates the parameters (a forward, backward and optimizer
+  // step of the caller's), under the lock that keeps it apart from TakeDelta, Rebase and Read, and
+  // counts it. Returns what `step` returns (its loss, say).
+  float Step(const std::function<float()>& step);
 
   // The change since the last TakeDelta or Rebase; the base moves to the current model. With a
   // `pending_clock` (round pushes) the delta is also kept until a pulled round includes it.
@@ -49,13 +53,13 @@ class LocalModel {
     tensor::TensorMap delta;
   };
 
-  compute::Model& model_;
+  Parameters& parameters_;
   mutable absl::Mutex mu_;
   tensor::TensorMap base_ ABSL_GUARDED_BY(mu_);
   std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
   int64_t unpushed_steps_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client
 
-#endif  // SYNCOPATE_TRAINER_LOCAL_MODEL_H_
+#endif  // SYNCOPATE_CLIENT_LOCAL_MODEL_H_

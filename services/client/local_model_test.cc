@@ -1,33 +1,30 @@
-#include "trainer/local_model.h"
+#include "client/local_model.h"
 
 #include <random>
 #include <thread>
 
 #include "gtest/gtest.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 namespace {
 
-// A model of one parameter vector whose "SGD step" adds a known amount, so every step can be
-// accounted for exactly.
-class CountingModel final : public compute::Model {
+// One parameter vector in the test's own memory, registered as a buffer, whose "training step"
+// adds a known amount, so every step can be accounted for exactly.
+class CountingModel {
  public:
-  std::vector<tensor::TensorSpec> Parameters() const override { return {{"w", {3}}}; }
-  void ReadParameters(tensor::TensorMap* out) const override { *out = {{"w", w_}}; }
-  absl::Status WriteParameters(const tensor::TensorMap& in) override {
-    auto it = in.find("w");
-    if (it == in.end() || it->second.size() != 3) return absl::InvalidArgumentError("bad");
-    w_ = it->second;
-    return absl::OkStatus();
+  CountingModel() { EXPECT_TRUE(parameters_.Add("w", {3}, w_.data()).ok()); }
+  Parameters& parameters() { return parameters_; }
+  // A step of `amount` taken through `local`.
+  void Step(LocalModel& local, float amount) {
+    local.Step([&] {
+      for (float& v : w_) v += amount;
+      return 0.0f;
+    });
   }
-  float TrainStep(const float*, const int32_t*, int, float learning_rate) override {
-    for (float& v : w_) v += learning_rate;
-    return 0;
-  }
-  void Predict(const float*, int, int32_t*) override {}
 
  private:
   std::vector<float> w_ = {0, 0, 0};
+  BufferParameters parameters_;
 };
 
 std::vector<float> W(const LocalModel& m) {
@@ -38,8 +35,8 @@ std::vector<float> W(const LocalModel& m) {
 
 TEST(LocalModel, PullAfterAPushLoadsThePulledModelExactly) {
   CountingModel model;
-  LocalModel local(model);
-  local.TrainStep(nullptr, nullptr, 0, 1);
+  LocalModel local(model.parameters());
+  model.Step(local, 1);
   EXPECT_EQ(local.TakeDelta(std::nullopt)["w"], (std::vector<float>{1, 1, 1}));
   ASSERT_TRUE(local.Rebase({{"w", {0.1f, 0.2f, 0.3f}}}, -1).ok());
   EXPECT_EQ(W(local), (std::vector<float>{0.1f, 0.2f, 0.3f}));
@@ -48,11 +45,11 @@ TEST(LocalModel, PullAfterAPushLoadsThePulledModelExactly) {
 
 TEST(LocalModel, LocalStepsAfterThePushSurviveTheRebase) {
   CountingModel model;
-  LocalModel local(model);
-  local.TrainStep(nullptr, nullptr, 0, 1);
-  local.TakeDelta(1);                       // clock 1, pending
-  local.TrainStep(nullptr, nullptr, 0, 2);  // two local steps the store has not seen
-  local.TrainStep(nullptr, nullptr, 0, 2);
+  LocalModel local(model.parameters());
+  model.Step(local, 1);
+  local.TakeDelta(1);    // clock 1, pending
+  model.Step(local, 2);  // two local steps the store has not seen
+  model.Step(local, 2);
   ASSERT_TRUE(local.Rebase({{"w", {10, 10, 10}}}, 1).ok());  // round includes clock 1
   EXPECT_EQ(W(local), (std::vector<float>{14, 14, 14}));
   EXPECT_EQ(local.pending_deltas(), 0u);
@@ -62,12 +59,12 @@ TEST(LocalModel, LocalStepsAfterThePushSurviveTheRebase) {
 
 TEST(LocalModel, OwnPushesNotInThePulledRoundAreKept) {
   CountingModel model;
-  LocalModel local(model);
+  LocalModel local(model.parameters());
   for (int64_t clock = 1; clock <= 3; ++clock) {
-    local.TrainStep(nullptr, nullptr, 0, 1);
+    model.Step(local, 1);
     local.TakeDelta(clock);
   }
-  local.TrainStep(nullptr, nullptr, 0, 5);
+  model.Step(local, 5);
   // The round took clocks 1 and 2; clock 3 waits in the store for the next round.
   ASSERT_TRUE(local.Rebase({{"w", {100, 100, 100}}}, 2).ok());
   EXPECT_EQ(W(local), (std::vector<float>{106, 106, 106}));
@@ -77,8 +74,8 @@ TEST(LocalModel, OwnPushesNotInThePulledRoundAreKept) {
 
 TEST(LocalModel, BadPullChangesNothing) {
   CountingModel model;
-  LocalModel local(model);
-  local.TrainStep(nullptr, nullptr, 0, 1);
+  LocalModel local(model.parameters());
+  model.Step(local, 1);
   EXPECT_EQ(local.Rebase({{"v", {1, 1, 1}}}, -1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(local.Rebase({{"w", {1}}}, -1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(W(local), (std::vector<float>{1, 1, 1}));
@@ -88,10 +85,10 @@ TEST(LocalModel, BadPullChangesNothing) {
 // pushes and rebases. Every step must end up either in a pushed delta or in the local model.
 TEST(LocalModel, ConcurrentStepsAreNeverLost) {
   CountingModel model;
-  LocalModel local(model);
+  LocalModel local(model.parameters());
   constexpr int kSteps = 20000;
   std::thread compute([&] {
-    for (int i = 0; i < kSteps; ++i) local.TrainStep(nullptr, nullptr, 0, 1);
+    for (int i = 0; i < kSteps; ++i) model.Step(local, 1);
   });
   // The "store": every delta pushed, applied to a global model that is pulled back each time.
   std::vector<double> global = {0, 0, 0};
@@ -112,4 +109,4 @@ TEST(LocalModel, ConcurrentStepsAreNeverLost) {
 }
 
 }  // namespace
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client

@@ -1,24 +1,24 @@
-#include "trainer/local_model.h"
+#include "client/local_model.h"
 
 #include "absl/strings/str_cat.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
-LocalModel::LocalModel(compute::Model& model) : model_(model) {
+LocalModel::LocalModel(Parameters& parameters) : parameters_(parameters) {
   absl::MutexLock lock(&mu_);
-  model_.ReadParameters(&base_);
+  parameters_.Read(&base_);
 }
 
-float LocalModel::TrainStep(const float* x, const int32_t* labels, int batch, float learning_rate) {
+float LocalModel::Step(const std::function<float()>& step) {
   absl::MutexLock lock(&mu_);
   ++unpushed_steps_;
-  return model_.TrainStep(x, labels, batch, learning_rate);
+  return step();
 }
 
 tensor::TensorMap LocalModel::TakeDelta(std::optional<int64_t> pending_clock) {
   absl::MutexLock lock(&mu_);
   tensor::TensorMap current;
-  model_.ReadParameters(&current);
+  parameters_.Read(&current);
   tensor::TensorMap delta = current;
   for (auto& [name, values] : delta) {
     const std::vector<float>& b = base_.at(name);
@@ -41,7 +41,7 @@ absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t include
   }
   while (!pending_.empty() && pending_.front().clock <= includes_clock) pending_.pop_front();
   tensor::TensorMap current;
-  model_.ReadParameters(&current);
+  parameters_.Read(&current);
   tensor::TensorMap new_base;
   for (auto& [name, local] : current) {
     std::vector<float> base = pulled.at(name);
@@ -54,7 +54,7 @@ absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t include
     for (size_t i = 0; i < local.size(); ++i) local[i] = base[i] + (local[i] - old_base[i]);
     new_base.emplace(name, std::move(base));
   }
-  absl::Status written = model_.WriteParameters(current);
+  absl::Status written = parameters_.Write(current);
   if (!written.ok()) return written;
   base_ = std::move(new_base);
   return absl::OkStatus();
@@ -72,7 +72,7 @@ size_t LocalModel::pending_deltas() const {
 
 void LocalModel::Read(tensor::TensorMap* out) const {
   absl::MutexLock lock(&mu_);
-  model_.ReadParameters(out);
+  parameters_.Read(out);
 }
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client
