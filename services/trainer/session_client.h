@@ -12,12 +12,13 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "client/links.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 
 namespace syncopate::trainer {
 
 // Thread-safe.
-class SessionClient {
+class SessionClient final : public client::CoordinatorLink {
  public:
   // Opens the session, sends `join` and waits up to `timeout` for the Welcome. UNAVAILABLE when the
   // coordinator cannot be reached; the coordinator's error when it refuses the join.
@@ -26,21 +27,21 @@ class SessionClient {
                                                                 absl::Duration timeout);
   ~SessionClient();
 
-  const v1::Welcome& welcome() const { return welcome_; }
+  const v1::Welcome& welcome() const override { return welcome_; }
 
   // Waits up to `timeout` for the next Proceed. DEADLINE_EXCEEDED on timeout (the caller may wait
   // again); ABORTED when evicted; OUT_OF_RANGE when training is done (the coordinator's Done);
   // UNAVAILABLE when the stream is gone.
-  absl::StatusOr<v1::Proceed> WaitProceed(absl::Duration timeout);
+  absl::StatusOr<v1::Proceed> WaitProceed(absl::Duration timeout) override;
 
-  absl::Status ReportClock(const v1::ClockReport& report);
+  absl::Status ReportClock(const v1::ClockReport& report) override;
   // Peer-to-peer modes: `callback` runs (on the reading thread) for every PeerLeft and
   // StopSending directive from now on, instead of queueing it with the Proceeds.
   void OnPeerDirective(std::function<void(const v1::Directive&)> callback);
   // Sends heartbeats every welcome().heartbeat_interval_seconds with `timings()` until Close.
-  void StartHeartbeats(std::function<v1::TrainerTimings()> timings);
+  void StartHeartbeats(std::function<v1::TrainerTimings()> timings) override;
   // Sends Leave and closes the stream (bounded by a short deadline). Idempotent.
-  void Leave(const std::string& reason);
+  void Leave(const std::string& reason) override;
 
  private:
   SessionClient() = default;

@@ -11,17 +11,13 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "base/token_bucket.h"
+#include "client/links.h"
 #include "syncopate/v1/store.grpc.pb.h"
 #include "tensor/tensor.h"
 
 namespace syncopate::trainer {
 
-struct PulledModel {
-  tensor::TensorMap tensors;
-  int64_t round = -1;               // -1 for a live pull
-  std::vector<uint32_t> checksums;  // per shard (snapshot pulls; 0 for live)
-  uint64_t bytes = 0;
-};
+using client::PulledModel;
 
 // Emulated link limits on the trainer's traffic (null: none); shared with its peer transfers.
 struct LinkLimits {
@@ -30,7 +26,7 @@ struct LinkLimits {
 };
 
 // Thread-compatible: one trainer thread uses it. Calls to several shards run in parallel.
-class StoreClient {
+class StoreClient final : public client::StoreLink {
  public:
   // `timeout` bounds each RPC; `chunk_bytes` sizes stream chunks.
   StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
@@ -39,15 +35,16 @@ class StoreClient {
   size_t shard_count() const { return stubs_.size(); }
 
   // Creates the tensors on their shards (no-op where they exist).
-  absl::Status Initialize(const v1::PushHeader& header, const tensor::TensorMap& values);
+  absl::Status Initialize(const v1::PushHeader& header, const tensor::TensorMap& values) override;
 
   // Pushes a delta; on a transport failure (UNAVAILABLE) the same push (same sequence) is retried
   // until the timeout, and the store's idempotency key keeps it from applying twice. Returns bytes
   // sent.
-  absl::StatusOr<uint64_t> Push(const v1::PushHeader& header, const tensor::TensorMap& delta);
+  absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
+                                const tensor::TensorMap& delta) override;
 
   // Pulls the live model (round < 0) or round `round` from every shard.
-  absl::StatusOr<PulledModel> Pull(int64_t round);
+  absl::StatusOr<PulledModel> Pull(int64_t round) override;
 
  private:
   absl::Status SendTo(size_t shard, bool initialize, const v1::PushHeader& header,

@@ -8,7 +8,7 @@
 
 namespace syncopate::trainer {
 
-Worker::Worker(WorkerOptions options, SessionClient& session, StoreClient& store,
+Worker::Worker(WorkerOptions options, client::CoordinatorLink& session, client::StoreLink& store,
                compute::Model& model, compute::Model& eval_model, const data::Dataset& train,
                const data::Dataset& test, TrainerMetrics& metrics, TraceWriter& trace,
                const base::Clock& clock, PeerLink* peers)
@@ -74,7 +74,7 @@ absl::StatusOr<std::optional<double>> Worker::ApplyPull(const v1::Proceed& proce
   if (proceed.pull().has_none()) return std::optional<double>();
   const absl::Time start = clock_.Now();
   const int64_t round = proceed.pull().has_round() ? proceed.pull().round() : -1;
-  ASSIGN_OR_RETURN(PulledModel pulled, store_.Pull(round));
+  ASSIGN_OR_RETURN(client::PulledModel pulled, store_.Pull(round));
   RETURN_IF_ERROR(model_.Rebase(pulled.tensors, round >= 0 ? proceed.pull().includes_clock() : -1));
   const absl::Duration took = clock_.Now() - start;
   AddTime(&WorkerTimings::pull, took);

@@ -17,14 +17,13 @@
 #include "absl/synchronization/notification.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "client/links.h"
 #include "client/local_model.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
 #include "trainer/background_multicast.h"
 #include "trainer/model_parameters.h"
 #include "trainer/peer_exchange.h"
-#include "trainer/session_client.h"
-#include "trainer/store_client.h"
 #include "trainer/trace_writer.h"
 #include "trainer/trainer_metrics.h"
 
@@ -64,10 +63,10 @@ class Worker {
  public:
   // All references must outlive the worker. `eval_model` (same architecture as `model`) evaluates
   // pulled models, so evaluation never touches the model being trained.
-  Worker(WorkerOptions options, SessionClient& session, StoreClient& store, compute::Model& model,
-         compute::Model& eval_model, const data::Dataset& train, const data::Dataset& test,
-         TrainerMetrics& metrics, TraceWriter& trace, const base::Clock& clock,
-         PeerLink* peers = nullptr);
+  Worker(WorkerOptions options, client::CoordinatorLink& session, client::StoreLink& store,
+         compute::Model& model, compute::Model& eval_model, const data::Dataset& train,
+         const data::Dataset& test, TrainerMetrics& metrics, TraceWriter& trace,
+         const base::Clock& clock, PeerLink* peers = nullptr);
 
   // Trains until `stop` is notified, max_steps is reached or the coordinator says training is done
   // (then leaves cleanly: OK), or until a fatal error: ABORTED when evicted, UNAVAILABLE when the
@@ -117,8 +116,8 @@ class Worker {
   void AddTime(double WorkerTimings::*field, absl::Duration d);
 
   const WorkerOptions options_;
-  SessionClient& session_;
-  StoreClient& store_;
+  client::CoordinatorLink& session_;
+  client::StoreLink& store_;
   compute::Model& trained_;     // stepped through model_
   ModelParameters parameters_;  // trained_ as the client library sees it
   client::LocalModel model_;

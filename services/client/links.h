@@ -1,0 +1,69 @@
+// The client library's two transports, as interfaces: the session with the coordinator (the
+// control plane) and the store shards (the data plane). The library's protocol logic takes them by
+// reference, so it runs against the real gRPC clients (trainer/session_client.h,
+// trainer/store_client.h) in a process and against fakes in unit tests.
+#ifndef SYNCOPATE_CLIENT_LINKS_H_
+#define SYNCOPATE_CLIENT_LINKS_H_
+
+#include <cstdint>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "syncopate/v1/coordinator.pb.h"
+#include "syncopate/v1/store.pb.h"
+#include "tensor/tensor_spec.h"
+
+namespace syncopate::client {
+
+// One trainer's session with the coordinator, opened (joined) by whoever made it. Thread-safe.
+class CoordinatorLink {
+ public:
+  virtual ~CoordinatorLink() = default;
+
+  // The coordinator's answer to the join: the trainer's id and incarnation, the mode's push and
+  // pull rules, the stores. Fixed for the session's life.
+  virtual const v1::Welcome& welcome() const = 0;
+  // Waits up to `timeout` for the next Proceed. DEADLINE_EXCEEDED on timeout (the caller may wait
+  // again); ABORTED when evicted; OUT_OF_RANGE when training is done; UNAVAILABLE when the
+  // session is gone.
+  virtual absl::StatusOr<v1::Proceed> WaitProceed(absl::Duration timeout) = 0;
+  // Reports a completed clock (after its push). UNAVAILABLE when the session is gone.
+  virtual absl::Status ReportClock(const v1::ClockReport& report) = 0;
+  // Sends heartbeats carrying `timings()` every welcome().heartbeat_interval_seconds until Leave.
+  virtual void StartHeartbeats(std::function<v1::TrainerTimings()> timings) = 0;
+  // Leaves the job (bounded by a short deadline). Idempotent.
+  virtual void Leave(const std::string& reason) = 0;
+};
+
+// A model as pulled from every store shard.
+struct PulledModel {
+  tensor::TensorMap tensors;
+  int64_t round = -1;               // -1 for a live pull
+  std::vector<uint32_t> checksums;  // per shard (snapshot pulls; 0 for live)
+  uint64_t bytes = 0;
+};
+
+// The parameter store, all shards of it. Used by one thread at a time.
+class StoreLink {
+ public:
+  virtual ~StoreLink() = default;
+
+  // Creates the tensors on their shards (no-op where they exist).
+  virtual absl::Status Initialize(const v1::PushHeader& header,
+                                  const tensor::TensorMap& values) = 0;
+  // Pushes a delta, retrying transport failures within the link's deadline (the header's
+  // sequence makes a retry apply at most once). Returns the bytes sent.
+  virtual absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
+                                        const tensor::TensorMap& delta) = 0;
+  // Pulls the live model (round < 0) or round `round`. NOT_FOUND for a round the store no
+  // longer (or does not yet) keep.
+  virtual absl::StatusOr<PulledModel> Pull(int64_t round) = 0;
+};
+
+}  // namespace syncopate::client
+
+#endif  // SYNCOPATE_CLIENT_LINKS_H_
