@@ -5,10 +5,10 @@
 # with a picture.
 #
 # Defaults are the README's; the environment may narrow the run (readme_e2e_test does, to run this
-# very script quickly):
+# very script quickly). Relative paths are taken from the checkout's root:
 #   SYNCOPATE_DEMO_MODES       modes to compare        (bsp,ssp,dssp,wbsp,wbsp-overlap,hybrid,asp)
 #   SYNCOPATE_DEMO_TIME_LIMIT  time limit per mode     (120s)
-#   SYNCOPATE_DEMO_RUNS_DIR    where run folders go    (runs, beside this script's checkout)
+#   SYNCOPATE_DEMO_RUNS_DIR    where run folders go    (runs, in the checkout; made when missing)
 #   SYNCOPATE_DEMO_BUILD       0: use the binaries in SYNCOPATE_BIN_DIR, install and build nothing
 #   SYNCOPATE_BIN_DIR          the binaries            (build/bin)
 set -euo pipefail

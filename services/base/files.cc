@@ -41,13 +41,15 @@ absl::Status MakeDirectories(const std::string& path) {
   for (size_t end = path.find('/', 1);; end = path.find('/', end + 1)) {
     const std::string prefix = path.substr(0, end);
     if (mkdir(prefix.c_str(), 0755) != 0 && errno != EEXIST) {
-      return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", prefix));
+      const int error = errno;
+      return absl::ErrnoToStatus(error, absl::StrCat("cannot create ", prefix));
     }
     if (end == std::string::npos) break;
   }
   struct stat info;
   if (stat(path.c_str(), &info) != 0) {
-    return absl::ErrnoToStatus(errno, absl::StrCat("cannot create ", path));
+    const int error = errno;
+    return absl::ErrnoToStatus(error, absl::StrCat("cannot create ", path));
   }
   if (!S_ISDIR(info.st_mode)) {
     return absl::FailedPreconditionError(

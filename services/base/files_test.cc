@@ -1,6 +1,7 @@
 #include "base/files.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
 #include <cstdlib>
 #include <string>
@@ -28,6 +29,22 @@ TEST(MakeDirectories, CreatesEveryMissingParent) {
   // Again, and with a trailing slash: it exists, which is what was asked.
   EXPECT_TRUE(MakeDirectories(root + "/runs/demo/bsp").ok());
   EXPECT_TRUE(MakeDirectories(root + "/runs/demo/").ok());
+  // Doubled slashes, and "." and ".." along the way.
+  ASSERT_TRUE(MakeDirectories(root + "//a//b/./c/../d").ok());
+  EXPECT_TRUE(IsDirectory(root + "/a/b/c"));
+  EXPECT_TRUE(IsDirectory(root + "/a/b/d"));
+  EXPECT_TRUE(MakeDirectories("/").ok());
+}
+
+TEST(MakeDirectories, RelativePathsStartAtTheWorkingDirectory) {
+  const std::string root = TempDir();
+  char previous[4096];
+  ASSERT_NE(getcwd(previous, sizeof previous), nullptr);
+  ASSERT_EQ(chdir(root.c_str()), 0);
+  const absl::Status made = MakeDirectories("runs/demo");
+  ASSERT_EQ(chdir(previous), 0);
+  ASSERT_TRUE(made.ok()) << made;
+  EXPECT_TRUE(IsDirectory(root + "/runs/demo"));
 }
 
 TEST(MakeDirectories, NamesThePathAndTheReason) {

@@ -11,6 +11,9 @@
 
 namespace syncopate::base {
 
+// --slowdown (a trainer's emulated slowness, in every binary that takes it) lies in [1, this].
+inline constexpr double kMaxSlowdown = 1000.0;
+
 // Accepts Go-style durations ("90s", "1m30s", "250ms"); a bare number means seconds.
 // INVALID_ARGUMENT for anything else or for negative durations.
 absl::StatusOr<absl::Duration> ParseDuration(const std::string& text);

@@ -50,7 +50,10 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
                                                    " values for ", options.trainers, " trainers"));
   }
   for (double s : options.slowdowns) {
-    if (s < 1.0) return absl::InvalidArgumentError("slowdowns must be >= 1");
+    if (!(s >= 1.0 && s <= base::kMaxSlowdown)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "slowdown ", s, " is out of range: each must lie in [1, ", base::kMaxSlowdown, "]"));
+    }
   }
   if (static_cast<int>(options.devices.size()) > options.trainers) {
     return absl::InvalidArgumentError(absl::StrCat("--device has ", options.devices.size(),

@@ -33,7 +33,8 @@ class CoordinatorLink {
   virtual absl::StatusOr<v1::Proceed> WaitProceed(absl::Duration timeout) = 0;
   // Reports a completed clock (after its push). UNAVAILABLE when the session is gone.
   virtual absl::Status ReportClock(const v1::ClockReport& report) = 0;
-  // Sends heartbeats carrying `timings()` every welcome().heartbeat_interval_seconds until Leave.
+  // Sends heartbeats carrying `timings()` every welcome().heartbeat_interval_seconds until the
+  // session ends (Leave, or the stream breaks).
   virtual void StartHeartbeats(std::function<v1::TrainerTimings()> timings) = 0;
   // Leaves the job (bounded by a short deadline). Idempotent.
   virtual void Leave(const std::string& reason) = 0;
@@ -52,15 +53,21 @@ class StoreLink {
  public:
   virtual ~StoreLink() = default;
 
-  // Creates the tensors on their shards (no-op where they exist).
+  // Creates the tensors on their shards (no-op where they exist). The store's refusal as it is
+  // (FAILED_PRECONDITION for a tensor that exists with another shape, new tensors after rounds
+  // have closed, or a trainer that is not a member; INVALID_ARGUMENT for a value that is not
+  // finite); UNAVAILABLE when a shard cannot be reached within the link's deadline.
   virtual absl::Status Initialize(const v1::PushHeader& header,
                                   const tensor::TensorMap& values) = 0;
   // Pushes a delta, retrying transport failures within the link's deadline (the header's
-  // sequence makes a retry apply at most once). Returns the bytes sent.
+  // sequence makes a retry apply at most once). Returns the bytes sent. The store's refusal as it
+  // is (NOT_FOUND for a tensor the store does not hold in that shape; INVALID_ARGUMENT for a wrong
+  // length or a value that is not finite; FAILED_PRECONDITION for a trainer that left, was
+  // evicted or has a stale incarnation); UNAVAILABLE when a shard stays unreachable.
   virtual absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
                                         const tensor::TensorMap& delta) = 0;
-  // Pulls the live model (round < 0) or round `round`. NOT_FOUND for a round the store no
-  // longer (or does not yet) keep.
+  // Pulls the live model (round < 0) or round `round`. NOT_FOUND for a round the store no longer
+  // keeps, FAILED_PRECONDITION for one not closed yet; UNAVAILABLE as above.
   virtual absl::StatusOr<PulledModel> Pull(int64_t round) = 0;
 };
 

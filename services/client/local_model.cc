@@ -9,7 +9,7 @@ LocalModel::LocalModel(Parameters& parameters) : parameters_(parameters) {
   parameters_.Read(&base_);
 }
 
-float LocalModel::Step(const std::function<float()>& step) {
+float LocalModel::Step(absl::FunctionRef<float()> step) {
   absl::MutexLock lock(&mu_);
   ++unpushed_steps_;
   return step();

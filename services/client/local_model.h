@@ -11,9 +11,9 @@
 
 #include <cstdint>
 #include <deque>
-#include <functional>
 #include <optional>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "client/parameters.h"
@@ -29,9 +29,10 @@ class LocalModel {
   explicit LocalModel(Parameters& parameters);
 
   // Runs `step`, one training step that updates the parameters (a forward, backward and optimizer
-  // step of the caller's), under the lock that keeps it apart from TakeDelta, Rebase and Read, and
-  // counts it. Returns what `step` returns (its loss, say).
-  float Step(const std::function<float()>& step);
+  // step of the caller's), and counts it. `step` runs with the lock held: TakeDelta, Rebase and
+  // Read on other threads wait until it returns, and `step` must not call this object (the lock is
+  // not re-entrant). Returns what `step` returns (its loss, say).
+  float Step(absl::FunctionRef<float()> step);
 
   // The change since the last TakeDelta or Rebase; the base moves to the current model. With a
   // `pending_clock` (round pushes) the delta is also kept until a pulled round includes it.

@@ -1,8 +1,9 @@
 // The client library's view of a model: its trainable parameters as named float32 tensors that
 // the library reads (to take a delta, to send a model) and overwrites (to load a pulled round, to
 // rebase). The model itself stays the caller's: the built-in MLP/CNN through an adapter, or any
-// framework's tensors registered as buffers (BufferParameters), which the library reads and writes
-// in place, without copies of its own in between.
+// framework's tensors registered as buffers (BufferParameters), which the library reads from and
+// writes into where they are: the caller's memory is the model, not a copy the library keeps in
+// step with it (the library's own copies are the base and deltas that LocalModel needs).
 #ifndef SYNCOPATE_CLIENT_PARAMETERS_H_
 #define SYNCOPATE_CLIENT_PARAMETERS_H_
 

@@ -158,14 +158,17 @@ TEST(ParseDevice, ReadsEverySpellingAndRefusesTheRest) {
 }
 
 // The GPU tests' judgment of "no GPU here" rests on the host, not on the CUDA code under test.
-TEST(GpuExpectedBecause, TheEnvironmentCanDemandAGpu) {
+TEST(GpuExpectedBecause, TheEnvironmentDecidesBeforeTheDeviceNode) {
+  const char* inherited = std::getenv("SYNCOPATE_REQUIRE_GPU");
+  const std::optional<std::string> saved =
+      inherited ? std::optional<std::string>(inherited) : std::nullopt;
   setenv("SYNCOPATE_REQUIRE_GPU", "1", 1);
   EXPECT_EQ(GpuExpectedBecause(), "SYNCOPATE_REQUIRE_GPU=1");
   setenv("SYNCOPATE_REQUIRE_GPU", "0", 1);
-  const std::optional<std::string> host = GpuExpectedBecause();
+  EXPECT_EQ(GpuExpectedBecause(), std::nullopt);
   unsetenv("SYNCOPATE_REQUIRE_GPU");
-  EXPECT_EQ(host, GpuExpectedBecause());
-  EXPECT_EQ(host.has_value(), access("/dev/nvidia0", F_OK) == 0);
+  EXPECT_EQ(GpuExpectedBecause().has_value(), access("/dev/nvidia0", F_OK) == 0);
+  if (saved) setenv("SYNCOPATE_REQUIRE_GPU", saved->c_str(), 1);
 }
 
 // A GPU ordinal past those visible is UNAVAILABLE, never the CPU in disguise.

@@ -33,6 +33,7 @@ absl::StatusOr<Device> ParseDevice(const std::string& text) {
 std::optional<std::string> GpuExpectedBecause() {
   const char* required = std::getenv("SYNCOPATE_REQUIRE_GPU");
   if (required != nullptr && std::strcmp(required, "1") == 0) return "SYNCOPATE_REQUIRE_GPU=1";
+  if (required != nullptr && std::strcmp(required, "0") == 0) return std::nullopt;
   if (access("/dev/nvidia0", F_OK) == 0) return "/dev/nvidia0 exists";
   return std::nullopt;
 }

@@ -26,9 +26,10 @@ std::string DeviceSpellings();
 // non-negative number).
 absl::StatusOr<Device> ParseDevice(const std::string& text);
 
-// Why this host should have a usable NVIDIA GPU, judged without any CUDA code: "/dev/nvidia0
-// exists" (the driver made its device node), or "SYNCOPATE_REQUIRE_GPU=1" in the environment;
-// nullopt when neither holds. Tests skip for want of a GPU only where this is nullopt, so that a
+// Why this host should have a usable NVIDIA GPU, judged without any CUDA code:
+// "SYNCOPATE_REQUIRE_GPU=1" in the environment, or "/dev/nvidia0 exists" (the driver made its
+// device node); nullopt when neither holds, or when SYNCOPATE_REQUIRE_GPU=0 says outright that no
+// GPU is to be used here. Tests skip for want of a GPU only where this is nullopt, so that a
 // GPU our CUDA code fails to use is a failure, never a skip that hides it.
 std::optional<std::string> GpuExpectedBecause();
 

@@ -66,7 +66,7 @@ int main(int argc, char** argv) {
          "Data shard this trainer trains on (default: --rank); with --world=1 the whole set")
       ->check(CLI::NonNegativeNumber);
   app.add_option("--slowdown", options.slowdown, "Stretch each step's compute time to F x")
-      ->check(CLI::Range(1.0, 1000.0));
+      ->check(CLI::Range(1.0, syncopate::base::kMaxSlowdown));
   app.add_option("--learning-rate", options.learning_rate, "SGD learning rate")
       ->check(CLI::PositiveNumber);
   app.add_option("--batch-size", options.batch_size, "Minibatch size")->check(CLI::PositiveNumber);

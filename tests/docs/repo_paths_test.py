@@ -3,14 +3,17 @@
 
 Reads the READMEs, docs/, the chart's comments (values.yaml, templates) and its NOTES.txt, and
 checks each path-like token whose first component is a top-level entry of the repository (or a
-folder of services/, as `trainer/worker.cc` is named) and each relative Markdown link. Globs must
-match something; placeholders (<mode>, DIR, ...) and URLs are not paths. Exits 1 naming each
+folder of services/, as `trainer/worker.cc` is named) and each relative Markdown link against what
+git tracks (what a fresh clone holds; the working tree outside git). Globs must match something;
+placeholders (<mode>, DIR, ...) and URLs are not paths. Exits 1 naming each
 dangling reference with its file and line.
 usage: repo_paths_test.py [REPO_ROOT]
 """
+import fnmatch
 import glob
 import os
 import re
+import subprocess
 import sys
 
 ROOT = os.path.abspath(sys.argv[1] if len(sys.argv) > 1 else
@@ -42,8 +45,31 @@ def documents():
         yield name, [(i, " ".join(comment.findall(line))) for i, line in enumerate(lines, 1)]
 
 
+def repository_entries():
+    """What a fresh clone holds: the files git tracks and their folders (None outside git)."""
+    try:
+        listed = subprocess.run(["git", "-C", ROOT, "ls-files", "-z"], check=True,
+                                capture_output=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        return None
+    entries = set()
+    for name in filter(None, listed):
+        parts = name.split("/")
+        entries.update("/".join(parts[:i]) for i in range(1, len(parts) + 1))
+    return entries
+
+
+ENTRIES = repository_entries()
+
+
 def exists(path):
-    return bool(glob.glob(path)) if "*" in path else os.path.exists(path)
+    """Whether `path` (absolute, under ROOT) is in the repository; a glob must match something."""
+    relative = os.path.relpath(os.path.normpath(path), ROOT)
+    if ENTRIES is None:
+        return bool(glob.glob(path)) if "*" in path else os.path.exists(path)
+    if "*" in relative:
+        return any(fnmatch.fnmatch(entry, relative.rstrip("/")) for entry in ENTRIES)
+    return relative == "." or relative.rstrip("/") in ENTRIES
 
 
 def dangling(name, lines):

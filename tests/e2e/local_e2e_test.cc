@@ -125,10 +125,11 @@ TEST(LocalE2E, CtrlCStopsEveryProcessAndStillReports) {
 
 TEST(LocalE2E, RepeatedSigtermStillLeavesCleanly) {
   const std::string dir = MakeTempDir("sigterm");
-  // Trainer 1 is slowed so that each of its steps takes seconds: it is mid-step, still running,
-  // when the second signal arrives.
+  // Trainer 1 is slowed so that each of its steps takes seconds. The first signal arrives at the
+  // start of its first step (its trace's first event comes just before it), so the trainer is
+  // still finishing that step, not yet leaving, when the second arrives.
   auto local = StartLocal(dir, {"--mode=bsp", "--trainers=2", "--slowdown=1,1000",
-                                "--target-accuracy=0.99", "--time-limit=20s"});
+                                "--target-accuracy=0.99", "--time-limit=40s"});
   ASSERT_NE(local, nullptr);
   const int victim =
       PidOnceTraining(dir, 1, [](const std::string& d) { return !ReadTrace(d, 1).empty(); });
@@ -147,6 +148,10 @@ TEST(LocalE2E, RepeatedSigtermStillLeavesCleanly) {
   };
   ASSERT_EQ(kill(victim, SIGTERM), 0);
   ASSERT_TRUE(logged("termination signal: finishing the current step and leaving")) << log;
+  ASSERT_EQ(base::ReadFile(log).value_or("").find("leaving after"), std::string::npos)
+      << "the trainer left before the second signal could be sent (a step shorter than this "
+         "test assumes); see "
+      << log;
   ASSERT_EQ(kill(victim, SIGTERM), 0);
   EXPECT_TRUE(logged("termination signal again: already leaving"))
       << "the second SIGTERM was not seen while the first was handled; see " << log;
@@ -192,6 +197,7 @@ TEST(LocalE2E, BadFlagsAreClearErrors) {
   const std::string dir = MakeTempDir("bad");
   EXPECT_EQ(ExitCode(RunLocal(dir + "/a", {"--mode=bogus", "--trainers=2"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/b", {"--trainers=3", "--slowdown=1,2"})), 2);
+  EXPECT_EQ(ExitCode(RunLocal(dir + "/b2", {"--trainers=2", "--slowdown=1,2000"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/c", {"--time-limit=soon"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/d", {"--trainers=1", "--scale-events=5s:-1"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/e", {"--trainers=2", "--device=cpu,cpu,cuda"})), 2);

@@ -11,6 +11,7 @@
 #include <set>
 #include <sstream>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -53,7 +54,7 @@ int RunBinary(const std::string& binary, std::vector<std::string> args, const st
 // The README's first command, as a newcomer runs it from a fresh clone: no runs/ folder yet. The
 // script's own compare step, narrowed through the variables it documents; install and build are
 // the test suite's own (SYNCOPATE_DEMO_BUILD=0, the binaries under test).
-TEST(ReadmeE2E, DemoScriptRunsFromAFreshClone) {
+TEST(ReadmeE2E, DemoScriptRunsWhereNoRunsFolderExists) {
   const std::string root = MakeTempDir("demo");
   const std::string runs = root + "/fresh-clone/runs";
   const std::string log = root + "/demo.out";
@@ -179,19 +180,22 @@ struct QuotedCommand {
   std::set<std::string> flags;
 };
 
-// Every `syncopate...` command line in the fenced blocks of `file` (continuation lines, indented
-// or after a trailing backslash, belong to the command above).
+// Every `syncopate...` command line in the fenced code blocks of `file` (continuation lines,
+// indented or after a trailing backslash, belong to the command above; a blank line ends it).
+// Commands quoted inline in prose are not read.
 std::vector<QuotedCommand> QuotedCommands(const std::string& file) {
   static const std::regex kStart(
-      "^(?:\\./build/bin/)?(syncopate(?:-store|-coordinator|-trainer)?)(?: (local|compare|sim|"
-      "status)\\b)?");
+      "^(?:\\./build/bin/)?(syncopate(?:-store|-coordinator|-trainer)?)(?= |$)(?: (local|compare|"
+      "sim|status)(?= |$))?");
   static const std::regex kFlag("--[a-z][a-z0-9-]*");
   std::vector<QuotedCommand> commands;
   bool fenced = false;
   bool active = false;     // the line above belongs to a quoted command
   bool continues = false;  // ... and ends with a backslash
-  for (const std::string& line : Lines(Read(file))) {
-    if (absl::StartsWith(line, "```")) {
+  // Blank lines kept: one ends a command line.
+  const std::vector<std::string> lines = absl::StrSplit(Read(file), '\n');
+  for (const std::string& line : lines) {
+    if (absl::StartsWith(absl::StripLeadingAsciiWhitespace(line), "```")) {
       fenced = !fenced;
       active = false;
       continue;
@@ -232,15 +236,19 @@ TEST(ReadmeE2E, EveryQuotedFlagIsKnownToItsBinary) {
     EXPECT_TRUE(binaries.count(b)) << "no quoted '" << b << "' found";
   }
   const std::string dir = MakeTempDir("help");
-  for (const QuotedCommand& c : commands) {
+  for (size_t i = 0; i < commands.size(); ++i) {
+    const QuotedCommand& c = commands[i];
     std::vector<std::string> args;
     if (!c.subcommand.empty()) args.push_back(c.subcommand);
     args.push_back("--help");
-    const std::string log = dir + "/help.out";
+    const std::string log = absl::StrCat(dir, "/help-", i, ".out");
     ASSERT_EQ(ExitCode(RunBinary(c.binary, args, log)), 0) << c.binary << " " << c.subcommand;
     const std::string help = Read(log);
     for (const std::string& flag : c.flags) {
-      EXPECT_TRUE(std::regex_search(help, std::regex(flag + "([^a-z0-9-]|$)")))
+      // An option line of the help ("  --staleness INT ...", "  -h,--help ..."), not a mention in
+      // another option's description.
+      EXPECT_TRUE(
+          std::regex_search(help, std::regex("(^|\n) *(-[a-zA-Z], *)?" + flag + "([^a-z0-9-]|$)")))
           << c.file << ": `" << c.binary << " " << c.subcommand << "` quotes " << flag
           << ", which its --help does not list";
     }

@@ -1,0 +1,52 @@
+#include "cli/run_report.h"
+
+#include "gtest/gtest.h"
+
+namespace syncopate::cli {
+namespace {
+
+v1::ClusterStatus Status(const std::string& mode, int64_t bound) {
+  v1::ClusterStatus status;
+  status.set_mode(mode);
+  status.set_staleness_bound(bound);
+  status.set_uptime_seconds(12.34);
+  status.set_min_live_clock(40);
+  status.set_rounds_closed(0);
+  status.set_live_trainers(1);
+  for (int rank : {1, 0}) {
+    v1::TrainerStatus* t = status.add_trainers();
+    t->set_rank(rank);
+    t->set_slowdown(rank + 1);
+    t->set_clock(40 + rank);
+    t->set_compute_time_ratio(rank == 0 ? 0.5 : 0.25);
+    t->set_state(rank == 0 ? "live" : "evicted");
+    t->set_group(-1);
+  }
+  return status;
+}
+
+TEST(FormatStatus, SaysWhatTheCoordinatorKnowsNow) {
+  EXPECT_EQ(FormatStatus(Status("ssp", 0)),
+            "mode ssp (staleness bound 0), 1 of 2 trainers live, up 12.3s, min clock 40, 0 rounds "
+            "closed, compute-time ratio 0.38\n"
+            "  rank  slowdown  clock    wait(s)   compute ratio  state    group\n"
+            "  0     1.0       40       0.0       0.50           live     -\n"
+            "  1     2.0       41       0.0       0.25           evicted  -\n");
+}
+
+TEST(FormatStatus, NamesOnlyWhatTheModeAndTheJobHave) {
+  v1::ClusterStatus status = Status("hybrid", -1);
+  status.set_groups(2);
+  status.set_test_accuracy(0.8512);
+  status.set_test_accuracy_at_seconds(11.0);
+  status.set_done(true);
+  status.set_done_reason("test accuracy 0.8512 reached 0.85");
+  const std::string line = FormatStatus(status).substr(0, FormatStatus(status).find('\n'));
+  EXPECT_EQ(line,
+            "mode hybrid, 1 of 2 trainers live, up 12.3s, min clock 40, 0 rounds closed, 2 "
+            "groups, test accuracy 0.8512 at 11.0s, compute-time ratio 0.38, done: test accuracy "
+            "0.8512 reached 0.85");
+}
+
+}  // namespace
+}  // namespace syncopate::cli
