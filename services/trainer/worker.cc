@@ -190,17 +190,29 @@ absl::StatusOr<Worker::ExchangeOutcome> Worker::ExchangeInBackground(
 }
 
 float Worker::ComputeStep() {
-  const absl::Time start = clock_.Now();
-  const int n = sampler_.Next(train_, &batch_x_, &batch_y_);
+  const absl::Time asked = clock_.Now();
+  absl::Time began;
+  absl::Time ended;
   const float loss = model_.Step([&] {
-    return trained_.TrainStep(batch_x_.data(), batch_y_.data(), n, options_.learning_rate);
+    began = clock_.Now();
+    const int n = sampler_.Next(train_, &batch_x_, &batch_y_);
+    const float l = trained_.TrainStep(batch_x_.data(), batch_y_.data(), n, options_.learning_rate);
+    ended = clock_.Now();
+    return l;
   });
+  // Compute is the step itself (sampling its batch included), stretched by the slowdown. Waiting
+  // for the model while the communication thread rebases it (wbsp-overlap) is wait.
+  const absl::Duration lock_wait = began - asked;
+  absl::Duration took = ended - began;
   if (options_.slowdown > 1.0) {
-    absl::SleepFor((clock_.Now() - start) * (options_.slowdown - 1.0));
+    const absl::Duration emulated = took * (options_.slowdown - 1.0);
+    absl::SleepFor(emulated);
+    took += emulated;
   }
-  const absl::Duration took = clock_.Now() - start;
   AddTime(&WorkerTimings::compute, took);
+  AddTime(&WorkerTimings::wait, lock_wait);
   metrics_.compute_seconds.Increment(absl::ToDoubleSeconds(took));
+  metrics_.wait_seconds.Increment(absl::ToDoubleSeconds(lock_wait));
   metrics_.step_duration.Observe(absl::ToDoubleSeconds(took));
   metrics_.steps.Increment();
   metrics_.loss.Set(loss);

@@ -21,10 +21,12 @@ class FakeCoordinator final : public client::CoordinatorLink {
     absl::Duration wait;
   };
 
-  FakeCoordinator(base::FakeClock& clock, v1::ApplyMode push_mode) : clock_(clock) {
+  FakeCoordinator(base::FakeClock& clock, v1::ApplyMode push_mode, bool overlap = false)
+      : clock_(clock) {
     welcome_.set_trainer_id(7);
     welcome_.set_incarnation(3);
     welcome_.set_push_mode(push_mode);
+    welcome_.set_overlap_communication(overlap);
   }
   void Script(Answer answer) { script_.push_back(std::move(answer)); }
 
@@ -73,14 +75,16 @@ class FakeStore final : public client::StoreLink {
   absl::StatusOr<client::PulledModel> Pull(int64_t round) override {
     pulled.push_back(round);
     auto it = models.find(round);
-    if (it == models.end()) return absl::NotFoundError("no such round");
-    return client::PulledModel{it->second, round, {0}, 8};
+    if (it != models.end()) return client::PulledModel{it->second, round, {0}, 8};
+    if (any_round) return client::PulledModel{*any_round, round, {0}, 8};
+    return absl::NotFoundError("no such round");
   }
 
   tensor::TensorMap initialized;
   std::vector<Pushed> pushes;
   std::vector<int64_t> pulled;
   std::map<int64_t, tensor::TensorMap> models;  // by round; -1: the live model
+  std::optional<tensor::TensorMap> any_round;   // served for a round `models` lacks
 };
 
 // Two parameters whose SGD step adds the learning rate and takes one second of (fake) compute.
@@ -93,11 +97,15 @@ class SteppingModel final : public compute::Model {
     auto it = in.find("w");
     if (it == in.end() || it->second.size() != 2) return absl::InvalidArgumentError("bad");
     w = it->second;
+    clock_.Advance(write_takes);
+    // Real time too, so that the compute thread of an overlapped run meets the write.
+    if (write_takes > absl::ZeroDuration()) absl::SleepFor(absl::Milliseconds(2));
     return absl::OkStatus();
   }
   float TrainStep(const float*, const int32_t*, int, float learning_rate) override {
     for (float& v : w) v += learning_rate;
     clock_.Advance(absl::Seconds(1));
+    if (write_takes > absl::ZeroDuration()) absl::SleepFor(absl::Milliseconds(1));
     return 0.5f;
   }
   void Predict(const float*, int n, int32_t* classes) override {
@@ -105,6 +113,8 @@ class SteppingModel final : public compute::Model {
   }
 
   std::vector<float> w = {0, 0};
+  // How long (fake time) a write of the parameters takes: a rebase holds the model this long.
+  absl::Duration write_takes = absl::ZeroDuration();
 
  private:
   base::FakeClock& clock_;
@@ -223,6 +233,26 @@ TEST_F(WorkerTest, WaitingForTheCoordinatorIsNotCompute) {
   EXPECT_EQ(timings_.compute_seconds(), 2.0);  // two steps of one second
   EXPECT_EQ(timings_.wait_seconds(), 7.0);
   EXPECT_EQ(timings_.wall_seconds(), 9.0);
+}
+
+// wbsp-overlap: a compute thread steps while this one pushes and rebases. A rebase holds the model
+// (here for 10 s of fake time per write); the compute thread's wait for it is wait, and compute is
+// exactly the time inside its steps. No step is lost: every one is pushed. (Steps and writes also
+// take a millisecond or two of real time, so that the two threads meet; the outcome checked does
+// not depend on how they interleave.)
+TEST_F(WorkerTest, OverlappedComputeExcludesTheWaitForTheModel) {
+  options_.max_steps = 30;
+  model_.write_takes = absl::Seconds(10);
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND, /*overlap=*/true);
+  for (int64_t c = 0; c < 200; ++c) coordinator.Script({Grant(c, c, c), absl::ZeroDuration()});
+  store_.any_round = {{"w", {0, 0}}};
+
+  ASSERT_TRUE(Run(coordinator).ok());
+  EXPECT_EQ(timings_.compute_seconds(), 30.0);
+  float pushed = 0;
+  for (const FakeStore::Pushed& p : store_.pushes) pushed += p.delta.at("w")[0];
+  EXPECT_FLOAT_EQ(pushed, 30 * 0.25f);
+  EXPECT_GT(store_.pulled.size(), 1u);
 }
 
 TEST_F(WorkerTest, EvictionEndsTheRunWithAborted) {
