@@ -118,7 +118,7 @@ int main(int argc, char** argv) {
     header.set_sequence(r + 1);
     const absl::Time start = absl::Now();
     if (!client.Push(header, model).ok()) return 1;
-    absl::StatusOr<trainer::PulledModel> pulled = client.Pull(-1);
+    absl::StatusOr<client::PulledModel> pulled = client.Pull(-1);
     if (!pulled.ok()) return 1;
     store_gbps.push_back(2.0 * bytes / absl::ToDoubleSeconds(absl::Now() - start) / 1e9);
 

@@ -96,7 +96,7 @@ absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
   return bytes;
 }
 
-absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out) {
+absl::Status StoreClient::PullFrom(size_t shard, int64_t round, client::PulledModel* out) {
   auto ctx = rpc::ContextWithTimeout(timeout_);
   v1::PullRequest request;
   if (round < 0) {
@@ -150,13 +150,13 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
   return absl::OkStatus();
 }
 
-absl::StatusOr<PulledModel> StoreClient::Pull(int64_t round) {
-  std::vector<PulledModel> parts(stubs_.size());
+absl::StatusOr<client::PulledModel> StoreClient::Pull(int64_t round) {
+  std::vector<client::PulledModel> parts(stubs_.size());
   absl::Status status = ForEachShard([&](size_t s) { return PullFrom(s, round, &parts[s]); });
   if (!status.ok()) return status;
-  PulledModel model;
+  client::PulledModel model;
   model.round = round;
-  for (PulledModel& part : parts) {
+  for (client::PulledModel& part : parts) {
     model.tensors.merge(part.tensors);
     model.checksums.push_back(part.checksums.empty() ? 0 : part.checksums.front());
     model.bytes += part.bytes;

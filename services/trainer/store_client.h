@@ -17,8 +17,6 @@
 
 namespace syncopate::trainer {
 
-using client::PulledModel;
-
 // Emulated link limits on the trainer's traffic (null: none); shared with its peer transfers.
 struct LinkLimits {
   base::TokenBucket* egress = nullptr;   // pushes
@@ -44,13 +42,13 @@ class StoreClient final : public client::StoreLink {
                                 const tensor::TensorMap& delta) override;
 
   // Pulls the live model (round < 0) or round `round` from every shard.
-  absl::StatusOr<PulledModel> Pull(int64_t round) override;
+  absl::StatusOr<client::PulledModel> Pull(int64_t round) override;
 
  private:
   absl::Status SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
                       const std::vector<const tensor::TensorMap::value_type*>& tensors);
   // Pulls one shard's tensors into `out` (its checksums get that shard's one entry).
-  absl::Status PullFrom(size_t shard, int64_t round, PulledModel* out);
+  absl::Status PullFrom(size_t shard, int64_t round, client::PulledModel* out);
   // Runs fn(shard) for every shard concurrently; the first error wins.
   absl::Status ForEachShard(const std::function<absl::Status(size_t)>& fn);
 

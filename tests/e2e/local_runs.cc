@@ -29,13 +29,19 @@ std::unique_ptr<cli::ChildProcess> StartSyncopate(const std::string& command,
   return StartBinary("syncopate", std::move(args), dir + ".out");
 }
 
-int RunSyncopate(const std::string& command, const std::string& dir, std::vector<std::string> args,
-                 absl::Duration limit) {
-  auto p = StartSyncopate(command, dir, std::move(args));
+int RunBinary(const std::string& binary, std::vector<std::string> args, const std::string& log,
+              absl::Duration limit) {
+  auto p = StartBinary(binary, std::move(args), log);
   if (!p) return -1;
   std::optional<int> status = p->Wait(limit);
-  EXPECT_TRUE(status.has_value()) << "syncopate " << command << " did not finish in time";
+  EXPECT_TRUE(status.has_value()) << binary << " did not finish in time; see " << log;
   return status.value_or(-1);
+}
+
+int RunSyncopate(const std::string& command, const std::string& dir, std::vector<std::string> args,
+                 absl::Duration limit) {
+  args.insert(args.begin(), {command, "--report-dir=" + dir});
+  return RunBinary("syncopate", std::move(args), dir + ".out", limit);
 }
 
 int ExitCode(int status) { return WIFEXITED(status) ? WEXITSTATUS(status) : -1; }

@@ -20,6 +20,11 @@ std::unique_ptr<cli::ChildProcess> StartBinary(const std::string& binary,
                                                std::vector<std::string> args,
                                                const std::string& log);
 
+// Runs build/bin/<binary> ARGS... to completion, output to `log` (deadline: `limit`, a failure
+// when passed), returning the wait status.
+int RunBinary(const std::string& binary, std::vector<std::string> args, const std::string& log,
+              absl::Duration limit = absl::Minutes(1));
+
 // Starts `syncopate <command> --report-dir=DIR ARGS...`, output to DIR.out.
 std::unique_ptr<cli::ChildProcess> StartSyncopate(const std::string& command,
                                                   const std::string& dir,

@@ -41,16 +41,6 @@ std::vector<std::string> Entries(const std::string& dir) {
   return names;
 }
 
-// Runs `binary args...` to completion (deadline `limit`); its output is in `log`.
-int RunBinary(const std::string& binary, std::vector<std::string> args, const std::string& log,
-              absl::Duration limit = absl::Minutes(1)) {
-  auto p = StartBinary(binary, std::move(args), log);
-  if (!p) return -1;
-  std::optional<int> status = p->Wait(limit);
-  EXPECT_TRUE(status.has_value()) << binary << " did not finish in time; see " << log;
-  return status.value_or(-1);
-}
-
 // The README's first command, as a newcomer runs it from a fresh clone: no runs/ folder yet. The
 // script's own compare step, narrowed through the variables it documents; install and build are
 // the test suite's own (SYNCOPATE_DEMO_BUILD=0, the binaries under test).

@@ -44,7 +44,7 @@ class StoreServiceTest : public ::testing::Test {
   }
 
   tensor::TensorMap Live() {
-    absl::StatusOr<trainer::PulledModel> pulled = client_->Pull(-1);
+    absl::StatusOr<client::PulledModel> pulled = client_->Pull(-1);
     EXPECT_TRUE(pulled.ok()) << pulled.status();
     return pulled.ok() ? pulled->tensors : tensor::TensorMap{};
   }
@@ -161,9 +161,9 @@ TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
   cut->set_clock(1);
   v1::CloseRoundReply closed;
   ASSERT_TRUE(stub_->CloseRound(&ctx, close, &closed).ok());
-  absl::StatusOr<trainer::PulledModel> a = client_->Pull(1);
+  absl::StatusOr<client::PulledModel> a = client_->Pull(1);
   trainer::StoreClient other({address_}, absl::Seconds(10), tensor::kMinChunkBytes);
-  absl::StatusOr<trainer::PulledModel> b = other.Pull(1);
+  absl::StatusOr<client::PulledModel> b = other.Pull(1);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->checksums, b->checksums);
   EXPECT_EQ(a->checksums[0], closed.checksum());
