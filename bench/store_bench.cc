@@ -24,7 +24,7 @@
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
 #include "store/store_service.h"
-#include "trainer/store_client.h"
+#include "client/store_client.h"
 
 namespace {
 
@@ -97,7 +97,7 @@ int main(int argc, char** argv) {
   int port = 0;
   if (!rpc::StartServer("127.0.0.1:0", {&service}, &server, &port).ok()) return 1;
   table.SetMembers({{1, 1}});
-  trainer::StoreClient client({"127.0.0.1:" + std::to_string(port)}, absl::Minutes(2));
+  client::StoreClient client({"127.0.0.1:" + std::to_string(port)}, absl::Minutes(2));
 
   // A model of four tensors, as a real one has several.
   tensor::TensorMap model;

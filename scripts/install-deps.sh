@@ -9,6 +9,7 @@ PACKAGES=(
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev zlib1g-dev
   nlohmann-json3-dev libspdlog-dev libcli11-dev gnuplot-nox prometheus curl libcurl4-openssl-dev
   dataset-fashion-mnist
+  python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
   nodejs unzip yamllint python3-yaml iproute2 docker.io debootstrap
 )
 

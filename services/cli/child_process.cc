@@ -69,7 +69,10 @@ ChildProcess::~ChildProcess() {
 }
 
 void ChildProcess::Signal(int sig) {
-  if (!status_) kill(pid_, sig);
+  if (status_) return;
+  // The child leads its own process group, so a program it started (a user's trainer command
+  // run through /bin/sh) gets the signal too; before the child's setpgid, only the child.
+  if (kill(-pid_, sig) != 0) kill(pid_, sig);
 }
 
 std::optional<int> ChildProcess::Wait(absl::Duration timeout) {

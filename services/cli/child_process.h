@@ -28,6 +28,7 @@ class ChildProcess {
 
   pid_t pid() const { return pid_; }
   const std::string& log_path() const { return log_path_; }
+  // Signals the child's process group: the child and whatever it started.
   void Signal(int sig);
   // Waits up to `timeout`; the exit status (as from waitpid) once it exited, nullopt if still
   // running.

@@ -71,6 +71,16 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
       if (!rate.empty()) RETURN_IF_ERROR(base::ParseRate(rate).status());
     }
   }
+  for (int rank : options.command_ranks) {
+    if (rank < 0 || rank >= options.trainers) {
+      return absl::InvalidArgumentError(absl::StrCat("--trainer-command-ranks: rank ", rank,
+                                                     " is not one of the ", options.trainers,
+                                                     " trainers"));
+    }
+  }
+  if (!options.command_ranks.empty() && options.trainer_command.empty()) {
+    return absl::InvalidArgumentError("--trainer-command-ranks without --trainer-command");
+  }
   // The coordinator would refuse a bad mode too; checking here gives the error before any start.
   RETURN_IF_ERROR(sync::MakePolicy(options.policy).status());
   return absl::OkStatus();
@@ -126,9 +136,48 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
 LocalCluster::~LocalCluster() { Stop(); }
 
+bool LocalCluster::RunsCommand(int rank) const {
+  const LocalClusterOptions& o = options_;
+  if (o.trainer_command.empty()) return false;
+  return o.command_ranks.empty() ||
+         std::find(o.command_ranks.begin(), o.command_ranks.end(), rank) != o.command_ranks.end();
+}
+
+absl::Status LocalCluster::LaunchCommand(int rank, double slowdown) {
+  const LocalClusterOptions& o = options_;
+  auto at = [&](const std::vector<std::string>& values) {
+    return rank < static_cast<int>(values.size()) ? values[rank] : "";
+  };
+  const std::string base = absl::StrCat(o.run_dir, "/trainer-", rank);
+  const char* pythonpath = getenv("PYTHONPATH");
+  std::map<std::string, std::string> env = {
+      {"SYNCOPATE_COORDINATOR", coordinator_address()},
+      {"SYNCOPATE_NAME", absl::StrCat("trainer-", rank)},
+      {"SYNCOPATE_RANK", absl::StrCat(rank)},
+      {"SYNCOPATE_WORLD", absl::StrCat(o.elastic ? 1 : o.trainers)},
+      {"SYNCOPATE_DATA_SHARD", absl::StrCat(o.elastic ? 0 : rank)},
+      {"SYNCOPATE_SLOWDOWN", absl::StrCat(slowdown)},
+      {"SYNCOPATE_LEARNING_RATE", absl::StrCat(o.learning_rate)},
+      {"SYNCOPATE_BATCH_SIZE", absl::StrCat(o.batch_size)},
+      {"SYNCOPATE_SEED", absl::StrCat(o.seed)},
+      {"SYNCOPATE_EVAL_INTERVAL", absl::StrCat(absl::ToDoubleSeconds(o.eval_interval))},
+      {"SYNCOPATE_EGRESS_RATE", at(o.egress_rates)},
+      {"SYNCOPATE_INGRESS_RATE", at(o.ingress_rates)},
+      {"SYNCOPATE_METRICS_LISTEN", "127.0.0.1:0"},
+      {"SYNCOPATE_READY_FILE", base + ".ready.json"},
+      {"SYNCOPATE_TRACE_FILE", base + ".trace.jsonl"},
+      {"PYTHONPATH", absl::StrCat(o.bin_dir, "/../python",
+                                  pythonpath && *pythonpath ? ":" : "", pythonpath ? pythonpath : "")},
+      // One thread per trainer: the cluster shares the machine's cores.
+      {"OMP_NUM_THREADS", "1"},
+      {"OPENBLAS_NUM_THREADS", "1"}};
+  return Spawn("trainer", rank, {"/bin/sh", "-c", o.trainer_command}, env, false);
+}
+
 absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
   const LocalClusterOptions& o = options_;
   next_rank_ = std::max(next_rank_, rank + 1);
+  if (RunsCommand(rank)) return LaunchCommand(rank, slowdown);
   std::vector<std::string> links;
   if (rank < static_cast<int>(o.egress_rates.size()) && !o.egress_rates[rank].empty()) {
     links.push_back(absl::StrCat("--egress-rate=", o.egress_rates[rank]));
@@ -191,16 +240,23 @@ absl::Status LocalCluster::RemoveTrainer(absl::Duration grace) {
 absl::Status LocalCluster::Launch(const std::string& role, int index, std::vector<std::string> args,
                                   bool wait_ready) {
   const std::string base = absl::StrCat(options_.run_dir, "/", role, "-", index);
-  const std::string ready = base + ".ready.json";
-  unlink(ready.c_str());
   std::vector<std::string> argv = {absl::StrCat(options_.bin_dir, "/syncopate-", role)};
   if (role != "trainer") argv.push_back("--listen=127.0.0.1:0");
   argv.push_back("--metrics-listen=127.0.0.1:0");
-  argv.push_back("--ready-file=" + ready);
+  argv.push_back("--ready-file=" + base + ".ready.json");
   argv.insert(argv.end(), args.begin(), args.end());
   // One BLAS thread per trainer: the cluster shares the machine's cores.
+  return Spawn(role, index, argv, {{"OPENBLAS_NUM_THREADS", "1"}}, wait_ready);
+}
+
+absl::Status LocalCluster::Spawn(const std::string& role, int index,
+                                 const std::vector<std::string>& argv,
+                                 const std::map<std::string, std::string>& env, bool wait_ready) {
+  const std::string base = absl::StrCat(options_.run_dir, "/", role, "-", index);
+  const std::string ready = base + ".ready.json";
+  unlink(ready.c_str());
   ASSIGN_OR_RETURN(std::unique_ptr<ChildProcess> process,
-                   ChildProcess::Spawn(argv, {{"OPENBLAS_NUM_THREADS", "1"}}, base + ".log"));
+                   ChildProcess::Spawn(argv, env, base + ".log"));
   Endpoint endpoint{role, index, 0, 0, process.get()};
   processes_.push_back(std::move(process));
   if (wait_ready) {

@@ -3,6 +3,7 @@
 #ifndef SYNCOPATE_CLI_LOCAL_CLUSTER_H_
 #define SYNCOPATE_CLI_LOCAL_CLUSTER_H_
 
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -41,6 +42,13 @@ struct LocalClusterOptions {
   // training set in its own seeded order (any N is correct; nothing is lost when one leaves),
   // instead of the disjoint shard i mod N = rank.
   bool elastic = false;
+  // A user's trainer program, run through /bin/sh -c instead of syncopate-trainer for the ranks
+  // in command_ranks (empty: every rank). It gets the job through the environment the client
+  // library reads (docs/python.md): SYNCOPATE_COORDINATOR, _NAME, _RANK, _WORLD, _DATA_SHARD,
+  // _SLOWDOWN, _LEARNING_RATE, _BATCH_SIZE, _SEED, _EVAL_INTERVAL, _EGRESS_RATE, _INGRESS_RATE,
+  // _METRICS_LISTEN, _READY_FILE, _TRACE_FILE, and PYTHONPATH with the built Python package.
+  std::string trainer_command;
+  std::vector<int> command_ranks;
 };
 
 // A process of the cluster and where it serves.
@@ -79,6 +87,13 @@ class LocalCluster {
 
  private:
   explicit LocalCluster(LocalClusterOptions options) : options_(std::move(options)) {}
+  // Spawns `argv` with `env` as process `role`-`index` (its log, and the ready file it writes, in
+  // the run directory); waits for the ready file when `wait_ready`.
+  absl::Status Spawn(const std::string& role, int index, const std::vector<std::string>& argv,
+                     const std::map<std::string, std::string>& env, bool wait_ready);
+  // A user's trainer program (trainer_command) as trainer `rank`.
+  absl::Status LaunchCommand(int rank, double slowdown);
+  bool RunsCommand(int rank) const;
   absl::Status Launch(const std::string& role, int index, std::vector<std::string> args,
                       bool wait_ready);
   absl::Status LaunchTrainer(int rank, double slowdown);

@@ -110,6 +110,13 @@ struct ScenarioFlags {
         ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--time-limit", time_limit, "Stop after this long (e.g. 120s, 5m)");
     cmd->add_option("--model", c.model, "Model architecture: mlp or cnn");
+    cmd->add_option("--trainer-command", c.trainer_command,
+                    "Run this program (through /bin/sh -c) as the trainers instead of the built-in "
+                    "one, e.g. 'python3 examples/pytorch/train.py'; it gets the job through "
+                    "SYNCOPATE_* environment variables (docs/python.md)");
+    cmd->add_option("--trainer-command-ranks", c.command_ranks,
+                    "Only these ranks run --trainer-command, e.g. 2 (the others: built-in)")
+        ->delimiter(',');
     cmd->add_option("--device", device,
                     "Trainer compute devices (cpu, cuda, cuda:N, auto), e.g. cuda:0,cuda:1,cpu "
                     "(one value: all trainers; missing values: cpu)");

@@ -5,18 +5,10 @@
 namespace syncopate::client {
 
 LocalModel::LocalModel(Parameters& parameters) : parameters_(parameters) {
-  absl::MutexLock lock(&mu_);
   parameters_.Read(&base_);
 }
 
-float LocalModel::Step(absl::FunctionRef<float()> step) {
-  absl::MutexLock lock(&mu_);
-  ++unpushed_steps_;
-  return step();
-}
-
 tensor::TensorMap LocalModel::TakeDelta(std::optional<int64_t> pending_clock) {
-  absl::MutexLock lock(&mu_);
   tensor::TensorMap current;
   parameters_.Read(&current);
   tensor::TensorMap delta = current;
@@ -31,7 +23,6 @@ tensor::TensorMap LocalModel::TakeDelta(std::optional<int64_t> pending_clock) {
 }
 
 absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t includes_clock) {
-  absl::MutexLock lock(&mu_);
   for (const auto& [name, b] : base_) {
     auto it = pulled.find(name);
     if (it == pulled.end() || it->second.size() != b.size()) {
@@ -60,18 +51,7 @@ absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t include
   return absl::OkStatus();
 }
 
-int64_t LocalModel::unpushed_steps() const {
-  absl::MutexLock lock(&mu_);
-  return unpushed_steps_;
-}
-
-size_t LocalModel::pending_deltas() const {
-  absl::MutexLock lock(&mu_);
-  return pending_.size();
-}
-
 void LocalModel::Read(tensor::TensorMap* out) const {
-  absl::MutexLock lock(&mu_);
   parameters_.Read(out);
 }
 

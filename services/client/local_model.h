@@ -13,26 +13,20 @@
 #include <deque>
 #include <optional>
 
-#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
-#include "absl/synchronization/mutex.h"
 #include "client/parameters.h"
 #include "tensor/tensor_spec.h"
 
 namespace syncopate::client {
 
-// Thread-safe: a compute thread may step it while another thread takes deltas and rebases.
+// Not thread-safe: the session calls it between the caller's steps, on the caller's thread.
 class LocalModel {
  public:
-  // `parameters` must outlive this and change only through Step; their current values become
-  // the base.
+  // `parameters` must outlive this; their current values become the base.
   explicit LocalModel(Parameters& parameters);
 
-  // Runs `step`, one training step that updates the parameters (a forward, backward and optimizer
-  // step of the caller's), and counts it. `step` runs with the lock held: TakeDelta, Rebase and
-  // Read on other threads wait until it returns, and `step` must not call this object (the lock is
-  // not re-entrant). Returns what `step` returns (its loss, say).
-  float Step(absl::FunctionRef<float()> step);
+  // Counts one training step the caller took on the parameters.
+  void CountStep() { ++unpushed_steps_; }
 
   // The change since the last TakeDelta or Rebase; the base moves to the current model. With a
   // `pending_clock` (round pushes) the delta is also kept until a pulled round includes it.
@@ -44,8 +38,8 @@ class LocalModel {
   absl::Status Rebase(const tensor::TensorMap& pulled, int64_t includes_clock);
 
   // Steps since the last TakeDelta.
-  int64_t unpushed_steps() const;
-  size_t pending_deltas() const;
+  int64_t unpushed_steps() const { return unpushed_steps_; }
+  size_t pending_deltas() const { return pending_.size(); }
   void Read(tensor::TensorMap* out) const;
 
  private:
@@ -55,10 +49,9 @@ class LocalModel {
   };
 
   Parameters& parameters_;
-  mutable absl::Mutex mu_;
-  tensor::TensorMap base_ ABSL_GUARDED_BY(mu_);
-  std::deque<Pending> pending_ ABSL_GUARDED_BY(mu_);
-  int64_t unpushed_steps_ ABSL_GUARDED_BY(mu_) = 0;
+  tensor::TensorMap base_;
+  std::deque<Pending> pending_;
+  int64_t unpushed_steps_ = 0;
 };
 
 }  // namespace syncopate::client

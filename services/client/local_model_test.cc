@@ -1,7 +1,6 @@
 #include "client/local_model.h"
 
 #include <random>
-#include <thread>
 
 #include "gtest/gtest.h"
 
@@ -16,10 +15,8 @@ class CountingModel {
   Parameters& parameters() { return parameters_; }
   // A step of `amount` taken through `local`.
   void Step(LocalModel& local, float amount) {
-    local.Step([&] {
-      for (float& v : w_) v += amount;
-      return 0.0f;
-    });
+    for (float& v : w_) v += amount;
+    local.CountStep();
   }
 
  private:
@@ -79,33 +76,6 @@ TEST(LocalModel, BadPullChangesNothing) {
   EXPECT_EQ(local.Rebase({{"v", {1, 1, 1}}}, -1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(local.Rebase({{"w", {1}}}, -1).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(W(local), (std::vector<float>{1, 1, 1}));
-}
-
-// The wbsp-overlap race the published code has: a compute thread steps while another thread
-// pushes and rebases. Every step must end up either in a pushed delta or in the local model.
-TEST(LocalModel, ConcurrentStepsAreNeverLost) {
-  CountingModel model;
-  LocalModel local(model.parameters());
-  constexpr int kSteps = 20000;
-  std::thread compute([&] {
-    for (int i = 0; i < kSteps; ++i) model.Step(local, 1);
-  });
-  // The "store": every delta pushed, applied to a global model that is pulled back each time.
-  std::vector<double> global = {0, 0, 0};
-  int64_t clock = 0;
-  while (clock < 100000) {
-    tensor::TensorMap delta = local.TakeDelta(++clock);
-    for (int i = 0; i < 3; ++i) global[i] += delta["w"][i];
-    tensor::TensorMap pulled = {{"w",
-                                 {static_cast<float>(global[0]), static_cast<float>(global[1]),
-                                  static_cast<float>(global[2])}}};
-    ASSERT_TRUE(local.Rebase(pulled, clock).ok());
-    if (W(local)[0] >= kSteps) break;
-  }
-  compute.join();
-  tensor::TensorMap rest = local.TakeDelta(++clock);
-  EXPECT_EQ(global[0] + rest["w"][0], kSteps);
-  EXPECT_EQ(W(local)[0], kSteps);
 }
 
 }  // namespace

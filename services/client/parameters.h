@@ -17,7 +17,7 @@
 
 namespace syncopate::client {
 
-// Not thread-safe: the library calls it from one thread at a time (LocalModel holds its lock).
+// Not thread-safe: the library calls it from the caller's thread, between its steps.
 class Parameters {
  public:
   virtual ~Parameters() = default;
@@ -33,8 +33,8 @@ class Parameters {
 
 // Parameters that live in the caller's memory, registered one by one. Every registered buffer
 // must stay valid, and keep its size, for as long as the library uses this object; the caller
-// must not change it while the library reads or writes it (LocalModel::Step runs the caller's
-// step under the same lock as the library's reads and writes).
+// must not change it while the library reads or writes it (the session does both between the
+// caller's steps, on the caller's thread).
 class BufferParameters final : public Parameters {
  public:
   // Copies a parameter's current values out into `out` (out.size() elements).

@@ -2,6 +2,7 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
+#include "absl/synchronization/notification.h"
 #include "absl/strings/str_cat.h"
 #include "base/allocator.h"
 #include "base/clock.h"
@@ -11,13 +12,8 @@
 #include "base/signals.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
-#include "metrics/metrics_server.h"
-#include "trainer/peer_node.h"
-#include "trainer/session_client.h"
-#include "trainer/store_client.h"
-#include "trainer/trace_writer.h"
-#include "trainer/trainer_metrics.h"
-#include "trainer/worker.h"
+#include "client/job_client.h"
+#include "trainer/builtin_trainer.h"
 
 namespace {
 
@@ -41,7 +37,9 @@ int main(int argc, char** argv) {
   std::string name;
   int rank = 0;
   int world = 1;
-  syncopate::trainer::WorkerOptions options;
+  syncopate::trainer::BuiltinOptions options;
+  syncopate::client::JobOptions job_options;
+  syncopate::client::SessionOptions& session_options = job_options.session;
   std::string model_name = "mlp";
   std::vector<int> hidden = {128};
   std::string device = "cpu";
@@ -65,7 +63,7 @@ int main(int argc, char** argv) {
          "--data-shard", data_shard,
          "Data shard this trainer trains on (default: --rank); with --world=1 the whole set")
       ->check(CLI::NonNegativeNumber);
-  app.add_option("--slowdown", options.slowdown, "Stretch each step's compute time to F x")
+  app.add_option("--slowdown", session_options.slowdown, "Stretch each step's compute time to F x")
       ->check(CLI::Range(1.0, syncopate::base::kMaxSlowdown));
   app.add_option("--learning-rate", options.learning_rate, "SGD learning rate")
       ->check(CLI::PositiveNumber);
@@ -82,7 +80,7 @@ int main(int argc, char** argv) {
   app.add_option("--eval-interval", eval_interval, "Evaluate at most this often (evaluator only)");
   app.add_option("--eval-samples", options.eval_samples, "Test examples per evaluation")
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-steps", options.max_steps, "Leave after this many steps (0: never)");
+  app.add_option("--max-steps", session_options.max_steps, "Leave after this many steps (0: never)");
   app.add_option("--seed", options.seed, "Seed of the model initialisation and batch order");
   app.add_option("--rpc-timeout", rpc_timeout, "Deadline of each store RPC");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
@@ -109,7 +107,7 @@ int main(int argc, char** argv) {
 
   auto eval_every = syncopate::base::ParseDuration(eval_interval);
   if (!eval_every.ok()) return Fail(eval_every.status(), kExitUsage);
-  options.eval_interval = *eval_every;
+  session_options.eval_interval = *eval_every;
   auto timeout = syncopate::base::ParseDuration(rpc_timeout);
   if (!timeout.ok()) return Fail(timeout.status(), kExitUsage);
 
@@ -143,60 +141,43 @@ int main(int argc, char** argv) {
   auto test = syncopate::data::LoadFashionMnist(data_dir, "test");
   if (!test.ok()) return Fail(test.status());
 
-  auto metrics_server = syncopate::metrics::MetricsServer::Start(metrics_listen);
-  if (!metrics_server.ok()) return Fail(metrics_server.status());
-  syncopate::trainer::TrainerMetrics metrics((*metrics_server)->registry());
-
-  // The Peer service runs before the join: the coordinator hands its address to other trainers.
-  syncopate::trainer::PeerNodeOptions peer_options{peer_listen, peer_address, egress_rate,
-                                                   ingress_rate};
-  syncopate::tensor::TensorMap shapes;
-  (*model)->ReadParameters(&shapes);
-  auto peers = syncopate::trainer::PeerNode::Start(peer_options, shapes);
-  if (!peers.ok()) {
-    return Fail(peers.status(), absl::IsInvalidArgument(peers.status()) ? kExitUsage : kExitError);
+  syncopate::trainer::BuiltinTrainer trainer(options, **model, **eval_model, *train, *test);
+  session_options.evaluate = [&trainer](const syncopate::tensor::TensorMap& m) {
+    return trainer.Evaluate(m);
+  };
+  job_options.coordinator = coordinator;
+  job_options.name = name;
+  job_options.rank = rank;
+  job_options.rpc_timeout = *timeout;
+  job_options.metrics_listen = metrics_listen;
+  job_options.peer = {peer_listen, peer_address, egress_rate, ingress_rate};
+  job_options.ready_file = ready_file;
+  job_options.trace_file = trace_file;
+  auto job = syncopate::client::JobClient::Join(std::move(job_options), trainer.parameters());
+  if (!job.ok()) {
+    return Fail(job.status(), absl::IsInvalidArgument(job.status()) ? kExitUsage : kExitError);
   }
-
-  syncopate::v1::Join join;
-  join.set_name(name);
-  join.set_peer_address((*peers)->address());
-  join.set_rank(rank);
-  join.set_slowdown(options.slowdown);
-  auto session = syncopate::trainer::SessionClient::Connect(coordinator, join, absl::Seconds(30));
-  if (!session.ok()) return Fail(session.status());
-  const auto& welcome = (*session)->welcome();
+  syncopate::client::Session& session = (*job)->session();
+  const auto& welcome = session.welcome();
   spdlog::info("joined {} job as id {} (incarnation {}); {} examples in shard {}/{}; {} store(s)",
                welcome.mode(), welcome.trainer_id(), welcome.incarnation(), train->size(),
                data_shard, world, welcome.store_addresses_size());
-  absl::Status ready =
-      syncopate::base::WriteReadyFile(ready_file, {0, (*metrics_server)->port(), 0});
-  if (!ready.ok()) return Fail(ready);
-
-  (*session)->OnPeerDirective(
-      [node = peers->get()](const syncopate::v1::Directive& d) { node->HandleDirective(d); });
-  // The link limits hold for all of the trainer's traffic: store pushes and pulls too.
-  syncopate::trainer::StoreClient store(
-      {welcome.store_addresses().begin(), welcome.store_addresses().end()}, *timeout,
-      syncopate::tensor::kDefaultChunkBytes, (*peers)->limits());
-  syncopate::trainer::TraceWriter trace(trace_file);
-  syncopate::trainer::Worker worker(options, **session, store, **model, **eval_model, *train, *test,
-                                    metrics, trace, syncopate::base::MonotonicClock::Get(),
-                                    &(*peers)->link());
-  absl::Notification stop;
   absl::Notification done;
   absl::Status result;
+  bool stopping = false;
   std::thread runner([&] {
-    result = worker.Run(stop);
+    result = trainer.Run(session);
     done.Notify();
   });
   while (!done.HasBeenNotified()) {
     if (syncopate::base::WaitForTerminationSignal(absl::Milliseconds(200)) == 0) continue;
-    // A second signal (a supervisor repeating itself) must not notify twice: absl aborts on that.
-    if (stop.HasBeenNotified()) {
+    // A second signal (a supervisor repeating itself) is only logged.
+    if (stopping) {
       spdlog::info("termination signal again: already leaving");
     } else {
       spdlog::info("termination signal: finishing the current step and leaving");
-      stop.Notify();
+      stopping = true;
+      session.Stop();
     }
   }
   runner.join();

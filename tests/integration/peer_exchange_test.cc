@@ -1,7 +1,7 @@
 // The peer-to-peer data plane over real gRPC on 127.0.0.1: models streamed between trainers,
 // shapes checked, one model per sender and round, deadlines for dead peers, link-rate limits,
 // background multicasts that can be preempted or superseded.
-#include "trainer/peer_exchange.h"
+#include "client/peer_exchange.h"
 
 #include <memory>
 #include <thread>
@@ -9,9 +9,9 @@
 #include "base/clock.h"
 #include "gtest/gtest.h"
 #include "rpc/grpc_util.h"
-#include "trainer/background_multicast.h"
+#include "client/background_multicast.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 namespace {
 
 tensor::TensorMap Model(float value, size_t n = 1000) {
@@ -226,4 +226,4 @@ TEST(PeerExchangeTest, AveragingIsTheEqualWeightMean) {
 }
 
 }  // namespace
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client

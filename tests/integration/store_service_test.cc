@@ -9,7 +9,7 @@
 #include "rpc/grpc_util.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
-#include "trainer/store_client.h"
+#include "client/store_client.h"
 
 namespace syncopate {
 namespace {
@@ -21,7 +21,7 @@ class StoreServiceTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&service_}, &server_, &port_).ok());
     address_ = "127.0.0.1:" + std::to_string(port_);
-    client_ = std::make_unique<trainer::StoreClient>(std::vector<std::string>{address_},
+    client_ = std::make_unique<client::StoreClient>(std::vector<std::string>{address_},
                                                      absl::Seconds(10));
     stub_ = v1::ParameterStore::NewStub(rpc::MakeChannel(address_));
     table_.SetMembers({{kTrainer, 1}});
@@ -66,7 +66,7 @@ class StoreServiceTest : public ::testing::Test {
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string address_;
-  std::unique_ptr<trainer::StoreClient> client_;
+  std::unique_ptr<client::StoreClient> client_;
   std::unique_ptr<v1::ParameterStore::Stub> stub_;
   tensor::TensorMap model_;
 };
@@ -162,7 +162,7 @@ TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
   v1::CloseRoundReply closed;
   ASSERT_TRUE(stub_->CloseRound(&ctx, close, &closed).ok());
   absl::StatusOr<client::PulledModel> a = client_->Pull(1);
-  trainer::StoreClient other({address_}, absl::Seconds(10), tensor::kMinChunkBytes);
+  client::StoreClient other({address_}, absl::Seconds(10), tensor::kMinChunkBytes);
   absl::StatusOr<client::PulledModel> b = other.Pull(1);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->checksums, b->checksums);

@@ -1,4 +1,4 @@
-#include "trainer/peer_exchange.h"
+#include "client/peer_exchange.h"
 
 #include <cstring>
 #include <thread>
@@ -7,7 +7,7 @@
 #include "base/status_macros.h"
 #include "rpc/grpc_util.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 namespace {
 
 size_t PayloadBytes(const v1::PushMessage& message) {
@@ -253,4 +253,4 @@ absl::Status AverageInto(tensor::TensorMap& own,
   return absl::OkStatus();
 }
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client

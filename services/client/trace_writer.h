@@ -1,14 +1,14 @@
 // An append-only JSON-lines record of what a trainer did and when (wall-clock microseconds), so
 // tests and users can check guarantees after a run: clocks started, pushes, snapshot checksums.
-#ifndef SYNCOPATE_TRAINER_TRACE_WRITER_H_
-#define SYNCOPATE_TRAINER_TRACE_WRITER_H_
+#ifndef SYNCOPATE_CLIENT_TRACE_WRITER_H_
+#define SYNCOPATE_CLIENT_TRACE_WRITER_H_
 
 #include <cstdio>
 #include <string>
 
 #include "nlohmann/json.hpp"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 // Not thread-safe. A writer with an empty path records nothing.
 class TraceWriter {
@@ -25,6 +25,6 @@ class TraceWriter {
   std::FILE* file_ = nullptr;
 };
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client
 
-#endif  // SYNCOPATE_TRAINER_TRACE_WRITER_H_
+#endif  // SYNCOPATE_CLIENT_TRACE_WRITER_H_

@@ -1,13 +1,13 @@
 // The trainer's Prometheus metrics (catalogue: docs/metrics.md).
-#ifndef SYNCOPATE_TRAINER_TRAINER_METRICS_H_
-#define SYNCOPATE_TRAINER_TRAINER_METRICS_H_
+#ifndef SYNCOPATE_CLIENT_TRAINER_METRICS_H_
+#define SYNCOPATE_CLIENT_TRAINER_METRICS_H_
 
 #include "prometheus/counter.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 struct TrainerMetrics {
   explicit TrainerMetrics(prometheus::Registry& registry);
@@ -36,6 +36,6 @@ struct TrainerMetrics {
   prometheus::Counter& exchange_transfers_preempted;
 };
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client
 
-#endif  // SYNCOPATE_TRAINER_TRAINER_METRICS_H_
+#endif  // SYNCOPATE_CLIENT_TRAINER_METRICS_H_

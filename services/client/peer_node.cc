@@ -1,4 +1,4 @@
-#include "trainer/peer_node.h"
+#include "client/peer_node.h"
 
 #include "absl/strings/str_cat.h"
 #include "base/clock.h"
@@ -6,7 +6,7 @@
 #include "base/status_macros.h"
 #include "rpc/grpc_util.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 namespace {
 
 // A 64 KiB burst: a limit holds from the first chunk on.
@@ -56,4 +56,4 @@ PeerNode::~PeerNode() {
   if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
 }
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client

@@ -3,8 +3,8 @@
 // this trainer's model to its receivers. Both directions can be held to an emulated link rate
 // (token buckets on the real transfers), and both are timed so the coordinator can estimate every
 // trainer's bandwidth from real transfers.
-#ifndef SYNCOPATE_TRAINER_PEER_EXCHANGE_H_
-#define SYNCOPATE_TRAINER_PEER_EXCHANGE_H_
+#ifndef SYNCOPATE_CLIENT_PEER_EXCHANGE_H_
+#define SYNCOPATE_CLIENT_PEER_EXCHANGE_H_
 
 #include <functional>
 #include <map>
@@ -22,7 +22,7 @@
 #include "syncopate/v1/peer.grpc.pb.h"
 #include "tensor/tensor.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 struct TransferTotals {
   double bytes = 0;
@@ -137,6 +137,6 @@ class PeerSender {
 absl::Status AverageInto(tensor::TensorMap& own,
                          const std::map<uint64_t, tensor::TensorMap>& received);
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client
 
-#endif  // SYNCOPATE_TRAINER_PEER_EXCHANGE_H_
+#endif  // SYNCOPATE_CLIENT_PEER_EXCHANGE_H_

@@ -2,8 +2,8 @@
 // its address to the other trainers): the Peer service on its own port, the inbox it fills, the
 // sender, the transfer meters, and the emulated link limits, which the trainer's store traffic
 // shares.
-#ifndef SYNCOPATE_TRAINER_PEER_NODE_H_
-#define SYNCOPATE_TRAINER_PEER_NODE_H_
+#ifndef SYNCOPATE_CLIENT_PEER_NODE_H_
+#define SYNCOPATE_CLIENT_PEER_NODE_H_
 
 #include <memory>
 #include <optional>
@@ -13,12 +13,20 @@
 #include "base/token_bucket.h"
 #include "grpcpp/server.h"
 #include "tensor/tensor.h"
-#include "trainer/background_multicast.h"
-#include "trainer/peer_exchange.h"
-#include "trainer/store_client.h"
-#include "trainer/worker.h"
+#include "client/background_multicast.h"
+#include "client/peer_exchange.h"
+#include "client/store_client.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
+
+// The peer-to-peer data plane as a session uses it (owned by a PeerNode, or by a test).
+struct PeerLink {
+  ExchangeInbox& inbox;
+  PeerSender& sender;
+  BackgroundMulticast& multicast;  // selmcast-ssp
+  TransferMeter& sent;
+  TransferMeter& received;
+};
 
 struct PeerNodeOptions {
   std::string listen = "127.0.0.1:0";  // port 0 picks one
@@ -62,6 +70,6 @@ class PeerNode {
   std::unique_ptr<PeerLink> link_;
 };
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client
 
-#endif  // SYNCOPATE_TRAINER_PEER_NODE_H_
+#endif  // SYNCOPATE_CLIENT_PEER_NODE_H_

@@ -1,8 +1,8 @@
-#include "trainer/trainer_metrics.h"
+#include "client/trainer_metrics.h"
 
 #include "metrics/metrics_server.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 namespace {
 
 prometheus::Histogram& Seconds(prometheus::Registry& r, const char* name, const char* help) {
@@ -62,4 +62,4 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
           "Model transfers to peers cancelled before the end: preempted by the coordinator or "
           "superseded by a newer multicast (selmcast-ssp).")) {}
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client

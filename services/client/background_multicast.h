@@ -1,8 +1,8 @@
 // selmcast-ssp's sending side: a trainer's multicast runs on its own threads while the trainer
 // computes. A newer multicast supersedes (cancels) what is left of the previous one, and the
 // coordinator can preempt single receivers (StopSending).
-#ifndef SYNCOPATE_TRAINER_BACKGROUND_MULTICAST_H_
-#define SYNCOPATE_TRAINER_BACKGROUND_MULTICAST_H_
+#ifndef SYNCOPATE_CLIENT_BACKGROUND_MULTICAST_H_
+#define SYNCOPATE_CLIENT_BACKGROUND_MULTICAST_H_
 
 #include <memory>
 #include <thread>
@@ -10,9 +10,9 @@
 
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
-#include "trainer/peer_exchange.h"
+#include "client/peer_exchange.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 class BackgroundMulticast {
  public:
@@ -51,6 +51,6 @@ class BackgroundMulticast {
   Outcomes outcomes_ ABSL_GUARDED_BY(mu_);
 };
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client
 
-#endif  // SYNCOPATE_TRAINER_BACKGROUND_MULTICAST_H_
+#endif  // SYNCOPATE_CLIENT_BACKGROUND_MULTICAST_H_

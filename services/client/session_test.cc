@@ -1,20 +1,22 @@
-// The worker's protocol against a fake coordinator and a fake store, on a fake clock: what it
-// pushes, what it pulls and rebases onto, what it reports, how it accounts its time, and how it
-// ends. No gRPC, no threads of its own, no sleeping (the sequential modes).
-#include "trainer/worker.h"
+// The session against a fake coordinator and a fake store, on a fake clock, driven by a training
+// loop of the test's own: what it pushes, what it pulls and rebases onto, what it reports, how it
+// accounts its time, and how it ends. No gRPC and no sleeping; no thread of its own in the
+// sequential modes.
+#include "client/session.h"
 
 #include <deque>
 #include <map>
 #include <variant>
 
 #include "gtest/gtest.h"
+#include "base/status_macros.h"
 #include "prometheus/registry.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 namespace {
 
 // A coordinator that answers WaitProceed from a script, each answer after `wait` of (fake) time.
-class FakeCoordinator final : public client::CoordinatorLink {
+class FakeCoordinator final : public CoordinatorLink {
  public:
   struct Answer {
     std::variant<v1::Proceed, absl::Status> directive;
@@ -56,7 +58,7 @@ class FakeCoordinator final : public client::CoordinatorLink {
 };
 
 // A store that records what it is sent and serves the models it is given.
-class FakeStore final : public client::StoreLink {
+class FakeStore final : public StoreLink {
  public:
   struct Pushed {
     v1::PushHeader header;
@@ -72,11 +74,11 @@ class FakeStore final : public client::StoreLink {
     pushes.push_back({header, delta});
     return 8;
   }
-  absl::StatusOr<client::PulledModel> Pull(int64_t round) override {
+  absl::StatusOr<PulledModel> Pull(int64_t round) override {
     pulled.push_back(round);
     auto it = models.find(round);
-    if (it != models.end()) return client::PulledModel{it->second, round, {0}, 8};
-    if (any_round) return client::PulledModel{*any_round, round, {0}, 8};
+    if (it != models.end()) return PulledModel{it->second, round, {0}, 8};
+    if (any_round) return PulledModel{*any_round, round, {0}, 8};
     return absl::NotFoundError("no such round");
   }
 
@@ -85,39 +87,6 @@ class FakeStore final : public client::StoreLink {
   std::vector<int64_t> pulled;
   std::map<int64_t, tensor::TensorMap> models;  // by round; -1: the live model
   std::optional<tensor::TensorMap> any_round;   // served for a round `models` lacks
-};
-
-// Two parameters whose SGD step adds the learning rate and takes one second of (fake) compute.
-class SteppingModel final : public compute::Model {
- public:
-  explicit SteppingModel(base::FakeClock& clock) : clock_(clock) {}
-  std::vector<tensor::TensorSpec> Parameters() const override { return {{"w", {2}}}; }
-  void ReadParameters(tensor::TensorMap* out) const override { *out = {{"w", w}}; }
-  absl::Status WriteParameters(const tensor::TensorMap& in) override {
-    auto it = in.find("w");
-    if (it == in.end() || it->second.size() != 2) return absl::InvalidArgumentError("bad");
-    w = it->second;
-    clock_.Advance(write_takes);
-    // Real time too, so that the compute thread of an overlapped run meets the write.
-    if (write_takes > absl::ZeroDuration()) absl::SleepFor(absl::Milliseconds(2));
-    return absl::OkStatus();
-  }
-  float TrainStep(const float*, const int32_t*, int, float learning_rate) override {
-    for (float& v : w) v += learning_rate;
-    clock_.Advance(absl::Seconds(1));
-    if (write_takes > absl::ZeroDuration()) absl::SleepFor(absl::Milliseconds(1));
-    return 0.5f;
-  }
-  void Predict(const float*, int n, int32_t* classes) override {
-    for (int i = 0; i < n; ++i) classes[i] = 0;
-  }
-
-  std::vector<float> w = {0, 0};
-  // How long (fake time) a write of the parameters takes: a rebase holds the model this long.
-  absl::Duration write_takes = absl::ZeroDuration();
-
- private:
-  base::FakeClock& clock_;
 };
 
 v1::Proceed Grant(int64_t clock, std::optional<int64_t> round = std::nullopt,
@@ -133,28 +102,45 @@ v1::Proceed Grant(int64_t clock, std::optional<int64_t> round = std::nullopt,
   return p;
 }
 
-class WorkerTest : public ::testing::Test {
+// A training loop of the test's own over one parameter "w" of two elements in its memory: each
+// step adds 0.25 and takes one second of (fake) time; writing the parameters (a rebase) takes
+// `write_takes`.
+class SessionTest : public ::testing::Test {
  protected:
-  WorkerTest() {
-    options_.learning_rate = 0.25f;
-    options_.batch_size = 2;
+  SessionTest() {
+    EXPECT_TRUE(parameters_
+                    .Add(
+                        "w", {2}, [this](absl::Span<float> out) { std::copy(w_.begin(), w_.end(), out.begin()); },
+                        [this](absl::Span<const float> in) {
+                          std::copy(in.begin(), in.end(), w_.begin());
+                          clock_.Advance(write_takes_);
+                        })
+                    .ok());
   }
 
   absl::Status Run(FakeCoordinator& coordinator) {
-    Worker worker(options_, coordinator, store_, model_, eval_model_, data_, data_, metrics_,
-                  trace_, clock_);
-    absl::Notification stop;
-    absl::Status status = worker.Run(stop);
-    timings_ = worker.Timings();
+    Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_);
+    absl::Status status = [&]() -> absl::Status {
+      RETURN_IF_ERROR(session.Start());
+      for (bool more = true; more;) {
+        for (float& v : w_) v += 0.25f;
+        clock_.Advance(absl::Seconds(1));
+        ++steps_taken_;
+        ASSIGN_OR_RETURN(more, session.Step(0.5f));
+      }
+      return absl::OkStatus();
+    }();
+    timings_ = session.Timings();
     return status;
   }
 
   base::FakeClock clock_;
-  WorkerOptions options_;
+  SessionOptions options_;
   FakeStore store_;
-  SteppingModel model_{clock_};
-  SteppingModel eval_model_{clock_};
-  data::Dataset data_{1, {0, 0, 0, 0}, {0, 0, 0, 0}};
+  std::vector<float> w_ = {0, 0};
+  absl::Duration write_takes_ = absl::ZeroDuration();
+  BufferParameters parameters_;
+  int steps_taken_ = 0;
   prometheus::Registry registry_;
   TrainerMetrics metrics_{registry_};
   TraceWriter trace_{""};
@@ -163,7 +149,7 @@ class WorkerTest : public ::testing::Test {
 
 // BSP: push each step's delta for its round, pull the round the coordinator names, rebase onto
 // it, report each clock; leave when training is done.
-TEST_F(WorkerTest, RoundModePushesEachStepAndLoadsThePulledRound) {
+TEST_F(SessionTest, RoundModePushesEachStepAndLoadsThePulledRound) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.Script({Grant(0), absl::Seconds(2)});
   coordinator.Script({Grant(1, /*round=*/1, /*includes_clock=*/1), absl::Seconds(2)});
@@ -186,7 +172,7 @@ TEST_F(WorkerTest, RoundModePushesEachStepAndLoadsThePulledRound) {
   }
   EXPECT_EQ(store_.pulled, (std::vector<int64_t>{1}));
   // Round 1 held this trainer's push 1, so the model became the round plus the step after it.
-  EXPECT_EQ(model_.w, (std::vector<float>{5.25f, 5.25f}));
+  EXPECT_EQ(w_, (std::vector<float>{5.25f, 5.25f}));
   ASSERT_EQ(coordinator.reports.size(), 2u);
   EXPECT_EQ(coordinator.reports[0].clock(), 1);
   EXPECT_EQ(coordinator.reports[1].clock(), 2);
@@ -195,7 +181,7 @@ TEST_F(WorkerTest, RoundModePushesEachStepAndLoadsThePulledRound) {
 }
 
 // A round that does not hold the trainer's latest push: that push stays in the local model.
-TEST_F(WorkerTest, OwnPushesTheRoundLacksSurviveTheRebase) {
+TEST_F(SessionTest, OwnPushesTheRoundLacksSurviveTheRebase) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.Script({Grant(0), absl::ZeroDuration()});
   coordinator.Script({Grant(1), absl::ZeroDuration()});
@@ -204,13 +190,13 @@ TEST_F(WorkerTest, OwnPushesTheRoundLacksSurviveTheRebase) {
 
   ASSERT_TRUE(Run(coordinator).ok());
   // Round 1 = 5 holds push 1; push 2 (0.25) is still pending in the store; then one more step.
-  EXPECT_EQ(model_.w, (std::vector<float>{5.5f, 5.5f}));
+  EXPECT_EQ(w_, (std::vector<float>{5.5f, 5.5f}));
   ASSERT_EQ(store_.pushes.size(), 3u);
   EXPECT_EQ(store_.pushes[2].delta, (tensor::TensorMap{{"w", {0.25f, 0.25f}}}));
 }
 
 // ASP/SSP: pushes are applied at once (the store's mode), and a live pull loads the live model.
-TEST_F(WorkerTest, ImmediateModePullsTheLiveModel) {
+TEST_F(SessionTest, ImmediateModePullsTheLiveModel) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_IMMEDIATE);
   v1::Proceed live = Grant(0);
   live.mutable_pull()->set_live(true);
@@ -221,11 +207,11 @@ TEST_F(WorkerTest, ImmediateModePullsTheLiveModel) {
   EXPECT_EQ(store_.pulled, (std::vector<int64_t>{-1}));
   ASSERT_EQ(store_.pushes.size(), 1u);
   EXPECT_EQ(store_.pushes[0].header.apply_mode(), v1::APPLY_MODE_IMMEDIATE);
-  EXPECT_EQ(model_.w, (std::vector<float>{1.25f, 2.25f}));
+  EXPECT_EQ(w_, (std::vector<float>{1.25f, 2.25f}));
 }
 
 // Compute is the time inside steps; the wait for a directive is wait, not compute.
-TEST_F(WorkerTest, WaitingForTheCoordinatorIsNotCompute) {
+TEST_F(SessionTest, WaitingForTheCoordinatorIsNotCompute) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.Script({Grant(0), absl::Seconds(3)});
   coordinator.Script({Grant(1), absl::Seconds(4)});
@@ -235,27 +221,94 @@ TEST_F(WorkerTest, WaitingForTheCoordinatorIsNotCompute) {
   EXPECT_EQ(timings_.wall_seconds(), 9.0);
 }
 
-// wbsp-overlap: a compute thread steps while this one pushes and rebases. A rebase holds the model
-// (here for 10 s of fake time per write); the compute thread's wait for it is wait, and compute is
-// exactly the time inside its steps. No step is lost: every one is pushed. (Steps and writes also
-// take a millisecond or two of real time, so that the two threads meet; the outcome checked does
-// not depend on how they interleave.)
-TEST_F(WorkerTest, OverlappedComputeExcludesTheWaitForTheModel) {
+// wbsp-overlap: the session's own thread pushes, reports and pulls while the loop steps on; the
+// loop never waits for the coordinator. A rebase (10 s of fake time per write of the parameters)
+// happens inside Step, between two steps: it is wait, and compute is exactly the time of the
+// steps. No step is lost: the deltas pushed add up to every step, the last ones flushed before
+// the session leaves at its step limit.
+TEST_F(SessionTest, OverlappedLosesNoStepAndCountsOnlyStepsAsCompute) {
   options_.max_steps = 30;
-  model_.write_takes = absl::Seconds(10);
+  write_takes_ = absl::Seconds(10);
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND, /*overlap=*/true);
   for (int64_t c = 0; c < 200; ++c) coordinator.Script({Grant(c, c, c), absl::ZeroDuration()});
   store_.any_round = {{"w", {0, 0}}};
 
   ASSERT_TRUE(Run(coordinator).ok());
+  EXPECT_EQ(steps_taken_, 30);
   EXPECT_EQ(timings_.compute_seconds(), 30.0);
   float pushed = 0;
   for (const FakeStore::Pushed& p : store_.pushes) pushed += p.delta.at("w")[0];
   EXPECT_FLOAT_EQ(pushed, 30 * 0.25f);
-  EXPECT_GT(store_.pulled.size(), 1u);
+  // The first grant's round, and at least the round after the last push.
+  EXPECT_GE(store_.pulled.size(), 2u);
+  EXPECT_EQ(coordinator.left, "step limit reached");
 }
 
-TEST_F(WorkerTest, EvictionEndsTheRunWithAborted) {
+// Without SessionOptions::evaluate, the session says when the coordinator wants an evaluation;
+// the caller's accuracy goes out with the next report, once.
+TEST_F(SessionTest, TheCallersAccuracyGoesOutWithTheNextReport) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  v1::Proceed first = Grant(0, /*round=*/0);
+  first.set_evaluate(true);
+  coordinator.Script({first, absl::ZeroDuration()});
+  coordinator.Script({Grant(1), absl::ZeroDuration()});
+  store_.models[0] = {{"w", {1, 1}}};
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_);
+  ASSERT_TRUE(session.Start().ok());
+  EXPECT_TRUE(session.evaluation_due());
+  session.ReportAccuracy(0.75);
+  EXPECT_FALSE(session.evaluation_due());
+  EXPECT_EQ(session.Step(0.5f).value_or(false), true);
+  EXPECT_EQ(session.Step(0.5f).value_or(true), false);  // the script is over: done
+  ASSERT_EQ(coordinator.reports.size(), 2u);
+  EXPECT_EQ(coordinator.reports[0].test_accuracy(), 0.75);
+  EXPECT_FALSE(coordinator.reports[1].has_test_accuracy());
+}
+
+// With SessionOptions::evaluate, the session evaluates the model it pulled, at most every
+// eval_interval, and reports the result.
+TEST_F(SessionTest, EvaluatesPulledModelsAtMostEveryInterval) {
+  options_.eval_interval = absl::Seconds(10);
+  std::vector<float> evaluated;
+  options_.evaluate = [&](const tensor::TensorMap& model) {
+    evaluated.push_back(model.at("w")[0]);
+    return 0.5;
+  };
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  for (int64_t c = 0; c < 4; ++c) {
+    v1::Proceed p = Grant(c, /*round=*/c, /*includes_clock=*/c);
+    p.set_evaluate(true);
+    coordinator.Script({p, absl::Seconds(4)});
+  }
+  store_.models[0] = {{"w", {0, 0}}};
+  store_.models[1] = {{"w", {1, 1}}};
+  store_.models[2] = {{"w", {2, 2}}};
+  store_.models[3] = {{"w", {3, 3}}};
+  ASSERT_TRUE(Run(coordinator).ok());
+  // Pulls at t = 4, 9, 14, 19 s (each wait 4 s, each step 1 s): evaluated at 4 and 14.
+  EXPECT_EQ(evaluated, (std::vector<float>{0, 2}));
+  ASSERT_EQ(coordinator.reports.size(), 4u);
+  EXPECT_EQ(coordinator.reports[0].test_accuracy(), 0.5);
+  EXPECT_FALSE(coordinator.reports[1].has_test_accuracy());
+  EXPECT_EQ(coordinator.reports[2].test_accuracy(), 0.5);
+}
+
+// Stop (a signal, say): the step in progress is pushed and reported, then the session leaves.
+TEST_F(SessionTest, StopLeavesAfterTheCurrentStep) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  for (int64_t c = 0; c < 5; ++c) coordinator.Script({Grant(c), absl::ZeroDuration()});
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_);
+  ASSERT_TRUE(session.Start().ok());
+  EXPECT_EQ(session.Step(0.5f).value_or(false), true);
+  session.Stop();
+  EXPECT_EQ(session.Step(0.5f).value_or(true), false);
+  EXPECT_EQ(store_.pushes.size(), 2u);
+  EXPECT_EQ(coordinator.left, "shutdown");
+  EXPECT_EQ(session.Step(0.5f).value_or(true), false);  // over: nothing more is sent
+  EXPECT_EQ(store_.pushes.size(), 2u);
+}
+
+TEST_F(SessionTest, EvictionEndsTheRunWithAborted) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.Script({Grant(0), absl::ZeroDuration()});
   coordinator.Script({absl::AbortedError("evicted"), absl::ZeroDuration()});
@@ -264,7 +317,7 @@ TEST_F(WorkerTest, EvictionEndsTheRunWithAborted) {
 }
 
 // A coordinator that stays silent: the worker gives up after directive_timeout of (fake) time.
-TEST_F(WorkerTest, ASilentCoordinatorIsADeadlineNotAHang) {
+TEST_F(SessionTest, ASilentCoordinatorIsADeadlineNotAHang) {
   options_.directive_timeout = absl::Seconds(1);
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   for (int i = 0; i < 100; ++i) {
@@ -276,14 +329,14 @@ TEST_F(WorkerTest, ASilentCoordinatorIsADeadlineNotAHang) {
 }
 
 // A pulled round that does not fit the model is an error, and the model stays as it was.
-TEST_F(WorkerTest, APulledModelThatDoesNotFitIsAnError) {
+TEST_F(SessionTest, APulledModelThatDoesNotFitIsAnError) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.Script({Grant(0), absl::ZeroDuration()});
   coordinator.Script({Grant(1, /*round=*/1, /*includes_clock=*/1), absl::ZeroDuration()});
   store_.models[1] = {{"w", {5, 5, 5}}};
   EXPECT_TRUE(absl::IsInvalidArgument(Run(coordinator)));
-  EXPECT_EQ(model_.w, (std::vector<float>{0.25f, 0.25f}));
+  EXPECT_EQ(w_, (std::vector<float>{0.25f, 0.25f}));
 }
 
 }  // namespace
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client

@@ -1,7 +1,7 @@
 // The trainer's side of the data plane: initialize, push deltas to and pull models from every store
 // shard, each tensor to the shard its name hashes to.
-#ifndef SYNCOPATE_TRAINER_STORE_CLIENT_H_
-#define SYNCOPATE_TRAINER_STORE_CLIENT_H_
+#ifndef SYNCOPATE_CLIENT_STORE_CLIENT_H_
+#define SYNCOPATE_CLIENT_STORE_CLIENT_H_
 
 #include <functional>
 #include <memory>
@@ -15,7 +15,7 @@
 #include "syncopate/v1/store.grpc.pb.h"
 #include "tensor/tensor.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 // Emulated link limits on the trainer's traffic (null: none); shared with its peer transfers.
 struct LinkLimits {
@@ -24,7 +24,7 @@ struct LinkLimits {
 };
 
 // Thread-compatible: one trainer thread uses it. Calls to several shards run in parallel.
-class StoreClient final : public client::StoreLink {
+class StoreClient final : public StoreLink {
  public:
   // `timeout` bounds each RPC; `chunk_bytes` sizes stream chunks.
   StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
@@ -42,13 +42,13 @@ class StoreClient final : public client::StoreLink {
                                 const tensor::TensorMap& delta) override;
 
   // Pulls the live model (round < 0) or round `round` from every shard.
-  absl::StatusOr<client::PulledModel> Pull(int64_t round) override;
+  absl::StatusOr<PulledModel> Pull(int64_t round) override;
 
  private:
   absl::Status SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
                       const std::vector<const tensor::TensorMap::value_type*>& tensors);
   // Pulls one shard's tensors into `out` (its checksums get that shard's one entry).
-  absl::Status PullFrom(size_t shard, int64_t round, client::PulledModel* out);
+  absl::Status PullFrom(size_t shard, int64_t round, PulledModel* out);
   // Runs fn(shard) for every shard concurrently; the first error wins.
   absl::Status ForEachShard(const std::function<absl::Status(size_t)>& fn);
 
@@ -59,6 +59,6 @@ class StoreClient final : public client::StoreLink {
   LinkLimits limits_;
 };
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client
 
-#endif  // SYNCOPATE_TRAINER_STORE_CLIENT_H_
+#endif  // SYNCOPATE_CLIENT_STORE_CLIENT_H_

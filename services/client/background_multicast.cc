@@ -1,10 +1,10 @@
-#include "trainer/background_multicast.h"
+#include "client/background_multicast.h"
 
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 BackgroundMulticast::~BackgroundMulticast() {
   std::vector<std::unique_ptr<Transfer>> transfers;
@@ -69,4 +69,4 @@ BackgroundMulticast::Outcomes BackgroundMulticast::Take() {
   return out;
 }
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client

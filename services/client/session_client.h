@@ -1,7 +1,7 @@
 // The trainer's side of the control plane: one Session stream to the coordinator (join, clock
 // reports, heartbeats on their own thread, leave) and the directives that come back.
-#ifndef SYNCOPATE_TRAINER_SESSION_CLIENT_H_
-#define SYNCOPATE_TRAINER_SESSION_CLIENT_H_
+#ifndef SYNCOPATE_CLIENT_SESSION_CLIENT_H_
+#define SYNCOPATE_CLIENT_SESSION_CLIENT_H_
 
 #include <deque>
 #include <functional>
@@ -15,10 +15,10 @@
 #include "client/links.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 // Thread-safe.
-class SessionClient final : public client::CoordinatorLink {
+class SessionClient final : public CoordinatorLink {
  public:
   // Opens the session, sends `join` and waits up to `timeout` for the Welcome. UNAVAILABLE when the
   // coordinator cannot be reached; the coordinator's error when it refuses the join.
@@ -68,6 +68,6 @@ class SessionClient final : public client::CoordinatorLink {
   std::thread heartbeat_;
 };
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client
 
-#endif  // SYNCOPATE_TRAINER_SESSION_CLIENT_H_
+#endif  // SYNCOPATE_CLIENT_SESSION_CLIENT_H_

@@ -1,8 +1,8 @@
-#include "trainer/trace_writer.h"
+#include "client/trace_writer.h"
 
 #include "absl/time/clock.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 TraceWriter::TraceWriter(const std::string& path) {
   if (!path.empty()) file_ = std::fopen(path.c_str(), "a");
@@ -21,4 +21,4 @@ void TraceWriter::Record(const std::string& event, nlohmann::json fields) {
   std::fflush(file_);
 }
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client

@@ -1,4 +1,4 @@
-#include "trainer/store_client.h"
+#include "client/store_client.h"
 
 #include <cstring>
 #include <thread>
@@ -6,7 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "rpc/grpc_util.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 StoreClient::StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
                          uint32_t chunk_bytes, LinkLimits limits)
@@ -96,7 +96,7 @@ absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
   return bytes;
 }
 
-absl::Status StoreClient::PullFrom(size_t shard, int64_t round, client::PulledModel* out) {
+absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out) {
   auto ctx = rpc::ContextWithTimeout(timeout_);
   v1::PullRequest request;
   if (round < 0) {
@@ -150,13 +150,13 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, client::PulledMo
   return absl::OkStatus();
 }
 
-absl::StatusOr<client::PulledModel> StoreClient::Pull(int64_t round) {
-  std::vector<client::PulledModel> parts(stubs_.size());
+absl::StatusOr<PulledModel> StoreClient::Pull(int64_t round) {
+  std::vector<PulledModel> parts(stubs_.size());
   absl::Status status = ForEachShard([&](size_t s) { return PullFrom(s, round, &parts[s]); });
   if (!status.ok()) return status;
-  client::PulledModel model;
+  PulledModel model;
   model.round = round;
-  for (client::PulledModel& part : parts) {
+  for (PulledModel& part : parts) {
     model.tensors.merge(part.tensors);
     model.checksums.push_back(part.checksums.empty() ? 0 : part.checksums.front());
     model.bytes += part.bytes;
@@ -164,4 +164,4 @@ absl::StatusOr<client::PulledModel> StoreClient::Pull(int64_t round) {
   return model;
 }
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client

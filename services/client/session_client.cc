@@ -1,9 +1,9 @@
-#include "trainer/session_client.h"
+#include "client/session_client.h"
 
 #include "absl/strings/str_cat.h"
 #include "rpc/grpc_util.h"
 
-namespace syncopate::trainer {
+namespace syncopate::client {
 
 absl::StatusOr<std::unique_ptr<SessionClient>> SessionClient::Connect(const std::string& address,
                                                                       const v1::Join& join,
@@ -125,6 +125,7 @@ void SessionClient::Close() {
     absl::MutexLock lock(&write_mu_);
     if (closed_) return;
     closed_ = true;
+    if (!stream_) return;  // Connect failed before the stream opened
     stream_->WritesDone();
   }
   // Give the coordinator a moment to end the stream itself, then cut it.
@@ -133,4 +134,4 @@ void SessionClient::Close() {
   if (!mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(2))) ctx_.TryCancel();
 }
 
-}  // namespace syncopate::trainer
+}  // namespace syncopate::client

@@ -1,0 +1,132 @@
+#!/usr/bin/env python3
+"""Fashion-MNIST with a CNN defined in PyTorch, trained as one trainer of a Syncopate job.
+
+The sync mode is the job's (the coordinator's --mode), so this one script runs under every mode.
+Under `syncopate local --trainer-command='python3 examples/pytorch/train.py'` every setting comes
+from the SYNCOPATE_* environment; run by hand, pass --coordinator (and --rank/--world to shard).
+The Syncopate part is three lines: attach, step, report_accuracy.
+"""
+
+import argparse
+import gzip
+import os
+import sys
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+import syncopate
+import syncopate.torch
+
+DATA_DIR = "/usr/share/datasets/fashion-mnist"  # Debian's dataset-fashion-mnist
+
+
+def load(data_dir, split):
+    prefix = "train" if split == "train" else "t10k"
+    with gzip.open(os.path.join(data_dir, f"{prefix}-images-idx3-ubyte.gz")) as f:
+        images = np.frombuffer(f.read(), np.uint8, offset=16).reshape(-1, 1, 28, 28)
+    with gzip.open(os.path.join(data_dir, f"{prefix}-labels-idx1-ubyte.gz")) as f:
+        labels = np.frombuffer(f.read(), np.uint8, offset=8)
+    return torch.from_numpy(images.astype(np.float32) / 255.0), torch.from_numpy(labels.astype(np.int64))
+
+
+class Cnn(torch.nn.Module):
+    """Two conv+pool blocks and a dense layer: the shape of Syncopate's built-in --model=cnn."""
+
+    def __init__(self, hidden=128):
+        super().__init__()
+        self.conv1 = torch.nn.Conv2d(1, 8, 3, padding=1)
+        self.conv2 = torch.nn.Conv2d(8, 16, 3, padding=1)
+        self.fc1 = torch.nn.Linear(16 * 7 * 7, hidden)
+        self.fc2 = torch.nn.Linear(hidden, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        return self.fc2(F.relu(self.fc1(x.flatten(1))))
+
+
+class BuiltinMlp(torch.nn.Module):
+    """The tensors of syncopate-trainer --model=mlp (fc<i>/weight as in x out, fc<i>/bias), so
+    PyTorch trainers and built-in ones can train one model together."""
+
+    def __init__(self, hidden=128):
+        super().__init__()
+        sizes = [28 * 28, hidden, 10]
+        self.layers = len(sizes) - 1
+        for i in range(self.layers):
+            bound = 1.0 / sizes[i] ** 0.5
+            weight = torch.empty(sizes[i], sizes[i + 1]).uniform_(-bound, bound)
+            self.register_parameter(f"fc{i + 1}/weight", torch.nn.Parameter(weight))
+            self.register_parameter(f"fc{i + 1}/bias", torch.nn.Parameter(torch.zeros(sizes[i + 1])))
+
+    def forward(self, x):
+        x = x.flatten(1)
+        for i in range(self.layers):
+            x = x @ getattr(self, f"fc{i + 1}/weight") + getattr(self, f"fc{i + 1}/bias")
+            if i + 1 < self.layers:
+                x = F.relu(x)
+        return x
+
+
+def env(name, default):
+    return os.environ.get(f"SYNCOPATE_{name}", default)
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--coordinator", default=None, help="host:port (default $SYNCOPATE_COORDINATOR)")
+    parser.add_argument("--rank", type=int, default=int(env("RANK", 0)))
+    parser.add_argument("--world", type=int, default=int(env("WORLD", 1)), help="number of data shards")
+    parser.add_argument("--data-shard", type=int, default=int(env("DATA_SHARD", -1)), help="default: --rank")
+    parser.add_argument("--learning-rate", type=float, default=float(env("LEARNING_RATE", 0.05)))
+    parser.add_argument("--batch-size", type=int, default=int(env("BATCH_SIZE", 64)))
+    parser.add_argument("--seed", type=int, default=int(env("SEED", 1)))
+    parser.add_argument("--data-dir", default=env("DATA_DIR", DATA_DIR))
+    parser.add_argument("--model", choices=["cnn", "mlp"], default="cnn",
+                        help="cnn, or mlp: the built-in trainer's MLP, to mix with built-in trainers")
+    parser.add_argument("--eval-samples", type=int, default=10000)
+    parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    args = parser.parse_args()
+    shard = args.rank if args.data_shard < 0 else args.data_shard
+    if not 0 <= shard < args.world:
+        parser.error(f"data shard {shard} must be in [0, {args.world})")
+
+    torch.set_num_threads(args.threads)
+    images, labels = load(args.data_dir, "train")
+    images, labels = images[shard :: args.world], labels[shard :: args.world]
+    test_images, test_labels = load(args.data_dir, "test")
+    test_images, test_labels = test_images[: args.eval_samples], test_labels[: args.eval_samples]
+
+    torch.manual_seed(args.seed)  # every trainer offers the same initial model
+    model = Cnn() if args.model == "cnn" else BuiltinMlp()
+    optimizer = torch.optim.SGD(model.parameters(), lr=args.learning_rate)
+    sync = syncopate.torch.attach(model, coordinator=args.coordinator, rank=args.rank)
+    print(f"joined the {sync.mode} job as trainer {sync.trainer_id}; {len(labels)} examples in shard "
+          f"{shard}/{args.world}", flush=True)
+
+    order = torch.Generator().manual_seed(args.seed * 1000003 + args.rank)
+    try:
+        while True:
+            for batch in torch.randperm(len(labels), generator=order).split(args.batch_size):
+                optimizer.zero_grad()
+                loss = F.cross_entropy(model(images[batch]), labels[batch])
+                loss.backward()
+                optimizer.step()
+                if not sync.step(loss.item()):
+                    return 0
+                if sync.evaluation_due:
+                    with torch.no_grad():
+                        predicted = model(test_images).argmax(1)
+                    sync.report_accuracy((predicted == test_labels).float().mean().item())
+    except syncopate.SyncopateError as e:
+        print(f"train.py: {e}", file=sys.stderr)
+        return 3 if e.code == "ABORTED" else 1
+    finally:
+        print(f"leaving after {sync.steps} steps", flush=True)
+        sync.close()
+
+
+if __name__ == "__main__":
+    sys.exit(main())

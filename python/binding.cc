@@ -1,0 +1,229 @@
+// _syncopate: the client library (services/client) for Python. The Python package `syncopate`
+// (syncopate/__init__.py) wraps it; nothing here is meant to be used directly.
+//
+// Parameters are NumPy arrays the library reads and writes where they are (the buffer protocol,
+// no copies), or read/write callbacks for memory it cannot address (a CUDA tensor). The GIL is
+// released while the session waits or transfers; the callbacks take it back. Pending signals are
+// checked during every wait: a KeyboardInterrupt ends the session (it leaves the job) and is raised
+// from the call; a stop requested by a signal handler (request_stop) makes step return False.
+// Errors are syncopate.SyncopateError carrying the status code's name and the message.
+#include <pybind11/functional.h>
+#include <pybind11/numpy.h>
+#include <pybind11/pybind11.h>
+#include <pybind11/stl.h>
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/status.h"
+#include "client/job_client.h"
+
+namespace py = pybind11;
+
+namespace syncopate::python {
+namespace {
+
+[[noreturn]] void Raise(const absl::Status& status) {
+  py::object error = py::module_::import("syncopate._errors").attr("SyncopateError");
+  py::object instance =
+      error(absl::StatusCodeToString(status.code()), std::string(status.message()));
+  PyErr_SetObject(error.ptr(), instance.ptr());
+  throw py::error_already_set();
+}
+
+absl::Duration Seconds(double s) { return absl::Seconds(s); }
+
+// One trainer's session with its parameters; see syncopate.Session for the contract.
+class PySession {
+ public:
+  explicit PySession(py::dict options) : options_(std::move(options)) {}
+  ~PySession() {
+    py::gil_scoped_release release;
+    job_.reset();
+  }
+
+  // A NumPy float32 array, C-contiguous and writeable, shared with the caller.
+  void AddArray(const std::string& name, py::array array) {
+    if (job_) Raise(absl::FailedPreconditionError("parameters are added before start()"));
+    if (!py::isinstance<py::array_t<float>>(array) || array.dtype().kind() != 'f' ||
+        array.itemsize() != 4) {
+      Raise(absl::InvalidArgumentError("parameter '" + name + "' is not a float32 array"));
+    }
+    if (!(array.flags() & py::array::c_style) || !array.writeable()) {
+      Raise(absl::InvalidArgumentError("parameter '" + name +
+                                       "' is not a C-contiguous, writeable array"));
+    }
+    std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
+    if (shape.empty()) shape = {1};
+    absl::Status added =
+        parameters_.Add(name, shape, static_cast<float*>(array.mutable_data()));
+    if (!added.ok()) Raise(added);
+    keep_.push_back(array);
+  }
+
+  // A parameter reached through read(out) / write(values), each given a flat float32 array view
+  // that is valid only during the call.
+  void AddCallbacks(const std::string& name, const std::vector<int64_t>& shape, py::function read,
+                    py::function write) {
+    if (job_) Raise(absl::FailedPreconditionError("parameters are added before start()"));
+    auto view = [](const float* data, size_t n) {
+      return py::array_t<float>({static_cast<py::ssize_t>(n)}, {sizeof(float)}, data,
+                                py::none());
+    };
+    absl::Status added = parameters_.Add(
+        name, shape,
+        [read, view](absl::Span<float> out) {
+          py::gil_scoped_acquire gil;
+          read(view(out.data(), out.size()));
+        },
+        [write, view](absl::Span<const float> in) {
+          py::gil_scoped_acquire gil;
+          py::array_t<float> values = view(in.data(), in.size());
+          values.attr("setflags")(py::arg("write") = false);
+          write(values);
+        });
+    if (!added.ok()) Raise(added);
+    keep_.push_back(read);
+    keep_.push_back(write);
+  }
+
+  void Start() {
+    if (job_) Raise(absl::FailedPreconditionError("the session has already started"));
+    client::JobOptions o;
+    o.coordinator = options_["coordinator"].cast<std::string>();
+    o.name = options_["name"].cast<std::string>();
+    o.rank = options_["rank"].cast<int>();
+    o.join_timeout = Seconds(options_["join_timeout"].cast<double>());
+    o.rpc_timeout = Seconds(options_["rpc_timeout"].cast<double>());
+    o.metrics_listen = options_["metrics_listen"].cast<std::string>();
+    o.peer.listen = options_["peer_listen"].cast<std::string>();
+    o.peer.advertise = options_["peer_address"].cast<std::string>();
+    o.peer.egress_rate = options_["egress_rate"].cast<std::string>();
+    o.peer.ingress_rate = options_["ingress_rate"].cast<std::string>();
+    o.ready_file = options_["ready_file"].cast<std::string>();
+    o.trace_file = options_["trace_file"].cast<std::string>();
+    o.session.slowdown = options_["slowdown"].cast<double>();
+    o.session.max_steps = options_["max_steps"].cast<int64_t>();
+    o.session.eval_interval = Seconds(options_["eval_interval"].cast<double>());
+    o.session.directive_timeout = Seconds(options_["directive_timeout"].cast<double>());
+    o.session.interrupted = [this] { return CheckSignals(); };
+    absl::Status status;
+    {
+      py::gil_scoped_release release;
+      absl::StatusOr<std::unique_ptr<client::JobClient>> job =
+          client::JobClient::Join(std::move(o), parameters_);
+      if (job.ok()) {
+        job_ = *std::move(job);
+        status = job_->session().Start();
+      } else {
+        status = job.status();
+      }
+    }
+    RaiseIfInterrupted();
+    if (!status.ok()) Raise(status);
+  }
+
+  bool Step(float loss) {
+    client::Session& session = Started();
+    absl::StatusOr<bool> more;
+    {
+      py::gil_scoped_release release;
+      more = session.Step(loss);
+    }
+    RaiseIfInterrupted();
+    if (!more.ok()) Raise(more.status());
+    return *more;
+  }
+
+  void RequestStop() { stop_requested_ = true; }
+
+  void Close() {
+    py::gil_scoped_release release;
+    if (job_) job_->session().Close();
+  }
+
+  bool evaluation_due() { return job_ && job_->session().evaluation_due(); }
+  void ReportAccuracy(double accuracy) {
+    if (!(accuracy >= 0.0 && accuracy <= 1.0)) {
+      Raise(absl::InvalidArgumentError("an accuracy is in [0, 1]"));
+    }
+    Started().ReportAccuracy(accuracy);
+  }
+  int64_t steps() { return job_ ? job_->session().steps() : 0; }
+  py::dict Welcome() {
+    const v1::Welcome& w = Started().welcome();
+    py::dict d;
+    d["mode"] = w.mode();
+    d["trainer_id"] = w.trainer_id();
+    d["incarnation"] = w.incarnation();
+    d["stores"] = w.store_addresses_size();
+    return d;
+  }
+  py::dict Timings() {
+    const v1::TrainerTimings t = Started().Timings();
+    py::dict d;
+    d["compute"] = t.compute_seconds();
+    d["wait"] = t.wait_seconds();
+    d["communication"] = t.communication_seconds();
+    d["wall"] = t.wall_seconds();
+    return d;
+  }
+  int metrics_port() { return job_ ? job_->metrics_port() : 0; }
+
+ private:
+  client::Session& Started() {
+    if (!job_) Raise(absl::FailedPreconditionError("the session has not started"));
+    return job_->session();
+  }
+
+  // Called by the session while it waits, without the GIL. Only the main thread runs Python's
+  // signal handlers; elsewhere this only reads the stop flag.
+  bool CheckSignals() {
+    if (stop_requested_ || interrupt_) return true;
+    py::gil_scoped_acquire gil;
+    if (PyErr_CheckSignals() != 0) {
+      interrupt_ = std::make_unique<py::error_already_set>();
+      return true;
+    }
+    return stop_requested_.load();
+  }
+
+  void RaiseIfInterrupted() {
+    if (!interrupt_) return;
+    std::unique_ptr<py::error_already_set> error = std::move(interrupt_);
+    error->restore();
+    throw py::error_already_set();
+  }
+
+  py::dict options_;
+  client::BufferParameters parameters_;
+  std::vector<py::object> keep_;  // the arrays and callbacks parameters_ points into
+  std::unique_ptr<client::JobClient> job_;
+  std::atomic<bool> stop_requested_{false};
+  std::unique_ptr<py::error_already_set> interrupt_;
+};
+
+}  // namespace
+}  // namespace syncopate::python
+
+using syncopate::python::PySession;
+
+PYBIND11_MODULE(_syncopate, m) {
+  m.doc() = "Syncopate's client library; use the syncopate package.";
+  py::class_<PySession>(m, "_Session")
+      .def(py::init<py::dict>())
+      .def("add_array", &PySession::AddArray)
+      .def("add_callbacks", &PySession::AddCallbacks)
+      .def("start", &PySession::Start)
+      .def("step", &PySession::Step)
+      .def("request_stop", &PySession::RequestStop)
+      .def("close", &PySession::Close)
+      .def("evaluation_due", &PySession::evaluation_due)
+      .def("report_accuracy", &PySession::ReportAccuracy)
+      .def("steps", &PySession::steps)
+      .def("welcome", &PySession::Welcome)
+      .def("timings", &PySession::Timings)
+      .def("metrics_port", &PySession::metrics_port);
+}

@@ -1,0 +1,236 @@
+"""Syncopate's client for Python: run your own training loop as a trainer of a Syncopate job.
+
+    import syncopate
+    with syncopate.Session({"w": w, "b": b}) as session:   # NumPy float32 arrays, shared
+        while True:
+            loss = train_one_step(w, b)                    # your step updates w and b in place
+            if not session.step(loss):                     # push, obey the mode, load the model
+                break
+            if session.evaluation_due:
+                session.report_accuracy(evaluate(w, b))
+
+For PyTorch, syncopate.torch.attach(model) does the registration. Every option may come from an
+environment variable (see ENVIRONMENT), so one script runs under `syncopate local
+--trainer-command=...` and in a Kubernetes pod unchanged. docs/python.md is the reference.
+"""
+
+import os
+import signal
+import threading
+from typing import Callable, Dict, Mapping, Optional, Sequence
+
+import numpy as np
+
+from ._errors import SyncopateError
+from ._syncopate import _Session
+
+__all__ = ["Session", "SyncopateError", "ENVIRONMENT", "environment"]
+
+# Each option's environment variable, read when the argument is not given.
+ENVIRONMENT = {
+    "coordinator": "SYNCOPATE_COORDINATOR",  # host:port (required, by argument or here)
+    "name": "SYNCOPATE_NAME",  # stable trainer name (default: trainer-<rank>)
+    "rank": "SYNCOPATE_RANK",  # this trainer's index (default 0)
+    "slowdown": "SYNCOPATE_SLOWDOWN",  # stretch each step's compute to F x (default 1)
+    "max_steps": "SYNCOPATE_MAX_STEPS",  # leave after this many steps (default 0: never)
+    "eval_interval": "SYNCOPATE_EVAL_INTERVAL",  # seconds between evaluations (default 2)
+    "metrics_listen": "SYNCOPATE_METRICS_LISTEN",  # Prometheus address (default: none)
+    "peer_listen": "SYNCOPATE_PEER_LISTEN",  # Peer service address (default 127.0.0.1:0)
+    "peer_address": "SYNCOPATE_PEER_ADDRESS",  # host:port peers dial (default: from listen)
+    "egress_rate": "SYNCOPATE_EGRESS_RATE",  # emulated upload limit, e.g. 100mbit (default none)
+    "ingress_rate": "SYNCOPATE_INGRESS_RATE",  # emulated download limit (default none)
+    "ready_file": "SYNCOPATE_READY_FILE",  # where to write the ports once joined
+    "trace_file": "SYNCOPATE_TRACE_FILE",  # JSON-lines trace of clocks and pulls
+    "rpc_timeout": "SYNCOPATE_RPC_TIMEOUT",  # seconds per store RPC (default 30)
+    "join_timeout": "SYNCOPATE_JOIN_TIMEOUT",  # seconds to reach the coordinator (default 30)
+    "directive_timeout": "SYNCOPATE_DIRECTIVE_TIMEOUT",  # seconds without a directive (120)
+}
+
+_DEFAULTS = {
+    "coordinator": "",
+    "name": "",
+    "rank": 0,
+    "slowdown": 1.0,
+    "max_steps": 0,
+    "eval_interval": 2.0,
+    "metrics_listen": "",
+    "peer_listen": "127.0.0.1:0",
+    "peer_address": "",
+    "egress_rate": "",
+    "ingress_rate": "",
+    "ready_file": "",
+    "trace_file": "",
+    "rpc_timeout": 30.0,
+    "join_timeout": 30.0,
+    "directive_timeout": 120.0,
+}
+
+
+def environment(name: str, default: str = "") -> str:
+    """A job setting that `syncopate local` and the Helm chart hand a user's trainer, for the
+    script's own use: SYNCOPATE_WORLD (number of data shards), SYNCOPATE_DATA_SHARD,
+    SYNCOPATE_LEARNING_RATE, SYNCOPATE_BATCH_SIZE, SYNCOPATE_SEED, SYNCOPATE_DATA_DIR."""
+    return os.environ.get(name, default)
+
+
+def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
+    options = {}
+    for key, default in _DEFAULTS.items():
+        value = given.get(key)
+        if value is None:
+            value = os.environ.get(ENVIRONMENT[key], default)
+        try:
+            options[key] = type(default)(value)
+        except (TypeError, ValueError):
+            raise SyncopateError(
+                "INVALID_ARGUMENT", f"{key} (or {ENVIRONMENT[key]}) is not a {type(default).__name__}: {value!r}"
+            ) from None
+    if not options["coordinator"]:
+        raise SyncopateError(
+            "INVALID_ARGUMENT", "no coordinator address: pass coordinator= or set SYNCOPATE_COORDINATOR"
+        )
+    if not options["name"]:
+        options["name"] = f"trainer-{options['rank']}"
+    if options["slowdown"] < 1.0:
+        raise SyncopateError("INVALID_ARGUMENT", f"slowdown must be at least 1, not {options['slowdown']}")
+    return options
+
+
+class Session:
+    """One trainer's membership of a Syncopate job, driven by your training loop.
+
+    Register the parameters (in the constructor, or with add/add_callbacks), call start() (or
+    enter the `with` block), then call step(loss) after each local training step: it pushes the
+    change, obeys the coordinator's mode (waits within the staleness bound, pulls a round or the
+    live model and rebases onto it, or exchanges with peers) and leaves the synchronised model in
+    your arrays. It returns False when training is over (the session has then left the job).
+
+    Arrays are shared, not copied: the library reads and writes your float32 arrays in place, and
+    only inside start() and step(); do not change them from another thread meanwhile.
+
+    The GIL is released while the session waits or transfers. Ctrl-C raises KeyboardInterrupt from
+    the waiting call after the session left the job; with handle_sigterm (the default, from the
+    main thread) SIGTERM makes the next step() return False, so the loop ends and the job is left
+    cleanly. Errors are SyncopateError with the status code (UNAVAILABLE, ABORTED, ...).
+    """
+
+    def __init__(
+        self,
+        parameters: Optional[Mapping[str, np.ndarray]] = None,
+        *,
+        coordinator: Optional[str] = None,
+        name: Optional[str] = None,
+        rank: Optional[int] = None,
+        slowdown: Optional[float] = None,
+        max_steps: Optional[int] = None,
+        eval_interval: Optional[float] = None,
+        metrics_listen: Optional[str] = None,
+        peer_listen: Optional[str] = None,
+        peer_address: Optional[str] = None,
+        egress_rate: Optional[str] = None,
+        ingress_rate: Optional[str] = None,
+        ready_file: Optional[str] = None,
+        trace_file: Optional[str] = None,
+        rpc_timeout: Optional[float] = None,
+        join_timeout: Optional[float] = None,
+        directive_timeout: Optional[float] = None,
+        handle_sigterm: bool = True,
+    ):
+        given = dict(locals())
+        self._options = _resolve(given)
+        self._session = _Session(self._options)
+        self._handle_sigterm = handle_sigterm
+        self._previous_sigterm = None
+        self._closed = False
+        for key, array in (parameters or {}).items():
+            self.add(key, array)
+
+    @property
+    def options(self) -> Dict[str, object]:
+        """The options in effect (arguments, else environment, else defaults)."""
+        return dict(self._options)
+
+    def add(self, name: str, array: np.ndarray) -> None:
+        """Registers `array` (float32, C-contiguous, writeable) as parameter `name`, shared."""
+        if not isinstance(array, np.ndarray):
+            raise SyncopateError("INVALID_ARGUMENT", f"parameter {name!r} is not a NumPy array")
+        self._session.add_array(name, array)
+
+    def add_callbacks(
+        self,
+        name: str,
+        shape: Sequence[int],
+        read: Callable[[np.ndarray], None],
+        write: Callable[[np.ndarray], None],
+    ) -> None:
+        """Registers a parameter the library cannot address (a CUDA tensor, say): read(out) fills
+        the flat float32 array `out` with its values, write(values) sets them from `values`."""
+        self._session.add_callbacks(name, [int(d) for d in shape], read, write)
+
+    def start(self) -> "Session":
+        """Joins the job, offers these parameters as the initial model (the job keeps the first
+        trainer's), and loads the model the coordinator names into them."""
+        self._install_sigterm()
+        try:
+            self._session.start()
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def step(self, loss: float = 0.0) -> bool:
+        """Call after each local training step. True: go on; False: training is over."""
+        return self._session.step(float(loss))
+
+    @property
+    def evaluation_due(self) -> bool:
+        """The coordinator wants this trainer's test accuracy: evaluate, then report_accuracy."""
+        return self._session.evaluation_due()
+
+    def report_accuracy(self, accuracy: float) -> None:
+        """The test accuracy (in [0, 1]) of your current model, sent with the next step."""
+        self._session.report_accuracy(float(accuracy))
+
+    @property
+    def steps(self) -> int:
+        return self._session.steps()
+
+    @property
+    def mode(self) -> str:
+        return self._session.welcome()["mode"]
+
+    @property
+    def trainer_id(self) -> int:
+        return self._session.welcome()["trainer_id"]
+
+    def timings(self) -> Dict[str, float]:
+        """Seconds since joining: compute, wait, communication, wall."""
+        return self._session.timings()
+
+    def request_stop(self) -> None:
+        """Asks the session to end: the next step() returns False. Safe from a signal handler."""
+        self._session.request_stop()
+
+    def close(self) -> None:
+        """Leaves the job (if still in it) and stops the session's threads. Idempotent."""
+        if self._closed:
+            return
+        self._closed = True
+        self._session.close()
+        self._restore_sigterm()
+
+    def __enter__(self) -> "Session":
+        return self.start()
+
+    def __exit__(self, *exc) -> None:
+        self.close()
+
+    def _install_sigterm(self) -> None:
+        if not self._handle_sigterm or threading.current_thread() is not threading.main_thread():
+            return
+        self._previous_sigterm = signal.signal(signal.SIGTERM, lambda *_: self.request_stop())
+
+    def _restore_sigterm(self) -> None:
+        if self._previous_sigterm is not None:
+            signal.signal(signal.SIGTERM, self._previous_sigterm)
+            self._previous_sigterm = None

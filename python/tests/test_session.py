@@ -1,0 +1,159 @@
+"""syncopate.Session and syncopate.torch against a real store and coordinator."""
+
+import threading
+import time
+
+import numpy as np
+import pytest
+
+import syncopate
+import syncopate.torch
+import torch
+
+
+def w(*values):
+    return np.array(values, dtype=np.float32)
+
+
+def test_bad_parameters_are_errors_with_a_status():
+    session = syncopate.Session(coordinator="127.0.0.1:1")
+    with pytest.raises(syncopate.SyncopateError) as e:
+        session.add("w", np.zeros(3, dtype=np.float64))
+    assert e.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(syncopate.SyncopateError) as e:
+        session.add("w", np.zeros((4, 4), dtype=np.float32)[:, 1])  # not contiguous
+    assert e.value.code == "INVALID_ARGUMENT"
+    with pytest.raises(syncopate.SyncopateError) as e:
+        session.add_callbacks("w", [0, 3], lambda out: None, lambda values: None)  # empty shape
+    assert e.value.code == "INVALID_ARGUMENT"
+    session.add("w", w(1, 2))
+    with pytest.raises(syncopate.SyncopateError) as e:
+        session.add("w", w(1, 2))  # twice
+    assert e.value.code == "INVALID_ARGUMENT"
+
+
+def test_options_come_from_arguments_or_the_environment(monkeypatch):
+    monkeypatch.delenv("SYNCOPATE_COORDINATOR", raising=False)
+    with pytest.raises(syncopate.SyncopateError) as e:
+        syncopate.Session()
+    assert e.value.code == "INVALID_ARGUMENT" and "SYNCOPATE_COORDINATOR" in e.value.message
+    monkeypatch.setenv("SYNCOPATE_COORDINATOR", "10.0.0.1:5000")
+    monkeypatch.setenv("SYNCOPATE_RANK", "3")
+    monkeypatch.setenv("SYNCOPATE_SLOWDOWN", "not a number")
+    with pytest.raises(syncopate.SyncopateError) as e:
+        syncopate.Session()
+    assert "SYNCOPATE_SLOWDOWN" in e.value.message
+    monkeypatch.setenv("SYNCOPATE_SLOWDOWN", "2.5")
+    options = syncopate.Session(rank=4).options
+    assert options["coordinator"] == "10.0.0.1:5000"
+    assert options["rank"] == 4 and options["name"] == "trainer-4"
+    assert options["slowdown"] == 2.5
+
+
+def test_an_unreachable_coordinator_is_unavailable_not_a_hang():
+    session = syncopate.Session({"w": w(0, 0)}, coordinator="127.0.0.1:1", join_timeout=2)
+    started = time.monotonic()
+    with pytest.raises(syncopate.SyncopateError) as e:
+        session.start()
+    assert e.value.code == "UNAVAILABLE"
+    assert time.monotonic() - started < 30
+
+
+def _start_both(a, b):
+    """Starts two sessions of a 2-trainer job (each start waits for the other to join)."""
+    t = threading.Thread(target=b.start)
+    t.start()
+    a.start()
+    t.join(timeout=60)
+    assert not t.is_alive()
+
+
+def test_bsp_writes_the_round_into_the_callers_own_arrays_and_releases_the_gil(cluster):
+    cluster.start(mode="bsp", trainers=2)
+    wa, wb = w(0, 0), w(0, 0)
+    a = syncopate.Session({"w": wa}, coordinator=cluster.coordinator, rank=0)
+    b = syncopate.Session({"w": wb}, coordinator=cluster.coordinator, rank=1)
+    _start_both(a, b)
+    assert a.mode == "bsp"
+    wa += 1  # trainer a's local step
+    wb += 3  # trainer b's
+    result = {}
+    ta = threading.Thread(target=lambda: result.setdefault("a", a.step(0.5)))
+    ta.start()
+    # a waits for b's clock inside step(); this thread runs Python meanwhile (the GIL is free).
+    counted = 0
+    deadline = time.monotonic() + 0.5
+    while time.monotonic() < deadline:
+        counted += 1
+    assert ta.is_alive(), "a's step should wait for b's clock under bsp"
+    assert counted > 1000
+    assert b.step(0.5) is True
+    ta.join(timeout=60)
+    assert result["a"] is True
+    # Round 1 = initial model + mean of the two deltas, written into each caller's array.
+    np.testing.assert_array_equal(wa, w(2, 2))
+    np.testing.assert_array_equal(wb, w(2, 2))
+    a.close()
+    b.close()
+
+
+def test_a_coordinator_gone_mid_run_is_an_error_not_a_hang(cluster):
+    cluster.start(mode="asp", trainers=1)
+    session = syncopate.Session({"w": w(0, 0)}, coordinator=cluster.coordinator,
+                                directive_timeout=20)
+    session.start()
+    assert session.step(0.1) is True
+    cluster.kill_coordinator()
+    started = time.monotonic()
+    with pytest.raises(syncopate.SyncopateError) as e:
+        for _ in range(100):
+            session.step(0.1)
+    assert e.value.code in ("UNAVAILABLE", "DEADLINE_EXCEEDED"), e.value
+    assert time.monotonic() - started < 60
+    session.close()
+
+
+def test_request_stop_ends_the_loop_cleanly(cluster):
+    cluster.start(mode="ssp", trainers=1)
+    with syncopate.Session({"w": w(0)}, coordinator=cluster.coordinator) as session:
+        assert session.step() is True
+        session.request_stop()
+        assert session.step() is False
+        assert session.step() is False
+
+
+def test_torch_parameters_are_shared_not_copied(cluster):
+    cluster.start(mode="bsp", trainers=2)
+    models, syncs, stepped, pointers = [], [], [], []
+    for rank in range(2):
+        torch.manual_seed(0)  # the same initial model
+        models.append(torch.nn.Linear(4, 3))
+        pointers.append({n: p.data_ptr() for n, p in models[-1].named_parameters()})
+    t = threading.Thread(target=lambda: syncs.append(
+        syncopate.torch.attach(models[1], coordinator=cluster.coordinator, rank=1)))
+    t.start()
+    syncs.insert(0, syncopate.torch.attach(models[0], coordinator=cluster.coordinator, rank=0))
+    t.join(timeout=60)
+    assert all(syncopate.torch.shares_memory(p) for p in models[0].parameters())
+    initial = {n: p.detach().clone() for n, p in models[0].named_parameters()}
+    losses = []
+    for rank, model in enumerate(models):  # different data: different steps
+        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+        loss = model(torch.full((2, 4), float(rank + 1))).sum()
+        loss.backward()
+        optimizer.step()
+        losses.append(loss.item())
+        stepped.append({n: p.detach().clone() for n, p in model.named_parameters()})
+    t = threading.Thread(target=lambda: syncs[1].step(losses[1]))
+    t.start()
+    assert syncs[0].step(losses[0]) is True
+    t.join(timeout=60)
+    for rank, model in enumerate(models):
+        for n, p in model.named_parameters():
+            assert p.data_ptr() == pointers[rank][n]  # the same memory, written in place
+            mean_step = (stepped[0][n] + stepped[1][n]) / 2
+            torch.testing.assert_close(p.detach(), mean_step)
+            if n == "weight":  # (the bias's gradient does not depend on the data)
+                assert not torch.allclose(p.detach(), stepped[rank][n])
+    for sync in syncs:
+        sync.close()

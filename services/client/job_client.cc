@@ -1,0 +1,57 @@
+#include "client/job_client.h"
+
+#include "base/clock.h"
+#include "base/ready_file.h"
+#include "base/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace syncopate::client {
+
+absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
+                                                           Parameters& parameters) {
+  if (options.coordinator.empty()) return absl::InvalidArgumentError("no coordinator address");
+  if (options.name.empty()) return absl::InvalidArgumentError("no trainer name");
+  if (!(options.session.slowdown >= 1.0)) {
+    return absl::InvalidArgumentError("the slowdown must be at least 1");
+  }
+  std::unique_ptr<JobClient> job(new JobClient());
+  if (!options.metrics_listen.empty()) {
+    ASSIGN_OR_RETURN(job->metrics_, metrics::MetricsServer::Start(options.metrics_listen));
+    job->registry_ = job->metrics_->shared_registry();
+  } else {
+    job->registry_ = std::make_shared<prometheus::Registry>();
+  }
+  job->trainer_metrics_ = std::make_unique<TrainerMetrics>(*job->registry_);
+
+  // The Peer service runs before the join: the coordinator hands its address to other trainers.
+  tensor::TensorMap shapes;
+  parameters.Read(&shapes);
+  ASSIGN_OR_RETURN(job->peers_, PeerNode::Start(options.peer, shapes));
+
+  v1::Join join;
+  join.set_name(options.name);
+  join.set_peer_address(job->peers_->address());
+  join.set_rank(options.rank);
+  join.set_slowdown(options.session.slowdown);
+  ASSIGN_OR_RETURN(job->coordinator_,
+                   SessionClient::Connect(options.coordinator, join, options.join_timeout));
+  const v1::Welcome& welcome = job->coordinator_->welcome();
+  RETURN_IF_ERROR(base::WriteReadyFile(options.ready_file, {0, job->metrics_port(), 0}));
+  job->coordinator_->OnPeerDirective(
+      [node = job->peers_.get()](const v1::Directive& d) { node->HandleDirective(d); });
+  // The link limits hold for all of the trainer's traffic: store pushes and pulls too.
+  job->store_ = std::make_unique<StoreClient>(
+      std::vector<std::string>(welcome.store_addresses().begin(), welcome.store_addresses().end()),
+      options.rpc_timeout, tensor::kDefaultChunkBytes, job->peers_->limits());
+  job->trace_ = std::make_unique<TraceWriter>(options.trace_file);
+  job->session_ = std::make_unique<Session>(
+      std::move(options.session), *job->coordinator_, *job->store_, parameters,
+      *job->trainer_metrics_, *job->trace_, base::MonotonicClock::Get(), &job->peers_->link());
+  return job;
+}
+
+JobClient::~JobClient() {
+  if (session_) session_->Close();
+}
+
+}  // namespace syncopate::client

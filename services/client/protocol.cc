@@ -1,0 +1,255 @@
+#include "client/protocol.h"
+
+#include <algorithm>
+#include <thread>
+
+#include "base/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace syncopate::client {
+
+Protocol::Protocol(const SessionOptions& options, CoordinatorLink& coordinator, StoreLink& store,
+                   TrainerMetrics& metrics, TraceWriter& trace, const base::Clock& clock,
+                   PeerLink* peers)
+    : options_(options),
+      coordinator_(coordinator),
+      store_(store),
+      metrics_(metrics),
+      trace_(trace),
+      clock_(clock),
+      peers_(peers),
+      joined_at_(clock.Now()) {}
+
+absl::Status Protocol::Begin(const tensor::TensorMap& initial) {
+  v1::PushHeader header;
+  header.set_trainer_id(welcome().trainer_id());
+  header.set_incarnation(welcome().incarnation());
+  RETURN_IF_ERROR(store_.Initialize(header, initial));
+  coordinator_.StartHeartbeats([this] { return Timings(); });
+  return absl::OkStatus();
+}
+
+void Protocol::AddTime(double SessionTimings::*field, absl::Duration d) {
+  absl::MutexLock lock(&mu_);
+  timings_.*field += absl::ToDoubleSeconds(d);
+}
+
+void Protocol::AddCompute(absl::Duration d) {
+  AddTime(&SessionTimings::compute, d);
+  metrics_.compute_seconds.Increment(absl::ToDoubleSeconds(d));
+  metrics_.step_duration.Observe(absl::ToDoubleSeconds(d));
+  metrics_.steps.Increment();
+}
+
+void Protocol::AddWait(absl::Duration d) {
+  AddTime(&SessionTimings::wait, d);
+  metrics_.wait_seconds.Increment(absl::ToDoubleSeconds(d));
+}
+
+void Protocol::AddPull(absl::Duration d) {
+  AddTime(&SessionTimings::pull, d);
+  metrics_.pull_seconds.Increment(absl::ToDoubleSeconds(d));
+}
+
+v1::TrainerTimings Protocol::Timings() const {
+  const double wall = absl::ToDoubleSeconds(clock_.Now() - joined_at_);
+  absl::MutexLock lock(&mu_);
+  v1::TrainerTimings t;
+  t.set_compute_seconds(timings_.compute);
+  t.set_wait_seconds(timings_.wait);
+  t.set_communication_seconds(timings_.push + timings_.pull);
+  t.set_wall_seconds(wall);
+  metrics_.compute_time_ratio.Set(wall > 0 ? timings_.compute / wall : 0);
+  return t;
+}
+
+absl::StatusOr<std::optional<v1::Proceed>> Protocol::AwaitProceed(
+    const std::function<bool()>& stopping) {
+  const absl::Time start = clock_.Now();
+  while (!stopping()) {
+    absl::StatusOr<v1::Proceed> proceed = coordinator_.WaitProceed(absl::Milliseconds(200));
+    if (proceed.ok()) {
+      const absl::Duration waited = clock_.Now() - start;
+      AddWait(waited);
+      metrics_.wait_duration.Observe(absl::ToDoubleSeconds(waited));
+      trace_.Record("start", {{"clock", proceed->clock()}, {"bound", proceed->staleness_bound()}});
+      return std::optional<v1::Proceed>(*std::move(proceed));
+    }
+    if (absl::IsOutOfRange(proceed.status())) {
+      spdlog::info("{}", std::string(proceed.status().message()));
+      done_ = true;
+      return std::optional<v1::Proceed>();
+    }
+    if (proceed.status().code() != absl::StatusCode::kDeadlineExceeded) return proceed.status();
+    if (clock_.Now() - start > options_.directive_timeout) {
+      return absl::DeadlineExceededError("no directive from the coordinator within " +
+                                         absl::FormatDuration(options_.directive_timeout));
+    }
+  }
+  return std::optional<v1::Proceed>();
+}
+
+absl::StatusOr<std::optional<PulledModel>> Protocol::Pull(const v1::Proceed& proceed) {
+  if (proceed.pull().has_none()) return std::optional<PulledModel>();
+  const absl::Time start = clock_.Now();
+  const int64_t round = proceed.pull().has_round() ? proceed.pull().round() : -1;
+  ASSIGN_OR_RETURN(PulledModel pulled, store_.Pull(round));
+  const absl::Duration took = clock_.Now() - start;
+  AddPull(took);
+  metrics_.pull_duration.Observe(absl::ToDoubleSeconds(took));
+  metrics_.pull_bytes.Increment(static_cast<double>(pulled.bytes));
+  if (round >= 0) trace_.Record("pull", {{"round", round}, {"checksums", pulled.checksums}});
+  MaybeEvaluate(proceed, pulled.tensors);
+  return std::optional<PulledModel>(std::move(pulled));
+}
+
+void Protocol::MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap& model) {
+  const absl::Time start = clock_.Now();
+  {
+    absl::MutexLock lock(&mu_);
+    if (!proceed.evaluate() || (last_eval_ && start - *last_eval_ < options_.eval_interval)) return;
+    last_eval_ = start;
+    if (!options_.evaluate) {
+      evaluation_due_ = true;
+      return;
+    }
+  }
+  const double accuracy = options_.evaluate(model);
+  AddTime(&SessionTimings::eval, clock_.Now() - start);
+  metrics_.eval_seconds.Increment(absl::ToDoubleSeconds(clock_.Now() - start));
+  ReportAccuracy(accuracy);
+}
+
+bool Protocol::evaluation_due() const {
+  absl::MutexLock lock(&mu_);
+  return evaluation_due_;
+}
+
+void Protocol::ReportAccuracy(double accuracy) {
+  {
+    absl::MutexLock lock(&mu_);
+    evaluation_due_ = false;
+    accuracy_ = accuracy;
+  }
+  metrics_.test_accuracy.Set(accuracy);
+  trace_.Record("eval", {{"accuracy", accuracy}});
+}
+
+absl::Status Protocol::Push(const tensor::TensorMap& delta, int64_t clock) {
+  const absl::Time start = clock_.Now();
+  const v1::Welcome& w = welcome();
+  v1::PushHeader header;
+  header.set_trainer_id(w.trainer_id());
+  header.set_incarnation(w.incarnation());
+  header.set_sequence(++sequence_);
+  header.set_apply_mode(w.push_mode());
+  // Each delta counts once: added whole (asp, ssp, dssp) or aggregated by its round.
+  header.set_weight(1.0f);
+  header.set_clock(clock);
+  ASSIGN_OR_RETURN(uint64_t bytes, store_.Push(header, delta));
+  const absl::Duration took = clock_.Now() - start;
+  AddTime(&SessionTimings::push, took);
+  metrics_.push_seconds.Increment(absl::ToDoubleSeconds(took));
+  metrics_.push_duration.Observe(absl::ToDoubleSeconds(took));
+  metrics_.push_bytes.Increment(static_cast<double>(bytes));
+  trace_.Record("pushed", {{"clock", clock}});
+  return absl::OkStatus();
+}
+
+absl::Status Protocol::Report(int64_t clock, float loss) {
+  v1::ClockReport report;
+  if (welcome().peer_to_peer()) {
+    *report.mutable_transfers() = transfers_;
+    transfers_.Clear();
+  }
+  metrics_.clock.Set(static_cast<double>(clock));
+  metrics_.loss.Set(loss);
+  report.set_clock(clock);
+  *report.mutable_timings() = Timings();
+  report.set_loss(loss);
+  {
+    absl::MutexLock lock(&mu_);
+    if (accuracy_) report.set_test_accuracy(*accuracy_);
+    accuracy_.reset();
+  }
+  return coordinator_.ReportClock(report);
+}
+
+absl::Status Protocol::Exchange(const v1::Proceed& proceed, tensor::TensorMap& own) {
+  if (peers_ == nullptr) {
+    return absl::FailedPreconditionError("a peer-to-peer mode needs the trainer's Peer service");
+  }
+  const absl::Time start = clock_.Now();
+  const v1::PeerExchange& exchange = proceed.exchange();
+  const v1::Welcome& w = welcome();
+  const absl::Time deadline =
+      absl::Now() +
+      absl::Seconds(w.exchange_timeout_seconds() > 0 ? w.exchange_timeout_seconds() : 10.0);
+  ASSIGN_OR_RETURN(const ExchangeOutcome outcome,
+                   w.exchange_in_background() ? ExchangeInBackground(exchange, own, deadline)
+                                              : ExchangeInRound(exchange, own, deadline));
+  const TransferTotals sent = peers_->sent.Take();
+  const TransferTotals got = peers_->received.Take();
+  transfers_.set_sent_bytes(sent.bytes);
+  transfers_.set_send_seconds(sent.seconds);
+  transfers_.set_models_sent(sent.transfers);
+  transfers_.set_received_bytes(got.bytes);
+  transfers_.set_receive_seconds(got.seconds);
+  const absl::Duration took = clock_.Now() - start;
+  AddPull(took);
+  metrics_.exchange_duration.Observe(absl::ToDoubleSeconds(took));
+  metrics_.exchange_bytes_sent.Increment(sent.bytes);
+  metrics_.exchange_bytes_received.Increment(got.bytes);
+  metrics_.exchange_peers_missed.Increment(outcome.missed);
+  metrics_.exchange_transfers_preempted.Increment(outcome.preempted);
+  trace_.Record("exchange", {{"round", exchange.round()},
+                             {"sent_to", exchange.send_to_size()},
+                             {"received", outcome.received},
+                             {"expected", exchange.receive_from_size()},
+                             {"preempted", outcome.preempted},
+                             {"seconds", absl::ToDoubleSeconds(took)}});
+  MaybeEvaluate(proceed, own);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
+    const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
+  const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
+  std::vector<uint64_t> senders;
+  for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
+  std::vector<absl::Status> sent;
+  std::thread send([&] {
+    sent = peers_->sender.SendToAll(receivers, welcome().trainer_id(), exchange.round(), own,
+                                    deadline);
+  });
+  const std::map<uint64_t, tensor::TensorMap> received =
+      peers_->inbox.Collect(exchange.round(), senders, deadline);
+  send.join();
+  ExchangeOutcome outcome;
+  outcome.received = static_cast<int>(received.size());
+  outcome.missed = static_cast<int>(senders.size() - received.size());
+  for (const absl::Status& s : sent) {
+    if (s.ok()) continue;
+    ++outcome.missed;
+    spdlog::warn("round {}: {}", exchange.round(), s.ToString());
+  }
+  if (received.size() < senders.size()) {
+    spdlog::warn("round {}: {} of {} peers delivered by the deadline", exchange.round(),
+                 received.size(), senders.size());
+  }
+  RETURN_IF_ERROR(AverageInto(own, received));
+  return outcome;
+}
+
+absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
+    const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
+  // Average in what has arrived, then multicast the result while the next iteration computes.
+  const std::map<uint64_t, tensor::TensorMap> received = peers_->inbox.TakeLatest();
+  RETURN_IF_ERROR(AverageInto(own, received));
+  peers_->multicast.Start({exchange.send_to().begin(), exchange.send_to().end()},
+                          welcome().trainer_id(), exchange.round(), own, deadline);
+  const BackgroundMulticast::Outcomes ended = peers_->multicast.Take();
+  return ExchangeOutcome{static_cast<int>(received.size()), ended.failed, ended.cancelled};
+}
+
+}  // namespace syncopate::client

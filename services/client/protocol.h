@@ -1,0 +1,113 @@
+// The worker protocol's messages as one trainer exchanges them, each timed, counted in the
+// trainer's metrics (trainer_metrics.h) and recorded in its trace: offering the initial model,
+// waiting for the coordinator's directive, pulling the model it names, pushing a delta, reporting
+// a clock, exchanging models with peers, evaluating. It keeps no model: the session (session.h)
+// decides the order of these steps for each mode family and owns the parameters.
+#ifndef SYNCOPATE_CLIENT_PROTOCOL_H_
+#define SYNCOPATE_CLIENT_PROTOCOL_H_
+
+#include <atomic>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
+#include "client/links.h"
+#include "client/peer_node.h"
+#include "client/session_options.h"
+#include "client/trace_writer.h"
+#include "client/trainer_metrics.h"
+
+namespace syncopate::client {
+
+// Totals since the trainer joined. compute + wait + push + pull + eval <= wall, except with
+// overlapped communication, where push and pull run beside compute.
+struct SessionTimings {
+  double compute = 0, wait = 0, push = 0, pull = 0, eval = 0;
+};
+
+// Thread-safe where it says so; otherwise one thread at a time (the session's caller, or its
+// communication thread in the overlapped modes, never both at once).
+class Protocol {
+ public:
+  // Every reference must outlive this; `peers` may be null where no peer-to-peer mode runs.
+  Protocol(const SessionOptions& options, CoordinatorLink& coordinator, StoreLink& store,
+           TrainerMetrics& metrics, TraceWriter& trace, const base::Clock& clock, PeerLink* peers);
+
+  const v1::Welcome& welcome() const { return coordinator_.welcome(); }
+
+  // Offers the initial model (every trainer offers the same; the first one's is kept) and starts
+  // the heartbeats.
+  absl::Status Begin(const tensor::TensorMap& initial);
+  // Waits for the next Proceed, polling `stopping` at least every 200 ms. nullopt when `stopping`
+  // said so or training is done (done() tells which). ABORTED when evicted, UNAVAILABLE when the
+  // coordinator is gone, DEADLINE_EXCEEDED after directive_timeout without a directive.
+  absl::StatusOr<std::optional<v1::Proceed>> AwaitProceed(const std::function<bool()>& stopping);
+  // True once the coordinator said training is done. Thread-safe.
+  bool done() const { return done_.load(); }
+  // Pulls the model `proceed` names (nullopt for pull.none) and, when it is due, evaluates it.
+  absl::StatusOr<std::optional<PulledModel>> Pull(const v1::Proceed& proceed);
+  // Pushes `delta` as clock `clock` the way the mode wants it.
+  absl::Status Push(const tensor::TensorMap& delta, int64_t clock);
+  // Reports clock `clock`: the timings, `loss`, the accuracy evaluated since the last report and,
+  // in peer-to-peer modes, the last exchange's transfers.
+  absl::Status Report(int64_t clock, float loss);
+  // Peer-to-peer: sends `own` to the peers `proceed` names and averages in the models they sent
+  // (by the exchange deadline; under selmcast-ssp whatever has arrived, multicasting in the
+  // background); `own` becomes the average, which is evaluated when due.
+  absl::Status Exchange(const v1::Proceed& proceed, tensor::TensorMap& own);
+  // Leaves the job (idempotent).
+  void Leave(const std::string& reason) { coordinator_.Leave(reason); }
+
+  // Thread-safe. Time the caller spent computing (its steps) or waiting (for the session).
+  void AddCompute(absl::Duration d);
+  void AddWait(absl::Duration d);
+  void AddPull(absl::Duration d);
+  // Thread-safe. Without SessionOptions::evaluate: whether the coordinator asked this trainer for
+  // an evaluation that no ReportAccuracy has answered yet.
+  bool evaluation_due() const;
+  // Thread-safe. An accuracy the caller evaluated, sent with the next report.
+  void ReportAccuracy(double accuracy);
+  // Thread-safe.
+  v1::TrainerTimings Timings() const;
+
+ private:
+  struct ExchangeOutcome {
+    int received = 0;   // peers' models averaged in
+    int missed = 0;     // transfers that failed, or models due that did not arrive in time
+    int preempted = 0;  // transfers cancelled by the coordinator or superseded
+  };
+  absl::StatusOr<ExchangeOutcome> ExchangeInRound(const v1::PeerExchange& exchange,
+                                                  tensor::TensorMap& own, absl::Time deadline);
+  absl::StatusOr<ExchangeOutcome> ExchangeInBackground(const v1::PeerExchange& exchange,
+                                                       tensor::TensorMap& own, absl::Time deadline);
+  // Evaluates `model` (or marks an evaluation due) when `proceed` asks and eval_interval passed.
+  void MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap& model);
+  void AddTime(double SessionTimings::*field, absl::Duration d);
+
+  const SessionOptions& options_;
+  CoordinatorLink& coordinator_;
+  StoreLink& store_;
+  TrainerMetrics& metrics_;
+  TraceWriter& trace_;
+  const base::Clock& clock_;
+  PeerLink* const peers_;
+  const absl::Time joined_at_;
+  uint64_t sequence_ = 0;
+  std::atomic<bool> done_{false};
+  v1::TransferReport transfers_;  // the last exchange's, for the next report
+
+  mutable absl::Mutex mu_;
+  SessionTimings timings_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Time> last_eval_ ABSL_GUARDED_BY(mu_);
+  bool evaluation_due_ ABSL_GUARDED_BY(mu_) = false;
+  std::optional<double> accuracy_ ABSL_GUARDED_BY(mu_);  // for the next report
+};
+
+}  // namespace syncopate::client
+
+#endif  // SYNCOPATE_CLIENT_PROTOCOL_H_

@@ -1,0 +1,162 @@
+#include "client/session.h"
+
+#include "base/status_macros.h"
+#include "spdlog/spdlog.h"
+
+namespace syncopate::client {
+
+Session::Session(SessionOptions options, CoordinatorLink& coordinator, StoreLink& store,
+                 Parameters& parameters, TrainerMetrics& metrics, TraceWriter& trace,
+                 const base::Clock& clock, PeerLink* peers)
+    : options_(std::move(options)),
+      model_(parameters),
+      protocol_(options_, coordinator, store, metrics, trace, clock, peers),
+      clock_(clock) {}
+
+Session::~Session() { Close(); }
+
+bool Session::stopping() const {
+  return stop_requested_.load() || (options_.interrupted && options_.interrupted());
+}
+
+absl::Status Session::Start() {
+  if (started_) return absl::FailedPreconditionError("the session has already started");
+  started_ = true;
+  tensor::TensorMap initial;
+  model_.Read(&initial);
+  absl::StatusOr<bool> begun = [&]() -> absl::StatusOr<bool> {
+    RETURN_IF_ERROR(protocol_.Begin(initial));
+    ASSIGN_OR_RETURN(std::optional<v1::Proceed> proceed,
+                     protocol_.AwaitProceed([this] { return stopping(); }));
+    if (!proceed) return false;
+    RETURN_IF_ERROR(Apply(*proceed));
+    clock_of_grant_ = proceed->clock();
+    if (protocol_.welcome().overlap_communication()) {
+      communicator_ = std::make_unique<OverlappedCommunicator>(protocol_, proceed->clock(),
+                                                               [this] { return stopping(); });
+    }
+    return true;
+  }();
+  step_began_ = clock_.Now();
+  if (!begun.ok()) return End(begun.status(), "").status();
+  if (!*begun) (void)End(absl::OkStatus(), EndReason());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<bool> Session::Step(float loss) {
+  if (!started_) return absl::FailedPreconditionError("Step before Start");
+  if (ended_) {
+    if (!ended_->ok()) return *ended_;
+    return false;
+  }
+  // The caller's step, stretched to slowdown x: an emulated straggler.
+  absl::Duration took = clock_.Now() - step_began_;
+  if (options_.slowdown > 1.0) {
+    const absl::Duration emulated = took * (options_.slowdown - 1.0);
+    absl::SleepFor(emulated);
+    took += emulated;
+  }
+  protocol_.AddCompute(took);
+  model_.CountStep();
+  ++steps_;
+  const absl::Time entered = clock_.Now();
+  absl::StatusOr<bool> more = communicator_ ? StepOverlapped(loss) : StepSequential(loss);
+  step_began_ = clock_.Now();
+  // The overlapped path's own time (a rebase, a handover) is time the caller did not compute.
+  if (communicator_) protocol_.AddWait(step_began_ - entered);
+  return more;
+}
+
+absl::StatusOr<bool> Session::StepSequential(float loss) {
+  const int64_t clock = clock_of_grant_ + 1;
+  if (!protocol_.welcome().peer_to_peer()) {
+    const bool round_mode = protocol_.welcome().push_mode() == v1::APPLY_MODE_ROUND;
+    const tensor::TensorMap delta =
+        model_.TakeDelta(round_mode ? std::optional<int64_t>(clock) : std::nullopt);
+    if (absl::Status pushed = protocol_.Push(delta, clock); !pushed.ok()) return End(pushed, "");
+  }
+  if (absl::Status reported = protocol_.Report(clock, loss); !reported.ok()) {
+    return End(reported, "");
+  }
+  if (StepLimitReached()) return End(absl::OkStatus(), "step limit reached");
+  absl::StatusOr<std::optional<v1::Proceed>> proceed =
+      protocol_.AwaitProceed([this] { return stopping(); });
+  if (!proceed.ok()) return End(proceed.status(), "");
+  if (!*proceed) return End(absl::OkStatus(), EndReason());
+  if (absl::Status applied = Apply(**proceed); !applied.ok()) return End(applied, "");
+  clock_of_grant_ = (*proceed)->clock();
+  return true;
+}
+
+absl::StatusOr<bool> Session::StepOverlapped(float loss) {
+  if (stopping()) return End(absl::OkStatus(), "shutdown");
+  if (std::optional<absl::Status> ended = communicator_->ended()) {
+    return End(*ended, EndReason());
+  }
+  if (absl::Status traded = TradeWithCommunicator(loss); !traded.ok()) return End(traded, "");
+  if (!StepLimitReached()) return true;
+  // The last steps go out before leaving: wait for each cycle in turn until all are pushed.
+  while (model_.unpushed_steps() > 0) {
+    communicator_->AwaitIdleOrEnded();
+    if (std::optional<absl::Status> ended = communicator_->ended()) {
+      return End(*ended, EndReason());
+    }
+    if (absl::Status traded = TradeWithCommunicator(loss); !traded.ok()) return End(traded, "");
+  }
+  communicator_->AwaitIdleOrEnded();
+  if (std::optional<absl::Status> ended = communicator_->ended(); ended && !ended->ok()) {
+    return End(*ended, "");
+  }
+  return End(absl::OkStatus(), "step limit reached");
+}
+
+absl::Status Session::TradeWithCommunicator(float loss) {
+  if (std::optional<OverlappedCommunicator::Pulled> pulled = communicator_->TakePulled()) {
+    RETURN_IF_ERROR(model_.Rebase(pulled->model.tensors, pulled->includes_clock));
+  }
+  if (communicator_->idle() && model_.unpushed_steps() > 0) {
+    const bool round_mode = protocol_.welcome().push_mode() == v1::APPLY_MODE_ROUND;
+    const int64_t clock = communicator_->next_clock();
+    communicator_->Send(model_.TakeDelta(round_mode ? std::optional<int64_t>(clock) : std::nullopt),
+                        loss);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status Session::Apply(const v1::Proceed& proceed) {
+  if (proceed.has_exchange()) {
+    tensor::TensorMap own;
+    model_.Read(&own);
+    RETURN_IF_ERROR(protocol_.Exchange(proceed, own));
+    // The average replaces the local model: the base moves to the local model first, so the
+    // rebase keeps nothing of it (nothing is pending in these modes).
+    model_.TakeDelta(std::nullopt);
+    return model_.Rebase(own, -1);
+  }
+  ASSIGN_OR_RETURN(std::optional<PulledModel> pulled, protocol_.Pull(proceed));
+  if (!pulled) return absl::OkStatus();
+  return model_.Rebase(pulled->tensors,
+                       proceed.pull().has_round() ? proceed.pull().includes_clock() : -1);
+}
+
+absl::StatusOr<bool> Session::End(absl::Status status, const std::string& reason) {
+  if (communicator_) communicator_->Halt();
+  ended_ = status;
+  if (!status.ok()) return status;
+  spdlog::info("leaving after {} steps: {}", steps_.load(), reason);
+  protocol_.Leave(reason);
+  return false;
+}
+
+std::string Session::EndReason() const {
+  return protocol_.done() ? "training is done" : "shutdown";
+}
+
+void Session::Close(const std::string& reason) {
+  if (communicator_) communicator_->Halt();
+  if (ended_) return;  // left already, or ended by an error
+  ended_ = absl::OkStatus();
+  protocol_.Leave(reason);
+}
+
+}  // namespace syncopate::client

@@ -1,0 +1,116 @@
+// A trainer's session in a Syncopate job, driven by the caller's own training loop: the worker side
+// of every mode, for any model. The caller registers its parameters (parameters.h), calls Start
+// once, then takes local training steps on them, calling Step after each:
+//
+//   client::Session session(options, coordinator, store, parameters, metrics, trace, clock);
+//   RETURN_IF_ERROR(session.Start());
+//   for (bool more = true; more;) {
+//     const float loss = TrainOneStep();          // the caller's forward, backward, update
+//     ASSIGN_OR_RETURN(more, session.Step(loss));
+//   }
+//
+// Step pushes the change since the last push, reports the clock with its timings, and obeys the
+// coordinator's directive: wait within the staleness bound, pull round r or the live model and
+// rebase the local model onto it (client/local_model.h), or exchange models with peers. On return
+// the parameters hold the synchronised model. One strategy per mode family:
+//   - sequential store modes (bsp, asp, ssp, dssp, wbsp, hybrid): all of it inside Step;
+//   - overlapped (wbsp-overlap): pushes, reports and pulls run on the session's own thread
+//     (overlapped_communicator.h) while the caller steps; Step only hands over the delta and
+//     applies the pulled model between steps, and never waits for the coordinator;
+//   - peer-to-peer in rounds (dssync, selmcast): Step exchanges models with the peers the
+//     directive names and averages them in;
+//   - peer-to-peer in the background (selmcast-ssp): Step averages in what has arrived and
+//     multicasts the result while the caller computes on.
+// Time between Steps is the caller's compute; time inside them is wait and communication.
+#ifndef SYNCOPATE_CLIENT_SESSION_H_
+#define SYNCOPATE_CLIENT_SESSION_H_
+
+#include <atomic>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "base/clock.h"
+#include "client/links.h"
+#include "client/local_model.h"
+#include "client/overlapped_communicator.h"
+#include "client/parameters.h"
+#include "client/peer_node.h"
+#include "client/protocol.h"
+#include "client/session_options.h"
+#include "client/trace_writer.h"
+#include "client/trainer_metrics.h"
+
+namespace syncopate::client {
+
+// Start, Step and Close from one thread (the caller's training loop); Stop, Timings,
+// evaluation_due and ReportAccuracy from any.
+class Session {
+ public:
+  // Every reference must outlive the session; `peers` may be null where no peer-to-peer mode
+  // runs. The parameters change only between Steps (the caller's step) and inside them (the
+  // session's writes); their values now are this trainer's offer of the initial model.
+  Session(SessionOptions options, CoordinatorLink& coordinator, StoreLink& store,
+          Parameters& parameters, TrainerMetrics& metrics, TraceWriter& trace,
+          const base::Clock& clock, PeerLink* peers = nullptr);
+  ~Session();  // Close("closed")
+
+  // Offers the initial model (the job keeps the first trainer's), starts heartbeats, waits for the
+  // first directive and loads the model it names into the parameters. Call once, first. The errors
+  // of Step.
+  absl::Status Start();
+
+  // Call after each local training step, with its loss. True: take the next step. False: training
+  // is over (the coordinator said it is done, max_steps was reached, or Stop or
+  // SessionOptions::interrupted asked), and the session has left the job. An error ends the
+  // session too: ABORTED when this trainer was evicted, UNAVAILABLE when the coordinator or a
+  // store is gone, DEADLINE_EXCEEDED when no directive came within directive_timeout, the store's
+  // refusal of a push or pull (links.h); every later Step returns the same.
+  absl::StatusOr<bool> Step(float loss);
+
+  // Asks the session to end: a Step (or Start) waiting in another thread returns within about
+  // 200 ms, and the next Step returns false.
+  void Stop() { stop_requested_ = true; }
+  // Stops the communication thread and leaves the job, unless the session has ended already (it
+  // left, or an error ended it). Idempotent.
+  void Close(const std::string& reason = "closed");
+
+  // See SessionOptions::evaluate.
+  bool evaluation_due() const { return protocol_.evaluation_due(); }
+  void ReportAccuracy(double accuracy) { protocol_.ReportAccuracy(accuracy); }
+  v1::TrainerTimings Timings() const { return protocol_.Timings(); }
+  int64_t steps() const { return steps_; }
+  const v1::Welcome& welcome() const { return protocol_.welcome(); }
+
+ private:
+  absl::StatusOr<bool> StepSequential(float loss);
+  absl::StatusOr<bool> StepOverlapped(float loss);
+  // Loads what `proceed` names into the parameters: the pulled model, rebased, or the average of
+  // the peers' models.
+  absl::Status Apply(const v1::Proceed& proceed);
+  // Applies the model the communication thread pulled, and hands it the next delta when it waits.
+  absl::Status TradeWithCommunicator(float loss);
+  // Ends the session: false (and a Leave with `reason`) for OK, the error otherwise.
+  absl::StatusOr<bool> End(absl::Status status, const std::string& reason);
+  bool stopping() const;
+  // Why a session that did not fail ends without a step limit: "training is done" or "shutdown".
+  std::string EndReason() const;
+  bool StepLimitReached() const { return options_.max_steps > 0 && steps_ >= options_.max_steps; }
+
+  const SessionOptions options_;
+  LocalModel model_;
+  Protocol protocol_;
+  const base::Clock& clock_;
+  std::atomic<bool> stop_requested_{false};
+  std::unique_ptr<OverlappedCommunicator> communicator_;
+  int64_t clock_of_grant_ = 0;  // sequential modes: the clock the last Proceed granted
+  std::atomic<int64_t> steps_{0};
+  absl::Time step_began_;  // when the caller's current step began (the last Start/Step return)
+  bool started_ = false;
+  std::optional<absl::Status> ended_;  // OK: over without an error
+};
+
+}  // namespace syncopate::client
+
+#endif  // SYNCOPATE_CLIENT_SESSION_H_

@@ -1,0 +1,36 @@
+// How a client session behaves, whatever the model: the emulated straggler, evaluation, and the
+// limits on how long it waits and how far it goes.
+#ifndef SYNCOPATE_CLIENT_SESSION_OPTIONS_H_
+#define SYNCOPATE_CLIENT_SESSION_OPTIONS_H_
+
+#include <cstdint>
+#include <functional>
+
+#include "absl/time/time.h"
+#include "tensor/tensor_spec.h"
+
+namespace syncopate::client {
+
+struct SessionOptions {
+  // Each step's compute time (from the return of one Session::Step to the next call) is stretched
+  // to slowdown x by sleeping after it, counted as compute: an emulated straggler. At least 1.
+  double slowdown = 1.0;
+  // When the coordinator asks this trainer to evaluate, it evaluates at most this often.
+  absl::Duration eval_interval = absl::Seconds(2);
+  // Give up when no directive arrives for this long (the coordinator is stuck or gone).
+  absl::Duration directive_timeout = absl::Minutes(2);
+  // Leave after this many steps; 0: no limit.
+  int64_t max_steps = 0;
+  // Evaluates a model the session received (a pulled round, a peers' average) and returns its test
+  // accuracy in [0, 1]; called on the thread that received it, which must not be the caller's
+  // training step. Unset: Session::evaluation_due() says when an evaluation is wanted, and the
+  // caller evaluates its own model and reports it with Session::ReportAccuracy.
+  std::function<double(const tensor::TensorMap& model)> evaluate;
+  // Polled at least every 200 ms while the session waits; returning true stops the session as
+  // Session::Stop does (a language binding checks its pending signals here).
+  std::function<bool()> interrupted;
+};
+
+}  // namespace syncopate::client
+
+#endif  // SYNCOPATE_CLIENT_SESSION_OPTIONS_H_
