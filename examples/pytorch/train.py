@@ -4,13 +4,16 @@
 The sync mode is the job's (the coordinator's --mode), so this one script runs under every mode.
 Under `syncopate local --trainer-command='python3 examples/pytorch/train.py'` every setting comes
 from the SYNCOPATE_* environment; run by hand, pass --coordinator (and --rank/--world to shard).
-The Syncopate part is three lines: attach, step, report_accuracy.
+The Syncopate part is three lines: attach, step, and report_accuracy (here from a background
+evaluation, so that evaluating never holds up the job).
 """
 
 import argparse
+import copy
 import gzip
 import os
 import sys
+import threading
 
 import numpy as np
 import torch
@@ -70,6 +73,27 @@ class BuiltinMlp(torch.nn.Module):
         return x
 
 
+class BackgroundEvaluator:
+    """Evaluates a copy of the model on its own thread, so that an evaluation never holds up this
+    trainer's steps (and, under bsp, everyone's rounds); the accuracy goes to the job when done."""
+
+    def __init__(self, sync, images, labels):
+        self.sync, self.images, self.labels = sync, images, labels
+        self.thread = None
+
+    def maybe_start(self, model):
+        if not self.sync.evaluation_due or (self.thread and self.thread.is_alive()):
+            return
+        snapshot = copy.deepcopy(model).eval()
+        self.thread = threading.Thread(target=self._run, args=(snapshot,), daemon=True)
+        self.thread.start()
+
+    def _run(self, model):
+        with torch.no_grad():
+            predicted = model(self.images).argmax(1)
+        self.sync.report_accuracy((predicted == self.labels).float().mean().item())
+
+
 def env(name, default):
     return os.environ.get(f"SYNCOPATE_{name}", default)
 
@@ -106,6 +130,7 @@ def main():
     print(f"joined the {sync.mode} job as trainer {sync.trainer_id}; {len(labels)} examples in shard "
           f"{shard}/{args.world}", flush=True)
 
+    evaluator = BackgroundEvaluator(sync, test_images, test_labels)
     order = torch.Generator().manual_seed(args.seed * 1000003 + args.rank)
     try:
         while True:
@@ -116,10 +141,7 @@ def main():
                 optimizer.step()
                 if not sync.step(loss.item()):
                     return 0
-                if sync.evaluation_due:
-                    with torch.no_grad():
-                        predicted = model(test_images).argmax(1)
-                    sync.report_accuracy((predicted == test_labels).float().mean().item())
+                evaluator.maybe_start(model)
     except syncopate.SyncopateError as e:
         print(f"train.py: {e}", file=sys.stderr)
         return 3 if e.code == "ABORTED" else 1
