@@ -112,19 +112,25 @@ def main():
                         help="cnn, or mlp: the built-in trainer's MLP, to mix with built-in trainers")
     parser.add_argument("--eval-samples", type=int, default=10000)
     parser.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    parser.add_argument("--device", default=env("DEVICE", "cpu"),
+                        help="cpu, cuda[:N], or auto (a GPU when there is one)")
     args = parser.parse_args()
     shard = args.rank if args.data_shard < 0 else args.data_shard
     if not 0 <= shard < args.world:
         parser.error(f"data shard {shard} must be in [0, {args.world})")
 
     torch.set_num_threads(args.threads)
+    if args.device == "auto":
+        args.device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(args.device)
     images, labels = load(args.data_dir, "train")
-    images, labels = images[shard :: args.world], labels[shard :: args.world]
+    images, labels = images[shard :: args.world].to(device), labels[shard :: args.world].to(device)
     test_images, test_labels = load(args.data_dir, "test")
-    test_images, test_labels = test_images[: args.eval_samples], test_labels[: args.eval_samples]
+    test_images = test_images[: args.eval_samples].to(device)
+    test_labels = test_labels[: args.eval_samples].to(device)
 
     torch.manual_seed(args.seed)  # every trainer offers the same initial model
-    model = Cnn() if args.model == "cnn" else BuiltinMlp()
+    model = (Cnn() if args.model == "cnn" else BuiltinMlp()).to(device)
     optimizer = torch.optim.SGD(model.parameters(), lr=args.learning_rate)
     sync = syncopate.torch.attach(model, coordinator=args.coordinator, rank=args.rank)
     print(f"joined the {sync.mode} job as trainer {sync.trainer_id}; {len(labels)} examples in shard "
@@ -134,7 +140,7 @@ def main():
     order = torch.Generator().manual_seed(args.seed * 1000003 + args.rank)
     try:
         while True:
-            for batch in torch.randperm(len(labels), generator=order).split(args.batch_size):
+            for batch in torch.randperm(len(labels), generator=order).to(device).split(args.batch_size):
                 optimizer.zero_grad()
                 loss = F.cross_entropy(model(images[batch]), labels[batch])
                 loss.backward()

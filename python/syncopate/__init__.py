@@ -73,6 +73,19 @@ def environment(name: str, default: str = "") -> str:
     return os.environ.get(name, default)
 
 
+_UNITS = {"ms": 0.001, "s": 1.0, "m": 60.0, "h": 3600.0}
+
+
+def _seconds(value) -> float:
+    """Seconds from a number or a duration such as "5s", "500ms", "2m" (as the chart writes them)."""
+    if isinstance(value, str):
+        text = value.strip()
+        for unit in sorted(_UNITS, key=len, reverse=True):
+            if text.endswith(unit) and text[: -len(unit)].strip():
+                return float(text[: -len(unit)]) * _UNITS[unit]
+    return float(value)
+
+
 def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
     options = {}
     for key, default in _DEFAULTS.items():
@@ -80,7 +93,7 @@ def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
         if value is None:
             value = os.environ.get(ENVIRONMENT[key], default)
         try:
-            options[key] = type(default)(value)
+            options[key] = _seconds(value) if key.endswith(("_interval", "_timeout")) else type(default)(value)
         except (TypeError, ValueError):
             raise SyncopateError(
                 "INVALID_ARGUMENT", f"{key} (or {ENVIRONMENT[key]}) is not a {type(default).__name__}: {value!r}"

@@ -44,7 +44,9 @@ def test_options_come_from_arguments_or_the_environment(monkeypatch):
         syncopate.Session()
     assert "SYNCOPATE_SLOWDOWN" in e.value.message
     monkeypatch.setenv("SYNCOPATE_SLOWDOWN", "2.5")
+    monkeypatch.setenv("SYNCOPATE_EVAL_INTERVAL", "500ms")  # as the chart writes durations
     options = syncopate.Session(rank=4).options
+    assert options["eval_interval"] == 0.5
     assert options["coordinator"] == "10.0.0.1:5000"
     assert options["rank"] == 4 and options["name"] == "trainer-4"
     assert options["slowdown"] == 2.5

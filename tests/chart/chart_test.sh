@@ -95,6 +95,13 @@ case "${1:-}" in
       exit 1
     fi
     grep -q "targetPort metricz" "$OUT/broken.out"
+    sed 's/-coordinator:7000"/-coordinator:7001"/' "$OUT/custom-trainer.yaml" >"$OUT/broken.yaml"
+    if /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$CHART/ci/custom-trainer-values.yaml" \
+      "$OUT/broken.yaml" >"$OUT/broken.out"; then
+      echo "FAIL: a custom trainer given a wrong coordinator port went unnoticed" >&2
+      exit 1
+    fi
+    grep -q "has no port 7001" "$OUT/broken.out"
     echo "ok: broken renderings are caught"
     ;;
   manifests)

@@ -79,6 +79,30 @@ def args_of(template, container_name):
     return None
 
 
+# A custom trainer (trainer.custom.image) gets through SYNCOPATE_* variables what the built-in one
+# gets as flags.
+CUSTOM_TRAINER_ENV = {"SYNCOPATE_COORDINATOR": "--coordinator", "SYNCOPATE_PEER_ADDRESS": "--peer-address",
+                      "SYNCOPATE_PEER_LISTEN": "--peer-listen", "SYNCOPATE_DEVICE": "--device"}
+
+
+def trainer_settings(template, custom):
+    """The trainer's coordinator, peer addresses and device, from its flags or its environment."""
+    if not custom["image"]:
+        return args_of(template, "trainer")
+    container = [c for c in containers(template) if c["name"] == "trainer"][0]
+    env = {e["name"]: e.get("value") for e in container.get("env", [])}
+    check(container["image"] == custom["image"], f"the trainer runs {container['image']}, not {custom['image']}")
+    check(container.get("command", []) == custom["command"], "the trainer's command is not trainer.custom.command")
+    check(container.get("args", []) == custom["args"], "the trainer's args are not trainer.custom.args")
+    for extra in custom["env"]:
+        check(env.get(extra["name"]) == extra.get("value"), f"{extra['name']} from trainer.custom.env is missing")
+    for name in ("SYNCOPATE_NAME", "SYNCOPATE_RANK"):
+        check(env.get(name, "").startswith("$(POD_"), f"{name} is not the pod's identity")
+    mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
+    check("/tmp" in mounts, "a custom trainer has no writable /tmp on its read-only root")
+    return {flag: env.get(name, "") for name, flag in CUSTOM_TRAINER_ENV.items()}
+
+
 def main(chart_dir, values_file, rendered_file):
     with open(f"{chart_dir}/values.yaml") as f:
         values = yaml.safe_load(f)
@@ -213,7 +237,7 @@ def main(chart_dir, values_file, rendered_file):
         return
 
     # The coordinator address the trainers get is the coordinator Service's gRPC port.
-    trainer_args = args_of(pod_template(trainer), "trainer")
+    trainer_args = trainer_settings(pod_template(trainer), values["trainer"]["custom"])
     host, _, port = trainer_args["--coordinator"].rpartition(":")
     target = [s for s in services if s["metadata"]["name"] == host]
     if check(target, f"trainers dial {host}, which is no Service"):
