@@ -19,12 +19,12 @@
 
 #include "absl/time/clock.h"
 #include "base/allocator.h"
+#include "client/store_client.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
 #include "store/store_service.h"
-#include "client/store_client.h"
 
 namespace {
 

@@ -4,8 +4,9 @@
 // Parameters are NumPy arrays the library reads and writes where they are (the buffer protocol,
 // no copies), or read/write callbacks for memory it cannot address (a CUDA tensor). The GIL is
 // released while the session waits or transfers; the callbacks take it back. Pending signals are
-// checked during every wait: a KeyboardInterrupt ends the session (it leaves the job) and is raised
-// from the call; a stop requested by a signal handler (request_stop) makes step return False.
+// checked during every wait of start() and step(): a KeyboardInterrupt ends the session (it leaves
+// the job) and is raised from the call; a stop requested by a signal handler (request_stop) makes
+// step return False. An exception from a parameter callback ends the session and is raised too.
 // Errors are syncopate.SyncopateError carrying the status code's name and the message.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
@@ -16,6 +17,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <thread>
 
 #include "absl/status/status.h"
 #include "client/job_client.h"
@@ -57,32 +59,33 @@ class PySession {
     }
     std::vector<int64_t> shape(array.shape(), array.shape() + array.ndim());
     if (shape.empty()) shape = {1};
-    absl::Status added =
-        parameters_.Add(name, shape, static_cast<float*>(array.mutable_data()));
+    absl::Status added = parameters_.Add(name, shape, static_cast<float*>(array.mutable_data()));
     if (!added.ok()) Raise(added);
     keep_.push_back(array);
   }
 
   // A parameter reached through read(out) / write(values), each given a flat float32 array view
-  // that is valid only during the call.
+  // that is valid only during the call. An exception a callback raises ends the session and is
+  // raised again from the call that ran it.
   void AddCallbacks(const std::string& name, const std::vector<int64_t>& shape, py::function read,
                     py::function write) {
     if (job_) Raise(absl::FailedPreconditionError("parameters are added before start()"));
     auto view = [](const float* data, size_t n) {
-      return py::array_t<float>({static_cast<py::ssize_t>(n)}, {sizeof(float)}, data,
-                                py::none());
+      return py::array_t<float>({static_cast<py::ssize_t>(n)}, {sizeof(float)}, data, py::none());
     };
     absl::Status added = parameters_.Add(
         name, shape,
-        [read, view](absl::Span<float> out) {
+        [this, name, read, view](absl::Span<float> out) {
           py::gil_scoped_acquire gil;
-          read(view(out.data(), out.size()));
+          return Call(name, "read", [&] { read(view(out.data(), out.size())); });
         },
-        [write, view](absl::Span<const float> in) {
+        [this, name, write, view](absl::Span<const float> in) {
           py::gil_scoped_acquire gil;
-          py::array_t<float> values = view(in.data(), in.size());
-          values.attr("setflags")(py::arg("write") = false);
-          write(values);
+          return Call(name, "write", [&] {
+            py::array_t<float> values = view(in.data(), in.size());
+            values.attr("setflags")(py::arg("write") = false);
+            write(values);
+          });
         });
     if (!added.ok()) Raise(added);
     keep_.push_back(read);
@@ -91,6 +94,7 @@ class PySession {
 
   void Start() {
     if (job_) Raise(absl::FailedPreconditionError("the session has already started"));
+    caller_ = std::this_thread::get_id();
     client::JobOptions o;
     o.coordinator = options_["coordinator"].cast<std::string>();
     o.name = options_["name"].cast<std::string>();
@@ -125,8 +129,24 @@ class PySession {
     if (!status.ok()) Raise(status);
   }
 
+  // Runs a parameter callback (with the GIL); its exception becomes an error of the library's
+  // call and is kept to be raised from the Python call that ran it.
+  template <typename F>
+  absl::Status Call(const std::string& name, const char* what, F call) {
+    try {
+      call();
+      return absl::OkStatus();
+    } catch (py::error_already_set& e) {
+      const std::string message = e.what();
+      if (!callback_error_) callback_error_ = std::make_unique<py::error_already_set>(std::move(e));
+      return absl::InternalError("the " + std::string(what) + " callback of parameter '" + name +
+                                 "' raised: " + message);
+    }
+  }
+
   bool Step(float loss) {
     client::Session& session = Started();
+    caller_ = std::this_thread::get_id();
     absl::StatusOr<bool> more;
     {
       py::gil_scoped_release release;
@@ -178,21 +198,28 @@ class PySession {
     return job_->session();
   }
 
-  // Called by the session while it waits, without the GIL. Only the main thread runs Python's
-  // signal handlers; elsewhere this only reads the stop flag.
+  // Called by the session while it waits, without the GIL. Python runs only on the thread of the
+  // Python call in progress (the session's communication thread only reads the flags), and only
+  // the main thread runs signal handlers.
   bool CheckSignals() {
-    if (stop_requested_ || interrupt_) return true;
+    if (stop_requested_ || interrupted_) return true;
+    if (std::this_thread::get_id() != caller_) return false;
     py::gil_scoped_acquire gil;
     if (PyErr_CheckSignals() != 0) {
       interrupt_ = std::make_unique<py::error_already_set>();
+      interrupted_ = true;
       return true;
     }
     return stop_requested_.load();
   }
 
+  // Raises what a signal handler or a parameter callback raised during the call (on its thread).
   void RaiseIfInterrupted() {
-    if (!interrupt_) return;
-    std::unique_ptr<py::error_already_set> error = std::move(interrupt_);
+    std::unique_ptr<py::error_already_set> error =
+        interrupt_ ? std::move(interrupt_) : std::move(callback_error_);
+    if (!error) return;
+    interrupt_.reset();
+    callback_error_.reset();
     error->restore();
     throw py::error_already_set();
   }
@@ -202,7 +229,11 @@ class PySession {
   std::vector<py::object> keep_;  // the arrays and callbacks parameters_ points into
   std::unique_ptr<client::JobClient> job_;
   std::atomic<bool> stop_requested_{false};
+  std::atomic<bool> interrupted_{false};
+  std::atomic<std::thread::id> caller_;  // of the Python call in progress
+  // Set and taken on the caller's thread only.
   std::unique_ptr<py::error_already_set> interrupt_;
+  std::unique_ptr<py::error_already_set> callback_error_;
 };
 
 }  // namespace

@@ -17,6 +17,7 @@ environment variable (see ENVIRONMENT), so one script runs under `syncopate loca
 import os
 import signal
 import threading
+import weakref
 from typing import Callable, Dict, Mapping, Optional, Sequence
 
 import numpy as np
@@ -106,6 +107,12 @@ def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
         options["name"] = f"trainer-{options['rank']}"
     if options["slowdown"] < 1.0:
         raise SyncopateError("INVALID_ARGUMENT", f"slowdown must be at least 1, not {options['slowdown']}")
+    for key in ("rpc_timeout", "join_timeout", "directive_timeout"):
+        if options[key] <= 0:
+            raise SyncopateError("INVALID_ARGUMENT", f"{key} must be positive, not {options[key]}")
+    for key in ("max_steps", "eval_interval"):
+        if options[key] < 0:
+            raise SyncopateError("INVALID_ARGUMENT", f"{key} cannot be negative, not {options[key]}")
     return options
 
 
@@ -154,7 +161,10 @@ class Session:
         self._session = _Session(self._options)
         self._handle_sigterm = handle_sigterm
         self._previous_sigterm = None
+        self._started = False
         self._closed = False
+        # Leaves the job when the session is collected or the interpreter exits without close().
+        self._finalizer = weakref.finalize(self, self._session.close)
         for key, array in (parameters or {}).items():
             self.add(key, array)
 
@@ -182,7 +192,11 @@ class Session:
 
     def start(self) -> "Session":
         """Joins the job, offers these parameters as the initial model (the job keeps the first
-        trainer's), and loads the model the coordinator names into them."""
+        trainer's), and loads the model the coordinator names into them. Does nothing when the
+        session has started (so `with syncopate.torch.attach(model) as sync:` works)."""
+        if self._started:
+            return self
+        self._started = True
         self._install_sigterm()
         try:
             self._session.start()
@@ -229,7 +243,7 @@ class Session:
         if self._closed:
             return
         self._closed = True
-        self._session.close()
+        self._finalizer()
         self._restore_sigterm()
 
     def __enter__(self) -> "Session":

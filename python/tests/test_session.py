@@ -52,6 +52,35 @@ def test_options_come_from_arguments_or_the_environment(monkeypatch):
     assert options["slowdown"] == 2.5
 
 
+def test_bad_timeouts_and_limits_are_refused():
+    for bad in ({"rpc_timeout": 0}, {"join_timeout": -1}, {"directive_timeout": "0s"}, {"max_steps": -1}):
+        with pytest.raises(syncopate.SyncopateError) as e:
+            syncopate.Session(coordinator="127.0.0.1:1", **bad)
+        assert e.value.code == "INVALID_ARGUMENT", bad
+
+
+def test_a_failing_callback_ends_the_session_with_its_exception(cluster):
+    cluster.start(mode="bsp", trainers=1)
+    failing = {"now": False}
+
+    def read(out):
+        if failing["now"]:  # join and start succeed; a later read fails
+            raise MemoryError("device out of memory")
+        out[:] = 0
+
+    session = syncopate.Session(coordinator=cluster.coordinator)
+    session.add_callbacks("w", [2], read, lambda values: None)
+    session.start()
+    failing["now"] = True
+    with pytest.raises(MemoryError):
+        for _ in range(5):
+            session.step()
+    with pytest.raises(syncopate.SyncopateError) as e:
+        session.step()  # over: the same error, nothing pushed
+    assert e.value.code == "INTERNAL" and "read callback" in e.value.message
+    session.close()
+
+
 def test_an_unreachable_coordinator_is_unavailable_not_a_hang():
     session = syncopate.Session({"w": w(0, 0)}, coordinator="127.0.0.1:1", join_timeout=2)
     started = time.monotonic()
@@ -117,7 +146,8 @@ def test_a_coordinator_gone_mid_run_is_an_error_not_a_hang(cluster):
 
 def test_request_stop_ends_the_loop_cleanly(cluster):
     cluster.start(mode="ssp", trainers=1)
-    with syncopate.Session({"w": w(0)}, coordinator=cluster.coordinator) as session:
+    session = syncopate.Session({"w": w(0)}, coordinator=cluster.coordinator).start()
+    with session:  # start() again (by with) does nothing
         assert session.step() is True
         session.request_stop()
         assert session.step() is False

@@ -157,6 +157,7 @@ absl::Status LocalCluster::LaunchCommand(int rank, double slowdown) {
       {"SYNCOPATE_WORLD", absl::StrCat(o.elastic ? 1 : o.trainers)},
       {"SYNCOPATE_DATA_SHARD", absl::StrCat(o.elastic ? 0 : rank)},
       {"SYNCOPATE_SLOWDOWN", absl::StrCat(slowdown)},
+      {"SYNCOPATE_DEVICE", at(o.devices).empty() ? "cpu" : at(o.devices)},
       {"SYNCOPATE_LEARNING_RATE", absl::StrCat(o.learning_rate)},
       {"SYNCOPATE_BATCH_SIZE", absl::StrCat(o.batch_size)},
       {"SYNCOPATE_SEED", absl::StrCat(o.seed)},
@@ -166,8 +167,8 @@ absl::Status LocalCluster::LaunchCommand(int rank, double slowdown) {
       {"SYNCOPATE_METRICS_LISTEN", "127.0.0.1:0"},
       {"SYNCOPATE_READY_FILE", base + ".ready.json"},
       {"SYNCOPATE_TRACE_FILE", base + ".trace.jsonl"},
-      {"PYTHONPATH", absl::StrCat(o.bin_dir, "/../python",
-                                  pythonpath && *pythonpath ? ":" : "", pythonpath ? pythonpath : "")},
+      {"PYTHONPATH", absl::StrCat(o.bin_dir, "/../python", pythonpath && *pythonpath ? ":" : "",
+                                  pythonpath ? pythonpath : "")},
       // One thread per trainer: the cluster shares the machine's cores.
       {"OMP_NUM_THREADS", "1"},
       {"OPENBLAS_NUM_THREADS", "1"}};

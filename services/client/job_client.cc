@@ -1,5 +1,6 @@
 #include "client/job_client.h"
 
+#include "absl/strings/str_cat.h"
 #include "base/clock.h"
 #include "base/ready_file.h"
 #include "base/status_macros.h"
@@ -14,6 +15,18 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
   if (!(options.session.slowdown >= 1.0)) {
     return absl::InvalidArgumentError("the slowdown must be at least 1");
   }
+  for (const auto& [what, d] :
+       {std::pair{"join timeout", options.join_timeout},
+        std::pair{"RPC timeout", options.rpc_timeout},
+        std::pair{"directive timeout", options.session.directive_timeout}}) {
+    if (d <= absl::ZeroDuration()) {
+      return absl::InvalidArgumentError(absl::StrCat("the ", what, " must be positive"));
+    }
+  }
+  if (options.session.max_steps < 0 || options.session.eval_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("max steps and the eval interval cannot be negative");
+  }
+  if (parameters.Specs().empty()) return absl::InvalidArgumentError("no parameters registered");
   std::unique_ptr<JobClient> job(new JobClient());
   if (!options.metrics_listen.empty()) {
     ASSIGN_OR_RETURN(job->metrics_, metrics::MetricsServer::Start(options.metrics_listen));
@@ -25,7 +38,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
 
   // The Peer service runs before the join: the coordinator hands its address to other trainers.
   tensor::TensorMap shapes;
-  parameters.Read(&shapes);
+  RETURN_IF_ERROR(parameters.Read(&shapes));
   ASSIGN_OR_RETURN(job->peers_, PeerNode::Start(options.peer, shapes));
 
   v1::Join join;

@@ -41,7 +41,8 @@ struct JobOptions {
 class JobClient {
  public:
   // Joins the job with `parameters` as this trainer's model (they must outlive the client).
-  // INVALID_ARGUMENT for bad options (a rate, a slowdown below 1, an empty coordinator or name);
+  // INVALID_ARGUMENT for bad options (a rate, a slowdown below 1, a timeout that is not positive,
+  // an empty coordinator or name) or no parameters; the parameters' read error;
   // UNAVAILABLE when the coordinator cannot be reached within join_timeout; the coordinator's
   // refusal of the join as it is. Then call session().Start().
   static absl::StatusOr<std::unique_ptr<JobClient>> Join(JobOptions options,

@@ -4,13 +4,11 @@
 
 namespace syncopate::client {
 
-LocalModel::LocalModel(Parameters& parameters) : parameters_(parameters) {
-  parameters_.Read(&base_);
-}
+absl::Status LocalModel::Begin() { return parameters_.Read(&base_); }
 
-tensor::TensorMap LocalModel::TakeDelta(std::optional<int64_t> pending_clock) {
+absl::StatusOr<tensor::TensorMap> LocalModel::TakeDelta(std::optional<int64_t> pending_clock) {
   tensor::TensorMap current;
-  parameters_.Read(&current);
+  if (absl::Status read = parameters_.Read(&current); !read.ok()) return read;
   tensor::TensorMap delta = current;
   for (auto& [name, values] : delta) {
     const std::vector<float>& b = base_.at(name);
@@ -32,7 +30,7 @@ absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t include
   }
   while (!pending_.empty() && pending_.front().clock <= includes_clock) pending_.pop_front();
   tensor::TensorMap current;
-  parameters_.Read(&current);
+  if (absl::Status read = parameters_.Read(&current); !read.ok()) return read;
   tensor::TensorMap new_base;
   for (auto& [name, local] : current) {
     std::vector<float> base = pulled.at(name);
@@ -49,10 +47,6 @@ absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t include
   if (!written.ok()) return written;
   base_ = std::move(new_base);
   return absl::OkStatus();
-}
-
-void LocalModel::Read(tensor::TensorMap* out) const {
-  parameters_.Read(out);
 }
 
 }  // namespace syncopate::client

@@ -14,6 +14,7 @@
 #include <optional>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "client/parameters.h"
 #include "tensor/tensor_spec.h"
 
@@ -22,25 +23,28 @@ namespace syncopate::client {
 // Not thread-safe: the session calls it between the caller's steps, on the caller's thread.
 class LocalModel {
  public:
-  // `parameters` must outlive this; their current values become the base.
-  explicit LocalModel(Parameters& parameters);
+  // `parameters` must outlive this. Call Begin before anything else.
+  explicit LocalModel(Parameters& parameters) : parameters_(parameters) {}
+  // The parameters' current values become the base. The parameters' read error as it is.
+  absl::Status Begin();
 
   // Counts one training step the caller took on the parameters.
   void CountStep() { ++unpushed_steps_; }
 
   // The change since the last TakeDelta or Rebase; the base moves to the current model. With a
-  // `pending_clock` (round pushes) the delta is also kept until a pulled round includes it.
-  tensor::TensorMap TakeDelta(std::optional<int64_t> pending_clock);
+  // `pending_clock` (round pushes) the delta is also kept until a pulled round includes it. The
+  // parameters' read error as it is (nothing changes).
+  absl::StatusOr<tensor::TensorMap> TakeDelta(std::optional<int64_t> pending_clock);
 
   // Rebases onto `pulled` (see above). `includes_clock`: the trainer's pushes up to this clock are
   // in `pulled` (-1: none). INVALID_ARGUMENT (nothing changes) when `pulled` lacks a parameter or
-  // has a wrong size.
+  // has a wrong size; the parameters' read or write error as it is.
   absl::Status Rebase(const tensor::TensorMap& pulled, int64_t includes_clock);
 
   // Steps since the last TakeDelta.
   int64_t unpushed_steps() const { return unpushed_steps_; }
   size_t pending_deltas() const { return pending_.size(); }
-  void Read(tensor::TensorMap* out) const;
+  absl::Status Read(tensor::TensorMap* out) const { return parameters_.Read(out); }
 
  private:
   struct Pending {

@@ -48,13 +48,13 @@ std::optional<absl::Status> OverlappedCommunicator::ended() const {
   return ended_;
 }
 
-void OverlappedCommunicator::AwaitIdleOrEnded() {
+bool OverlappedCommunicator::AwaitIdleOrEnded(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
-  mu_.Await(absl::Condition(
-      +[](OverlappedCommunicator* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(c->mu_) {
-        return c->idle_ || c->ended_.has_value();
-      },
-      this));
+  return mu_.AwaitWithTimeout(absl::Condition(
+                                  +[](OverlappedCommunicator* c) ABSL_EXCLUSIVE_LOCKS_REQUIRED(
+                                       c->mu_) { return c->idle_ || c->ended_.has_value(); },
+                                  this),
+                              timeout);
 }
 
 void OverlappedCommunicator::Run() {

@@ -44,8 +44,8 @@ class OverlappedCommunicator {
   // How the thread ended: nullopt while it runs; OK when training is done or it stopped; the error
   // that ended it otherwise (an eviction, a coordinator or store that is gone, a refused push).
   std::optional<absl::Status> ended() const;
-  // Waits until the thread is idle or has ended. Its own waits are bounded (directive_timeout).
-  void AwaitIdleOrEnded();
+  // Waits up to `timeout` until the thread is idle or has ended; false on timeout.
+  bool AwaitIdleOrEnded(absl::Duration timeout);
   // Stops the thread (a wait in progress ends within 200 ms) and joins it. Idempotent.
   void Halt();
 

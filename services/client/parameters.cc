@@ -24,8 +24,15 @@ absl::Status BufferParameters::Add(const std::string& name, const std::vector<in
     return absl::InvalidArgumentError(absl::StrCat("parameter '", name, "' has no buffer"));
   }
   return Add(
-      name, shape, [data](absl::Span<float> out) { std::memcpy(out.data(), data, out.size() * 4); },
-      [data](absl::Span<const float> in) { std::memcpy(data, in.data(), in.size() * 4); });
+      name, shape,
+      [data](absl::Span<float> out) {
+        std::memcpy(out.data(), data, out.size() * sizeof(float));
+        return absl::OkStatus();
+      },
+      [data](absl::Span<const float> in) {
+        std::memcpy(data, in.data(), in.size() * sizeof(float));
+        return absl::OkStatus();
+      });
 }
 
 absl::Status BufferParameters::Add(const std::string& name, const std::vector<int64_t>& shape,
@@ -48,13 +55,14 @@ std::vector<tensor::TensorSpec> BufferParameters::Specs() const {
   return specs;
 }
 
-void BufferParameters::Read(tensor::TensorMap* out) const {
+absl::Status BufferParameters::Read(tensor::TensorMap* out) const {
   out->clear();
   for (const Buffer& b : buffers_) {
     std::vector<float>& values = (*out)[b.spec.name];
     values.resize(static_cast<size_t>(b.spec.NumElements()));
-    b.read(absl::MakeSpan(values));
+    if (absl::Status read = b.read(absl::MakeSpan(values)); !read.ok()) return read;
   }
+  return absl::OkStatus();
 }
 
 absl::Status BufferParameters::Write(const tensor::TensorMap& in) {
@@ -71,7 +79,11 @@ absl::Status BufferParameters::Write(const tensor::TensorMap& in) {
     }
   }
   for (const Buffer& b : buffers_) {
-    if (auto it = in.find(b.spec.name); it != in.end()) b.write(absl::MakeConstSpan(it->second));
+    auto it = in.find(b.spec.name);
+    if (it == in.end()) continue;
+    if (absl::Status written = b.write(absl::MakeConstSpan(it->second)); !written.ok()) {
+      return written;
+    }
   }
   return absl::OkStatus();
 }

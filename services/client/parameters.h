@@ -24,10 +24,12 @@ class Parameters {
 
   // Names and shapes, in name order; the same for the object's whole life.
   virtual std::vector<tensor::TensorSpec> Specs() const = 0;
-  // Copies every parameter into `out`, replacing its contents.
-  virtual void Read(tensor::TensorMap* out) const = 0;
+  // Copies every parameter into `out`, replacing its contents. An error (a failed read callback,
+  // say) leaves `out` unusable.
+  virtual absl::Status Read(tensor::TensorMap* out) const = 0;
   // Overwrites the parameters named in `in`; the others stay as they are. INVALID_ARGUMENT
-  // (nothing written) for a name that is not a parameter or a wrong element count.
+  // (nothing written) for a name that is not a parameter or a wrong element count; a write
+  // callback's error as it is (the parameters before it are written).
   virtual absl::Status Write(const tensor::TensorMap& in) = 0;
 };
 
@@ -38,9 +40,9 @@ class Parameters {
 class BufferParameters final : public Parameters {
  public:
   // Copies a parameter's current values out into `out` (out.size() elements).
-  using ReadFn = std::function<void(absl::Span<float> out)>;
+  using ReadFn = std::function<absl::Status(absl::Span<float> out)>;
   // Sets a parameter's values from `in` (in.size() elements).
-  using WriteFn = std::function<void(absl::Span<const float> in)>;
+  using WriteFn = std::function<absl::Status(absl::Span<const float> in)>;
 
   // Registers `data`, a buffer of shape `shape` in row-major order, as parameter `name`: the
   // library reads it and writes into it directly. INVALID_ARGUMENT (nothing registered) for an
@@ -54,7 +56,7 @@ class BufferParameters final : public Parameters {
                    WriteFn write);
 
   std::vector<tensor::TensorSpec> Specs() const override;
-  void Read(tensor::TensorMap* out) const override;
+  absl::Status Read(tensor::TensorMap* out) const override;
   absl::Status Write(const tensor::TensorMap& in) override;
 
  private:

@@ -19,7 +19,7 @@ TEST(BufferParameters, ReadsAndWritesTheCallersOwnMemory) {
   EXPECT_EQ(parameters.Specs()[1], (tensor::TensorSpec{"layer/w", {2, 3}}));
 
   tensor::TensorMap read;
-  parameters.Read(&read);
+  ASSERT_TRUE(parameters.Read(&read).ok());
   EXPECT_EQ(read, (tensor::TensorMap{{"layer/b", {7, 8}}, {"layer/w", {1, 2, 3, 4, 5, 6}}}));
 
   // A write lands in the buffer itself: the same memory, new values.
@@ -41,19 +41,35 @@ TEST(BufferParameters, CallbacksReachMemoryTheLibraryCannotAddress) {
                       [&](absl::Span<float> out) {
                         ++reads;
                         std::copy(device.begin(), device.end(), out.begin());
+                        return absl::OkStatus();
                       },
                       [&](absl::Span<const float> in) {
                         ++writes;
                         device.assign(in.begin(), in.end());
+                        return absl::OkStatus();
                       })
                   .ok());
   tensor::TensorMap read;
-  parameters.Read(&read);
+  ASSERT_TRUE(parameters.Read(&read).ok());
   EXPECT_EQ(read["w"], (std::vector<float>{1, 2}));
   ASSERT_TRUE(parameters.Write({{"w", {3, 4}}}).ok());
   EXPECT_EQ(device, (std::vector<float>{3, 4}));
   EXPECT_EQ(reads, 1);
   EXPECT_EQ(writes, 1);
+}
+
+// A callback that fails (a device out of memory, say) is an error of Read and Write.
+TEST(BufferParameters, ACallbacksErrorIsTheCallsError) {
+  BufferParameters parameters;
+  ASSERT_TRUE(parameters
+                  .Add(
+                      "w", {2},
+                      [](absl::Span<float>) { return absl::ResourceExhaustedError("no memory"); },
+                      [](absl::Span<const float>) { return absl::InternalError("lost"); })
+                  .ok());
+  tensor::TensorMap read;
+  EXPECT_TRUE(absl::IsResourceExhausted(parameters.Read(&read)));
+  EXPECT_TRUE(absl::IsInternal(parameters.Write({{"w", {3, 4}}})));
 }
 
 TEST(BufferParameters, BadRegistrationsAreRefusedAndRegisterNothing) {

@@ -11,11 +11,11 @@
 
 #include "absl/status/statusor.h"
 #include "base/token_bucket.h"
-#include "grpcpp/server.h"
-#include "tensor/tensor.h"
 #include "client/background_multicast.h"
 #include "client/peer_exchange.h"
 #include "client/store_client.h"
+#include "grpcpp/server.h"
+#include "tensor/tensor.h"
 
 namespace syncopate::client {
 

@@ -22,9 +22,10 @@ bool Session::stopping() const {
 absl::Status Session::Start() {
   if (started_) return absl::FailedPreconditionError("the session has already started");
   started_ = true;
-  tensor::TensorMap initial;
-  model_.Read(&initial);
   absl::StatusOr<bool> begun = [&]() -> absl::StatusOr<bool> {
+    RETURN_IF_ERROR(model_.Begin());
+    tensor::TensorMap initial;
+    RETURN_IF_ERROR(model_.Read(&initial));
     RETURN_IF_ERROR(protocol_.Begin(initial));
     ASSIGN_OR_RETURN(std::optional<v1::Proceed> proceed,
                      protocol_.AwaitProceed([this] { return stopping(); }));
@@ -59,11 +60,8 @@ absl::StatusOr<bool> Session::Step(float loss) {
   protocol_.AddCompute(took);
   model_.CountStep();
   ++steps_;
-  const absl::Time entered = clock_.Now();
   absl::StatusOr<bool> more = communicator_ ? StepOverlapped(loss) : StepSequential(loss);
   step_began_ = clock_.Now();
-  // The overlapped path's own time (a rebase, a handover) is time the caller did not compute.
-  if (communicator_) protocol_.AddWait(step_began_ - entered);
   return more;
 }
 
@@ -71,9 +69,10 @@ absl::StatusOr<bool> Session::StepSequential(float loss) {
   const int64_t clock = clock_of_grant_ + 1;
   if (!protocol_.welcome().peer_to_peer()) {
     const bool round_mode = protocol_.welcome().push_mode() == v1::APPLY_MODE_ROUND;
-    const tensor::TensorMap delta =
+    absl::StatusOr<tensor::TensorMap> delta =
         model_.TakeDelta(round_mode ? std::optional<int64_t>(clock) : std::nullopt);
-    if (absl::Status pushed = protocol_.Push(delta, clock); !pushed.ok()) return End(pushed, "");
+    if (!delta.ok()) return End(delta.status(), "");
+    if (absl::Status pushed = protocol_.Push(*delta, clock); !pushed.ok()) return End(pushed, "");
   }
   if (absl::Status reported = protocol_.Report(clock, loss); !reported.ok()) {
     return End(reported, "");
@@ -90,47 +89,50 @@ absl::StatusOr<bool> Session::StepSequential(float loss) {
 
 absl::StatusOr<bool> Session::StepOverlapped(float loss) {
   if (stopping()) return End(absl::OkStatus(), "shutdown");
-  if (std::optional<absl::Status> ended = communicator_->ended()) {
-    return End(*ended, EndReason());
-  }
+  if (std::optional<absl::Status> ended = communicator_->ended()) return End(*ended, EndReason());
   if (absl::Status traded = TradeWithCommunicator(loss); !traded.ok()) return End(traded, "");
   if (!StepLimitReached()) return true;
-  // The last steps go out before leaving: wait for each cycle in turn until all are pushed.
-  while (model_.unpushed_steps() > 0) {
-    communicator_->AwaitIdleOrEnded();
+  // The last steps go out before leaving: each cycle in turn until all are pushed, and the model
+  // the last grant named is applied.
+  while (true) {
+    if (!communicator_->AwaitIdleOrEnded(absl::Milliseconds(200))) {
+      if (stopping()) return End(absl::OkStatus(), "shutdown");
+      continue;
+    }
     if (std::optional<absl::Status> ended = communicator_->ended()) {
       return End(*ended, EndReason());
     }
     if (absl::Status traded = TradeWithCommunicator(loss); !traded.ok()) return End(traded, "");
-  }
-  communicator_->AwaitIdleOrEnded();
-  if (std::optional<absl::Status> ended = communicator_->ended(); ended && !ended->ok()) {
-    return End(*ended, "");
+    if (communicator_->idle() && model_.unpushed_steps() == 0) break;
   }
   return End(absl::OkStatus(), "step limit reached");
 }
 
 absl::Status Session::TradeWithCommunicator(float loss) {
+  const absl::Time start = clock_.Now();
   if (std::optional<OverlappedCommunicator::Pulled> pulled = communicator_->TakePulled()) {
     RETURN_IF_ERROR(model_.Rebase(pulled->model.tensors, pulled->includes_clock));
   }
   if (communicator_->idle() && model_.unpushed_steps() > 0) {
     const bool round_mode = protocol_.welcome().push_mode() == v1::APPLY_MODE_ROUND;
     const int64_t clock = communicator_->next_clock();
-    communicator_->Send(model_.TakeDelta(round_mode ? std::optional<int64_t>(clock) : std::nullopt),
-                        loss);
+    ASSIGN_OR_RETURN(tensor::TensorMap delta,
+                     model_.TakeDelta(round_mode ? std::optional<int64_t>(clock) : std::nullopt));
+    communicator_->Send(std::move(delta), loss);
   }
+  // Time the caller's loop did not compute: a rebase, a hand-over.
+  protocol_.AddWait(clock_.Now() - start);
   return absl::OkStatus();
 }
 
 absl::Status Session::Apply(const v1::Proceed& proceed) {
   if (proceed.has_exchange()) {
     tensor::TensorMap own;
-    model_.Read(&own);
+    RETURN_IF_ERROR(model_.Read(&own));
     RETURN_IF_ERROR(protocol_.Exchange(proceed, own));
     // The average replaces the local model: the base moves to the local model first, so the
     // rebase keeps nothing of it (nothing is pending in these modes).
-    model_.TakeDelta(std::nullopt);
+    RETURN_IF_ERROR(model_.TakeDelta(std::nullopt).status());
     return model_.Rebase(own, -1);
   }
   ASSIGN_OR_RETURN(std::optional<PulledModel> pulled, protocol_.Pull(proceed));
@@ -142,7 +144,12 @@ absl::Status Session::Apply(const v1::Proceed& proceed) {
 absl::StatusOr<bool> Session::End(absl::Status status, const std::string& reason) {
   if (communicator_) communicator_->Halt();
   ended_ = status;
-  if (!status.ok()) return status;
+  if (!status.ok()) {
+    // Leave at once, so that the job does not wait for this trainer until it is evicted.
+    spdlog::warn("leaving after {} steps on an error: {}", steps_.load(), status.ToString());
+    protocol_.Leave("error: " + std::string(status.message()));
+    return status;
+  }
   spdlog::info("leaving after {} steps: {}", steps_.load(), reason);
   protocol_.Leave(reason);
   return false;

@@ -11,8 +11,10 @@
 //
 // Step pushes the change since the last push, reports the clock with its timings, and obeys the
 // coordinator's directive: wait within the staleness bound, pull round r or the live model and
-// rebase the local model onto it (client/local_model.h), or exchange models with peers. On return
-// the parameters hold the synchronised model. One strategy per mode family:
+// rebase the local model onto it (client/local_model.h), or exchange models with peers. When it
+// returns true the parameters hold the synchronised model (under wbsp-overlap: the latest model the
+// background thread pulled, rebased); when it returns false, this trainer's last model (its last
+// steps pushed). One strategy per mode family:
 //   - sequential store modes (bsp, asp, ssp, dssp, wbsp, hybrid): all of it inside Step;
 //   - overlapped (wbsp-overlap): pushes, reports and pulls run on the session's own thread
 //     (overlapped_communicator.h) while the caller steps; Step only hands over the delta and
@@ -66,11 +68,13 @@ class Session {
   // SessionOptions::interrupted asked), and the session has left the job. An error ends the
   // session too: ABORTED when this trainer was evicted, UNAVAILABLE when the coordinator or a
   // store is gone, DEADLINE_EXCEEDED when no directive came within directive_timeout, the store's
-  // refusal of a push or pull (links.h); every later Step returns the same.
+  // refusal of a push or pull (links.h), the parameters' read or write error (parameters.h); the
+  // session then leaves the job, and every later Step returns the same error.
   absl::StatusOr<bool> Step(float loss);
 
-  // Asks the session to end: a Step (or Start) waiting in another thread returns within about
-  // 200 ms, and the next Step returns false.
+  // Asks the session to end: a Step (or Start) waiting for the coordinator in another thread
+  // returns within about 200 ms, and the next Step returns false. A transfer under way finishes
+  // first (bounded by the store RPC deadline, or the exchange timeout).
   void Stop() { stop_requested_ = true; }
   // Stops the communication thread and leaves the job, unless the session has ended already (it
   // left, or an error ended it). Idempotent.

@@ -24,10 +24,12 @@ struct SessionOptions {
   // Evaluates a model the session received (a pulled round, a peers' average) and returns its test
   // accuracy in [0, 1]; called on the thread that received it, which must not be the caller's
   // training step. Unset: Session::evaluation_due() says when an evaluation is wanted, and the
-  // caller evaluates its own model and reports it with Session::ReportAccuracy.
+  // caller evaluates its own model and reports it with Session::ReportAccuracy (under wbsp-overlap
+  // the pull that asked for it may be applied only at the next Step).
   std::function<double(const tensor::TensorMap& model)> evaluate;
-  // Polled at least every 200 ms while the session waits; returning true stops the session as
-  // Session::Stop does (a language binding checks its pending signals here).
+  // Polled at least every 200 ms while the session waits, on the caller's thread and (overlapped
+  // modes) on the session's communication thread; returning true stops the session as
+  // Session::Stop does (a language binding checks its pending signals here, on its own thread).
   std::function<bool()> interrupted;
 };
 

@@ -8,8 +8,10 @@
 #include <map>
 #include <variant>
 
-#include "gtest/gtest.h"
 #include "base/status_macros.h"
+#include "client/background_multicast.h"
+#include "client/peer_exchange.h"
+#include "gtest/gtest.h"
 #include "prometheus/registry.h"
 
 namespace syncopate::client {
@@ -31,6 +33,7 @@ class FakeCoordinator final : public CoordinatorLink {
     welcome_.set_overlap_communication(overlap);
   }
   void Script(Answer answer) { script_.push_back(std::move(answer)); }
+  v1::Welcome& mutable_welcome() { return welcome_; }
 
   const v1::Welcome& welcome() const override { return welcome_; }
   absl::StatusOr<v1::Proceed> WaitProceed(absl::Duration timeout) override {
@@ -110,10 +113,15 @@ class SessionTest : public ::testing::Test {
   SessionTest() {
     EXPECT_TRUE(parameters_
                     .Add(
-                        "w", {2}, [this](absl::Span<float> out) { std::copy(w_.begin(), w_.end(), out.begin()); },
+                        "w", {2},
+                        [this](absl::Span<float> out) {
+                          std::copy(w_.begin(), w_.end(), out.begin());
+                          return absl::OkStatus();
+                        },
                         [this](absl::Span<const float> in) {
                           std::copy(in.begin(), in.end(), w_.begin());
                           clock_.Advance(write_takes_);
+                          return absl::OkStatus();
                         })
                     .ok());
   }
@@ -306,6 +314,72 @@ TEST_F(SessionTest, StopLeavesAfterTheCurrentStep) {
   EXPECT_EQ(coordinator.left, "shutdown");
   EXPECT_EQ(session.Step(0.5f).value_or(true), false);  // over: nothing more is sent
   EXPECT_EQ(store_.pushes.size(), 2u);
+}
+
+// A peer-to-peer grant: exchange round `round`, receiving from trainer `from` (sending to nobody,
+// so no transfer leaves the test).
+v1::Proceed Exchange(int64_t clock, int64_t round, uint64_t from) {
+  v1::Proceed p;
+  p.set_clock(clock);
+  p.mutable_exchange()->set_round(round);
+  p.mutable_exchange()->add_receive_from()->set_trainer_id(from);
+  return p;
+}
+
+// The peers' side of a session: an inbox the test fills, a sender with nowhere to send.
+struct FakePeers {
+  TransferMeter sent, received;
+  ExchangeInbox inbox;
+  PeerSender sender{nullptr, sent};
+  BackgroundMulticast multicast{sender};
+  PeerLink link{inbox, sender, multicast, sent, received};
+};
+
+// dssync, selmcast: nothing goes to the store; each grant's exchange averages the peers' models of
+// that round into the local model, which is what the next step starts from.
+TEST_F(SessionTest, PeerRoundsAverageThePeersModelsIn) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
+  coordinator.Script({Exchange(1, 1, 9), absl::ZeroDuration()});
+  FakePeers peers;
+  ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {4, 4}}}).ok());
+  ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {0.25f, 0.25f}}}).ok());
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
+                  &peers.link);
+  ASSERT_TRUE(session.Start().ok());
+  EXPECT_EQ(w_, (std::vector<float>{2, 2}));  // (0 + 4) / 2
+  for (float& v : w_) v += 0.25f;
+  EXPECT_EQ(session.Step(0.5f).value_or(false), true);
+  EXPECT_EQ(w_, (std::vector<float>{1.25f, 1.25f}));  // (2.25 + 0.25) / 2
+  for (float& v : w_) v += 0.25f;
+  EXPECT_EQ(session.Step(0.5f).value_or(true), false);  // the script is over: done
+  EXPECT_EQ(w_, (std::vector<float>{1.5f, 1.5f}));
+  EXPECT_TRUE(store_.pushes.empty());
+  EXPECT_TRUE(store_.pulled.empty());
+  ASSERT_EQ(coordinator.reports.size(), 2u);
+  EXPECT_TRUE(coordinator.reports[0].has_transfers());
+  EXPECT_EQ(coordinator.reports[1].clock(), 2);
+}
+
+// selmcast-ssp: an exchange averages in whatever has arrived, without waiting for anyone.
+TEST_F(SessionTest, BackgroundExchangesTakeWhatHasArrived) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.mutable_welcome().set_exchange_in_background(true);
+  coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
+  coordinator.Script({Exchange(1, 1, 9), absl::ZeroDuration()});
+  FakePeers peers;
+  ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {4, 4}}}).ok());
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
+                  &peers.link);
+  ASSERT_TRUE(session.Start().ok());
+  EXPECT_EQ(w_, (std::vector<float>{2, 2}));
+  for (float& v : w_) v += 0.25f;
+  // Nothing arrived for round 1: the step does not wait for trainer 9, and keeps its own model.
+  EXPECT_EQ(session.Step(0.5f).value_or(false), true);
+  EXPECT_EQ(w_, (std::vector<float>{2.25f, 2.25f}));
+  EXPECT_TRUE(store_.pushes.empty());
 }
 
 TEST_F(SessionTest, EvictionEndsTheRunWithAborted) {

@@ -18,7 +18,7 @@ namespace syncopate::trainer {
 struct BuiltinOptions {
   float learning_rate = 0.1f;
   int batch_size = 64;
-  uint64_t seed = 1;     // of the batch order
+  uint64_t seed = 1;         // of the batch order
   int eval_samples = 10000;  // the first this many test examples
 };
 

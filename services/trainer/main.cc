@@ -2,17 +2,17 @@
 #include <thread>
 
 #include "CLI/CLI.hpp"
-#include "absl/synchronization/notification.h"
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "base/allocator.h"
 #include "base/clock.h"
 #include "base/flags.h"
 #include "base/logging.h"
 #include "base/ready_file.h"
 #include "base/signals.h"
+#include "client/job_client.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
-#include "client/job_client.h"
 #include "trainer/builtin_trainer.h"
 
 namespace {
@@ -80,7 +80,8 @@ int main(int argc, char** argv) {
   app.add_option("--eval-interval", eval_interval, "Evaluate at most this often (evaluator only)");
   app.add_option("--eval-samples", options.eval_samples, "Test examples per evaluation")
       ->check(CLI::PositiveNumber);
-  app.add_option("--max-steps", session_options.max_steps, "Leave after this many steps (0: never)");
+  app.add_option("--max-steps", session_options.max_steps,
+                 "Leave after this many steps (0: never)");
   app.add_option("--seed", options.seed, "Seed of the model initialisation and batch order");
   app.add_option("--rpc-timeout", rpc_timeout, "Deadline of each store RPC");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");

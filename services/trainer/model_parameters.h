@@ -17,7 +17,10 @@ class ModelParameters final : public client::Parameters {
   explicit ModelParameters(compute::Model& model) : model_(model) {}
 
   std::vector<tensor::TensorSpec> Specs() const override { return model_.Parameters(); }
-  void Read(tensor::TensorMap* out) const override { model_.ReadParameters(out); }
+  absl::Status Read(tensor::TensorMap* out) const override {
+    model_.ReadParameters(out);
+    return absl::OkStatus();
+  }
   absl::Status Write(const tensor::TensorMap& in) override { return model_.WriteParameters(in); }
 
  private:

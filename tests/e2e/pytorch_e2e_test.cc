@@ -19,11 +19,11 @@ std::string TrainCommand(const std::string& model) {
 // bytes on both shards for every trainer.
 TEST(PyTorchE2E, BspReachesTheTargetWithIdenticalRounds) {
   const std::string dir = MakeTempDir("pytorch-bsp");
-  const int status =
-      RunLocal(dir, {"--mode=bsp", "--trainers=3", "--store-shards=2", "--slowdown=1,1,2",
-                     "--trainer-command=" + TrainCommand("cnn"), "--target-accuracy=0.80",
-                     "--time-limit=150s"},
-               absl::Minutes(4));
+  const int status = RunLocal(
+      dir,
+      {"--mode=bsp", "--trainers=3", "--store-shards=2", "--slowdown=1,1,2",
+       "--trainer-command=" + TrainCommand("cnn"), "--target-accuracy=0.80", "--time-limit=150s"},
+      absl::Minutes(4));
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
@@ -36,28 +36,27 @@ TEST_P(PyTorchMode, ReachesTheTarget) {
   std::string mode = GetParam();
   std::replace(mode.begin(), mode.end(), '_', '-');
   const std::string dir = MakeTempDir("pytorch-" + mode);
-  const int status = RunLocal(dir,
-                              {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3",
-                               "--trainer-command=" + TrainCommand("mlp"),
-                               "--target-accuracy=0.80", "--time-limit=120s"},
-                              absl::Minutes(4));
+  const int status = RunLocal(
+      dir,
+      {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3",
+       "--trainer-command=" + TrainCommand("mlp"), "--target-accuracy=0.80", "--time-limit=120s"},
+      absl::Minutes(4));
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, PyTorchMode,
-                         ::testing::Values("wbsp_overlap", "dssp", "dssync"));
+INSTANTIATE_TEST_SUITE_P(Modes, PyTorchMode, ::testing::Values("wbsp_overlap", "dssp", "dssync"));
 
 // Two built-in trainers and one PyTorch trainer train one model (the example's mlp has the
 // built-in MLP's tensors).
 TEST(PyTorchE2E, MixedWithBuiltInTrainersReachesTheTarget) {
   const std::string dir = MakeTempDir("pytorch-mixed");
-  const int status = RunLocal(dir,
-                              {"--mode=bsp", "--trainers=3", "--trainer-command-ranks=2",
-                               "--trainer-command=" + TrainCommand("mlp"),
-                               "--target-accuracy=0.80", "--time-limit=120s"},
-                              absl::Minutes(4));
+  const int status = RunLocal(
+      dir,
+      {"--mode=bsp", "--trainers=3", "--trainer-command-ranks=2",
+       "--trainer-command=" + TrainCommand("mlp"), "--target-accuracy=0.80", "--time-limit=120s"},
+      absl::Minutes(4));
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
@@ -67,10 +66,9 @@ TEST(PyTorchE2E, MixedWithBuiltInTrainersReachesTheTarget) {
 // SIGKILL of a PyTorch trainer: the coordinator evicts it and the others go on.
 TEST(PyTorchE2E, AKilledTrainerIsEvictedAndTheOthersGoOn) {
   const std::string dir = MakeTempDir("pytorch-kill");
-  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=3",
-                                "--trainer-command=" + TrainCommand("mlp"),
-                                "--target-accuracy=0.99", "--time-limit=20s",
-                                "--eviction-timeout=3s"});
+  auto local =
+      StartLocal(dir, {"--mode=bsp", "--trainers=3", "--trainer-command=" + TrainCommand("mlp"),
+                       "--target-accuracy=0.99", "--time-limit=20s", "--eviction-timeout=3s"});
   ASSERT_NE(local, nullptr);
   const int victim =
       PidOnceTraining(dir, 2, [](const std::string& d) { return ReadTrace(d, 2).size() > 30; });

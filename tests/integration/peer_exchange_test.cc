@@ -7,9 +7,9 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "client/background_multicast.h"
 #include "gtest/gtest.h"
 #include "rpc/grpc_util.h"
-#include "client/background_multicast.h"
 
 namespace syncopate::client {
 namespace {

@@ -4,12 +4,12 @@
 #include <cmath>
 #include <limits>
 
+#include "client/store_client.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
-#include "client/store_client.h"
 
 namespace syncopate {
 namespace {
@@ -22,7 +22,7 @@ class StoreServiceTest : public ::testing::Test {
     ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&service_}, &server_, &port_).ok());
     address_ = "127.0.0.1:" + std::to_string(port_);
     client_ = std::make_unique<client::StoreClient>(std::vector<std::string>{address_},
-                                                     absl::Seconds(10));
+                                                    absl::Seconds(10));
     stub_ = v1::ParameterStore::NewStub(rpc::MakeChannel(address_));
     table_.SetMembers({{kTrainer, 1}});
     model_["big"] = std::vector<float>(3'000'000);  // 12 MiB: needs chunking under 4 MiB limits
