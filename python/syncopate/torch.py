@@ -13,9 +13,10 @@ optimizer step.
     sync.close()
 
 CPU float32 parameters are shared with the library without copies (it reads and writes the
-tensors' own memory). Other parameters (CUDA tensors) are staged through a host buffer, pinned
-when CUDA is available. Only parameters are synchronised: buffers such as BatchNorm's running
-statistics stay each trainer's own.
+tensors' own memory). Other parameters (CUDA tensors, float16/bfloat16/float64) are staged through
+a float32 host buffer, pinned when CUDA is available. Floating-point buffers, such as BatchNorm's
+running statistics, are synchronised like parameters unless buffers=False; integer buffers (such
+as num_batches_tracked) stay each trainer's own.
 """
 
 from typing import Dict, Optional
@@ -25,51 +26,54 @@ import torch
 
 from . import Session
 
-__all__ = ["attach", "shares_memory"]
+__all__ = ["attach", "shares_memory", "synchronised_tensors"]
 
 
-def shares_memory(parameter: torch.Tensor) -> bool:
-    """Whether attach() shares this parameter's memory rather than staging it."""
-    return (
-        parameter.device.type == "cpu"
-        and parameter.dtype == torch.float32
-        and parameter.is_contiguous()
-    )
+def shares_memory(tensor: torch.Tensor) -> bool:
+    """Whether attach() shares this tensor's memory rather than staging it."""
+    return tensor.device.type == "cpu" and tensor.dtype == torch.float32 and tensor.is_contiguous()
 
 
-def _add_staged(session: Session, name: str, parameter: torch.nn.Parameter) -> None:
+def _add_staged(session: Session, name: str, tensor: torch.Tensor) -> None:
     pin = torch.cuda.is_available()
-    staged = torch.empty(parameter.shape, dtype=torch.float32, pin_memory=pin)
+    staged = torch.empty(tensor.shape, dtype=torch.float32, pin_memory=pin)
     flat = staged.numpy().reshape(-1)
 
     def read(out: np.ndarray) -> None:
         with torch.no_grad():
-            staged.copy_(parameter.detach())
+            staged.copy_(tensor.detach())
         np.copyto(out, flat)
 
     def write(values: np.ndarray) -> None:
         np.copyto(flat, values)
         with torch.no_grad():
-            parameter.copy_(staged)
+            tensor.copy_(staged)
 
-    session.add_callbacks(name, list(parameter.shape) or [1], read, write)
+    session.add_callbacks(name, list(tensor.shape) or [1], read, write)
 
 
-def attach(model: torch.nn.Module, start: bool = True, **options) -> Session:
-    """Registers every trainable parameter of `model` (by its name in named_parameters) with a new
-    syncopate.Session and, unless start=False, starts it: on return the model holds the job's
-    model. `options` are Session's (coordinator=..., or the SYNCOPATE_* environment)."""
-    session = Session(**options)
-    parameters: Dict[str, torch.nn.Parameter] = {
-        name: p for name, p in model.named_parameters() if p.requires_grad
-    }
-    if not parameters:
+def synchronised_tensors(model: torch.nn.Module, buffers: bool = True) -> Dict[str, torch.Tensor]:
+    """What attach() registers, by name: every trainable parameter and, if `buffers`, every
+    floating-point buffer (names as in named_parameters and named_buffers, which never clash)."""
+    tensors: Dict[str, torch.Tensor] = {n: p for n, p in model.named_parameters() if p.requires_grad}
+    if buffers:
+        tensors.update((n, b) for n, b in model.named_buffers() if b.is_floating_point())
+    return tensors
+
+
+def attach(model: torch.nn.Module, start: bool = True, buffers: bool = True, **options) -> Session:
+    """Registers `model`'s synchronised_tensors with a new syncopate.Session and, unless
+    start=False, starts it: on return the model holds the job's model. `options` are Session's
+    (coordinator=..., or the SYNCOPATE_* environment)."""
+    tensors = synchronised_tensors(model, buffers)
+    if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("the model has no trainable parameters")
-    for name, parameter in parameters.items():
-        if shares_memory(parameter):
-            session.add(name, parameter.detach().numpy())
+    session = Session(**options)
+    for name, tensor in tensors.items():
+        if shares_memory(tensor):
+            session.add(name, tensor.detach().numpy())
         else:
-            _add_staged(session, name, parameter)
+            _add_staged(session, name, tensor)
     if start:
         session.start()
     return session

@@ -7,8 +7,6 @@ import numpy as np
 import pytest
 
 import syncopate
-import syncopate.torch
-import torch
 
 
 def w(*values):
@@ -152,40 +150,3 @@ def test_request_stop_ends_the_loop_cleanly(cluster):
         session.request_stop()
         assert session.step() is False
         assert session.step() is False
-
-
-def test_torch_parameters_are_shared_not_copied(cluster):
-    cluster.start(mode="bsp", trainers=2)
-    models, syncs, stepped, pointers = [], [], [], []
-    for rank in range(2):
-        torch.manual_seed(0)  # the same initial model
-        models.append(torch.nn.Linear(4, 3))
-        pointers.append({n: p.data_ptr() for n, p in models[-1].named_parameters()})
-    t = threading.Thread(target=lambda: syncs.append(
-        syncopate.torch.attach(models[1], coordinator=cluster.coordinator, rank=1)))
-    t.start()
-    syncs.insert(0, syncopate.torch.attach(models[0], coordinator=cluster.coordinator, rank=0))
-    t.join(timeout=60)
-    assert all(syncopate.torch.shares_memory(p) for p in models[0].parameters())
-    initial = {n: p.detach().clone() for n, p in models[0].named_parameters()}
-    losses = []
-    for rank, model in enumerate(models):  # different data: different steps
-        optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
-        loss = model(torch.full((2, 4), float(rank + 1))).sum()
-        loss.backward()
-        optimizer.step()
-        losses.append(loss.item())
-        stepped.append({n: p.detach().clone() for n, p in model.named_parameters()})
-    t = threading.Thread(target=lambda: syncs[1].step(losses[1]))
-    t.start()
-    assert syncs[0].step(losses[0]) is True
-    t.join(timeout=60)
-    for rank, model in enumerate(models):
-        for n, p in model.named_parameters():
-            assert p.data_ptr() == pointers[rank][n]  # the same memory, written in place
-            mean_step = (stepped[0][n] + stepped[1][n]) / 2
-            torch.testing.assert_close(p.detach(), mean_step)
-            if n == "weight":  # (the bias's gradient does not depend on the data)
-                assert not torch.allclose(p.detach(), stepped[rank][n])
-    for sync in syncs:
-        sync.close()

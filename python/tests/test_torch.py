@@ -1,0 +1,105 @@
+"""syncopate.torch, and the PyTorch example, against a real store and coordinator."""
+
+import os
+import subprocess
+import sys
+import threading
+
+import syncopate.torch
+import torch
+
+EXAMPLE = os.path.join(os.path.dirname(__file__), "../../examples/pytorch/train.py")
+
+
+def attach_both(models, cluster, **options):
+    """Attaches two models as ranks 0 and 1 of a two-trainer job (attach waits for both)."""
+    syncs = [None, None]
+
+    def join(rank):
+        syncs[rank] = syncopate.torch.attach(models[rank], coordinator=cluster.coordinator, rank=rank,
+                                             **options)
+
+    t = threading.Thread(target=join, args=(1,))
+    t.start()
+    join(0)
+    t.join(timeout=60)
+    return syncs
+
+
+def step_both(syncs, losses):
+    t = threading.Thread(target=lambda: syncs[1].step(losses[1]))
+    t.start()
+    assert syncs[0].step(losses[0]) is True
+    t.join(timeout=60)
+
+
+def train_step(model, inputs):
+    """One SGD step on `inputs` (train mode); returns the loss."""
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+    loss = model(inputs).sum()
+    loss.backward()
+    optimizer.step()
+    return loss.item()
+
+
+def test_parameters_are_shared_not_copied(cluster):
+    cluster.start(mode="bsp", trainers=2)
+    models, pointers, stepped, losses = [], [], [], []
+    for rank in range(2):
+        torch.manual_seed(0)  # the same initial model
+        models.append(torch.nn.Linear(4, 3))
+        pointers.append({n: p.data_ptr() for n, p in models[-1].named_parameters()})
+    syncs = attach_both(models, cluster)
+    assert all(syncopate.torch.shares_memory(p) for p in models[0].parameters())
+    for rank, model in enumerate(models):  # different data: different steps
+        losses.append(train_step(model, torch.full((2, 4), float(rank + 1))))
+        stepped.append({n: p.detach().clone() for n, p in model.named_parameters()})
+    step_both(syncs, losses)
+    for rank, model in enumerate(models):
+        for n, p in model.named_parameters():
+            assert p.data_ptr() == pointers[rank][n]  # the same memory, written in place
+            mean_step = (stepped[0][n] + stepped[1][n]) / 2
+            torch.testing.assert_close(p.detach(), mean_step)
+            if n == "weight":  # (the bias's gradient does not depend on the data)
+                assert not torch.allclose(p.detach(), stepped[rank][n])
+    for sync in syncs:
+        sync.close()
+
+
+def batch_norm_model():
+    torch.manual_seed(0)
+    return torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3))
+
+
+def test_floating_point_buffers_are_synchronised_integer_ones_stay_local(cluster):
+    cluster.start(mode="bsp", trainers=2)
+    models = [batch_norm_model(), batch_norm_model()]
+    assert set(syncopate.torch.synchronised_tensors(models[0])) == {
+        "0.weight", "0.bias", "1.weight", "1.bias", "1.running_mean", "1.running_var"}
+    syncs = attach_both(models, cluster)
+    losses, statistics = [], []
+    for rank, model in enumerate(models):  # different data: different running statistics
+        losses.append(train_step(model, torch.arange(8.0).reshape(2, 4) * (rank + 1)))
+        statistics.append(model[1].running_mean.clone())
+    assert not torch.allclose(statistics[0], statistics[1])
+    step_both(syncs, losses)
+    for model in models:
+        torch.testing.assert_close(model[1].running_mean, (statistics[0] + statistics[1]) / 2)
+        assert model[1].num_batches_tracked.item() == 1  # an integer buffer: each trainer's own
+    for sync in syncs:
+        sync.close()
+
+
+def test_buffers_false_synchronises_only_parameters():
+    assert set(syncopate.torch.synchronised_tensors(batch_norm_model(), buffers=False)) == {
+        "0.weight", "0.bias", "1.weight", "1.bias"}
+
+
+def test_the_resnet_example_trains_under_the_job(cluster, tmp_path):
+    cluster.start(mode="bsp", trainers=1)
+    env = dict(os.environ, SYNCOPATE_COORDINATOR=cluster.coordinator, SYNCOPATE_MAX_STEPS="3")
+    done = subprocess.run([sys.executable, EXAMPLE, "--model=resnet", "--eval-samples=64"], env=env,
+                          capture_output=True, text=True, timeout=240)
+    assert done.returncode == 0, done.stderr
+    assert "joined the bsp job" in done.stdout
+    assert "leaving after 3 steps" in done.stdout
