@@ -109,6 +109,7 @@ class PySession {
     o.ready_file = options_["ready_file"].cast<std::string>();
     o.trace_file = options_["trace_file"].cast<std::string>();
     o.session.slowdown = options_["slowdown"].cast<double>();
+    o.session.step_time = Seconds(options_["step_time"].cast<double>());
     o.session.max_steps = options_["max_steps"].cast<int64_t>();
     o.session.eval_interval = Seconds(options_["eval_interval"].cast<double>());
     o.session.directive_timeout = Seconds(options_["directive_timeout"].cast<double>());

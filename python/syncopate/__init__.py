@@ -33,6 +33,7 @@ ENVIRONMENT = {
     "name": "SYNCOPATE_NAME",  # stable trainer name (default: trainer-<rank>)
     "rank": "SYNCOPATE_RANK",  # this trainer's index (default 0)
     "slowdown": "SYNCOPATE_SLOWDOWN",  # stretch each step's compute to F x (default 1)
+    "step_time": "SYNCOPATE_STEP_TIME",  # emulated accelerator step, e.g. 200ms (default 0)
     "max_steps": "SYNCOPATE_MAX_STEPS",  # leave after this many steps (default 0: never)
     "eval_interval": "SYNCOPATE_EVAL_INTERVAL",  # seconds between evaluations (default 2)
     "metrics_listen": "SYNCOPATE_METRICS_LISTEN",  # Prometheus address (default: none)
@@ -52,6 +53,7 @@ _DEFAULTS = {
     "name": "",
     "rank": 0,
     "slowdown": 1.0,
+    "step_time": 0.0,
     "max_steps": 0,
     "eval_interval": 2.0,
     "metrics_listen": "",
@@ -94,7 +96,7 @@ def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
         if value is None:
             value = os.environ.get(ENVIRONMENT[key], default)
         try:
-            options[key] = _seconds(value) if key.endswith(("_interval", "_timeout")) else type(default)(value)
+            options[key] = _seconds(value) if key.endswith(("_interval", "_timeout", "_time")) else type(default)(value)
         except (TypeError, ValueError):
             raise SyncopateError(
                 "INVALID_ARGUMENT", f"{key} (or {ENVIRONMENT[key]}) is not a {type(default).__name__}: {value!r}"
@@ -110,7 +112,7 @@ def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
     for key in ("rpc_timeout", "join_timeout", "directive_timeout"):
         if options[key] <= 0:
             raise SyncopateError("INVALID_ARGUMENT", f"{key} must be positive, not {options[key]}")
-    for key in ("max_steps", "eval_interval"):
+    for key in ("max_steps", "eval_interval", "step_time"):
         if options[key] < 0:
             raise SyncopateError("INVALID_ARGUMENT", f"{key} cannot be negative, not {options[key]}")
     return options
@@ -142,6 +144,7 @@ class Session:
         name: Optional[str] = None,
         rank: Optional[int] = None,
         slowdown: Optional[float] = None,
+        step_time: Optional[float] = None,
         max_steps: Optional[int] = None,
         eval_interval: Optional[float] = None,
         metrics_listen: Optional[str] = None,

@@ -2,11 +2,15 @@
 
 #include <chrono>
 
+#include "absl/time/clock.h"
+
 namespace syncopate::base {
 
 absl::Time MonotonicClock::Now() const {
   return absl::UnixEpoch() + absl::FromChrono(std::chrono::steady_clock::now().time_since_epoch());
 }
+
+void MonotonicClock::SleepFor(absl::Duration d) const { absl::SleepFor(d); }
 
 MonotonicClock& MonotonicClock::Get() {
   static auto* clock = new MonotonicClock();
@@ -18,9 +22,11 @@ absl::Time FakeClock::Now() const {
   return now_;
 }
 
-void FakeClock::Advance(absl::Duration d) {
+void FakeClock::SleepFor(absl::Duration d) const {
   absl::MutexLock lock(&mu_);
   now_ += d;
 }
+
+void FakeClock::Advance(absl::Duration d) { SleepFor(d); }
 
 }  // namespace syncopate::base

@@ -107,26 +107,30 @@ absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options
 std::string CompareCsv(const std::vector<CompareRow>& rows) {
   std::string csv =
       "mode,reached_target,time_to_target_seconds,final_accuracy,compute_time_ratio,"
-      "mean_wait_seconds,wall_seconds,rounds_closed,error\n";
+      "mean_wait_seconds,wall_seconds,rounds_closed,mean_real_compute_seconds,"
+      "mean_emulated_compute_seconds,overhead_per_step_seconds,error\n";
   for (const CompareRow& row : rows) {
     if (!row.summary) {
-      absl::StrAppend(&csv, row.mode, ",false,,,,,,,\"", row.error, "\"\n");
+      absl::StrAppend(&csv, row.mode, ",false,,,,,,,,,,\"", row.error, "\"\n");
       continue;
     }
     const RunSummary& s = *row.summary;
     absl::StrAppend(&csv, row.mode, ",", s.reached_target ? "true" : "false", ",",
                     Optional(s.time_to_target_seconds, "%.2f"), ",",
                     Optional(s.final_accuracy, "%.4f"), ",",
-                    absl::StrFormat("%.4f,%.3f,%.2f,%d", s.compute_time_ratio, s.mean_wait_seconds,
-                                    s.wall_seconds, s.rounds_closed),
+                    absl::StrFormat("%.4f,%.3f,%.2f,%d,%.3f,%.3f,%.4f", s.compute_time_ratio,
+                                    s.mean_wait_seconds, s.wall_seconds, s.rounds_closed,
+                                    s.mean_real_compute_seconds, s.mean_emulated_compute_seconds,
+                                    s.overhead_per_step_seconds),
                     ",\n");
   }
   return csv;
 }
 
 std::string FormatCompare(const std::vector<CompareRow>& rows) {
-  std::string out = absl::StrFormat("%-13s %-16s %-15s %-14s %-14s %s\n", "mode", "time to target",
-                                    "final accuracy", "compute ratio", "mean wait (s)", "rounds");
+  std::string out = absl::StrFormat("%-13s %-16s %-15s %-14s %-14s %-16s %-20s %s\n", "mode",
+                                    "time to target", "final accuracy", "compute ratio",
+                                    "mean wait (s)", "overhead/step", "real+emulated (s)", "rounds");
   for (const CompareRow& row : rows) {
     if (!row.summary) {
       absl::StrAppendFormat(&out, "%-13s failed: %s\n", row.mode, row.error);
@@ -134,10 +138,12 @@ std::string FormatCompare(const std::vector<CompareRow>& rows) {
     }
     const RunSummary& s = *row.summary;
     absl::StrAppendFormat(
-        &out, "%-13s %-16s %-15s %-14.2f %-14.2f %d\n", row.mode,
+        &out, "%-13s %-16s %-15s %-14.2f %-14.2f %-16s %-20s %d\n", row.mode,
         s.reached_target ? absl::StrFormat("%.1fs", *s.time_to_target_seconds) : "not reached",
         s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a", s.compute_time_ratio,
-        s.mean_wait_seconds, s.rounds_closed);
+        s.mean_wait_seconds, absl::StrFormat("%.1f ms", s.overhead_per_step_seconds * 1000),
+        absl::StrFormat("%.1f+%.1f", s.mean_real_compute_seconds, s.mean_emulated_compute_seconds),
+        s.rounds_closed);
   }
   return out;
 }

@@ -4,6 +4,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cctype>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
@@ -143,64 +144,62 @@ bool LocalCluster::RunsCommand(int rank) const {
          std::find(o.command_ranks.begin(), o.command_ranks.end(), rank) != o.command_ranks.end();
 }
 
+std::vector<std::pair<std::string, std::string>> LocalCluster::TrainerSettings(
+    int rank, double slowdown) const {
+  const LocalClusterOptions& o = options_;
+  auto at = [&](const std::vector<std::string>& values, const std::string& otherwise) {
+    return rank < static_cast<int>(values.size()) && !values[rank].empty() ? values[rank]
+                                                                           : otherwise;
+  };
+  std::vector<std::pair<std::string, std::string>> settings = {
+      {"coordinator", coordinator_address()},
+      {"name", absl::StrCat("trainer-", rank)},
+      {"rank", absl::StrCat(rank)},
+      {"world", absl::StrCat(o.elastic ? 1 : o.trainers)},
+      {"data-shard", absl::StrCat(o.elastic ? 0 : rank)},
+      {"slowdown", absl::StrCat(slowdown)},
+      {"step-time", Seconds(o.step_time)},
+      {"device", at(o.devices, "cpu")},
+      {"learning-rate", absl::StrCat(o.learning_rate)},
+      {"batch-size", absl::StrCat(o.batch_size)},
+      {"eval-interval", Seconds(o.eval_interval)},
+      {"seed", absl::StrCat(o.seed)},
+      {"trace-file", absl::StrCat(o.run_dir, "/trainer-", rank, ".trace.jsonl")}};
+  for (const auto& [key, rates] : {std::pair{"egress-rate", &o.egress_rates},
+                                   std::pair{"ingress-rate", &o.ingress_rates}}) {
+    if (const std::string rate = at(*rates, ""); !rate.empty()) settings.emplace_back(key, rate);
+  }
+  return settings;
+}
+
 absl::Status LocalCluster::LaunchCommand(int rank, double slowdown) {
   const LocalClusterOptions& o = options_;
-  auto at = [&](const std::vector<std::string>& values) {
-    return rank < static_cast<int>(values.size()) ? values[rank] : "";
-  };
-  const std::string base = absl::StrCat(o.run_dir, "/trainer-", rank);
   const char* pythonpath = getenv("PYTHONPATH");
   std::map<std::string, std::string> env = {
-      {"SYNCOPATE_COORDINATOR", coordinator_address()},
-      {"SYNCOPATE_NAME", absl::StrCat("trainer-", rank)},
-      {"SYNCOPATE_RANK", absl::StrCat(rank)},
-      {"SYNCOPATE_WORLD", absl::StrCat(o.elastic ? 1 : o.trainers)},
-      {"SYNCOPATE_DATA_SHARD", absl::StrCat(o.elastic ? 0 : rank)},
-      {"SYNCOPATE_SLOWDOWN", absl::StrCat(slowdown)},
-      {"SYNCOPATE_DEVICE", at(o.devices).empty() ? "cpu" : at(o.devices)},
-      {"SYNCOPATE_LEARNING_RATE", absl::StrCat(o.learning_rate)},
-      {"SYNCOPATE_BATCH_SIZE", absl::StrCat(o.batch_size)},
-      {"SYNCOPATE_SEED", absl::StrCat(o.seed)},
-      {"SYNCOPATE_EVAL_INTERVAL", absl::StrCat(absl::ToDoubleSeconds(o.eval_interval))},
-      {"SYNCOPATE_EGRESS_RATE", at(o.egress_rates)},
-      {"SYNCOPATE_INGRESS_RATE", at(o.ingress_rates)},
       {"SYNCOPATE_METRICS_LISTEN", "127.0.0.1:0"},
-      {"SYNCOPATE_READY_FILE", base + ".ready.json"},
-      {"SYNCOPATE_TRACE_FILE", base + ".trace.jsonl"},
+      {"SYNCOPATE_READY_FILE", absl::StrCat(o.run_dir, "/trainer-", rank, ".ready.json")},
       {"PYTHONPATH", absl::StrCat(o.bin_dir, "/../python", pythonpath && *pythonpath ? ":" : "",
                                   pythonpath ? pythonpath : "")},
       // One thread per trainer: the cluster shares the machine's cores.
       {"OMP_NUM_THREADS", "1"},
       {"OPENBLAS_NUM_THREADS", "1"}};
+  // The built-in trainer's flags as the client library's variables: --data-shard is
+  // SYNCOPATE_DATA_SHARD.
+  for (auto [key, value] : TrainerSettings(rank, slowdown)) {
+    std::string name = "SYNCOPATE_" + key;
+    for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
+    env[name] = value;
+  }
   return Spawn("trainer", rank, {"/bin/sh", "-c", o.trainer_command}, env, false);
 }
 
 absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
-  const LocalClusterOptions& o = options_;
   next_rank_ = std::max(next_rank_, rank + 1);
   if (RunsCommand(rank)) return LaunchCommand(rank, slowdown);
-  std::vector<std::string> links;
-  if (rank < static_cast<int>(o.egress_rates.size()) && !o.egress_rates[rank].empty()) {
-    links.push_back(absl::StrCat("--egress-rate=", o.egress_rates[rank]));
+  std::vector<std::string> args = {absl::StrCat("--model=", options_.model)};
+  for (const auto& [key, value] : TrainerSettings(rank, slowdown)) {
+    args.push_back(absl::StrCat("--", key, "=", value));
   }
-  if (rank < static_cast<int>(o.ingress_rates.size()) && !o.ingress_rates[rank].empty()) {
-    links.push_back(absl::StrCat("--ingress-rate=", o.ingress_rates[rank]));
-  }
-  std::vector<std::string> args = {
-      absl::StrCat("--coordinator=", coordinator_address()),
-      absl::StrCat("--rank=", rank),
-      absl::StrCat("--world=", o.elastic ? 1 : o.trainers),
-      absl::StrCat("--data-shard=", o.elastic ? 0 : rank),
-      absl::StrCat("--slowdown=", slowdown),
-      absl::StrCat("--model=", o.model),
-      absl::StrCat("--device=",
-                   rank < static_cast<int>(o.devices.size()) ? o.devices[rank] : "cpu"),
-      absl::StrCat("--learning-rate=", o.learning_rate),
-      absl::StrCat("--batch-size=", o.batch_size),
-      absl::StrCat("--eval-interval=", Seconds(o.eval_interval)),
-      absl::StrCat("--seed=", o.seed),
-      absl::StrCat("--trace-file=", o.run_dir, "/trainer-", rank, ".trace.jsonl")};
-  args.insert(args.end(), links.begin(), links.end());
   return Launch("trainer", rank, args, false);
 }
 

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -37,6 +38,8 @@ struct LocalClusterOptions {
   std::vector<std::string> ingress_rates;
   absl::Duration exchange_timeout = absl::Seconds(5);
   absl::Duration eval_interval = absl::Seconds(1);
+  // Emulated accelerator step of every trainer (client/session_options.h); 0: real compute only.
+  absl::Duration step_time = absl::ZeroDuration();
   uint64_t seed = 1;
   // Trainers may be added and removed during the run: every trainer then trains on the whole
   // training set in its own seeded order (any N is correct; nothing is lost when one leaves),
@@ -45,7 +48,7 @@ struct LocalClusterOptions {
   // A user's trainer program, run through /bin/sh -c instead of syncopate-trainer for the ranks
   // in command_ranks (empty: every rank). It gets the job through the environment the client
   // library reads (docs/python.md): SYNCOPATE_COORDINATOR, _NAME, _RANK, _WORLD, _DATA_SHARD,
-  // _SLOWDOWN, _DEVICE, _LEARNING_RATE, _BATCH_SIZE, _SEED, _EVAL_INTERVAL, _EGRESS_RATE,
+  // _SLOWDOWN, _STEP_TIME, _DEVICE, _LEARNING_RATE, _BATCH_SIZE, _SEED, _EVAL_INTERVAL, _EGRESS_RATE,
   // _INGRESS_RATE, _METRICS_LISTEN, _READY_FILE, _TRACE_FILE, and PYTHONPATH with the built Python
   // package.
   std::string trainer_command;
@@ -92,6 +95,10 @@ class LocalCluster {
   // the run directory); waits for the ready file when `wait_ready`.
   absl::Status Spawn(const std::string& role, int index, const std::vector<std::string>& argv,
                      const std::map<std::string, std::string>& env, bool wait_ready);
+  // What trainer `rank` is told, as (flag name, value): --flag=value for the built-in trainer,
+  // SYNCOPATE_FLAG=value for a trainer command.
+  std::vector<std::pair<std::string, std::string>> TrainerSettings(int rank,
+                                                                   double slowdown) const;
   // A user's trainer program (trainer_command) as trainer `rank`.
   absl::Status LaunchCommand(int rank, double slowdown);
   bool RunsCommand(int rank) const;

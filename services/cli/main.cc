@@ -66,6 +66,7 @@ struct ScenarioFlags {
   std::string time_limit = "120s";
   std::string eviction_timeout = "5s";
   std::string eval_interval = "1s";
+  std::string step_time = "0s";
   std::string alert_for = "10s";
   std::string scale_events;
   std::string egress_rate;
@@ -106,6 +107,10 @@ struct ScenarioFlags {
         ->check(CLI::Range(1, 16));
     cmd->add_option("--slowdown", slowdown,
                     "Per-trainer slowdown factors, e.g. 1,1,2,4 (one value: all trainers)");
+    cmd->add_option("--step-time", step_time,
+                    "Emulated accelerator step: each trainer step lasts at least this long (x its "
+                    "slowdown), real SGD inside and the rest slept, e.g. 200ms (default 0s: real "
+                    "compute only)");
     cmd->add_option("--target-accuracy", run.target_accuracy, "Stop at this test accuracy")
         ->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--time-limit", time_limit, "Stop after this long (e.g. 120s, 5m)");
@@ -144,6 +149,7 @@ struct ScenarioFlags {
     for (auto [text, out] : {std::pair{&time_limit, &run.time_limit},
                              std::pair{&eviction_timeout, &run.cluster.eviction_timeout},
                              std::pair{&eval_interval, &run.cluster.eval_interval},
+                             std::pair{&step_time, &run.cluster.step_time},
                              std::pair{&alert_for, &run.prometheus_options.alert_for},
                              std::pair{&exchange_timeout, &run.cluster.exchange_timeout}}) {
       absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);

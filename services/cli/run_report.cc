@@ -11,19 +11,33 @@ namespace syncopate::cli {
 
 void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary) {
   summary->per_trainer.clear();
-  double ratio_sum = 0;
-  double wait_sum = 0;
+  double ratio_sum = 0, wait_sum = 0, real_sum = 0, emulated_sum = 0;
+  double slowest_compute_per_step = -1;
+  summary->overhead_per_step_seconds = 0;
   for (const v1::TrainerStatus& t : status.trainers()) {
     TrainerSummary s;
     s.rank = static_cast<int>(t.rank());
     s.slowdown = t.slowdown();
     s.clock = t.clock();
     s.compute_time_ratio = t.compute_time_ratio();
+    s.compute_seconds = t.timings().compute_seconds();
+    s.emulated_compute_seconds = t.timings().emulated_compute_seconds();
     s.wait_seconds = t.timings().wait_seconds();
+    s.wall_seconds = t.timings().wall_seconds();
     s.state = t.state();
     s.group = t.group();
     ratio_sum += s.compute_time_ratio;
     wait_sum += s.wait_seconds;
+    real_sum += s.compute_seconds - s.emulated_compute_seconds;
+    emulated_sum += s.emulated_compute_seconds;
+    if (s.clock > 0) {
+      const double steps = static_cast<double>(s.clock);
+      if (const double per_step = s.compute_seconds / steps; per_step > slowest_compute_per_step) {
+        slowest_compute_per_step = per_step;
+        summary->overhead_per_step_seconds =
+            std::max(0.0, (s.wall_seconds - s.compute_seconds) / steps);
+      }
+    }
     summary->per_trainer.push_back(s);
   }
   std::sort(summary->per_trainer.begin(), summary->per_trainer.end(),
@@ -31,6 +45,8 @@ void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary) {
   const double n = static_cast<double>(summary->per_trainer.size());
   summary->compute_time_ratio = n > 0 ? ratio_sum / n : 0;
   summary->mean_wait_seconds = n > 0 ? wait_sum / n : 0;
+  summary->mean_real_compute_seconds = n > 0 ? real_sum / n : 0;
+  summary->mean_emulated_compute_seconds = n > 0 ? emulated_sum / n : 0;
   summary->rounds_closed = status.rounds_closed();
 }
 
@@ -41,7 +57,10 @@ nlohmann::json ToJson(const RunSummary& s) {
                            {"slowdown", t.slowdown},
                            {"clock", t.clock},
                            {"compute_time_ratio", t.compute_time_ratio},
+                           {"compute_seconds", t.compute_seconds},
+                           {"emulated_compute_seconds", t.emulated_compute_seconds},
                            {"wait_seconds", t.wait_seconds},
+                           {"wall_seconds", t.wall_seconds},
                            {"state", t.state},
                            {"group", t.group}});
   }
@@ -57,6 +76,9 @@ nlohmann::json ToJson(const RunSummary& s) {
                       {"wall_seconds", s.wall_seconds},
                       {"compute_time_ratio", s.compute_time_ratio},
                       {"mean_wait_seconds", s.mean_wait_seconds},
+                      {"mean_real_compute_seconds", s.mean_real_compute_seconds},
+                      {"mean_emulated_compute_seconds", s.mean_emulated_compute_seconds},
+                      {"overhead_per_step_seconds", s.overhead_per_step_seconds},
                       {"rounds_closed", s.rounds_closed},
                       {"interrupted", s.interrupted},
                       {"per_trainer", per_trainer}};
@@ -91,14 +113,16 @@ std::string TrainerTable(const std::vector<TrainerSummary>& trainers) {
 std::string FormatSummary(const RunSummary& s) {
   return absl::StrFormat(
              "mode %s%s, %d trainers, %d store shard(s): %s in %.1fs, final accuracy %s, "
-             "compute-time ratio %.2f\n",
+             "compute-time ratio %.2f (real %.1fs, emulated %.1fs per trainer), overhead per "
+             "step %.1f ms\n",
              s.mode, s.mode_parameters.empty() ? "" : absl::StrCat(" (", s.mode_parameters, ")"),
              s.trainers, s.store_shards,
              s.reached_target ? absl::StrFormat("reached %.2f after %.1fs", s.target_accuracy,
                                                 s.time_to_target_seconds.value_or(0))
                               : absl::StrFormat("did not reach %.2f", s.target_accuracy),
              s.wall_seconds, s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a",
-             s.compute_time_ratio) +
+             s.compute_time_ratio, s.mean_real_compute_seconds, s.mean_emulated_compute_seconds,
+             s.overhead_per_step_seconds * 1000) +
          TrainerTable(s.per_trainer);
 }
 

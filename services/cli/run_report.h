@@ -19,7 +19,11 @@ struct TrainerSummary {
   double slowdown = 1;
   int64_t clock = 0;
   double compute_time_ratio = 0;
+  // Time in training steps, and the part of it slept to emulate (--step-time, --slowdown).
+  double compute_seconds = 0;
+  double emulated_compute_seconds = 0;
   double wait_seconds = 0;
+  double wall_seconds = 0;  // since it joined
   std::string state;
   int group = -1;  // hybrid
 };
@@ -37,6 +41,13 @@ struct RunSummary {
   double wall_seconds = 0;
   double compute_time_ratio = 0;  // mean over trainers
   double mean_wait_seconds = 0;   // mean over trainers
+  // Means over trainers of their compute's real part (on the processor) and emulated part.
+  double mean_real_compute_seconds = 0;
+  double mean_emulated_compute_seconds = 0;
+  // The synchronisation overhead per step: the slowest trainer's (most compute per step) time per
+  // step beyond its compute, (wall - compute) / clock. Under bsp, wall time per round minus the
+  // straggler's compute; 0 before any trainer took a step.
+  double overhead_per_step_seconds = 0;
   int64_t rounds_closed = 0;
   bool interrupted = false;
   std::vector<TrainerSummary> per_trainer;

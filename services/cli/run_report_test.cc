@@ -48,5 +48,28 @@ TEST(FormatStatus, NamesOnlyWhatTheModeAndTheJobHave) {
             "0.8512 reached 0.85");
 }
 
+// The overhead per step is the slowest trainer's (most compute per step) time per step beyond its
+// compute; real and emulated compute are reported apart.
+TEST(FillFromStatus, ReportsTheSlowestTrainersOverheadAndRealAndEmulatedCompute) {
+  v1::ClusterStatus status;
+  auto add = [&](int rank, int64_t clock, double compute, double emulated, double wall) {
+    v1::TrainerStatus* t = status.add_trainers();
+    t->set_rank(rank);
+    t->set_clock(clock);
+    t->mutable_timings()->set_compute_seconds(compute);
+    t->mutable_timings()->set_emulated_compute_seconds(emulated);
+    t->mutable_timings()->set_wall_seconds(wall);
+  };
+  add(0, 100, 10.0, 9.0, 20.0);  // 0.1 s per step, waits the rest
+  add(1, 40, 16.0, 15.0, 20.0);  // 0.4 s per step: the slowest; 4 s beyond compute in 40 steps
+  add(2, 0, 0.0, 0.0, 20.0);     // never stepped
+  RunSummary summary;
+  FillFromStatus(status, &summary);
+  EXPECT_DOUBLE_EQ(summary.overhead_per_step_seconds, 0.1);
+  EXPECT_DOUBLE_EQ(summary.mean_real_compute_seconds, 2.0 / 3);
+  EXPECT_DOUBLE_EQ(summary.mean_emulated_compute_seconds, 24.0 / 3);
+  EXPECT_DOUBLE_EQ(summary.per_trainer[1].emulated_compute_seconds, 15.0);
+}
+
 }  // namespace
 }  // namespace syncopate::cli

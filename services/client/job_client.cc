@@ -23,8 +23,10 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
       return absl::InvalidArgumentError(absl::StrCat("the ", what, " must be positive"));
     }
   }
-  if (options.session.max_steps < 0 || options.session.eval_interval < absl::ZeroDuration()) {
-    return absl::InvalidArgumentError("max steps and the eval interval cannot be negative");
+  if (options.session.max_steps < 0 || options.session.eval_interval < absl::ZeroDuration() ||
+      options.session.step_time < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError(
+        "max steps, the eval interval and the step time cannot be negative");
   }
   if (parameters.Specs().empty()) return absl::InvalidArgumentError("no parameters registered");
   std::unique_ptr<JobClient> job(new JobClient());

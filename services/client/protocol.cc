@@ -34,9 +34,12 @@ void Protocol::AddTime(double SessionTimings::*field, absl::Duration d) {
   timings_.*field += absl::ToDoubleSeconds(d);
 }
 
-void Protocol::AddCompute(absl::Duration d) {
+void Protocol::AddCompute(absl::Duration real, absl::Duration emulated) {
+  const absl::Duration d = real + emulated;
   AddTime(&SessionTimings::compute, d);
+  AddTime(&SessionTimings::emulated_compute, emulated);
   metrics_.compute_seconds.Increment(absl::ToDoubleSeconds(d));
+  metrics_.emulated_compute_seconds.Increment(absl::ToDoubleSeconds(emulated));
   metrics_.step_duration.Observe(absl::ToDoubleSeconds(d));
   metrics_.steps.Increment();
 }
@@ -56,6 +59,7 @@ v1::TrainerTimings Protocol::Timings() const {
   absl::MutexLock lock(&mu_);
   v1::TrainerTimings t;
   t.set_compute_seconds(timings_.compute);
+  t.set_emulated_compute_seconds(timings_.emulated_compute);
   t.set_wait_seconds(timings_.wait);
   t.set_communication_seconds(timings_.push + timings_.pull);
   t.set_wall_seconds(wall);

@@ -28,6 +28,7 @@ namespace syncopate::client {
 // overlapped communication, where push and pull run beside compute.
 struct SessionTimings {
   double compute = 0, wait = 0, push = 0, pull = 0, eval = 0;
+  double emulated_compute = 0;  // part of compute
 };
 
 // Thread-safe where it says so; otherwise one thread at a time (the session's caller, or its
@@ -64,7 +65,8 @@ class Protocol {
   void Leave(const std::string& reason) { coordinator_.Leave(reason); }
 
   // Thread-safe. Time the caller spent computing (its steps) or waiting (for the session).
-  void AddCompute(absl::Duration d);
+  // One step's compute: `real` on the caller's thread, then `emulated` slept (session_options.h).
+  void AddCompute(absl::Duration real, absl::Duration emulated);
   void AddWait(absl::Duration d);
   void AddPull(absl::Duration d);
   // Thread-safe. Without SessionOptions::evaluate: whether the coordinator asked this trainer for

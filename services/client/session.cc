@@ -1,5 +1,7 @@
 #include "client/session.h"
 
+#include <algorithm>
+
 #include "base/status_macros.h"
 #include "spdlog/spdlog.h"
 
@@ -50,14 +52,11 @@ absl::StatusOr<bool> Session::Step(float loss) {
     if (!ended_->ok()) return *ended_;
     return false;
   }
-  // The caller's step, stretched to slowdown x: an emulated straggler.
-  absl::Duration took = clock_.Now() - step_began_;
-  if (options_.slowdown > 1.0) {
-    const absl::Duration emulated = took * (options_.slowdown - 1.0);
-    absl::SleepFor(emulated);
-    took += emulated;
-  }
-  protocol_.AddCompute(took);
+  // The caller's step, stretched to the emulated accelerator step and the straggler's slowdown.
+  const absl::Duration real = clock_.Now() - step_began_;
+  const absl::Duration emulated = std::max(real, options_.step_time) * options_.slowdown - real;
+  if (emulated > absl::ZeroDuration()) clock_.SleepFor(emulated);
+  protocol_.AddCompute(real, std::max(emulated, absl::ZeroDuration()));
   model_.CountStep();
   ++steps_;
   absl::StatusOr<bool> more = communicator_ ? StepOverlapped(loss) : StepSequential(loss);
@@ -68,9 +67,7 @@ absl::StatusOr<bool> Session::Step(float loss) {
 absl::StatusOr<bool> Session::StepSequential(float loss) {
   const int64_t clock = clock_of_grant_ + 1;
   if (!protocol_.welcome().peer_to_peer()) {
-    const bool round_mode = protocol_.welcome().push_mode() == v1::APPLY_MODE_ROUND;
-    absl::StatusOr<tensor::TensorMap> delta =
-        model_.TakeDelta(round_mode ? std::optional<int64_t>(clock) : std::nullopt);
+    absl::StatusOr<tensor::TensorMap> delta = TakeDelta(clock);
     if (!delta.ok()) return End(delta.status(), "");
     if (absl::Status pushed = protocol_.Push(*delta, clock); !pushed.ok()) return End(pushed, "");
   }
@@ -114,15 +111,17 @@ absl::Status Session::TradeWithCommunicator(float loss) {
     RETURN_IF_ERROR(model_.Rebase(pulled->model.tensors, pulled->includes_clock));
   }
   if (communicator_->idle() && model_.unpushed_steps() > 0) {
-    const bool round_mode = protocol_.welcome().push_mode() == v1::APPLY_MODE_ROUND;
-    const int64_t clock = communicator_->next_clock();
-    ASSIGN_OR_RETURN(tensor::TensorMap delta,
-                     model_.TakeDelta(round_mode ? std::optional<int64_t>(clock) : std::nullopt));
+    ASSIGN_OR_RETURN(tensor::TensorMap delta, TakeDelta(communicator_->next_clock()));
     communicator_->Send(std::move(delta), loss);
   }
   // Time the caller's loop did not compute: a rebase, a hand-over.
   protocol_.AddWait(clock_.Now() - start);
   return absl::OkStatus();
+}
+
+absl::StatusOr<tensor::TensorMap> Session::TakeDelta(int64_t clock) {
+  const bool round_mode = protocol_.welcome().push_mode() == v1::APPLY_MODE_ROUND;
+  return model_.TakeDelta(round_mode ? std::optional<int64_t>(clock) : std::nullopt);
 }
 
 absl::Status Session::Apply(const v1::Proceed& proceed) {

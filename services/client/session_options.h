@@ -12,9 +12,13 @@
 namespace syncopate::client {
 
 struct SessionOptions {
-  // Each step's compute time (from the return of one Session::Step to the next call) is stretched
-  // to slowdown x by sleeping after it, counted as compute: an emulated straggler. At least 1.
+  // A step's real compute is the time from the return of one Session::Step (or Start) to the next
+  // call. Step stretches it to max(real compute, step_time) x slowdown by sleeping (on the
+  // session's clock), and counts the sleep as emulated compute: step_time emulates an
+  // accelerator's step on a machine without one, slowdown a straggler. slowdown is at least 1,
+  // step_time not negative (0: real compute only).
   double slowdown = 1.0;
+  absl::Duration step_time = absl::ZeroDuration();
   // When the coordinator asks this trainer to evaluate, it evaluates at most this often.
   absl::Duration eval_interval = absl::Seconds(2);
   // Give up when no directive arrives for this long (the coordinator is stuck or gone).

@@ -126,8 +126,8 @@ class SessionTest : public ::testing::Test {
                     .ok());
   }
 
-  absl::Status Run(FakeCoordinator& coordinator) {
-    Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_);
+  absl::Status Run(FakeCoordinator& coordinator, PeerLink* peers = nullptr) {
+    Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, peers);
     absl::Status status = [&]() -> absl::Status {
       RETURN_IF_ERROR(session.Start());
       for (bool more = true; more;) {
@@ -411,6 +411,77 @@ TEST_F(SessionTest, APulledModelThatDoesNotFitIsAnError) {
   EXPECT_TRUE(absl::IsInvalidArgument(Run(coordinator)));
   EXPECT_EQ(w_, (std::vector<float>{0.25f, 0.25f}));
 }
+
+// An emulated accelerator step: each step lasts max(real compute, step_time) x slowdown, the
+// rest slept on the session's clock and counted as emulated compute.
+TEST_F(SessionTest, EmulatedStepsLastStepTimeTimesTheSlowdown) {
+  options_.step_time = absl::Seconds(3);
+  options_.slowdown = 2;
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.Script({Grant(0), absl::Seconds(1)});
+  coordinator.Script({Grant(1), absl::Seconds(1)});
+  ASSERT_TRUE(Run(coordinator).ok());
+  EXPECT_EQ(timings_.compute_seconds(), 2 * 6.0);  // (max(1 s, 3 s) x 2) per step
+  EXPECT_EQ(timings_.emulated_compute_seconds(), 2 * 5.0);
+  EXPECT_EQ(timings_.wait_seconds(), 2.0);
+  EXPECT_EQ(timings_.wall_seconds(), 14.0);
+}
+
+// A real step longer than step_time is stretched only by the slowdown.
+TEST_F(SessionTest, AStepLongerThanTheStepTimeIsOnlySlowedDown) {
+  options_.step_time = absl::Milliseconds(500);
+  options_.slowdown = 3;
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_IMMEDIATE);
+  coordinator.Script({Grant(0), absl::ZeroDuration()});
+  ASSERT_TRUE(Run(coordinator).ok());
+  EXPECT_EQ(timings_.compute_seconds(), 3.0);
+  EXPECT_EQ(timings_.emulated_compute_seconds(), 2.0);
+}
+
+// The compute-time ratio per worker path: whatever a Step spends applying a model (here 10 s per
+// write of the parameters: a rebase, a peers' average) or waiting is not compute; compute is
+// exactly the steps, real and emulated.
+struct PathCase {
+  const char* name;
+  bool overlap, peer_to_peer, background;
+};
+
+class ComputeAccountingTest : public SessionTest,
+                              public ::testing::WithParamInterface<PathCase> {};
+
+TEST_P(ComputeAccountingTest, ComputeIsExactlyTheStepsAndApplyingIsNot) {
+  const PathCase path = GetParam();
+  options_.step_time = absl::Seconds(2);
+  options_.max_steps = 4;
+  write_takes_ = absl::Seconds(10);
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND, path.overlap);
+  coordinator.mutable_welcome().set_peer_to_peer(path.peer_to_peer);
+  coordinator.mutable_welcome().set_exchange_in_background(path.background);
+  FakePeers peers;
+  store_.any_round = {{"w", {0, 0}}};
+  for (int64_t c = 0; c < 50; ++c) {
+    if (path.peer_to_peer) {
+      coordinator.Script({Exchange(c, c, 9), absl::Seconds(1)});
+      ASSERT_TRUE(peers.inbox.Deposit(c, 9, {{"w", {1, 1}}}).ok());
+    } else {
+      coordinator.Script({Grant(c, c, c), path.overlap ? absl::ZeroDuration() : absl::Seconds(1)});
+    }
+  }
+  ASSERT_TRUE(Run(coordinator, &peers.link).ok());
+  EXPECT_EQ(steps_taken_, 4);
+  EXPECT_EQ(timings_.compute_seconds(), 4 * 2.0);
+  EXPECT_EQ(timings_.emulated_compute_seconds(), 4 * 1.0);
+  EXPECT_GE(timings_.wall_seconds(), 4 * 2.0 + 10.0);  // at least one write went into a Step
+  EXPECT_LE(timings_.compute_seconds() / timings_.wall_seconds(), 0.5);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    EveryPath, ComputeAccountingTest,
+    ::testing::Values(PathCase{"sequential", false, false, false},
+                      PathCase{"overlapped", true, false, false},
+                      PathCase{"peer_rounds", false, true, false},
+                      PathCase{"peer_background", false, true, true}),
+    [](const ::testing::TestParamInfo<PathCase>& info) { return std::string(info.param.name); });
 
 }  // namespace
 }  // namespace syncopate::client

@@ -14,7 +14,10 @@ prometheus::Histogram& Seconds(prometheus::Registry& r, const char* name, const 
 TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
     : compute_seconds(
           metrics::AddCounter(r, "syncopate_trainer_compute_seconds_total",
-                              "Seconds computing training steps (emulated slowdown included).")),
+                              "Seconds in training steps, real and emulated (step time, slowdown).")),
+      emulated_compute_seconds(metrics::AddCounter(
+          r, "syncopate_trainer_emulated_compute_seconds_total",
+          "Seconds of compute_seconds slept to emulate an accelerator step or a straggler.")),
       wait_seconds(
           metrics::AddCounter(r, "syncopate_trainer_wait_seconds_total",
                               "Seconds waiting for the coordinator's permission to proceed.")),

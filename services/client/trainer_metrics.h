@@ -13,6 +13,7 @@ struct TrainerMetrics {
   explicit TrainerMetrics(prometheus::Registry& registry);
 
   prometheus::Counter& compute_seconds;
+  prometheus::Counter& emulated_compute_seconds;
   prometheus::Counter& wait_seconds;
   prometheus::Counter& push_seconds;
   prometheus::Counter& pull_seconds;

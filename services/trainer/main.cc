@@ -5,10 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "base/allocator.h"
-#include "base/clock.h"
 #include "base/flags.h"
 #include "base/logging.h"
-#include "base/ready_file.h"
 #include "base/signals.h"
 #include "client/job_client.h"
 #include "compute/backend.h"
@@ -45,6 +43,7 @@ int main(int argc, char** argv) {
   std::string device = "cpu";
   std::string data_dir = syncopate::data::kDefaultFashionMnistDir;
   std::string eval_interval = "2s";
+  std::string step_time = "0s";
   std::string rpc_timeout = "30s";
   std::string metrics_listen = "0.0.0.0:9100";
   std::string peer_listen = "127.0.0.1:0";
@@ -65,6 +64,9 @@ int main(int argc, char** argv) {
       ->check(CLI::NonNegativeNumber);
   app.add_option("--slowdown", session_options.slowdown, "Stretch each step's compute time to F x")
       ->check(CLI::Range(1.0, syncopate::base::kMaxSlowdown));
+  app.add_option("--step-time", step_time,
+                 "Emulated accelerator step: each step lasts at least this long (x --slowdown), "
+                 "the rest of its real compute slept (default 0s: real compute only)");
   app.add_option("--learning-rate", options.learning_rate, "SGD learning rate")
       ->check(CLI::PositiveNumber);
   app.add_option("--batch-size", options.batch_size, "Minibatch size")->check(CLI::PositiveNumber);
@@ -109,6 +111,9 @@ int main(int argc, char** argv) {
   auto eval_every = syncopate::base::ParseDuration(eval_interval);
   if (!eval_every.ok()) return Fail(eval_every.status(), kExitUsage);
   session_options.eval_interval = *eval_every;
+  auto emulated_step = syncopate::base::ParseDuration(step_time);
+  if (!emulated_step.ok()) return Fail(emulated_step.status(), kExitUsage);
+  session_options.step_time = *emulated_step;
   auto timeout = syncopate::base::ParseDuration(rpc_timeout);
   if (!timeout.ok()) return Fail(timeout.status(), kExitUsage);
 

@@ -69,6 +69,38 @@ TEST(ModesE2E, DsspStaysWithinItsUpperBoundAndUsesTheRange) {
   EXPECT_LE(max_gap, 4);
 }
 
+// In the regime of GPU clusters (steps of 100 ms and more, emulated by --step-time), a 4x slower
+// trainer holds SSP's fast trainer at the bound: the straggler shows, not our own overhead.
+TEST(ModesE2E, UnderEmulatedStepsSspIsHeldAtItsBound) {
+  const std::string dir = MakeTempDir("ssp-step-time");
+  const int status =
+      RunLocal(dir, {"--mode=ssp", "--staleness=2", "--trainers=2", "--slowdown=1,4",
+                     "--step-time=100ms", "--target-accuracy=0.99", "--time-limit=10s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  std::map<int, std::vector<nlohmann::json>> traces;
+  for (int r = 0; r < 2; ++r) traces[r] = ReadTrace(dir, r);
+  int64_t max_gap = 0;
+  std::vector<std::string> violations = StalenessViolations(traces, 2, &max_gap);
+  EXPECT_TRUE(violations.empty()) << violations.size() << " violations, first: "
+                                  << (violations.empty() ? "" : violations.front());
+  EXPECT_EQ(max_gap, 2) << "the fast trainer should run into the bound; see " << dir;
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  std::map<int, nlohmann::json> trainer;
+  for (const auto& t : summary["per_trainer"]) trainer[t["rank"]] = t;
+  ASSERT_EQ(trainer.size(), 2u);
+  for (auto& [rank, t] : trainer) {
+    EXPECT_GT(t["emulated_compute_seconds"].get<double>(), 0) << rank;
+    EXPECT_LE(t["emulated_compute_seconds"].get<double>(), t["compute_seconds"].get<double>());
+  }
+  auto compute_per_step = [](const nlohmann::json& t) {
+    return t["compute_seconds"].get<double>() / std::max<int64_t>(1, t["clock"].get<int64_t>());
+  };
+  // Steps of at least 100 ms and 400 ms: the slow one's are the longer, and the fast one waits.
+  EXPECT_GT(compute_per_step(trainer[1]), compute_per_step(trainer[0]));
+  EXPECT_GT(trainer[0]["wait_seconds"].get<double>(), 0);
+  EXPECT_GT(summary["overhead_per_step_seconds"].get<double>(), 0);
+}
+
 TEST(CompareE2E, RunsEveryModeAndWritesOneReport) {
   const std::string dir = MakeTempDir("compare");
   const int status = RunSyncopate("compare", dir,

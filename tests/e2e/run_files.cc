@@ -92,6 +92,19 @@ void ExpectIdenticalSnapshots(const std::string& dir, int trainers, size_t shard
   EXPECT_GT(shared_rounds, 10) << "too few rounds pulled by " << min_pullers << " trainers";
 }
 
+void ExpectOthersWentOnAfterTheKill(const std::string& dir, int victim, int64_t clock_at_kill) {
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  for (const auto& t : summary["per_trainer"]) {
+    if (t["rank"] == victim) {
+      EXPECT_EQ(t["state"], "evicted");
+    } else {
+      EXPECT_EQ(t["state"], "live");
+      EXPECT_GT(t["clock"].get<int64_t>(), clock_at_kill + 50)
+          << "trainer " << t["rank"] << " stalled after the kill; see " << dir;
+    }
+  }
+}
+
 std::string MakeTempDir(const std::string& name) {
   const char* base = getenv("TMPDIR");
   std::string pattern = absl::StrCat(base ? base : "/tmp", "/syncopate-e2e-", name, "-XXXXXX");

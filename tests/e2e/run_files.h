@@ -27,9 +27,14 @@ std::vector<std::string> StalenessViolations(
     const std::map<int, std::vector<nlohmann::json>>& traces, int64_t s, int64_t* max_gap);
 
 // Checks (gtest expectations) that every round's snapshot checksums, one per store shard, are the
-// same for all trainers that pulled it, and that more than 20 rounds were pulled by at least
+// same for all trainers that pulled it, and that more than 10 rounds were pulled by at least
 // `min_pullers` trainers (so the check is not vacuous).
 void ExpectIdenticalSnapshots(const std::string& dir, int trainers, size_t shards, int min_pullers);
+
+// Checks (gtest expectations) the summary of the run in `dir`, in which trainer `victim` was
+// killed: it was evicted, and every other trainer is live and went past clock
+// `clock_at_kill` + 50 (it did not stall).
+void ExpectOthersWentOnAfterTheKill(const std::string& dir, int victim, int64_t clock_at_kill);
 
 // A fresh directory under the test's temporary directory.
 std::string MakeTempDir(const std::string& name);
