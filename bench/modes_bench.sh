@@ -16,7 +16,8 @@ run_profile() {  # name, then extra flags
     --time-limit=180s --eval-interval=0.5s --report-dir="$out/$name" "$@" > "$out/$name.txt" 2> "$out/$name.log"
   echo "== profile $name: $*"
   cat "$out/$name.txt"
-  awk -F, 'NR > 1 { t[$1] = ($2 == "true") ? $3 : ""; r[$1] = $5 }
+  awk -F, 'NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+    { t[$1] = ($col["reached_target"] == "true") ? $col["time_to_target_seconds"] : ""; r[$1] = $col["compute_time_ratio"] }
     END {
       best = ""; for (m in t) if (m ~ /^(dssp|wbsp|wbsp-overlap|hybrid)$/ && t[m] != "" && (best == "" || t[m] + 0 < t[best] + 0)) best = m
       base = (t["ssp"] != "" && (t["asp"] == "" || t["ssp"] + 0 <= t["asp"] + 0)) ? "ssp" : "asp"

@@ -4,10 +4,10 @@
 Each repeat runs, in turn on this machine:
   1. ddp_baseline.py: DDP (gloo) with the per-rank slowdowns, to the target accuracy;
   2. `syncopate compare` over the store modes with examples/pytorch/train.py as every trainer,
-     same model, data shards, seed, batch size, slowdowns and evaluator. Step size: DDP averages the
-     ranks' gradients, which bsp, hybrid and wbsp (sum/n) reproduce exactly at the same learning
-     rate (their rounds apply the mean of the deltas); asp, ssp and dssp add every delta whole, so
-     they run at learning rate / N, which moves the model as far per N steps;
+     same model, data shards, seed, batch size, slowdowns, learning rate and evaluator. Step size:
+     DDP averages the ranks' gradients; Syncopate's default step-size rule (--aggregation=sum/n,
+     docs/modes.md) weighs every delta 1/N in every mode, which moves the model as far per N
+     steps;
   3. with no straggler, DDP and Syncopate bsp for a fixed time: steps per second.
 Prints a table of ratios to DDP per repeat and the median, and writes everything as JSON.
 usage: compare_ddp.py [--repeats 3] [--model mlp] [--out bench/results/ddp.json]
@@ -24,8 +24,7 @@ import sys
 ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "../.."))
 BIN = os.environ.get("SYNCOPATE_BIN_DIR", os.path.join(ROOT, "build/bin"))
 PYTHONPATH = os.path.join(BIN, "../python")
-MEAN_MODES = ["bsp", "hybrid", "wbsp", "wbsp-overlap"]
-WHOLE_MODES = ["asp", "ssp", "dssp"]
+STORE_MODES = ["bsp", "hybrid", "wbsp", "wbsp-overlap", "asp", "ssp", "dssp"]
 
 
 def ddp(args, slowdown, time_limit=None, target=None):
@@ -71,8 +70,7 @@ def main():
     for r in range(args.repeats):
         base = os.path.join(args.runs_dir, f"repeat-{r}")
         row = {"ddp": ddp(args, args.slowdown)}
-        modes = compare(args, base + "-mean", MEAN_MODES, args.learning_rate)
-        modes.update(compare(args, base + "-whole", WHOLE_MODES, args.learning_rate / world))
+        modes = compare(args, base + "-modes", STORE_MODES, args.learning_rate)
         row["syncopate"] = modes
         # No straggler: steps per second over a fixed time.
         steady = ddp(args, ",".join(["1"] * world), time_limit=args.steady_seconds, target=1.01)
@@ -91,7 +89,7 @@ def main():
 
     print(f"\nratios to DDP (time to {args.target}; compute-time ratio as measured), over {args.repeats} repeats")
     print(f"{'mode':14} {'time ratio (per repeat)':34} {'median':>7} {'compute ratio':>14}")
-    for mode in MEAN_MODES + WHOLE_MODES:
+    for mode in STORE_MODES:
         ratios, compute = [], []
         for row in results:
             m, d = row["syncopate"][mode], row["ddp"]["seconds_to_target"]

@@ -1,7 +1,14 @@
-// `syncopate compare`: runs one scenario under several modes, one after another, and writes one
-// report: DIR/<mode>/ (each run's own report, as `syncopate local` writes it), DIR/compare.csv
-// (one row per mode), DIR/compare.svg (accuracy over time per mode and compute-time ratio per
-// mode, drawn by gnuplot) and a printed table.
+// `syncopate compare`: runs one scenario under several modes, one after another, each at every
+// learning rate of a sweep and with several seeds, and writes one report:
+//   DIR/<mode>/[lr-<rate>/][seed-<seed>/]  each run's own report, as `syncopate local` writes it
+//                                          (the lr- and seed- levels only with a sweep, repeats);
+//   DIR/compare.csv       one row per mode at its reported rate: medians, minima and maxima;
+//   DIR/compare-runs.csv  one row per run;
+//   DIR/<mode>/band.csv   accuracy over time at the reported rate (median, min, max over seeds);
+//   DIR/compare.svg       accuracy over time per mode with min-max bands, and compute-time ratio
+//                         per mode with its range (gnuplot);
+// and a printed table. A sweep reports each mode at its best rate (compare_stats.h), as the papers
+// tune each baseline; the table and compare.csv say which rate that was.
 #ifndef SYNCOPATE_CLI_COMPARE_COMMAND_H_
 #define SYNCOPATE_CLI_COMPARE_COMMAND_H_
 
@@ -9,6 +16,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cli/compare_stats.h"
 #include "cli/local_command.h"
 
 namespace syncopate::cli {
@@ -18,21 +26,28 @@ struct CompareOptions {
   LocalRunOptions run;
   std::vector<std::string> modes;
   std::string report_dir;
+  // Runs per mode and rate, with seeds run.cluster.seed, +1, ...
+  int repeats = 1;
+  // Learning rates to try per mode (empty: run.cluster.learning_rate only).
+  std::vector<double> learning_rates;
 };
 
 struct CompareRow {
   std::string mode;
-  std::optional<RunSummary> summary;  // absent when the run failed
-  std::string error;
+  Trials trials;              // at the reported rate: the sweep's best
+  std::vector<Trials> sweep;  // every rate tried, in order
+  bool interrupted() const;
 };
 
 // INVALID_ARGUMENT (nothing runs) for an empty or repeated mode list, an unknown mode, bad
-// cluster options or an unusable report directory. A mode whose run fails is reported as failed
-// and the others still run; an interrupt (Ctrl-C) stops after the current mode.
+// cluster options, repeats < 1, a learning rate that is not positive or is listed twice, or an
+// unusable report directory. A run that fails is reported as failed and the others still run; an
+// interrupt (Ctrl-C) stops after the current run.
 absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options);
 
-// compare.csv's contents.
+// compare.csv's and compare-runs.csv's contents.
 std::string CompareCsv(const std::vector<CompareRow>& rows);
+std::string CompareRunsCsv(const std::vector<CompareRow>& rows);
 // The printed table.
 std::string FormatCompare(const std::vector<CompareRow>& rows);
 

@@ -113,6 +113,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                          absl::StrCat("--regroup-every=", options.policy.regroup_every),
                          absl::StrCat("--p=", options.policy.min_receivers_fraction),
                          absl::StrCat("--k=", options.policy.k),
+                         // One seed for the job: the trainers' and the policy's choices.
+                         absl::StrCat("--seed=", options.seed),
                          absl::StrCat("--exchange-timeout=", Seconds(options.exchange_timeout)),
                          absl::StrCat("--min-trainers=", options.trainers),
                          absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))},

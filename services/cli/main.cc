@@ -83,7 +83,9 @@ struct ScenarioFlags {
         "SSP and selmcast-ssp bound s (default 3; selmcast-ssp 4); DSSP lower bound s_lo");
     cmd->add_option("--staleness-max", p.staleness_max, "DSSP upper bound s_hi");
     cmd->add_option("--aggregation", p.aggregation,
-                    "WBSP round aggregation: sum/n (as published) or mean");
+                    "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "
+                    "of the N live trainers, in every mode), mean (round modes), sum (immediate modes) "
+                    "or paper (each mode's published rule)");
     cmd->add_option("--groups", p.groups, "Hybrid: at most this many groups");
     cmd->add_option("--split-ratio", p.split_ratio,
                     "Hybrid: split groups where step times differ by this ratio");
@@ -196,6 +198,14 @@ int main(int argc, char** argv) {
       app.add_subcommand("compare", "Run one scenario under several modes and compare them");
   compare_cmd->add_option("--modes", compare_modes,
                           "Modes to run, comma-separated, from: " + modes);
+  int compare_repeats = 1;
+  compare_cmd->add_option("--repeats", compare_repeats,
+                          "Runs per mode (and rate), with seeds --seed, --seed+1, ...: the report "
+                          "gives medians and min-max ranges");
+  std::string lr_sweep;
+  compare_cmd->add_option("--lr-sweep", lr_sweep,
+                          "Run each mode at each of these learning rates, e.g. 0.05,0.1,0.2,0.4, "
+                          "and report each at its best (replaces --learning-rate)");
   compare.Add(compare_cmd);
   compare_cmd->get_option("--report-dir")->required();
 
@@ -240,14 +250,21 @@ int main(int argc, char** argv) {
     options.run = compare.run;
     options.modes = syncopate::base::SplitList(compare_modes);
     options.report_dir = compare.run.report_dir;
+    options.repeats = compare_repeats;
+    if (!lr_sweep.empty()) {
+      absl::StatusOr<std::vector<double>> rates = syncopate::base::ParseDoubleList(lr_sweep);
+      if (!rates.ok()) return Fail(rates.status(), 2);
+      options.learning_rates = *rates;
+    }
     absl::StatusOr<std::vector<syncopate::cli::CompareRow>> rows =
         syncopate::cli::RunCompare(options);
     if (!rows.ok()) return Fail(rows.status(), ExitCodeOf(rows.status()));
     std::printf("%s", syncopate::cli::FormatCompare(*rows).c_str());
-    std::printf("report: %s/compare.csv, %s/compare.svg\n", options.report_dir.c_str(),
+    std::printf("report: %s/compare.csv, %s/compare-runs.csv, %s/compare.svg\n",
+                options.report_dir.c_str(), options.report_dir.c_str(),
                 options.report_dir.c_str());
     for (const auto& row : *rows) {
-      if (row.summary && row.summary->interrupted) return 130;
+      if (row.interrupted()) return 130;
     }
     return 0;
   }

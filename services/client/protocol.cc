@@ -18,7 +18,18 @@ Protocol::Protocol(const SessionOptions& options, CoordinatorLink& coordinator, 
       trace_(trace),
       clock_(clock),
       peers_(peers),
-      joined_at_(clock.Now()) {}
+      joined_at_(clock.Now()) {
+  if (options_.evaluate && options_.evaluate_in_background) {
+    evaluator_ = std::make_unique<BackgroundEvaluator>(
+        options_.evaluate,
+        [this](double accuracy, absl::Time taken_at, absl::Duration took) {
+          AddTime(&SessionTimings::eval, took);
+          metrics_.eval_seconds.Increment(absl::ToDoubleSeconds(took));
+          ReportAccuracy(accuracy, taken_at);
+        },
+        [this] { return clock_.Now(); });
+  }
+}
 
 absl::Status Protocol::Begin(const tensor::TensorMap& initial) {
   v1::PushHeader header;
@@ -77,6 +88,7 @@ absl::StatusOr<std::optional<v1::Proceed>> Protocol::AwaitProceed(
       AddWait(waited);
       metrics_.wait_duration.Observe(absl::ToDoubleSeconds(waited));
       trace_.Record("start", {{"clock", proceed->clock()}, {"bound", proceed->staleness_bound()}});
+      push_weight_ = proceed->push_weight();
       return std::optional<v1::Proceed>(*std::move(proceed));
     }
     if (absl::IsOutOfRange(proceed.status())) {
@@ -118,10 +130,14 @@ void Protocol::MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap
       return;
     }
   }
+  if (evaluator_) {
+    evaluator_->Submit(model, start);
+    return;
+  }
   const double accuracy = options_.evaluate(model);
   AddTime(&SessionTimings::eval, clock_.Now() - start);
   metrics_.eval_seconds.Increment(absl::ToDoubleSeconds(clock_.Now() - start));
-  ReportAccuracy(accuracy);
+  ReportAccuracy(accuracy, start);
 }
 
 bool Protocol::evaluation_due() const {
@@ -129,11 +145,12 @@ bool Protocol::evaluation_due() const {
   return evaluation_due_;
 }
 
-void Protocol::ReportAccuracy(double accuracy) {
+void Protocol::ReportAccuracy(double accuracy, std::optional<absl::Time> taken_at) {
   {
     absl::MutexLock lock(&mu_);
     evaluation_due_ = false;
     accuracy_ = accuracy;
+    accuracy_taken_at_ = taken_at.value_or(clock_.Now());
   }
   metrics_.test_accuracy.Set(accuracy);
   trace_.Record("eval", {{"accuracy", accuracy}});
@@ -147,8 +164,9 @@ absl::Status Protocol::Push(const tensor::TensorMap& delta, int64_t clock) {
   header.set_incarnation(w.incarnation());
   header.set_sequence(++sequence_);
   header.set_apply_mode(w.push_mode());
-  // Each delta counts once: added whole (asp, ssp, dssp) or aggregated by its round.
-  header.set_weight(1.0f);
+  // Immediate pushes weigh what the last grant said (the job's step-size rule); round pushes
+  // count once, and their round applies the rule.
+  header.set_weight(push_weight_ > 0 ? static_cast<float>(push_weight_) : 1.0f);
   header.set_clock(clock);
   ASSIGN_OR_RETURN(uint64_t bytes, store_.Push(header, delta));
   const absl::Duration took = clock_.Now() - start;
@@ -173,7 +191,11 @@ absl::Status Protocol::Report(int64_t clock, float loss) {
   report.set_loss(loss);
   {
     absl::MutexLock lock(&mu_);
-    if (accuracy_) report.set_test_accuracy(*accuracy_);
+    if (accuracy_) {
+      report.set_test_accuracy(*accuracy_);
+      report.set_test_accuracy_age_seconds(
+          std::max(0.0, absl::ToDoubleSeconds(clock_.Now() - accuracy_taken_at_)));
+    }
     accuracy_.reset();
   }
   return coordinator_.ReportClock(report);

@@ -9,6 +9,7 @@
 #include <atomic>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 
@@ -16,6 +17,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/clock.h"
+#include "client/background_evaluator.h"
 #include "client/links.h"
 #include "client/peer_node.h"
 #include "client/session_options.h"
@@ -72,8 +74,9 @@ class Protocol {
   // Thread-safe. Without SessionOptions::evaluate: whether the coordinator asked this trainer for
   // an evaluation that no ReportAccuracy has answered yet.
   bool evaluation_due() const;
-  // Thread-safe. An accuracy the caller evaluated, sent with the next report.
-  void ReportAccuracy(double accuracy);
+  // Thread-safe. An accuracy the caller evaluated, of the model it had at `taken_at` (default:
+  // now), sent with the next report.
+  void ReportAccuracy(double accuracy, std::optional<absl::Time> taken_at = std::nullopt);
   // Thread-safe.
   v1::TrainerTimings Timings() const;
 
@@ -100,6 +103,7 @@ class Protocol {
   PeerLink* const peers_;
   const absl::Time joined_at_;
   uint64_t sequence_ = 0;
+  double push_weight_ = 0;  // of the last grant (0: none said)
   std::atomic<bool> done_{false};
   v1::TransferReport transfers_;  // the last exchange's, for the next report
 
@@ -108,6 +112,9 @@ class Protocol {
   std::optional<absl::Time> last_eval_ ABSL_GUARDED_BY(mu_);
   bool evaluation_due_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<double> accuracy_ ABSL_GUARDED_BY(mu_);  // for the next report
+  absl::Time accuracy_taken_at_ ABSL_GUARDED_BY(mu_);    // when its model was taken
+  // With SessionOptions::evaluate_in_background; declared last, so it stops first.
+  std::unique_ptr<BackgroundEvaluator> evaluator_;
 };
 
 }  // namespace syncopate::client

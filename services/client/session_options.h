@@ -31,6 +31,10 @@ struct SessionOptions {
   // caller evaluates its own model and reports it with Session::ReportAccuracy (under wbsp-overlap
   // the pull that asked for it may be applied only at the next Step).
   std::function<double(const tensor::TensorMap& model)> evaluate;
+  // With `evaluate`: evaluate on a thread of the session's own (background_evaluator.h), a
+  // snapshot at a time, so evaluating never stalls this trainer's steps and the accuracy is
+  // reported with the time its snapshot was taken; false: on the thread that received the model.
+  bool evaluate_in_background = true;
   // Polled at least every 200 ms while the session waits, on the caller's thread and (overlapped
   // modes) on the session's communication thread; returning true stops the session as
   // Session::Stop does (a language binding checks its pending signals here, on its own thread).

@@ -4,6 +4,7 @@
 // sequential modes.
 #include "client/session.h"
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <variant>
@@ -11,6 +12,7 @@
 #include "base/status_macros.h"
 #include "client/background_multicast.h"
 #include "client/peer_exchange.h"
+#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 
@@ -273,9 +275,10 @@ TEST_F(SessionTest, TheCallersAccuracyGoesOutWithTheNextReport) {
   EXPECT_FALSE(coordinator.reports[1].has_test_accuracy());
 }
 
-// With SessionOptions::evaluate, the session evaluates the model it pulled, at most every
-// eval_interval, and reports the result.
+// With SessionOptions::evaluate (here on the receiving thread), the session evaluates the model
+// it pulled, at most every eval_interval, and reports the result.
 TEST_F(SessionTest, EvaluatesPulledModelsAtMostEveryInterval) {
+  options_.evaluate_in_background = false;
   options_.eval_interval = absl::Seconds(10);
   std::vector<float> evaluated;
   options_.evaluate = [&](const tensor::TensorMap& model) {
@@ -482,6 +485,33 @@ INSTANTIATE_TEST_SUITE_P(
                       PathCase{"peer_rounds", false, true, false},
                       PathCase{"peer_background", false, true, true}),
     [](const ::testing::TestParamInfo<PathCase>& info) { return std::string(info.param.name); });
+
+// By default the evaluation runs on the session's own thread: a trainer whose evaluation has not
+// finished (it blocks here until the test releases it) keeps stepping.
+TEST_F(SessionTest, AnEvaluationInProgressDoesNotStallTheSteps) {
+  absl::Notification started, release;
+  std::atomic<int> evaluations{0};
+  options_.evaluate = [&](const tensor::TensorMap&) {
+    if (++evaluations == 1) started.Notify();
+    release.WaitForNotificationWithTimeout(absl::Seconds(60));
+    return 0.5;
+  };
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  for (int64_t c = 0; c < 5; ++c) {
+    v1::Proceed p = Grant(c, /*round=*/c, /*includes_clock=*/c);
+    p.set_evaluate(true);
+    coordinator.Script({p, absl::Seconds(4)});
+  }
+  store_.any_round = {{"w", {0, 0}}};
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_);
+  ASSERT_TRUE(session.Start().ok());
+  ASSERT_TRUE(started.WaitForNotificationWithTimeout(absl::Seconds(60)));
+  for (int i = 0; i < 4; ++i) EXPECT_EQ(session.Step(0.5f).value_or(false), true) << i;
+  EXPECT_EQ(coordinator.reports.size(), 4u);  // four steps while the first evaluation runs
+  EXPECT_EQ(evaluations.load(), 1);
+  release.Notify();
+  session.Close();
+}
 
 }  // namespace
 }  // namespace syncopate::client

@@ -138,7 +138,9 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
   UpdateTimings(key.id, report.timings());
   if (report.has_test_accuracy()) {
     accuracy_ = report.test_accuracy();
-    accuracy_at_ = absl::ToDoubleSeconds(now - started_at_);
+    // When the evaluated model was taken, not when its accuracy arrived.
+    accuracy_at_ = std::max(
+        0.0, absl::ToDoubleSeconds(now - started_at_) - report.test_accuracy_age_seconds());
   }
   EnqueueDecisions(*std::move(decisions));
   if (done_reason_.empty() && options_.target_accuracy > 0 && accuracy_ &&
@@ -405,6 +407,7 @@ void Coordinator::RunPending() {
           break;
       }
       p->set_staleness_bound(g.staleness_bound);
+      p->set_push_weight(policy_->PushWeight(static_cast<int>(membership_.live_count())));
       p->set_group(g.group);
       p->set_evaluate(g.trainer == evaluator);
       if (g.exchange) *p->mutable_exchange() = ExchangeOf(*g.exchange);

@@ -49,7 +49,7 @@ Decisions BoundedStalenessPolicy::Evaluate(absl::Time now) {
     // Round r is every trainer's push of clock r; no trainer can be past it before it closes.
     while (last_closed_round_ < *min) {
       decisions.close_rounds.push_back(RoundClose{++last_closed_round_, cuts_.Take(),
-                                                  Aggregation::kMean,
+                                                  config_.aggregation,
                                                   static_cast<int>(clocks_.size())});
     }
   }

@@ -18,6 +18,8 @@ struct BoundedStalenessConfig {
   int64_t staleness = 3;
   // Close a round when every live trainer has pushed it, and make grants pull that round (BSP).
   bool round_snapshots = false;
+  // The step-size rule: kSumOverN, or as published kMean (BSP) or kSum (ASP, SSP).
+  Aggregation aggregation = Aggregation::kSumOverN;
   // Hold the first grants until this many trainers joined, or until start_timeout after the first
   // join, so a run does not start with whoever happened to connect first.
   int min_trainers = 1;
@@ -33,6 +35,9 @@ class BoundedStalenessPolicy final : public ClockedPolicy {
     return config_.round_snapshots ? PushMode::kRound : PushMode::kImmediate;
   }
   int64_t staleness_bound() const override { return config_.staleness; }
+  double PushWeight(int live_trainers) const override {
+    return config_.round_snapshots ? 1.0 : ImmediatePushWeight(config_.aggregation, live_trainers);
+  }
 
   absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;

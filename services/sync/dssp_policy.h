@@ -21,6 +21,8 @@ struct DsspConfig {
   int64_t s_hi = 15;
   int min_trainers = 1;
   absl::Duration start_timeout = absl::Seconds(30);
+  // The step-size rule: kSumOverN, or kSum as published.
+  Aggregation aggregation = Aggregation::kSumOverN;
 };
 
 class DsspPolicy final : public ClockedPolicy {
@@ -33,6 +35,9 @@ class DsspPolicy final : public ClockedPolicy {
   // The hard cap.
   int64_t staleness_bound() const override { return config_.s_hi; }
   int64_t BoundOf(TrainerId trainer) const override;
+  double PushWeight(int live_trainers) const override {
+    return ImmediatePushWeight(config_.aggregation, live_trainers);
+  }
 
   absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;

@@ -134,7 +134,7 @@ void HybridPolicy::CloseCompleteGroups(Decisions* decisions) {
     RoundClose close{++last_closed_round_, cuts_.Take([&](TrainerId id) {
                        return !clocks_.Get(id) || std::count(ids.begin(), ids.end(), id) > 0;
                      }),
-                     Aggregation::kMean, static_cast<int>(ids.size())};
+                     config_.aggregation, static_cast<int>(group_.size())};
     for (TrainerId id : ids) {
       reported_.erase(id);
       decisions->grants.push_back(

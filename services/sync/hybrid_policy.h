@@ -26,6 +26,9 @@ struct HybridConfig {
   int max_groups = 2;
   double split_ratio = 1.5;
   int regroup_every = 8;
+  // The step-size rule: kSumOverN (1/N of all live trainers), or kMean, the group's mean, as
+  // published.
+  Aggregation aggregation = Aggregation::kSumOverN;
   double ewma_alpha = 0.3;
   int min_trainers = 1;
   absl::Duration start_timeout = absl::Seconds(30);

@@ -40,19 +40,30 @@ struct PullSpec {
   }
 };
 
-// How a round adds the pushes it takes to the model.
+// The step-size rule: how far one trainer's delta moves the global model (docs/modes.md).
 enum class Aggregation {
-  kMean,      // sum(delta) / pushes
-  kSumOverN,  // sum(delta) / N, N = live trainers at the close (WBSP as published)
+  // Each delta weighs 1/N, N = live trainers (at a round's close, or when an immediate push is
+  // granted): N trainer steps move the model as far as one step along their mean, whatever the
+  // mode. The default of every store mode (and WBSP as published).
+  kSumOverN,
+  // Round modes: sum(delta) / pushes in the round (BSP and hybrid as published).
+  kMean,
+  // Immediate modes: each delta weighs 1 (ASP, SSP and DSSP as published).
+  kSum,
 };
+
+// The weight of an immediate push under `aggregation` (kSum: 1; otherwise 1/N, N >= 1).
+inline double ImmediatePushWeight(Aggregation aggregation, int live_trainers) {
+  return aggregation == Aggregation::kSum ? 1.0 : 1.0 / (live_trainers > 0 ? live_trainers : 1);
+}
 
 // A round to close on every store shard: it takes each listed trainer's pending pushes up to the
 // given clock. Rounds are numbered 1, 2, ... across the whole job (and across groups).
 struct RoundClose {
   int64_t round = 0;
   std::map<TrainerId, int64_t> cuts;
-  Aggregation aggregation = Aggregation::kMean;
-  // For kSumOverN.
+  Aggregation aggregation = Aggregation::kSumOverN;
+  // For kSumOverN: every live trainer, not only those the round takes (a hybrid group's).
   int live_trainers = 0;
 };
 
@@ -143,6 +154,9 @@ class SyncPolicy {
   // Rounds closed so far (round snapshots only; 0 otherwise).
   virtual int64_t last_closed_round() const = 0;
 
+  // Immediate-push modes: the weight of a push granted now, with `live_trainers` live (1 for
+  // other modes; see Aggregation).
+  virtual double PushWeight(int /*live_trainers*/) const { return 1.0; }
   // Trainers compute and communicate on separate threads (wbsp-overlap).
   virtual bool overlap_communication() const { return false; }
   // P2P modes: trainers send their multicast in the background while they compute (selmcast-ssp).

@@ -1,5 +1,7 @@
 #include "sync/policy_factory.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "sync/bounded_staleness_policy.h"
@@ -29,16 +31,66 @@ absl::Status CheckStaleness(const PolicyOptions& options) {
       absl::StrCat(options.mode, " needs a staleness >= 0, got ", options.Staleness()));
 }
 
+bool IsPeerToPeer(const std::string& mode) {
+  return mode == "dssync" || mode == "selmcast" || mode == "orpheus" || mode == "selmcast-ssp";
+}
+
+bool PushesToRounds(const std::string& mode) {
+  return mode == "bsp" || mode == "hybrid" || mode == "wbsp" || mode == "wbsp-overlap";
+}
+
+std::string AggregationName(Aggregation a) {
+  switch (a) {
+    case Aggregation::kSumOverN:
+      return "sum/n";
+    case Aggregation::kMean:
+      return "mean";
+    case Aggregation::kSum:
+      return "sum";
+  }
+  return "";
+}
+
 }  // namespace
 
+absl::StatusOr<Aggregation> ResolveAggregation(const PolicyOptions& o) {
+  const std::string& a = o.aggregation;
+  if (a != "sum/n" && a != "mean" && a != "sum" && a != "paper") {
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown aggregation '", a, "' (supported: sum/n, mean, sum, paper)"));
+  }
+  if (IsPeerToPeer(o.mode)) {
+    if (a == "sum/n" || a == "paper") return Aggregation::kSumOverN;
+    return absl::InvalidArgumentError(
+        absl::StrCat(o.mode, " averages models: --aggregation=", a, " does not apply"));
+  }
+  const bool rounds = PushesToRounds(o.mode);
+  if (a == "paper") {
+    if (o.mode == "bsp" || o.mode == "hybrid") return Aggregation::kMean;
+    return rounds ? Aggregation::kSumOverN : Aggregation::kSum;
+  }
+  if (a == "sum/n") return Aggregation::kSumOverN;
+  if (a == "mean" && rounds) return Aggregation::kMean;
+  if (a == "sum" && !rounds) return Aggregation::kSum;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--aggregation=", a, " does not apply to ", o.mode, " (",
+      rounds ? "a round mode: sum/n, mean or paper" : "an immediate mode: sum/n, sum or paper",
+      ")"));
+}
+
 std::string DescribeMode(const PolicyOptions& o) {
-  if (o.mode == "ssp") return absl::StrCat("s=", o.Staleness());
-  if (o.mode == "dssp") return absl::StrCat("s=", o.Staleness(), "..", o.staleness_max);
-  if (o.mode == "wbsp" || o.mode == "wbsp-overlap")
-    return absl::StrCat("aggregation ", o.aggregation);
-  if (o.mode == "hybrid") {
-    return absl::StrCat("groups<=", o.groups, ", split ratio ", o.split_ratio, ", regroup every ",
-                        o.regroup_every, " rounds");
+  if (!IsPeerToPeer(o.mode)) {
+    absl::StatusOr<Aggregation> rule = ResolveAggregation(o);
+    const std::string deltas = rule.ok() ? AggregationName(*rule) : o.aggregation;
+    if (o.mode == "ssp") return absl::StrCat("s=", o.Staleness(), ", deltas ", deltas);
+    if (o.mode == "dssp") {
+      return absl::StrCat("s=", o.Staleness(), "..", o.staleness_max, ", deltas ", deltas);
+    }
+    if (o.mode == "hybrid") {
+      return absl::StrCat("groups<=", o.groups, ", split ratio ", o.split_ratio,
+                          ", regroup every ", o.regroup_every, " rounds, deltas ", deltas);
+    }
+    return absl::StrCat("deltas ", deltas);
   }
   if (o.mode == "dssync") return absl::StrCat("groups=", o.groups);
   if (o.mode == "selmcast" || o.mode == "orpheus") {
@@ -53,11 +105,19 @@ std::string DescribeMode(const PolicyOptions& o) {
 
 absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& options) {
   const std::string& mode = options.mode;
+  const std::vector<std::string> modes = SupportedModes();
+  if (std::find(modes.begin(), modes.end(), mode) == modes.end()) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown mode '", mode,
+                                                   "' (supported: ", absl::StrJoin(modes, ", "), ")"));
+  }
+  absl::StatusOr<Aggregation> aggregation = ResolveAggregation(options);
+  if (!aggregation.ok()) return aggregation.status();
   if (mode == "bsp" || mode == "asp" || mode == "ssp") {
     BoundedStalenessConfig config;
     config.name = mode;
     config.min_trainers = options.min_trainers;
     config.start_timeout = options.start_timeout;
+    config.aggregation = *aggregation;
     if (mode == "bsp") {
       config.staleness = 0;
       config.round_snapshots = true;
@@ -76,18 +136,12 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
                        " and ", options.staleness_max));
     }
     return std::make_unique<DsspPolicy>(DsspConfig{options.Staleness(), options.staleness_max,
-                                                   options.min_trainers, options.start_timeout});
+                                                   options.min_trainers, options.start_timeout,
+                                                   *aggregation});
   }
   if (mode == "wbsp" || mode == "wbsp-overlap") {
     WbspConfig config;
-    if (options.aggregation == "sum/n") {
-      config.aggregation = Aggregation::kSumOverN;
-    } else if (options.aggregation == "mean") {
-      config.aggregation = Aggregation::kMean;
-    } else {
-      return absl::InvalidArgumentError(
-          absl::StrCat("unknown aggregation '", options.aggregation, "' (supported: sum/n, mean)"));
-    }
+    config.aggregation = *aggregation;
     config.overlap = mode == "wbsp-overlap";
     config.min_trainers = options.min_trainers;
     config.start_timeout = options.start_timeout;
@@ -105,6 +159,7 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     config.max_groups = options.groups;
     config.split_ratio = options.split_ratio;
     config.regroup_every = options.regroup_every;
+    config.aggregation = *aggregation;
     config.min_trainers = options.min_trainers;
     config.start_timeout = options.start_timeout;
     return std::make_unique<HybridPolicy>(config);
@@ -144,8 +199,7 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     config.start_timeout = options.start_timeout;
     return std::make_unique<PeerRoundPolicy>(config);
   }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown mode '", mode, "' (supported: ", absl::StrJoin(SupportedModes(), ", "), ")"));
+  return absl::InternalError(absl::StrCat("mode '", mode, "' has no policy"));
 }
 
 }  // namespace syncopate::sync

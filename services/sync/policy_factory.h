@@ -19,7 +19,11 @@ struct PolicyOptions {
   std::optional<int64_t> staleness;
   // DSSP's upper bound s_hi (the hard cap).
   int64_t staleness_max = 15;
-  // WBSP's round aggregation: "sum/n" (each delta weighted 1/N, as published) or "mean".
+  // The step-size rule of the store modes (docs/modes.md): "sum/n", the default of every mode
+  // (each delta weighs 1/N, N live trainers); "mean" (round modes: the mean of a round's pushes);
+  // "sum" (immediate modes: weight 1); or "paper", the mode's published rule (bsp, hybrid: mean;
+  // wbsp: sum/n; asp, ssp, dssp: sum). Peer-to-peer modes average models and take only the
+  // default or "paper".
   std::string aggregation = "sum/n";
   // Hybrid: at most this many groups; split where neighbours' step times differ by this ratio;
   // propose a regrouping every this many rounds.
@@ -47,6 +51,10 @@ std::vector<std::string> SupportedModes();
 
 // The staleness bound a mode uses when none is given: 4 for selmcast-ssp (the paper's), else 3.
 int64_t DefaultStaleness(const std::string& mode);
+
+// The step-size rule options.aggregation names for options.mode ("paper" resolved); INVALID_ARGUMENT
+// for an unknown name or one the mode cannot use. Peer-to-peer modes: kSumOverN.
+absl::StatusOr<Aggregation> ResolveAggregation(const PolicyOptions& options);
 
 // The parameters that matter for options.mode, for reports ("s=3", "s=3..15", "sum/n", ...).
 std::string DescribeMode(const PolicyOptions& options);

@@ -62,6 +62,77 @@ TEST(PolicyFactory, RejectsUnknownModesAndBadOptions) {
   EXPECT_TRUE(rejects(o));
 }
 
+// The global model's change when each of 4 trainers pushes one step's delta (1, 2, 3 and 4) under
+// `mode` and `aggregation`, as the store applies them: immediate pushes with the weight their
+// grant carries (PushWeight with the 4 live), rounds by their close's aggregation.
+double GlobalChangeOfOneStepEach(const std::string& mode, const std::string& aggregation) {
+  PolicyOptions options;
+  options.mode = mode;
+  options.aggregation = aggregation;
+  options.min_trainers = 4;
+  std::unique_ptr<SyncPolicy> p = testing::Make(options);
+  if (p == nullptr) return -1;
+  const std::map<TrainerId, double> delta = {{1, 1.0}, {2, 2.0}, {3, 3.0}, {4, 4.0}};
+  Decisions d;
+  for (const auto& [id, _] : delta) EXPECT_TRUE(p->OnJoin(id, testing::kT0, &d).ok());
+  double change = 0;
+  for (const auto& [id, value] : delta) {
+    p->ObserveCompute(id, 1, 0.1);
+    absl::StatusOr<Decisions> after = p->OnClock(id, 1, testing::kT0);
+    EXPECT_TRUE(after.ok()) << after.status();
+    if (p->push_mode() == PushMode::kImmediate) change += p->PushWeight(4) * value;
+    if (after.ok()) d.Append(*std::move(after));
+  }
+  for (const RoundClose& close : d.close_rounds) {
+    double sum = 0;
+    for (const auto& [id, clock] : close.cuts) sum += clock >= 1 ? delta.at(id) : 0;
+    change += close.aggregation == Aggregation::kMean
+                  ? sum / static_cast<double>(close.cuts.size())
+                  : sum / close.live_trainers;
+  }
+  return change;
+}
+
+// The default rule: in every store mode, four trainers' steps move the model by their mean.
+TEST(StepSizeRule, EveryStoreModeMovesTheModelByTheMeanStepByDefault) {
+  for (const std::string mode : {"bsp", "asp", "ssp", "dssp", "wbsp", "wbsp-overlap", "hybrid"}) {
+    EXPECT_DOUBLE_EQ(GlobalChangeOfOneStepEach(mode, "sum/n"), 2.5) << mode;
+  }
+}
+
+// The published rules: weight 1 moves the model N = 4 times as far (asp, ssp, dssp); bsp's and a
+// single hybrid group's mean, and wbsp's sum/N, are the mean step.
+TEST(StepSizeRule, PublishedRulesKeepTheirDocumentedFactors) {
+  for (const std::string mode : {"asp", "ssp", "dssp"}) {
+    EXPECT_DOUBLE_EQ(GlobalChangeOfOneStepEach(mode, "paper"), 4 * 2.5) << mode;
+    EXPECT_DOUBLE_EQ(GlobalChangeOfOneStepEach(mode, "sum"), 4 * 2.5) << mode;
+  }
+  for (const std::string mode : {"bsp", "hybrid", "wbsp"}) {
+    EXPECT_DOUBLE_EQ(GlobalChangeOfOneStepEach(mode, "paper"), 2.5) << mode;
+    EXPECT_DOUBLE_EQ(GlobalChangeOfOneStepEach(mode, "mean"), 2.5) << mode;
+  }
+}
+
+// A value a mode cannot use is refused, naming what it can use.
+TEST(StepSizeRule, RefusesARuleTheModeCannotUse) {
+  PolicyOptions o;
+  o.mode = "bsp";
+  o.aggregation = "sum";
+  EXPECT_TRUE(absl::IsInvalidArgument(MakePolicy(o).status()));
+  o.mode = "asp";
+  o.aggregation = "mean";
+  EXPECT_TRUE(absl::IsInvalidArgument(MakePolicy(o).status()));
+  o.mode = "dssync";
+  EXPECT_TRUE(absl::IsInvalidArgument(MakePolicy(o).status()));
+  o.aggregation = "paper";
+  EXPECT_TRUE(MakePolicy(o).ok());
+  o.mode = "hybrid";
+  o.aggregation = "paper";
+  EXPECT_EQ(*ResolveAggregation(o), Aggregation::kMean);
+  o.mode = "wbsp";
+  EXPECT_EQ(*ResolveAggregation(o), Aggregation::kSumOverN);
+}
+
 // Random interleavings of reports, joins and leaves, for every mode: every report gets exactly
 // one grant, a bounded mode never grants past its bound, every reported push is taken by exactly
 // one round (cuts only move forward and never pass what was reported), rounds are numbered

@@ -112,17 +112,15 @@ TEST(CompareE2E, RunsEveryModeAndWritesOneReport) {
     ASSERT_FALSE(summary.is_discarded()) << mode;
     EXPECT_EQ(summary["mode"], mode);
   }
-  std::ifstream csv(dir + "/compare.csv");
-  std::vector<std::string> lines;
-  for (std::string line; std::getline(csv, line);) lines.push_back(line);
-  ASSERT_EQ(lines.size(), 3u);
-  EXPECT_EQ(lines[0].rfind("mode,reached_target,time_to_target_seconds,final_accuracy,", 0), 0u);
-  for (size_t i = 1; i < lines.size(); ++i) {
-    std::vector<std::string> fields = absl::StrSplit(lines[i], ',');
-    ASSERT_GE(fields.size(), 8u) << lines[i];
-    const double ratio = std::stod(fields[4]);
-    EXPECT_GT(ratio, 0) << lines[i];
-    EXPECT_LE(ratio, 1) << lines[i];
+  const std::vector<std::map<std::string, std::string>> rows = ReadCsv(dir + "/compare.csv");
+  ASSERT_EQ(rows.size(), 2u);
+  for (const auto& row : rows) {
+    EXPECT_EQ(row.at("runs"), "1");
+    EXPECT_EQ(row.at("learning_rate"), "0.1");
+    const double ratio = std::stod(row.at("compute_time_ratio"));
+    EXPECT_GT(ratio, 0) << row.at("mode");
+    EXPECT_LE(ratio, 1) << row.at("mode");
+    EXPECT_GT(std::stod(row.at("overhead_per_step_seconds")), 0) << row.at("mode");
   }
   std::ifstream svg(dir + "/compare.svg");
   std::stringstream picture;
@@ -131,11 +129,47 @@ TEST(CompareE2E, RunsEveryModeAndWritesOneReport) {
   EXPECT_NE(picture.str().find("wbsp-overlap"), std::string::npos);
 }
 
+// --repeats and --lr-sweep: every (rate, seed) runs in its own directory; compare.csv reports each
+// mode once, at the rate that did best, over its seeds; compare-runs.csv lists every run.
+TEST(CompareE2E, RepeatsAndSweepsRunEveryRateAndSeedAndReportTheBest) {
+  const std::string dir = MakeTempDir("compare-sweep");
+  const int status = RunSyncopate("compare", dir,
+                                  {"--modes=asp", "--trainers=2", "--repeats=2",
+                                   "--lr-sweep=0.02,0.2", "--seed=7", "--target-accuracy=0.99",
+                                   "--time-limit=4s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  for (const std::string rate : {"0.02", "0.2"}) {
+    for (const std::string seed : {"7", "8"}) {
+      nlohmann::json summary =
+          ReadJson(absl::StrCat(dir, "/asp/lr-", rate, "/seed-", seed, "/summary.json"));
+      EXPECT_EQ(summary["mode"], "asp") << rate << " " << seed;
+    }
+  }
+  const std::vector<std::map<std::string, std::string>> modes = ReadCsv(dir + "/compare.csv");
+  ASSERT_EQ(modes.size(), 1u);
+  EXPECT_EQ(modes[0].at("runs"), "2");
+  const std::vector<std::map<std::string, std::string>> runs = ReadCsv(dir + "/compare-runs.csv");
+  ASSERT_EQ(runs.size(), 4u);
+  // The reported rate is the one whose runs ended more accurate (neither reaches 0.99 in 4 s).
+  std::map<std::string, double> accuracy;
+  for (const auto& run : runs) accuracy[run.at("learning_rate")] += std::stod(run.at("final_accuracy"));
+  const std::string best = accuracy["0.2"] > accuracy["0.02"] ? "0.2" : "0.02";
+  EXPECT_EQ(modes[0].at("learning_rate"), best);
+  std::ifstream band(dir + "/asp/band.csv");
+  std::string header;
+  std::getline(band, header);
+  EXPECT_EQ(header, "seconds,median,min,max");
+}
+
 TEST(CompareE2E, BadModeListIsAClearErrorAndRunsNothing) {
   const std::string dir = MakeTempDir("compare-bad") + "/report";
   EXPECT_EQ(ExitCode(RunSyncopate("compare", dir, {"--modes=bsp,bogus"})), 2);
   EXPECT_EQ(ExitCode(RunSyncopate("compare", dir, {"--modes=bsp,bsp"})), 2);
   EXPECT_EQ(ExitCode(RunSyncopate("compare", dir, {"--modes=wbsp", "--aggregation=median"})), 2);
+  EXPECT_EQ(ExitCode(RunSyncopate("compare", dir, {"--modes=asp", "--aggregation=mean"})), 2);
+  EXPECT_EQ(ExitCode(RunSyncopate("compare", dir, {"--modes=bsp", "--repeats=0"})), 2);
+  EXPECT_EQ(ExitCode(RunSyncopate("compare", dir, {"--modes=bsp", "--lr-sweep=0.1,0.1"})), 2);
+  EXPECT_EQ(ExitCode(RunSyncopate("compare", dir, {"--modes=bsp", "--lr-sweep=0.1,-1"})), 2);
   std::ifstream report(dir + "/compare.csv");
   EXPECT_FALSE(report.good()) << "nothing may run for bad flags";
 }

@@ -7,6 +7,7 @@
 #include <set>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gtest/gtest.h"
 
@@ -15,6 +16,20 @@ namespace syncopate::e2e {
 nlohmann::json ReadJson(const std::string& path) {
   std::ifstream in(path);
   return nlohmann::json::parse(in, nullptr, /*allow_exceptions=*/false);
+}
+
+std::vector<std::map<std::string, std::string>> ReadCsv(const std::string& path) {
+  std::ifstream in(path);
+  std::string line;
+  std::vector<std::map<std::string, std::string>> rows;
+  if (!std::getline(in, line)) return rows;
+  const std::vector<std::string> header = absl::StrSplit(line, ',');
+  while (std::getline(in, line)) {
+    const std::vector<std::string> fields = absl::StrSplit(line, ',');
+    std::map<std::string, std::string>& row = rows.emplace_back();
+    for (size_t i = 0; i < header.size(); ++i) row[header[i]] = i < fields.size() ? fields[i] : "";
+  }
+  return rows;
 }
 
 std::vector<nlohmann::json> ReadTrace(const std::string& dir, int rank) {

@@ -15,6 +15,10 @@ namespace syncopate::e2e {
 
 nlohmann::json ReadJson(const std::string& path);
 
+// The rows of a CSV file with a header line and no quoted commas, as column -> value (a missing
+// trailing value reads as ""); empty for a missing file.
+std::vector<std::map<std::string, std::string>> ReadCsv(const std::string& path);
+
 // The events of trainer `rank`'s trace, in file order.
 std::vector<nlohmann::json> ReadTrace(const std::string& dir, int rank);
 
