@@ -39,10 +39,8 @@ def time_of(row: dict) -> Optional[float]:
 def spread(values: List[float], digits: int = 2) -> str:
     if not values:
         return "n/a"
-    median = statistics.median(values)
-    if min(values) == max(values):
-        return f"{median:.{digits}f}"
-    return f"{median:.{digits}f} [{min(values):.{digits}f}–{max(values):.{digits}f}]"
+    median, low, high = (f"{v:.{digits}f}" for v in (statistics.median(values), min(values), max(values)))
+    return median if low == high else f"{median} [{low}–{high}]"
 
 
 def figure(values: List[float], paper: Optional[float], runs: str, what: str, paper_text: str,

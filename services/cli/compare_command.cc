@@ -30,12 +30,9 @@ std::string SpreadCsv(const std::optional<Spread>& s, const char* format) {
 std::string SpreadText(const std::optional<Spread>& s, const char* format,
                        const std::string& none = "n/a") {
   if (!s) return none;
-  std::string text = absl::StrFormat(format, s->median);
-  if (s->min != s->max) {
-    absl::StrAppend(&text, " [", absl::StrFormat(format, s->min), "-",
-                    absl::StrFormat(format, s->max), "]");
-  }
-  return text;
+  const std::string median = absl::StrFormat(format, s->median);
+  const std::string low = absl::StrFormat(format, s->min), high = absl::StrFormat(format, s->max);
+  return low == high ? median : absl::StrCat(median, " [", low, "-", high, "]");
 }
 
 std::string TrialDir(const CompareOptions& o, const std::string& mode, double rate,

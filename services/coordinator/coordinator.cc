@@ -1,6 +1,7 @@
 #include "coordinator/coordinator.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "spdlog/spdlog.h"
@@ -138,9 +139,11 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
   UpdateTimings(key.id, report.timings());
   if (report.has_test_accuracy()) {
     accuracy_ = report.test_accuracy();
-    // When the evaluated model was taken, not when its accuracy arrived.
-    accuracy_at_ = std::max(
-        0.0, absl::ToDoubleSeconds(now - started_at_) - report.test_accuracy_age_seconds());
+    // When the evaluated model was taken, not when its accuracy arrived (an age that is not a
+    // finite, non-negative number counts as 0).
+    const double age = report.test_accuracy_age_seconds();
+    accuracy_at_ = std::max(0.0, absl::ToDoubleSeconds(now - started_at_) -
+                                     (std::isfinite(age) && age > 0 ? age : 0.0));
   }
   EnqueueDecisions(*std::move(decisions));
   if (done_reason_.empty() && options_.target_accuracy > 0 && accuracy_ &&

@@ -58,12 +58,7 @@ TEST(ModesE2E, DsspStaysWithinItsUpperBoundAndUsesTheRange) {
       RunLocal(dir, {"--mode=dssp", "--staleness=1", "--staleness-max=4", "--trainers=3",
                      "--slowdown=1,1,6", "--target-accuracy=0.99", "--time-limit=12s"});
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
-  std::map<int, std::vector<nlohmann::json>> traces;
-  for (int r = 0; r < 3; ++r) traces[r] = ReadTrace(dir, r);
-  int64_t max_gap = 0;
-  std::vector<std::string> violations = StalenessViolations(traces, 4, &max_gap);
-  EXPECT_TRUE(violations.empty()) << violations.size() << " violations, first: "
-                                  << (violations.empty() ? "" : violations.front());
+  const int64_t max_gap = ExpectStalenessWithin(dir, 3, 4);
   // The controller let the fast trainers past s_lo = 1 (the slow one is 6x slower).
   EXPECT_GT(max_gap, 1);
   EXPECT_LE(max_gap, 4);
@@ -77,12 +72,7 @@ TEST(ModesE2E, UnderEmulatedStepsSspIsHeldAtItsBound) {
       RunLocal(dir, {"--mode=ssp", "--staleness=2", "--trainers=2", "--slowdown=1,4",
                      "--step-time=100ms", "--target-accuracy=0.99", "--time-limit=10s"});
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
-  std::map<int, std::vector<nlohmann::json>> traces;
-  for (int r = 0; r < 2; ++r) traces[r] = ReadTrace(dir, r);
-  int64_t max_gap = 0;
-  std::vector<std::string> violations = StalenessViolations(traces, 2, &max_gap);
-  EXPECT_TRUE(violations.empty()) << violations.size() << " violations, first: "
-                                  << (violations.empty() ? "" : violations.front());
+  const int64_t max_gap = ExpectStalenessWithin(dir, 2, 2);
   EXPECT_EQ(max_gap, 2) << "the fast trainer should run into the bound; see " << dir;
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   std::map<int, nlohmann::json> trainer;

@@ -43,6 +43,17 @@ std::vector<nlohmann::json> ReadTrace(const std::string& dir, int rank) {
   return events;
 }
 
+int64_t ExpectStalenessWithin(const std::string& dir, int trainers, int64_t s) {
+  std::map<int, std::vector<nlohmann::json>> traces;
+  for (int r = 0; r < trainers; ++r) traces[r] = ReadTrace(dir, r);
+  int64_t max_gap = 0;
+  std::vector<std::string> violations = StalenessViolations(traces, s, &max_gap);
+  EXPECT_TRUE(violations.empty()) << violations.size() << " violations, first: "
+                                  << (violations.empty() ? "" : violations.front()) << "; see "
+                                  << dir;
+  return max_gap;
+}
+
 std::vector<std::string> StalenessViolations(
     const std::map<int, std::vector<nlohmann::json>>& traces, int64_t s, int64_t* max_gap) {
   // Completion times of each trainer's clocks.

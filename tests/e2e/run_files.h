@@ -30,6 +30,10 @@ std::vector<nlohmann::json> ReadTrace(const std::string& dir, int rank);
 std::vector<std::string> StalenessViolations(
     const std::map<int, std::vector<nlohmann::json>>& traces, int64_t s, int64_t* max_gap);
 
+// Checks (gtest expectations) from the traces of trainers 0..trainers-1 in `dir` that the
+// bounded-staleness guarantee held for bound `s` (StalenessViolations); returns the largest gap.
+int64_t ExpectStalenessWithin(const std::string& dir, int trainers, int64_t s);
+
 // Checks (gtest expectations) that every round's snapshot checksums, one per store shard, are the
 // same for all trainers that pulled it, and that more than 10 rounds were pulled by at least
 // `min_pullers` trainers (so the check is not vacuous).
