@@ -68,9 +68,10 @@ TEST(ReadmeE2E, DemoScriptRunsWhereNoRunsFolderExists) {
   EXPECT_TRUE(absl::StartsWith(made[0], "demo-")) << made[0];
   const std::string report = runs + "/" + made[0];
   // The comparison table on the terminal: its header, then one row per mode.
-  EXPECT_TRUE(absl::StrContains(output, "mode          time to target   final accuracy")) << output;
+  EXPECT_TRUE(absl::StrContains(output, "mode          lr     time to target (runs)")) << output;
   for (const std::string mode : {"bsp", "wbsp"}) {
-    EXPECT_TRUE(std::regex_search(output, std::regex("\n" + mode + " +(not reached|[0-9.]+s) ")))
+    EXPECT_TRUE(
+        std::regex_search(output, std::regex("\n" + mode + " +[0-9.]+ +(not reached|[0-9.]+s) ")))
         << mode << " has no row in\n"
         << output;
     EXPECT_EQ(ReadJson(report + "/" + mode + "/summary.json")["trainers"], 4) << mode;
