@@ -92,7 +92,7 @@ int main(int argc, char** argv) {
   prometheus::Registry registry;
   store::StoreMetrics metrics(registry);
   store::ParameterTable table;
-  store::StoreService service(table, metrics, 0, 1);
+  store::StoreService service(table, metrics, 0, 1, /*incarnation=*/1);
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   if (!rpc::StartServer("127.0.0.1:0", {&service}, &server, &port).ok()) return 1;

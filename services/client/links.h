@@ -48,7 +48,9 @@ struct PulledModel {
   uint64_t bytes = 0;
 };
 
-// The parameter store, all shards of it. Used by one thread at a time.
+// The parameter store, all shards of it. Used by one thread at a time. Every call rides out a
+// shard's restart: transient failures (UNAVAILABLE, RESOURCE_EXHAUSTED) are retried with backoff
+// within the link's allowance, and returned only when it is spent.
 class StoreLink {
  public:
   virtual ~StoreLink() = default;
@@ -56,11 +58,10 @@ class StoreLink {
   // Creates the tensors on their shards (no-op where they exist). The store's refusal as it is
   // (FAILED_PRECONDITION for a tensor that exists with another shape, new tensors after rounds
   // have closed, or a trainer that is not a member; INVALID_ARGUMENT for a value that is not
-  // finite); UNAVAILABLE when a shard cannot be reached within the link's deadline.
+  // finite); UNAVAILABLE when a shard stays unreachable.
   virtual absl::Status Initialize(const v1::PushHeader& header,
                                   const tensor::TensorMap& values) = 0;
-  // Pushes a delta, retrying transport failures within the link's deadline (the header's
-  // sequence makes a retry apply at most once). Returns the bytes sent. The store's refusal as it
+  // Pushes a delta (the header's sequence makes a retry apply at most once). Returns the bytes sent. The store's refusal as it
   // is (NOT_FOUND for a tensor the store does not hold in that shape; INVALID_ARGUMENT for a wrong
   // length or a value that is not finite; FAILED_PRECONDITION for a trainer that left, was
   // evicted or has a stale incarnation); UNAVAILABLE when a shard stays unreachable.

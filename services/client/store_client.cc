@@ -4,27 +4,58 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/backoff.h"
 #include "rpc/grpc_util.h"
+#include "spdlog/spdlog.h"
 
 namespace syncopate::client {
 
+namespace {
+
+bool Transient(const absl::Status& status) {
+  return absl::IsUnavailable(status) || absl::IsResourceExhausted(status);
+}
+
+}  // namespace
+
 StoreClient::StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
-                         uint32_t chunk_bytes, LinkLimits limits)
+                         uint32_t chunk_bytes, LinkLimits limits, absl::Duration retry_for)
     : addresses_(std::move(addresses)),
       timeout_(timeout),
       chunk_bytes_(chunk_bytes),
-      limits_(limits) {
+      limits_(limits),
+      retry_for_(retry_for) {
   for (const std::string& address : addresses_) {
     stubs_.push_back(v1::ParameterStore::NewStub(rpc::MakeChannel(address)));
   }
 }
 
-absl::Status StoreClient::ForEachShard(const std::function<absl::Status(size_t)>& fn) {
-  if (stubs_.size() == 1) return fn(0);
+absl::Status StoreClient::ForEachShard(const std::string& what,
+                                       const std::function<absl::Status(size_t)>& fn) {
+  auto with_retries = [&](size_t shard) {
+    const absl::Time start = absl::Now();
+    base::Backoff backoff;
+    absl::Status status = fn(shard);
+    while (Transient(status) && absl::Now() - start < retry_for_) {
+      if (backoff.failures() == 0) {
+        spdlog::warn("{} on store {} failed, retrying with backoff for up to {}: {}", what,
+                     addresses_[shard], absl::FormatDuration(retry_for_), status.ToString());
+      }
+      absl::SleepFor(backoff.Next());
+      status = fn(shard);
+    }
+    if (backoff.failures() > 0 && status.ok()) {
+      spdlog::info("{} on store {} went through after {} and {} retries", what, addresses_[shard],
+                   absl::FormatDuration(absl::Trunc(absl::Now() - start, absl::Milliseconds(1))),
+                   backoff.failures());
+    }
+    return status;
+  };
+  if (stubs_.size() == 1) return with_retries(0);
   std::vector<absl::Status> results(stubs_.size());
   std::vector<std::thread> threads;
   for (size_t s = 0; s < stubs_.size(); ++s) {
-    threads.emplace_back([&, s] { results[s] = fn(s); });
+    threads.emplace_back([&, s] { results[s] = with_retries(s); });
   }
   for (std::thread& t : threads) t.join();
   for (const absl::Status& s : results) {
@@ -71,7 +102,8 @@ absl::Status StoreClient::Initialize(const v1::PushHeader& header,
   for (const auto& entry : values) {
     by_shard[tensor::ShardOf(entry.first, stubs_.size())].push_back(&entry);
   }
-  return ForEachShard([&](size_t s) { return SendTo(s, true, header, by_shard[s]); });
+  return ForEachShard("initialize",
+                      [&](size_t s) { return SendTo(s, true, header, by_shard[s]); });
 }
 
 absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
@@ -82,16 +114,8 @@ absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
     by_shard[tensor::ShardOf(entry.first, stubs_.size())].push_back(&entry);
     bytes += entry.second.size() * sizeof(float);
   }
-  const absl::Time deadline = absl::Now() + timeout_;
-  absl::Status status = ForEachShard([&](size_t s) {
-    absl::Status result;
-    do {
-      result = SendTo(s, false, header, by_shard[s]);
-      if (result.code() != absl::StatusCode::kUnavailable) break;
-      absl::SleepFor(absl::Milliseconds(100));
-    } while (absl::Now() < deadline);
-    return result;
-  });
+  absl::Status status =
+      ForEachShard("push", [&](size_t s) { return SendTo(s, false, header, by_shard[s]); });
   if (!status.ok()) return status;
   return bytes;
 }
@@ -152,7 +176,8 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
 
 absl::StatusOr<PulledModel> StoreClient::Pull(int64_t round) {
   std::vector<PulledModel> parts(stubs_.size());
-  absl::Status status = ForEachShard([&](size_t s) { return PullFrom(s, round, &parts[s]); });
+  absl::Status status = ForEachShard(round < 0 ? "live pull" : absl::StrCat("pull of round ", round),
+                                     [&](size_t s) { return PullFrom(s, round, &parts[s]); });
   if (!status.ok()) return status;
   PulledModel model;
   model.round = round;

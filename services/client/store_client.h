@@ -24,20 +24,25 @@ struct LinkLimits {
 };
 
 // Thread-compatible: one trainer thread uses it. Calls to several shards run in parallel.
+//
+// Transient failures are retried per shard with capped exponential backoff and jitter, for up to
+// `retry_for`: UNAVAILABLE (a shard down, restarting, or not yet reconciled by the coordinator)
+// and RESOURCE_EXHAUSTED (backpressure). A shard's outage is logged when it starts and when it
+// ends, not per attempt. Any other refusal is returned at once.
 class StoreClient final : public StoreLink {
  public:
   // `timeout` bounds each RPC; `chunk_bytes` sizes stream chunks.
   StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
-              uint32_t chunk_bytes = tensor::kDefaultChunkBytes, LinkLimits limits = {});
+              uint32_t chunk_bytes = tensor::kDefaultChunkBytes, LinkLimits limits = {},
+              absl::Duration retry_for = absl::Minutes(2));
 
   size_t shard_count() const { return stubs_.size(); }
 
   // Creates the tensors on their shards (no-op where they exist).
   absl::Status Initialize(const v1::PushHeader& header, const tensor::TensorMap& values) override;
 
-  // Pushes a delta; on a transport failure (UNAVAILABLE) the same push (same sequence) is retried
-  // until the timeout, and the store's idempotency key keeps it from applying twice. Returns bytes
-  // sent.
+  // Pushes a delta; a retry sends the same push (same sequence), and the store's idempotency key
+  // keeps it from applying twice. Returns bytes sent.
   absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
                                 const tensor::TensorMap& delta) override;
 
@@ -49,14 +54,16 @@ class StoreClient final : public StoreLink {
                       const std::vector<const tensor::TensorMap::value_type*>& tensors);
   // Pulls one shard's tensors into `out` (its checksums get that shard's one entry).
   absl::Status PullFrom(size_t shard, int64_t round, PulledModel* out);
-  // Runs fn(shard) for every shard concurrently; the first error wins.
-  absl::Status ForEachShard(const std::function<absl::Status(size_t)>& fn);
+  // Runs fn(shard) for every shard concurrently, each retried while transient (see above); the
+  // first error wins.
+  absl::Status ForEachShard(const std::string& what, const std::function<absl::Status(size_t)>& fn);
 
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<v1::ParameterStore::Stub>> stubs_;
   absl::Duration timeout_;
   uint32_t chunk_bytes_;
   LinkLimits limits_;
+  absl::Duration retry_for_;
 };
 
 }  // namespace syncopate::client

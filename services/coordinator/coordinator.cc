@@ -31,7 +31,9 @@ Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<sync::SyncP
       clock_(clock),
       metrics_(metrics),
       started_at_(clock.Now()),
-      policy_(std::move(policy)) {
+      policy_(std::move(policy)),
+      store_backoff_(options.store_backoff),
+      next_probe_(started_at_) {
   absl::MutexLock lock(&mu_);
   metrics_.staleness_bound.Set(static_cast<double>(policy_->staleness_bound()));
 }
@@ -56,6 +58,7 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&mu_);
   // Checked before anything changes: a refused join leaves the membership as it was.
+  if (!failure_.empty()) return absl::FailedPreconditionError("the job failed: " + failure_);
   const bool peer_to_peer = policy_->push_mode() == sync::PushMode::kNone;
   if (peer_to_peer && join.peer_address().empty()) {
     return absl::InvalidArgumentError(
@@ -320,24 +323,106 @@ v1::CloseRoundRequest Coordinator::ToRequest(const sync::RoundClose& close) cons
   return request;
 }
 
+void Coordinator::Fail(const std::string& reason) {
+  if (!failure_.empty()) return;
+  failure_ = reason;
+  spdlog::error("the job cannot go on: {}", reason);
+  std::vector<SessionKey> live;
+  for (const auto& [id, session] : sessions_) live.push_back({id, session.incarnation});
+  for (const SessionKey& key : live) Depart(key, "evicted", "the job failed: " + reason);
+}
+
 void Coordinator::ActionLoop() {
   while (true) {
     {
       absl::MutexLock lock(&mu_);
       auto work = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-        return stopping_ || !pending_.empty() || membership_dirty_;
+        return stopping_ || (!backing_off_ && (!pending_.empty() || membership_dirty_));
       };
       mu_.AwaitWithTimeout(absl::Condition(&work), options_.tick);
       if (stopping_) return;
     }
     Tick();
+    ProbeStores();
     RunPending();
   }
+}
+
+void Coordinator::StoreCallFailed(const std::string& what, const absl::Status& status) {
+  // A shard that restarted must get the membership and the job's round before anything else.
+  membership_dirty_ = true;
+  backing_off_ = true;
+  retry_at_ = clock_.Now() + store_backoff_.Next();
+  metrics_.store_call_failures.Increment();
+  if (!stores_failing_since_) {
+    stores_failing_since_ = clock_.Now();
+    spdlog::warn("{} failed (retrying with backoff; logged again when the stores answer): {}",
+                 what, status.ToString());
+  }
+}
+
+void Coordinator::StoreCallSucceeded() {
+  if (stores_failing_since_) {
+    spdlog::info("the stores answer again after {} and {} failed attempts",
+                 absl::FormatDuration(absl::Trunc(clock_.Now() - *stores_failing_since_,
+                                                  absl::Milliseconds(1))),
+                 store_backoff_.failures());
+    stores_failing_since_.reset();
+  }
+  store_backoff_.Reset();
+}
+
+void Coordinator::ObserveShards(const std::vector<ShardState>& shards, bool reconciled) {
+  shards_.resize(shards.size());
+  for (size_t i = 0; i < shards.size(); ++i) {
+    ShardState& known = shards_[i];
+    const ShardState& now = shards[i];
+    const bool restarted = known.incarnation != 0 && now.incarnation != known.incarnation;
+    if (!reconciled) {
+      if (restarted) {
+        spdlog::info("store shard {} ({}) restarted: reconciling it", i, stores_.addresses()[i]);
+        membership_dirty_ = true;
+      } else if (known.incarnation != 0) {
+        known.holds_model = known.holds_model || now.holds_model;
+      }
+      continue;
+    }
+    if (restarted) {
+      ++store_restarts_;
+      metrics_.store_restarts.Increment();
+      spdlog::warn("store shard {} ({}) restarted; it resumed at round {} ({} rounds lost on it)",
+                   i, stores_.addresses()[i], now.last_closed_round, now.rounds_skipped);
+      if (known.holds_model && !now.holds_model) {
+        Fail(absl::StrCat("store shard ", i, " (", stores_.addresses()[i],
+                          ") restarted without its model: give the stores a --checkpoint-dir"));
+      }
+    }
+    store_rounds_lost_ += now.rounds_skipped;
+    metrics_.store_rounds_lost.Increment(static_cast<double>(now.rounds_skipped));
+    const bool held = !restarted && known.holds_model;
+    known = now;
+    known.holds_model = held || now.holds_model;
+  }
+}
+
+void Coordinator::ProbeStores() {
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_.Now();
+    if (backing_off_ || now < next_probe_) return;
+    next_probe_ = now + options_.store_probe_interval;
+  }
+  // A shard that cannot be reached shows in the calls that need it; nothing to learn here.
+  absl::StatusOr<std::vector<ShardState>> shards = stores_.Probe();
+  if (!shards.ok()) return;
+  absl::MutexLock lock(&mu_);
+  ObserveShards(*shards, /*reconciled=*/false);
 }
 
 void Coordinator::Tick() {
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&mu_);
+  if (backing_off_ && now >= retry_at_) backing_off_ = false;
   for (const sync::Member& m : membership_.Expired(now, options_.eviction_timeout)) {
     metrics_.evictions.Add({{"reason", "heartbeat_timeout"}}).Increment();
     spdlog::warn("trainer {} ('{}') silent for over {}; evicted", m.id, m.name,
@@ -351,10 +436,12 @@ void Coordinator::RunPending() {
   while (true) {
     std::vector<sync::Member> members;
     bool sync_members = false;
+    int64_t last_round = 0;
     Action action;
     {
       absl::MutexLock lock(&mu_);
-      if (stopping_) return;
+      if (stopping_ || backing_off_) return;
+      last_round = last_round_;
       if (membership_dirty_) {
         members = membership_.Live();
         membership_dirty_ = false;
@@ -366,28 +453,35 @@ void Coordinator::RunPending() {
       }
     }
     if (sync_members) {
-      absl::Status status = stores_.SetMembership(members);
-      if (!status.ok()) {
-        spdlog::warn("store membership update failed (will retry): {}", status.ToString());
-        absl::MutexLock lock(&mu_);
-        membership_dirty_ = true;
+      absl::StatusOr<std::vector<ShardState>> shards = stores_.SetMembership(members, last_round);
+      absl::MutexLock lock(&mu_);
+      if (!shards.ok()) {
+        StoreCallFailed("updating the stores' membership", shards.status());
         return;
       }
+      StoreCallSucceeded();
+      ObserveShards(*shards, /*reconciled=*/true);
       continue;
     }
     for (const v1::CloseRoundRequest& close : action.close_rounds) {
+      // Closed on every shard by an earlier attempt of this action: a shard that restarted since
+      // has caught up past it, so it must not be asked again.
+      if (close.round() <= last_round) continue;
       const absl::Time start = clock_.Now();
       absl::Status status = stores_.CloseRound(close);
+      absl::MutexLock lock(&mu_);
       if (!status.ok()) {
-        spdlog::warn("closing round {} failed (will retry): {}", close.round(), status.ToString());
+        StoreCallFailed(absl::StrCat("closing round ", close.round()), status);
         return;
       }
+      StoreCallSucceeded();
+      last_round = last_round_ = close.round();
+      ++rounds_closed_;
       metrics_.close_round_duration.Observe(absl::ToDoubleSeconds(clock_.Now() - start));
       metrics_.rounds_closed.Increment();
     }
     absl::MutexLock lock(&mu_);
     pending_.pop_front();
-    rounds_closed_ += static_cast<int64_t>(action.close_rounds.size());
     const sync::TrainerId evaluator = Evaluator();
     const absl::Time now = clock_.Now();
     for (auto& [outbox, directive] : action.sends) outbox->Send(std::move(directive));
@@ -462,6 +556,9 @@ v1::ClusterStatus Coordinator::Status() const {
   status.set_groups(static_cast<uint32_t>(policy_->group_count()));
   status.set_done(!done_reason_.empty());
   status.set_done_reason(done_reason_);
+  status.set_store_restarts(store_restarts_);
+  status.set_store_rounds_lost(store_rounds_lost_);
+  status.set_failure(failure_);
   return status;
 }
 

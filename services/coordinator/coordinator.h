@@ -7,11 +7,13 @@
 #include <deque>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "base/backoff.h"
 #include "base/clock.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/outbox.h"
@@ -34,6 +36,10 @@ struct CoordinatorOptions {
   double target_accuracy = 0;
   // Peer-to-peer modes: how long one exchange may wait for its peers (told to trainers).
   absl::Duration exchange_timeout = absl::Seconds(10);
+  // How often the stores are asked who they are, to notice a shard that restarted while nothing
+  // needed it; and how failed store calls are retried.
+  absl::Duration store_probe_interval = absl::Seconds(1);
+  base::BackoffOptions store_backoff;
 };
 
 struct SessionKey {
@@ -105,10 +111,24 @@ class Coordinator {
   v1::PeerExchange ExchangeOf(const sync::PeerExchange& exchange) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
+  // The job cannot go on: every trainer is evicted with `reason`, and later joins are refused.
+  void Fail(const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+
   void ActionLoop();
   void Tick() ABSL_LOCKS_EXCLUDED(mu_);
-  // Carries out pending actions until one fails (kept for the next tick) or none is left.
+  // Carries out pending actions until one fails (retried after a backoff, membership first) or
+  // none is left.
   void RunPending() ABSL_LOCKS_EXCLUDED(mu_);
+  // Every store_probe_interval: asks the shards who they are; a restarted one is reconciled.
+  void ProbeStores() ABSL_LOCKS_EXCLUDED(mu_);
+  void StoreCallFailed(const std::string& what, const absl::Status& status)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void StoreCallSucceeded() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Compares shard states with the last known ones. A new incarnation seen by a probe asks for a
+  // reconciliation; one in a membership reply is a restart reconciled (counted with its lost
+  // rounds). A shard that held a model and came back without one fails the job.
+  void ObserveShards(const std::vector<ShardState>& shards, bool reconciled)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const CoordinatorOptions options_;
   StoreControl& stores_;
@@ -131,6 +151,18 @@ class Coordinator {
   std::optional<double> accuracy_ ABSL_GUARDED_BY(mu_);
   std::string done_reason_ ABSL_GUARDED_BY(mu_);  // non-empty once training is done
   double accuracy_at_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string failure_ ABSL_GUARDED_BY(mu_);  // non-empty once the job cannot go on
+
+  // The stores, as the action thread last saw them.
+  std::vector<ShardState> shards_ ABSL_GUARDED_BY(mu_);
+  int64_t last_round_ ABSL_GUARDED_BY(mu_) = 0;  // last round closed on every shard
+  base::Backoff store_backoff_ ABSL_GUARDED_BY(mu_);
+  bool backing_off_ ABSL_GUARDED_BY(mu_) = false;
+  absl::Time retry_at_ ABSL_GUARDED_BY(mu_);
+  std::optional<absl::Time> stores_failing_since_ ABSL_GUARDED_BY(mu_);
+  absl::Time next_probe_ ABSL_GUARDED_BY(mu_);
+  uint32_t store_restarts_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t store_rounds_lost_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
 };
 

@@ -26,6 +26,9 @@ struct CoordinatorMetrics {
   prometheus::Histogram& directive_latency;
   prometheus::Histogram& close_round_duration;
   prometheus::Gauge& groups;
+  prometheus::Counter& store_call_failures;
+  prometheus::Counter& store_restarts;
+  prometheus::Counter& store_rounds_lost;
   // Per live trainer (label trainer = its name; bounded by the job's trainers).
   prometheus::Family<prometheus::Gauge>& trainer_staleness_bound;
   prometheus::Family<prometheus::Gauge>& trainer_group;

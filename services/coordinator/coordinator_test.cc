@@ -9,13 +9,25 @@
 namespace syncopate::coordinator {
 namespace {
 
-// Records calls; can be told to fail.
+// One shard that records calls; can be told to fail, or to restart (from a checkpoint `behind`
+// rounds old, or without its model).
 class FakeStores final : public StoreControl {
  public:
-  absl::Status SetMembership(const std::vector<sync::Member>& members) override {
+  absl::StatusOr<std::vector<ShardState>> SetMembership(const std::vector<sync::Member>& members,
+                                                        int64_t round) override {
     absl::MutexLock lock(&mu_);
-    log_.push_back("members:" + std::to_string(members.size()));
-    return absl::OkStatus();
+    if (failures_left_ > 0) {
+      --failures_left_;
+      return absl::UnavailableError("store down");
+    }
+    log_.push_back("members:" + std::to_string(members.size()) + "@" + std::to_string(round));
+    ShardState state = state_;
+    if (state_.holds_model && round > state_.last_closed_round) {
+      state.rounds_skipped = round - state_.last_closed_round;
+      state_.last_closed_round = round;
+    }
+    state.last_closed_round = state_.last_closed_round;
+    return std::vector<ShardState>{state};
   }
   absl::Status CloseRound(const v1::CloseRoundRequest& request) override {
     absl::MutexLock lock(&mu_);
@@ -23,6 +35,10 @@ class FakeStores final : public StoreControl {
       --failures_left_;
       return absl::UnavailableError("store down");
     }
+    if (request.round() != state_.last_closed_round + 1) {
+      return absl::FailedPreconditionError("not the next round");
+    }
+    state_.last_closed_round = request.round();
     std::string entry = "close:" + std::to_string(request.round());
     for (const v1::PushCut& cut : request.cuts()) {
       entry += " " + std::to_string(cut.trainer_id()) + "." + std::to_string(cut.incarnation()) +
@@ -31,7 +47,17 @@ class FakeStores final : public StoreControl {
     log_.push_back(entry);
     return absl::OkStatus();
   }
+  absl::StatusOr<std::vector<ShardState>> Probe() override {
+    absl::MutexLock lock(&mu_);
+    return std::vector<ShardState>{state_};
+  }
   std::vector<std::string> addresses() const override { return {"127.0.0.1:1"}; }
+  void Restart(int64_t behind, bool with_model = true) {
+    absl::MutexLock lock(&mu_);
+    state_.incarnation += 1;
+    state_.last_closed_round -= behind;
+    state_.holds_model = with_model;
+  }
   std::vector<std::string> log() const {
     absl::MutexLock lock(&mu_);
     return log_;
@@ -45,6 +71,7 @@ class FakeStores final : public StoreControl {
   mutable absl::Mutex mu_;
   std::vector<std::string> log_;
   int failures_left_ = 0;
+  ShardState state_{1, 0, true, 0};
 };
 
 class CoordinatorTest : public ::testing::Test {
@@ -91,6 +118,17 @@ class CoordinatorTest : public ::testing::Test {
     EXPECT_TRUE(outbox.Pop(&d, absl::Seconds(5))) << "no directive";
     return d;
   }
+  // The next directive while store calls are retried: moves the fake clock past each backoff
+  // (bounded: well under the eviction timeout in all).
+  v1::Directive AdvanceUntilNext(Outbox& outbox) {
+    v1::Directive d;
+    for (int i = 0; i < 40; ++i) {
+      if (outbox.Pop(&d, absl::Milliseconds(50))) return d;
+      clock_.Advance(absl::Milliseconds(100));
+    }
+    ADD_FAILURE() << "no directive";
+    return d;
+  }
   static bool Quiet(Outbox& outbox) {
     v1::Directive d;
     return !outbox.Pop(&d, absl::Milliseconds(100));
@@ -125,12 +163,74 @@ TEST_F(CoordinatorTest, WelcomeThenRoundGrantsAfterStoresClose) {
   stores_.FailNext(3);
   Report(a, 1);
   Report(b, 1);
-  v1::Directive granted = Next(*out_a);
+  v1::Directive granted = AdvanceUntilNext(*out_a);
   EXPECT_EQ(granted.proceed().pull().round(), 1);
   EXPECT_EQ(Next(*out_b).proceed().pull().round(), 1);
   std::vector<std::string> log = stores_.log();
   EXPECT_EQ(log.back(), "close:1 1.1@1 2.1@1") << "cuts carry each trainer's incarnation";
-  EXPECT_EQ(log.front(), "members:1") << "membership reaches the stores before the Welcome";
+  EXPECT_EQ(log.front(), "members:1@0") << "membership reaches the stores before the Welcome";
+  EXPECT_EQ(metrics_.store_call_failures.Value(), 3);
+}
+
+// A shard restarted from a checkpoint two rounds old: the failed close makes the coordinator
+// resend the membership with its round first; the shard catches up, the close goes through, and
+// the restart and its lost rounds are reported.
+TEST_F(CoordinatorTest, ARestartedShardIsReconciledAndItsLossReported) {
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  for (int64_t clock = 1; clock <= 3; ++clock) {
+    Report(a, clock);
+    Report(b, clock);
+    EXPECT_EQ(Next(*out_a).proceed().pull().round(), clock);
+    EXPECT_EQ(Next(*out_b).proceed().pull().round(), clock);
+  }
+  stores_.Restart(/*behind=*/2);
+  Report(a, 4);
+  Report(b, 4);
+  EXPECT_EQ(AdvanceUntilNext(*out_a).proceed().pull().round(), 4);
+  EXPECT_EQ(Next(*out_b).proceed().pull().round(), 4);
+  const std::vector<std::string> log = stores_.log();
+  ASSERT_GE(log.size(), 2u);
+  EXPECT_EQ(log[log.size() - 2], "members:2@3") << "the membership with the job's round first";
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_EQ(status.store_restarts(), 1u);
+  EXPECT_EQ(status.store_rounds_lost(), 2);
+  EXPECT_EQ(status.failure(), "");
+  EXPECT_EQ(status.live_trainers(), 2u);
+}
+
+// A restart nobody's call runs into (ASP closes no rounds) is noticed by the probe.
+TEST_F(CoordinatorTest, TheProbeNoticesARestartBetweenCalls) {
+  Make("asp", 2);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  const size_t calls = stores_.log().size();
+  stores_.Restart(/*behind=*/0);
+  for (int i = 0; i < 100 && coordinator_->Status().store_restarts() == 0; ++i) {
+    clock_.Advance(absl::Milliseconds(200));
+    Quiet(*out_a);  // a bounded real-time wait for the action thread
+  }
+  EXPECT_EQ(coordinator_->Status().store_restarts(), 1u);
+  EXPECT_GT(stores_.log().size(), calls) << "membership resent";
+}
+
+// A shard that comes back without the model it held cannot resume the job: it fails, clearly.
+TEST_F(CoordinatorTest, AShardBackWithoutItsModelFailsTheJob) {
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  stores_.Restart(/*behind=*/0, /*with_model=*/false);
+  Report(a, 1);
+  Report(b, 1);
+  // The probe notices the restart within a second of (fake) time.
+  v1::Directive d = AdvanceUntilNext(*out_a);
+  for (int i = 0; i < 10 && !d.has_evicted(); ++i) d = AdvanceUntilNext(*out_a);
+  ASSERT_TRUE(d.has_evicted());
+  EXPECT_NE(d.evicted().reason().find("without its model"), std::string::npos)
+      << d.evicted().reason();
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_NE(status.failure(), "");
+  EXPECT_EQ(status.live_trainers(), 0u);
+  v1::Join late;
+  late.set_name("c");
+  EXPECT_EQ(coordinator_->Join(late, std::make_shared<Outbox>()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(CoordinatorTest, SilentTrainerIsEvictedAndBarrierReleased) {

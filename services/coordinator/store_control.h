@@ -7,21 +7,35 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "sync/membership.h"
 #include "syncopate/v1/store.grpc.pb.h"
 
 namespace syncopate::coordinator {
 
+// One shard as it answered: which process (incarnation) and what it holds.
+struct ShardState {
+  uint64_t incarnation = 0;  // new at every start of the shard's process
+  int64_t last_closed_round = -1;
+  bool holds_model = false;
+  int64_t rounds_skipped = 0;  // SetMembership only: rounds skipped to catch up with `round`
+};
+
 // Implementations are called from the coordinator's action thread only.
 class StoreControl {
  public:
   virtual ~StoreControl() = default;
-  // Replaces the push membership on every shard. OK only when every shard accepted it.
-  virtual absl::Status SetMembership(const std::vector<sync::Member>& members) = 0;
+  // Replaces the push membership on every shard, and brings a shard behind `round` (restarted
+  // from a checkpoint) up to it. The shards' states, in shard order; an error unless every shard
+  // accepted it (it is idempotent, so a retry after a partial failure is safe).
+  virtual absl::StatusOr<std::vector<ShardState>> SetMembership(
+      const std::vector<sync::Member>& members, int64_t round) = 0;
   // Closes a round on every shard. OK only when every shard closed it (closing is idempotent, so a
   // retry after a partial failure is safe).
   virtual absl::Status CloseRound(const v1::CloseRoundRequest& request) = 0;
+  // Every shard's state (rounds_skipped 0); an error when one cannot be reached.
+  virtual absl::StatusOr<std::vector<ShardState>> Probe() = 0;
   virtual std::vector<std::string> addresses() const = 0;
 };
 
@@ -30,8 +44,10 @@ class GrpcStoreControl final : public StoreControl {
  public:
   GrpcStoreControl(std::vector<std::string> addresses, absl::Duration timeout);
 
-  absl::Status SetMembership(const std::vector<sync::Member>& members) override;
+  absl::StatusOr<std::vector<ShardState>> SetMembership(const std::vector<sync::Member>& members,
+                                                        int64_t round) override;
   absl::Status CloseRound(const v1::CloseRoundRequest& request) override;
+  absl::StatusOr<std::vector<ShardState>> Probe() override;
   std::vector<std::string> addresses() const override { return addresses_; }
 
  private:

@@ -23,6 +23,11 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 10 * 1000);
   // Separate channels per use keep a bulk pull from delaying a session message.
   args.SetInt(GRPC_ARG_USE_LOCAL_SUBCHANNEL_POOL, 1);
+  // A peer that restarts (a store shard, the coordinator) is found again within a second: gRPC's
+  // default reconnect backoff grows to two minutes.
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
 }
 

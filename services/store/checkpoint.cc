@@ -1,7 +1,10 @@
 #include "store/checkpoint.h"
 
+#include <zlib.h>
+
 #include <cstring>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/files.h"
@@ -10,35 +13,65 @@
 #include "tensor/tensor.h"
 
 namespace syncopate::store {
+namespace {
+
+uint32_t Crc32(absl::string_view bytes) {
+  return static_cast<uint32_t>(
+      crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
+}
+
+// The checksum goes last, as a serialized message of its own: protobuf merges concatenated
+// messages, so the file parses as one Checkpoint, and the checksum covers every byte before it.
+std::string ChecksumField(uint32_t checksum) {
+  v1::Checkpoint only;
+  only.set_checksum(checksum);
+  return only.SerializeAsString();
+}
+
+}  // namespace
 
 std::string CheckpointPath(const std::string& dir, uint32_t shard) {
   return absl::StrCat(dir, "/shard-", shard, ".ckpt");
 }
 
-absl::Status WriteCheckpoint(const std::string& path, const ModelSnapshot& model, uint32_t shard,
-                             uint32_t shard_count) {
-  v1::Checkpoint checkpoint;
-  checkpoint.set_shard(shard);
-  checkpoint.set_shard_count(shard_count);
-  checkpoint.set_live_version(model.live_version);
-  uint32_t checksum = 0;
+absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& checkpoint,
+                             uint32_t shard, uint32_t shard_count) {
+  const DurableState& state = checkpoint.state;
+  if (!state.model) return absl::InvalidArgumentError("a checkpoint needs a model");
+  const ModelSnapshot& model = *state.model;
+  v1::Checkpoint out;
+  out.set_shard(shard);
+  out.set_shard_count(shard_count);
+  out.set_live_version(model.live_version);
   for (size_t i = 0; i < model.specs.size(); ++i) {
-    tensor::ToProto(model.specs[i], checkpoint.add_tensors());
+    tensor::ToProto(model.specs[i], out.add_tensors());
     const std::vector<float>& values = model.values[i];
-    checkpoint.add_values(reinterpret_cast<const char*>(values.data()),
-                          values.size() * sizeof(float));
-    checksum = tensor::Crc32(values, checksum);
+    out.add_values(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
   }
-  checkpoint.set_checksum(checksum);
+  out.set_last_closed_round(state.last_closed_round);
+  for (const RoundCut& cut : state.cuts) {
+    v1::PushCut* c = out.add_cuts();
+    c->set_trainer_id(cut.trainer.id);
+    c->set_incarnation(cut.trainer.incarnation);
+    c->set_clock(cut.clock);
+  }
+  for (const auto& [trainer, sequence] : state.sequences) {
+    v1::AppliedSequence* a = out.add_sequences();
+    a->set_trainer_id(trainer.id);
+    a->set_incarnation(trainer.incarnation);
+    a->set_sequence(sequence);
+  }
+  out.set_written_unix_seconds(absl::ToDoubleSeconds(checkpoint.written - absl::UnixEpoch()));
   std::string bytes;
-  if (!checkpoint.SerializeToString(&bytes)) {
+  if (!out.SerializeToString(&bytes)) {
     return absl::InternalError(absl::StrCat("cannot serialize the checkpoint for ", path));
   }
+  bytes += ChecksumField(Crc32(bytes));
   return base::WriteFileAtomically(path, bytes);
 }
 
-absl::StatusOr<ModelSnapshot> ReadCheckpoint(const std::string& path, uint32_t shard,
-                                             uint32_t shard_count) {
+absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t shard,
+                                               uint32_t shard_count) {
   absl::StatusOr<std::string> bytes = base::ReadFile(path);
   if (!bytes.ok()) return bytes.status();
   v1::Checkpoint checkpoint;
@@ -46,14 +79,19 @@ absl::StatusOr<ModelSnapshot> ReadCheckpoint(const std::string& path, uint32_t s
       checkpoint.tensors_size() != checkpoint.values_size()) {
     return absl::DataLossError(absl::StrCat(path, " is not a readable checkpoint"));
   }
+  const std::string tail = ChecksumField(checkpoint.checksum());
+  if (!absl::EndsWith(*bytes, tail) ||
+      Crc32(absl::string_view(*bytes).substr(0, bytes->size() - tail.size())) !=
+          checkpoint.checksum()) {
+    return absl::DataLossError(absl::StrCat(path, ": checksum mismatch"));
+  }
   if (checkpoint.shard() != shard || checkpoint.shard_count() != shard_count) {
     return absl::FailedPreconditionError(absl::StrCat(
         path, " belongs to shard ", checkpoint.shard(), " of ", checkpoint.shard_count(),
         ", not shard ", shard, " of ", shard_count, ": remove it to start this layout afresh"));
   }
-  ModelSnapshot model;
-  model.live_version = checkpoint.live_version();
-  uint32_t checksum = 0;
+  auto model = std::make_shared<ModelSnapshot>();
+  model->live_version = checkpoint.live_version();
   for (int i = 0; i < checkpoint.tensors_size(); ++i) {
     tensor::TensorSpec spec = tensor::FromProto(checkpoint.tensors(i));
     const std::string& data = checkpoint.values(i);
@@ -64,14 +102,20 @@ absl::StatusOr<ModelSnapshot> ReadCheckpoint(const std::string& path, uint32_t s
     }
     std::vector<float> values(spec.NumElements());
     std::memcpy(values.data(), data.data(), data.size());
-    checksum = tensor::Crc32(values, checksum);
-    model.specs.push_back(std::move(spec));
-    model.values.push_back(std::move(values));
+    model->specs.push_back(std::move(spec));
+    model->values.push_back(std::move(values));
   }
-  if (checksum != checkpoint.checksum()) {
-    return absl::DataLossError(absl::StrCat(path, ": checksum mismatch"));
+  ShardCheckpoint out;
+  out.state.model = std::move(model);
+  out.state.last_closed_round = checkpoint.last_closed_round();
+  for (const v1::PushCut& cut : checkpoint.cuts()) {
+    out.state.cuts.push_back({{cut.trainer_id(), cut.incarnation()}, cut.clock()});
   }
-  return model;
+  for (const v1::AppliedSequence& a : checkpoint.sequences()) {
+    out.state.sequences.push_back({{a.trainer_id(), a.incarnation()}, a.sequence()});
+  }
+  out.written = absl::UnixEpoch() + absl::Seconds(checkpoint.written_unix_seconds());
+  return out;
 }
 
 Checkpointer::Checkpointer(ParameterTable& table, StoreMetrics& metrics, const std::string& dir,
@@ -82,21 +126,20 @@ Checkpointer::Checkpointer(ParameterTable& table, StoreMetrics& metrics, const s
       shard_(shard),
       shard_count_(shard_count) {}
 
-absl::Status Checkpointer::RestoreIfPresent() {
-  absl::StatusOr<ModelSnapshot> model = ReadCheckpoint(path_, shard_, shard_count_);
-  if (absl::IsNotFound(model.status())) return absl::OkStatus();
-  if (!model.ok()) return model.status();
-  RETURN_IF_ERROR(table_.Restore(*model));
-  saved_version_ = model->live_version;
-  return absl::OkStatus();
+absl::StatusOr<std::optional<absl::Time>> Checkpointer::RestoreIfPresent() {
+  absl::StatusOr<ShardCheckpoint> checkpoint = ReadCheckpoint(path_, shard_, shard_count_);
+  if (absl::IsNotFound(checkpoint.status())) return std::optional<absl::Time>();
+  if (!checkpoint.ok()) return checkpoint.status();
+  RETURN_IF_ERROR(table_.Restore(checkpoint->state));
+  saved_version_ = checkpoint->state.model->live_version;
+  return std::optional<absl::Time>(checkpoint->written);
 }
 
 absl::Status Checkpointer::SaveIfChanged() {
-  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> live = table_.Snapshot(-1);
-  if (!live.ok()) return live.status();
-  const ModelSnapshot& model = **live;
+  ShardCheckpoint checkpoint{table_.Durable(), absl::Now()};
+  const ModelSnapshot& model = *checkpoint.state.model;
   if (model.specs.empty() || model.live_version == saved_version_) return absl::OkStatus();
-  absl::Status written = WriteCheckpoint(path_, model, shard_, shard_count_);
+  absl::Status written = WriteCheckpoint(path_, checkpoint, shard_, shard_count_);
   if (!written.ok()) {
     metrics_.checkpoint_failures.Increment();
     return written;

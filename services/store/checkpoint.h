@@ -1,12 +1,15 @@
-// Checkpoints of one store shard's model: written periodically and at shutdown, restored at start,
-// so a job restarted with the same shard layout resumes from the last checkpoint.
+// Checkpoints of one store shard's state: written periodically and at shutdown, restored at start,
+// so a shard restarted mid-job (or a job restarted with the same shard layout) resumes from the
+// last checkpoint. What a restart loses is what changed since (docs/faults.md).
 #ifndef SYNCOPATE_STORE_CHECKPOINT_H_
 #define SYNCOPATE_STORE_CHECKPOINT_H_
 
+#include <optional>
 #include <string>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/time/time.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
 
@@ -15,16 +18,22 @@ namespace syncopate::store {
 // Where shard `shard`'s checkpoint lives in `dir`.
 std::string CheckpointPath(const std::string& dir, uint32_t shard);
 
-// Writes `model` (a live copy from ParameterTable::Snapshot(-1)) to `path` atomically: a reader
-// or a restart never sees a partial file.
-absl::Status WriteCheckpoint(const std::string& path, const ModelSnapshot& model, uint32_t shard,
-                             uint32_t shard_count);
+// A shard's state as a checkpoint holds it, and when it was written.
+struct ShardCheckpoint {
+  DurableState state;
+  absl::Time written;
+};
+
+// Writes `checkpoint` (state from ParameterTable::Durable) to `path` atomically: a reader or a
+// restart never sees a partial file.
+absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& checkpoint,
+                             uint32_t shard, uint32_t shard_count);
 
 // Reads a checkpoint written for the same shard layout. NOT_FOUND when there is none;
 // DATA_LOSS when it is truncated or its checksum does not match; FAILED_PRECONDITION when it was
 // written by another shard or for another shard count.
-absl::StatusOr<ModelSnapshot> ReadCheckpoint(const std::string& path, uint32_t shard,
-                                             uint32_t shard_count);
+absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t shard,
+                                               uint32_t shard_count);
 
 // Keeps one shard's checkpoint in a directory. Not thread-safe: one caller (the store's main loop).
 class Checkpointer {
@@ -32,10 +41,10 @@ class Checkpointer {
   Checkpointer(ParameterTable& table, StoreMetrics& metrics, const std::string& dir, uint32_t shard,
                uint32_t shard_count);
 
-  // Restores the checkpoint into the (empty) table when there is one; OK when there is none.
-  // Any other error (corrupt, another shard layout) must stop the shard: starting afresh would
-  // silently discard the trained model.
-  absl::Status RestoreIfPresent();
+  // Restores the checkpoint into the (empty) table when there is one, and returns when it was
+  // written; nullopt when there is none. Any other error (corrupt, another shard layout) must stop
+  // the shard: starting afresh would silently discard the trained model.
+  absl::StatusOr<std::optional<absl::Time>> RestoreIfPresent();
 
   // Writes a checkpoint when the live model changed since the last one written or restored.
   absl::Status SaveIfChanged();

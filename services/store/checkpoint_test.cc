@@ -27,6 +27,7 @@ class CheckpointTest : public ::testing::Test {
   void TearDown() override { std::system(("rm -rf " + dir_).c_str()); }
 
   std::shared_ptr<const ModelSnapshot> Live() { return *table_.Snapshot(-1); }
+  ShardCheckpoint Now() { return {table_.Durable(), absl::FromUnixSeconds(1700000000)}; }
 
   std::string dir_;
   std::string path_;
@@ -34,23 +35,58 @@ class CheckpointTest : public ::testing::Test {
 };
 
 TEST_F(CheckpointTest, RoundTripsTheLiveModel) {
-  ASSERT_TRUE(WriteCheckpoint(path_, *Live(), 1, 3).ok());
-  absl::StatusOr<ModelSnapshot> read = ReadCheckpoint(path_, 1, 3);
+  ASSERT_TRUE(WriteCheckpoint(path_, Now(), 1, 3).ok());
+  absl::StatusOr<ShardCheckpoint> read = ReadCheckpoint(path_, 1, 3);
   ASSERT_TRUE(read.ok()) << read.status();
-  EXPECT_EQ(read->specs, Live()->specs);
-  EXPECT_EQ(read->values, Live()->values);
-  EXPECT_EQ(read->live_version, Live()->live_version);
+  EXPECT_EQ(read->state.model->specs, Live()->specs);
+  EXPECT_EQ(read->state.model->values, Live()->values);
+  EXPECT_EQ(read->state.model->live_version, Live()->live_version);
+  EXPECT_EQ(read->written, absl::FromUnixSeconds(1700000000));
+}
+
+// A shard restarted mid-job resumes where its checkpoint was: the round, each trainer's cut and
+// its applied sequences (a retried push stays a duplicate), and the round's snapshot is
+// bit-identical to the one it published before.
+TEST_F(CheckpointTest, RestoreResumesRoundsCutsAndSequences) {
+  ParameterTable rounds;
+  rounds.SetMembers({{1, 1}, {2, 1}});
+  ASSERT_TRUE(rounds.Initialize(Stage(Header(1, 1, 0), {{"w", {1, 2}}})).ok());
+  for (uint64_t trainer : {1, 2}) {
+    ASSERT_TRUE(rounds
+                    .Apply(Stage(Header(trainer, 1, 1, v1::APPLY_MODE_ROUND, 1, 1),
+                                 {{"w", {1, static_cast<float>(trainer)}}}))
+                    .ok());
+  }
+  ASSERT_TRUE(rounds
+                  .CloseRound({1, {{{1, 1}, 1}, {{2, 1}, 1}}, v1::AGGREGATION_MEAN, 1.0})
+                  .ok());
+  const uint32_t checksum = (*rounds.Snapshot(1))->checksum;
+  ASSERT_TRUE(WriteCheckpoint(path_, {rounds.Durable(), absl::Now()}, 1, 3).ok());
+
+  ParameterTable restarted;
+  ASSERT_TRUE(restarted.Restore(ReadCheckpoint(path_, 1, 3)->state).ok());
+  EXPECT_EQ(restarted.last_closed_round(), 1);
+  // Until the coordinator reconciles it, the shard serves nothing.
+  EXPECT_EQ(restarted.Snapshot(1).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(restarted.SetMembers({{1, 1}, {2, 1}}, 1).rounds_skipped, 0);
+  EXPECT_EQ((*restarted.Snapshot(1))->checksum, checksum);
+  // Trainer 1's round-1 push is behind its cut; its sequence 1 is a duplicate.
+  auto late = restarted.Apply(Stage(Header(1, 1, 2, v1::APPLY_MODE_ROUND, 1, 1), {{"w", {1, 1}}}));
+  EXPECT_EQ(late.status().code(), absl::StatusCode::kFailedPrecondition);
+  auto retry = restarted.Apply(Stage(Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 2), {{"w", {1, 1}}}));
+  ASSERT_TRUE(retry.ok());
+  EXPECT_TRUE(retry->duplicate);
 }
 
 TEST_F(CheckpointTest, MissingIsNotFoundAndOtherLayoutsAreRefused) {
   EXPECT_EQ(ReadCheckpoint(path_, 1, 3).status().code(), absl::StatusCode::kNotFound);
-  ASSERT_TRUE(WriteCheckpoint(path_, *Live(), 1, 3).ok());
+  ASSERT_TRUE(WriteCheckpoint(path_, Now(), 1, 3).ok());
   EXPECT_EQ(ReadCheckpoint(path_, 1, 2).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(ReadCheckpoint(path_, 0, 3).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
 TEST_F(CheckpointTest, CorruptionIsDataLoss) {
-  ASSERT_TRUE(WriteCheckpoint(path_, *Live(), 1, 3).ok());
+  ASSERT_TRUE(WriteCheckpoint(path_, Now(), 1, 3).ok());
   std::string bytes = *base::ReadFile(path_);
   // Flip a bit near the end: in the last tensor's values or the checksum.
   std::string flipped = bytes;
@@ -62,13 +98,13 @@ TEST_F(CheckpointTest, CorruptionIsDataLoss) {
 }
 
 TEST_F(CheckpointTest, RestoredModelIsTheInitialModelOfTheNextJob) {
-  ASSERT_TRUE(WriteCheckpoint(path_, *Live(), 1, 3).ok());
+  ASSERT_TRUE(WriteCheckpoint(path_, Now(), 1, 3).ok());
   ParameterTable restarted;
-  ASSERT_TRUE(restarted.Restore(*ReadCheckpoint(path_, 1, 3)).ok());
-  EXPECT_EQ((*restarted.Snapshot(0))->values, Live()->values);
+  ASSERT_TRUE(restarted.Restore(ReadCheckpoint(path_, 1, 3)->state).ok());
   EXPECT_EQ(restarted.last_closed_round(), 0);
   // The next job's trainers initialize with fresh weights: the checkpoint wins.
   restarted.SetMembers({{7, 1}});
+  EXPECT_EQ((*restarted.Snapshot(0))->values, Live()->values);
   auto init = restarted.Initialize(Stage(Header(7, 1, 0), {{"w", {0, 0, 0}}, {"b", {0}}}));
   ASSERT_TRUE(init.ok());
   EXPECT_TRUE(init->already_initialized);
@@ -77,7 +113,7 @@ TEST_F(CheckpointTest, RestoredModelIsTheInitialModelOfTheNextJob) {
   EXPECT_EQ(restarted.Initialize(Stage(Header(7, 1, 0), {{"w", {0, 0}}})).status().code(),
             absl::StatusCode::kFailedPrecondition);
   // Restoring over a model is refused and changes nothing.
-  EXPECT_EQ(restarted.Restore(*ReadCheckpoint(path_, 1, 3)).code(),
+  EXPECT_EQ(restarted.Restore(ReadCheckpoint(path_, 1, 3)->state).code(),
             absl::StatusCode::kFailedPrecondition);
 }
 

@@ -1,5 +1,8 @@
 // syncopate-store: one shard of the parameter store.
+#include <algorithm>
+#include <cstdint>
 #include <memory>
+#include <random>
 #include <optional>
 
 #include "CLI/CLI.hpp"
@@ -67,17 +70,24 @@ int main(int argc, char** argv) {
       return 1;
     }
     checkpointer.emplace(table, metrics, checkpoint_dir, shard, shard_count);
-    absl::Status restored = checkpointer->RestoreIfPresent();
+    absl::StatusOr<std::optional<absl::Time>> restored = checkpointer->RestoreIfPresent();
     if (!restored.ok()) {
-      spdlog::critical("cannot restore {}: {}", checkpointer->path(), restored.ToString());
+      spdlog::critical("cannot restore {}: {}", checkpointer->path(),
+                       restored.status().ToString());
       return 1;
     }
-    if (table.live_version() > 0) {
-      spdlog::info("restored the model (version {}) from {}", table.live_version(),
-                   checkpointer->path());
+    if (*restored) {
+      const absl::Duration age = std::max(absl::ZeroDuration(), absl::Now() - **restored);
+      metrics.restored_checkpoint_age.Set(absl::ToDoubleSeconds(age));
+      spdlog::info("restored the model (version {}, round {}) from {}, written {} ago",
+                   table.live_version(), table.last_closed_round(), checkpointer->path(),
+                   absl::FormatDuration(absl::Trunc(age, absl::Milliseconds(1))));
     }
   }
-  syncopate::store::StoreService service(table, metrics, shard, shard_count);
+  // New at every start, so the coordinator can tell a restarted shard from a running one.
+  std::random_device entropy;
+  const uint64_t incarnation = (uint64_t{entropy()} << 32 | entropy()) | 1;
+  syncopate::store::StoreService service(table, metrics, shard, shard_count, incarnation);
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   absl::Status started = syncopate::rpc::StartServer(listen, {&service}, &server, &port);

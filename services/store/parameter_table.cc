@@ -1,5 +1,6 @@
 #include "store/parameter_table.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <iterator>
@@ -45,16 +46,36 @@ int64_t ParameterTable::last_closed_round() const {
   return last_closed_round_;
 }
 
-void ParameterTable::SetMembers(const std::vector<TrainerKey>& members) {
+MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& members,
+                                            int64_t round) {
   absl::MutexLock lock(&mu_);
+  membership_received_ = true;
   member_incarnation_.clear();
   for (const TrainerKey& m : members) {
     member_incarnation_[m.id] = m.incarnation;
     ever_members_.insert(m.id);
   }
+  MembershipResult result;
+  if (!tensors_.empty() && round > last_closed_round_) {
+    result.rounds_skipped = round - last_closed_round_;
+    last_closed_round_ = round;
+    ++live_version_;
+    Publish(MakeSnapshot(round));
+  }
+  result.last_closed_round = last_closed_round_;
+  result.holds_model = !tensors_.empty();
+  return result;
+}
+
+absl::Status ParameterTable::CheckReconciled() const {
+  if (membership_received_) return absl::OkStatus();
+  return absl::UnavailableError(
+      "this shard has not heard from the coordinator since it started (it is starting or "
+      "restarting); try again");
 }
 
 absl::Status ParameterTable::CheckMember(const v1::PushHeader& header) const {
+  RETURN_IF_ERROR(CheckReconciled());
   if (!ever_members_.contains(header.trainer_id())) {
     return absl::UnauthenticatedError(
         absl::StrCat("unknown trainer ", header.trainer_id(), ": not a member of this job"));
@@ -116,10 +137,11 @@ absl::StatusOr<ApplyResult> ParameterTable::Initialize(const StagedPush& push) {
   return result;
 }
 
-absl::Status ParameterTable::Restore(const ModelSnapshot& model) {
-  if (model.specs.size() != model.values.size()) {
+absl::Status ParameterTable::Restore(const DurableState& state) {
+  if (!state.model || state.model->specs.size() != state.model->values.size()) {
     return absl::InvalidArgumentError("a restored model needs values for every tensor");
   }
+  const ModelSnapshot& model = *state.model;
   absl::MutexLock lock(&mu_);
   if (!tensors_.empty()) {
     return absl::FailedPreconditionError("cannot restore into a store that holds a model");
@@ -128,10 +150,28 @@ absl::Status ParameterTable::Restore(const ModelSnapshot& model) {
     tensors_[model.specs[i].name] = Tensor{model.specs[i], model.values[i]};
   }
   live_version_ = model.live_version;
-  last_closed_round_ = 0;
+  last_closed_round_ = std::max<int64_t>(0, state.last_closed_round);
+  for (const RoundCut& cut : state.cuts) last_cut_[cut.trainer] = cut.clock;
+  for (const auto& [trainer, sequence] : state.sequences) {
+    last_sequence_[{trainer.id, trainer.incarnation}] = sequence;
+    ever_members_.insert(trainer.id);
+  }
+  for (const RoundCut& cut : state.cuts) ever_members_.insert(cut.trainer.id);
   snapshots_.clear();
-  Publish(MakeSnapshot(0));
+  Publish(MakeSnapshot(last_closed_round_));
   return absl::OkStatus();
+}
+
+DurableState ParameterTable::Durable() const {
+  absl::ReaderMutexLock lock(&mu_);
+  DurableState state;
+  state.model = MakeSnapshot(-1);
+  state.last_closed_round = last_closed_round_;
+  for (const auto& [trainer, clock] : last_cut_) state.cuts.push_back({trainer, clock});
+  for (const auto& [key, sequence] : last_sequence_) {
+    state.sequences.push_back({TrainerKey{key.first, key.second}, sequence});
+  }
+  return state;
 }
 
 absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
@@ -195,6 +235,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
 absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& request) {
   const int64_t round = request.round;
   absl::MutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckReconciled());
   if (auto it = close_results_.find(round); it != close_results_.end()) return it->second;
   if (last_closed_round_ < 0) {
     return absl::FailedPreconditionError("cannot close a round before the model is initialized");
@@ -254,6 +295,7 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
 
 absl::StatusOr<std::shared_ptr<const ModelSnapshot>> ParameterTable::Snapshot(int64_t round) const {
   absl::ReaderMutexLock lock(&mu_);
+  RETURN_IF_ERROR(CheckReconciled());
   if (round < 0) return MakeSnapshot(-1);
   if (round > last_closed_round_) {
     return absl::FailedPreconditionError(

@@ -57,6 +57,24 @@ struct RoundCut {
   int64_t clock = 0;
 };
 
+// What a shard must keep across a restart to resume a job (checkpoint.h writes it): the live model,
+// the last closed round (the live model is its snapshot in round modes), each trainer's last cut
+// and its last applied push sequence. Pending round pushes are not part of it: a restart loses
+// them with everything else since the checkpoint (the loss window).
+struct DurableState {
+  std::shared_ptr<const ModelSnapshot> model;  // a live copy
+  int64_t last_closed_round = -1;
+  std::vector<RoundCut> cuts;
+  std::vector<std::pair<TrainerKey, uint64_t>> sequences;
+};
+
+// The shard once a membership is in force.
+struct MembershipResult {
+  int64_t last_closed_round = -1;
+  bool holds_model = false;
+  int64_t rounds_skipped = 0;  // to catch up with the coordinator's round
+};
+
 struct CloseRequest {
   int64_t round = 0;
   std::vector<RoundCut> cuts;
@@ -80,17 +98,26 @@ class ParameterTable {
   int64_t last_closed_round() const;  // -1 before anything was initialized
 
   // Replaces the set of trainers allowed to push. Trainers no longer listed become "departed".
-  void SetMembers(const std::vector<TrainerKey>& members);
+  // `round` is the last round the coordinator closed on every shard: a table behind it (restored
+  // from a checkpoint) publishes its live model as that round's snapshot and skips the rounds in
+  // between; a table at or past it ignores it. Until the first call, pushes and pulls are
+  // UNAVAILABLE: a shard that just (re)started waits for the coordinator to reconcile it.
+  MembershipResult SetMembers(const std::vector<TrainerKey>& members, int64_t round = 0);
 
   // Creates the push's tensors with its values as initial model. Tensors that exist with the same
   // shape are left untouched; a different shape is FAILED_PRECONDITION (and nothing is created).
   // While no round has closed, the round-0 snapshot is (re)published to include new tensors.
   absl::StatusOr<ApplyResult> Initialize(const StagedPush& push);
 
-  // Loads a checkpointed model into an empty table as the job's initial model: it becomes the
-  // live model and the round-0 snapshot, and later Initialize calls with the same tensors find it
-  // already initialized. FAILED_PRECONDITION when the table holds tensors already.
-  absl::Status Restore(const ModelSnapshot& model);
+  // Loads a checkpointed state into an empty table: its model becomes the live model and the
+  // snapshot of its last closed round (round 0 when none had closed), its cuts and sequences the
+  // table's; later Initialize calls with the same tensors find it already initialized.
+  // FAILED_PRECONDITION when the table holds tensors already; INVALID_ARGUMENT for a state
+  // without a model or with values missing.
+  absl::Status Restore(const DurableState& state);
+
+  // The table's DurableState, taken at one instant (a checkpoint's consistent cut).
+  DurableState Durable() const;
 
   // Takes a validated delta: IMMEDIATE pushes are added to the model at once; ROUND pushes stay
   // pending until a round's cut reaches their clock. UNAUTHENTICATED: trainer never a member;
@@ -104,11 +131,12 @@ class ParameterTable {
   // to the model and publishes the round snapshot. Pending pushes of trainers neither cut nor
   // members are discarded. A round already closed returns its recorded result (idempotent).
   // FAILED_PRECONDITION if it is not the next round or nothing was initialized; INVALID_ARGUMENT
-  // for a missing aggregation or a non-finite scale (nothing changes).
+  // for a missing aggregation or a non-finite scale (nothing changes); UNAVAILABLE before the
+  // first SetMembers.
   absl::StatusOr<CloseResult> CloseRound(const CloseRequest& request);
 
   // A published round (NOT_FOUND when dropped, FAILED_PRECONDITION when not closed yet), or a copy
-  // of the live model (round < 0).
+  // of the live model (round < 0). UNAVAILABLE before the first SetMembers.
   absl::StatusOr<std::shared_ptr<const ModelSnapshot>> Snapshot(int64_t round) const;
 
  private:
@@ -122,6 +150,7 @@ class ParameterTable {
   };
 
   absl::Status CheckMember(const v1::PushHeader& header) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  absl::Status CheckReconciled() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ModelSnapshot> MakeSnapshot(int64_t round) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void Publish(std::shared_ptr<const ModelSnapshot> snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -136,6 +165,7 @@ class ParameterTable {
   std::map<TrainerKey, int64_t> last_cut_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<const ModelSnapshot>> snapshots_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, CloseResult> close_results_ ABSL_GUARDED_BY(mu_);
+  bool membership_received_ ABSL_GUARDED_BY(mu_) = false;
   absl::flat_hash_map<uint64_t, uint64_t> member_incarnation_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> ever_members_ ABSL_GUARDED_BY(mu_);
   // (trainer id, incarnation) -> last applied sequence.

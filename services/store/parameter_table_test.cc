@@ -51,6 +51,33 @@ TEST_F(ParameterTableTest, RetriedPushIsAppliedOnce) {
   EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 3}));
 }
 
+TEST(ParameterTableStartTest, NothingIsServedBeforeTheFirstMembership) {
+  ParameterTable table;
+  EXPECT_EQ(table.Initialize(Stage(Header(1, 1, 0), {{"a", {1}}})).status().code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(table.Snapshot(-1).status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_EQ(table.CloseRound({1, {}, v1::AGGREGATION_MEAN, 1.0}).status().code(),
+            absl::StatusCode::kUnavailable);
+  MembershipResult joined = table.SetMembers({{1, 1}}, 5);
+  EXPECT_FALSE(joined.holds_model);  // nothing to catch up with: no model yet
+  EXPECT_EQ(joined.rounds_skipped, 0);
+  EXPECT_TRUE(table.Initialize(Stage(Header(1, 1, 0), {{"a", {1}}})).ok());
+}
+
+// A shard behind the coordinator's round (restored from an older checkpoint) publishes its model
+// as that round and reports the rounds it skipped; the next round closes normally.
+TEST_F(ParameterTableTest, AShardBehindCatchesUpWithTheCoordinatorsRound) {
+  const std::vector<float> before = Live(table_, "a");
+  MembershipResult caught_up = table_.SetMembers({{1, 1}, {2, 1}}, 4);
+  EXPECT_TRUE(caught_up.holds_model);
+  EXPECT_EQ(caught_up.rounds_skipped, 4);
+  EXPECT_EQ(caught_up.last_closed_round, 4);
+  EXPECT_EQ((*table_.Snapshot(4))->values[0], before);
+  EXPECT_EQ(table_.SetMembers({{1, 1}, {2, 1}}, 2).rounds_skipped, 0);  // ahead: unchanged
+  EXPECT_EQ(table_.last_closed_round(), 4);
+  EXPECT_TRUE(table_.CloseRound({5, {}, v1::AGGREGATION_MEAN, 1.0}).ok());
+}
+
 TEST_F(ParameterTableTest, MembershipIsEnforced) {
   const std::vector<float> before = Live(table_, "a");
   EXPECT_EQ(table_.Apply(Stage(Header(9, 1, 1), {{"a", {1, 1}}})).status().code(),

@@ -41,6 +41,12 @@ StoreMetrics::StoreMetrics(prometheus::Registry& r)
       last_checkpoint_time(
           metrics::AddGauge(r, "syncopate_store_last_checkpoint_timestamp_seconds",
                             "Unix time of the last checkpoint written (0: none yet).")),
+      restored_checkpoint_age(metrics::AddGauge(
+          r, "syncopate_store_restored_checkpoint_age_seconds",
+          "Age of the checkpoint this shard restored at start (0: none): the loss window.")),
+      rounds_skipped(metrics::AddCounter(
+          r, "syncopate_store_rounds_skipped_total",
+          "Rounds a restarted shard skipped to catch up with the job (their updates were lost).")),
       rejected(prometheus::BuildCounter()
                    .Name("syncopate_store_requests_rejected_total")
                    .Help("Requests rejected, by gRPC status code.")

@@ -34,6 +34,8 @@ struct StoreMetrics {
   prometheus::Counter& checkpoints_written;
   prometheus::Counter& checkpoint_failures;
   prometheus::Gauge& last_checkpoint_time;
+  prometheus::Gauge& restored_checkpoint_age;
+  prometheus::Counter& rounds_skipped;
   prometheus::Family<prometheus::Counter>& rejected;
 };
 

@@ -8,8 +8,12 @@
 namespace syncopate::store {
 
 StoreService::StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard,
-                           uint32_t shard_count)
-    : table_(table), metrics_(metrics), shard_(shard), shard_count_(shard_count) {}
+                           uint32_t shard_count, uint64_t incarnation)
+    : table_(table),
+      metrics_(metrics),
+      shard_(shard),
+      shard_count_(shard_count),
+      incarnation_(incarnation) {}
 
 grpc::Status StoreService::Finish(const absl::Status& status) {
   if (!status.ok()) {
@@ -31,6 +35,7 @@ grpc::Status StoreService::GetSchema(grpc::ServerContext*, const v1::GetSchemaRe
   for (const tensor::TensorSpec& spec : table_.Specs()) tensor::ToProto(spec, reply->add_tensors());
   reply->set_live_version(table_.live_version());
   reply->set_last_closed_round(table_.last_closed_round());
+  reply->set_incarnation(incarnation_);
   return grpc::Status::OK;
 }
 
@@ -135,12 +140,23 @@ grpc::Status StoreService::Pull(grpc::ServerContext* ctx, const v1::PullRequest*
 }
 
 grpc::Status StoreService::SetMembership(grpc::ServerContext*, const v1::Membership* request,
-                                         v1::SetMembershipReply*) {
+                                         v1::SetMembershipReply* reply) {
   std::vector<TrainerKey> members;
   for (const v1::Member& m : request->members()) {
     members.push_back(TrainerKey{m.trainer_id(), m.incarnation()});
   }
-  table_.SetMembers(members);
+  const MembershipResult result = table_.SetMembers(members, request->round());
+  if (result.rounds_skipped > 0) {
+    spdlog::warn("caught up with the job's round {}: rounds {} to {} are lost on this shard",
+                 result.last_closed_round, result.last_closed_round - result.rounds_skipped + 1,
+                 result.last_closed_round);
+    metrics_.rounds_skipped.Increment(static_cast<double>(result.rounds_skipped));
+  }
+  reply->set_incarnation(incarnation_);
+  reply->set_last_closed_round(result.last_closed_round);
+  reply->set_holds_model(result.holds_model);
+  reply->set_rounds_skipped(result.rounds_skipped);
+  UpdateGauges();
   return grpc::Status::OK;
 }
 
@@ -158,6 +174,7 @@ grpc::Status StoreService::CloseRound(grpc::ServerContext*, const v1::CloseRound
   reply->set_live_version(result->live_version);
   reply->set_checksum(result->checksum);
   reply->set_pushes(result->pushes);
+  reply->set_incarnation(incarnation_);
   metrics_.rounds_closed.Increment();
   UpdateGauges();
   return grpc::Status::OK;

@@ -14,7 +14,10 @@ namespace syncopate::store {
 // Thread-safe (the table is); `table` and `metrics` must outlive the service.
 class StoreService final : public v1::ParameterStore::Service {
  public:
-  StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard, uint32_t shard_count);
+  // `incarnation` identifies this process's life of the shard (non-zero, new at every start): the
+  // coordinator tells a restart by it.
+  StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard, uint32_t shard_count,
+               uint64_t incarnation);
 
   grpc::Status GetSchema(grpc::ServerContext* ctx, const v1::GetSchemaRequest* request,
                          v1::Schema* reply) override;
@@ -41,6 +44,7 @@ class StoreService final : public v1::ParameterStore::Service {
   StoreMetrics& metrics_;
   const uint32_t shard_;
   const uint32_t shard_count_;
+  const uint64_t incarnation_;
 };
 
 }  // namespace syncopate::store

@@ -3,6 +3,7 @@
 
 #include <cmath>
 #include <limits>
+#include <thread>
 
 #include "client/store_client.h"
 #include "gtest/gtest.h"
@@ -30,7 +31,9 @@ class StoreServiceTest : public ::testing::Test {
     model_["small"] = {1, 2, 3};
     ASSERT_TRUE(client_->Initialize(Header(0), model_).ok());
   }
-  void TearDown() override { server_->Shutdown(); }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
 
   static v1::PushHeader Header(uint64_t sequence, uint64_t trainer = kTrainer,
                                uint64_t incarnation = 1) {
@@ -62,7 +65,7 @@ class StoreServiceTest : public ::testing::Test {
   prometheus::Registry registry_;
   store::StoreMetrics metrics_{registry_};
   store::ParameterTable table_;
-  store::StoreService service_{table_, metrics_, 0, 1};
+  store::StoreService service_{table_, metrics_, 0, 1, /*incarnation=*/1};
   std::unique_ptr<grpc::Server> server_;
   int port_ = 0;
   std::string address_;
@@ -169,6 +172,40 @@ TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
   EXPECT_EQ(a->checksums[0], closed.checksum());
   EXPECT_EQ(a->tensors, b->tensors);
   EXPECT_EQ(a->tensors["small"], (std::vector<float>{4, 5, 6}));
+}
+
+// A shard restarts on its port from its state: the trainer's push, refused while the shard waits
+// for the coordinator (UNAVAILABLE), is retried with backoff and goes through once the membership
+// arrives, applied once.
+TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
+  ASSERT_TRUE(client_->Push(Header(1), {{"small", {1, 1, 1}}}).ok());
+  store::DurableState state = table_.Durable();
+  server_->Shutdown();
+
+  prometheus::Registry registry;
+  store::StoreMetrics metrics(registry);
+  store::ParameterTable restarted;
+  ASSERT_TRUE(restarted.Restore(state).ok());
+  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2);
+  int port = 0;
+  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &server_, &port).ok());
+  ASSERT_EQ(port, port_);
+
+  absl::Status pushed = absl::UnknownError("not yet");
+  std::thread trainer([&] { pushed = client_->Push(Header(2), {{"small", {1, 1, 1}}}).status(); });
+  auto& unavailable = metrics.rejected.Add({{"code", "unavailable"}});
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (unavailable.Value() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_GT(unavailable.Value(), 0) << "the push never reached the restarted shard";
+  restarted.SetMembers({{kTrainer, 1}});
+  trainer.join();
+  EXPECT_TRUE(pushed.ok()) << pushed;
+  EXPECT_EQ(Live()["small"], (std::vector<float>{3, 4, 5}));
+  // The retried sequence 1 stays applied once.
+  EXPECT_TRUE(client_->Push(Header(1), {{"small", {1, 1, 1}}}).ok());
+  EXPECT_EQ(Live()["small"], (std::vector<float>{3, 4, 5}));
+  server_->Shutdown();  // before `service` goes
+  server_.reset();
 }
 
 }  // namespace
