@@ -56,6 +56,9 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
           "slowdown ", s, " is out of range: each must lie in [1, ", base::kMaxSlowdown, "]"));
     }
   }
+  if (options.checkpoint_interval < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--checkpoint-interval cannot be negative");
+  }
   if (static_cast<int>(options.devices.size()) > options.trainers) {
     return absl::InvalidArgumentError(absl::StrCat("--device has ", options.devices.size(),
                                                    " values for ", options.trainers, " trainers"));
@@ -94,10 +97,11 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   absl::Status status = [&]() -> absl::Status {
     std::vector<std::string> stores;
     for (int s = 0; s < options.store_shards; ++s) {
-      RETURN_IF_ERROR(cluster->Launch(
-          "store", s,
-          {absl::StrCat("--shard=", s), absl::StrCat("--shard-count=", options.store_shards)},
-          true));
+      cluster->store_args_[s] = {
+          absl::StrCat("--shard=", s), absl::StrCat("--shard-count=", options.store_shards),
+          absl::StrCat("--checkpoint-dir=", options.run_dir, "/checkpoints"),
+          absl::StrCat("--checkpoint-interval=", Seconds(options.checkpoint_interval))};
+      RETURN_IF_ERROR(cluster->Launch("store", s, cluster->store_args_[s], true));
       stores.push_back(absl::StrCat("127.0.0.1:", cluster->endpoints_.back().grpc_port));
     }
     RETURN_IF_ERROR(
@@ -240,11 +244,11 @@ absl::Status LocalCluster::RemoveTrainer(absl::Duration grace) {
 }
 
 absl::Status LocalCluster::Launch(const std::string& role, int index, std::vector<std::string> args,
-                                  bool wait_ready) {
+                                  bool wait_ready, int grpc_port, int metrics_port) {
   const std::string base = absl::StrCat(options_.run_dir, "/", role, "-", index);
   std::vector<std::string> argv = {absl::StrCat(options_.bin_dir, "/syncopate-", role)};
-  if (role != "trainer") argv.push_back("--listen=127.0.0.1:0");
-  argv.push_back("--metrics-listen=127.0.0.1:0");
+  if (role != "trainer") argv.push_back(absl::StrCat("--listen=127.0.0.1:", grpc_port));
+  argv.push_back(absl::StrCat("--metrics-listen=127.0.0.1:", metrics_port));
   argv.push_back("--ready-file=" + base + ".ready.json");
   argv.insert(argv.end(), args.begin(), args.end());
   // One BLAS thread per trainer: the cluster shares the machine's cores.
@@ -272,6 +276,29 @@ absl::Status LocalCluster::Spawn(const std::string& role, int index,
   }
   endpoints_.push_back(endpoint);
   return absl::OkStatus();
+}
+
+absl::StatusOr<std::vector<std::string>> LocalCluster::RestartCrashedStores() {
+  std::vector<std::string> events;
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    if (endpoints_[i].role != "store" || endpoints_[i].process->running()) continue;
+    const Endpoint crashed = endpoints_[i];
+    const std::string exit = DescribeExit(*crashed.process->Wait(absl::ZeroDuration()));
+    // Launch appends the new endpoint; it takes the crashed one's place.
+    absl::Status restarted = Launch("store", crashed.index, store_args_[crashed.index], true,
+                                    crashed.grpc_port, crashed.metrics_port);
+    if (!restarted.ok()) {
+      return absl::UnavailableError(absl::StrCat("store ", crashed.index, " exited (", exit,
+                                                 ") and could not be restarted: ",
+                                                 restarted.message()));
+    }
+    endpoints_[i] = endpoints_.back();
+    endpoints_.pop_back();
+    events.push_back(
+        absl::StrCat("store ", crashed.index, " exited (", exit, "); restarted on its port"));
+  }
+  if (!events.empty()) RETURN_IF_ERROR(WriteClusterFile());
+  return events;
 }
 
 absl::Status LocalCluster::WriteClusterFile() const {

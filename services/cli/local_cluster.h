@@ -53,6 +53,9 @@ struct LocalClusterOptions {
   // package.
   std::string trainer_command;
   std::vector<int> command_ranks;
+  // Every store shard checkpoints into run_dir/checkpoints this often (and at shutdown), so a
+  // restarted shard resumes from at most this long ago (docs/faults.md).
+  absl::Duration checkpoint_interval = absl::Seconds(2);
 };
 
 // A process of the cluster and where it serves.
@@ -85,6 +88,11 @@ class LocalCluster {
   // and waits for it (SIGKILL after `grace`). FAILED_PRECONDITION when none runs.
   absl::Status RemoveTrainer(absl::Duration grace = absl::Seconds(30));
 
+  // Restarts every store shard whose process has exited, on its ports and with its flags (it
+  // restores its checkpoint), as Kubernetes restarts a crashed pod. Returns what happened, one
+  // line per restart; an error when a shard cannot be started again.
+  absl::StatusOr<std::vector<std::string>> RestartCrashedStores();
+
   // Trainers first (SIGTERM: they leave cleanly), then the coordinator, then the stores; each gets
   // `grace` before SIGKILL. Idempotent.
   void Stop(absl::Duration grace = absl::Seconds(10));
@@ -102,8 +110,9 @@ class LocalCluster {
   // A user's trainer program (trainer_command) as trainer `rank`.
   absl::Status LaunchCommand(int rank, double slowdown);
   bool RunsCommand(int rank) const;
+  // Launches syncopate-`role` with `args`, serving on `grpc_port` and `metrics_port` (0: any).
   absl::Status Launch(const std::string& role, int index, std::vector<std::string> args,
-                      bool wait_ready);
+                      bool wait_ready, int grpc_port = 0, int metrics_port = 0);
   absl::Status LaunchTrainer(int rank, double slowdown);
   // Waits until trainer `e` is ready and records its metrics port.
   absl::Status AwaitTrainer(Endpoint& e);
@@ -112,6 +121,7 @@ class LocalCluster {
   LocalClusterOptions options_;
   std::vector<std::unique_ptr<ChildProcess>> processes_;
   std::vector<Endpoint> endpoints_;
+  std::map<int, std::vector<std::string>> store_args_;  // by shard, for restarts
   std::unique_ptr<v1::Coordinator::Stub> coordinator_;
   bool stopped_ = false;
   int next_rank_ = 0;

@@ -133,6 +133,18 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
                    failure.ok() ? "" : std::string(" failed: " + failure.ToString()).c_str());
     }
     if (!failure.ok()) break;
+    if (options.restart_crashed) {
+      absl::StatusOr<std::vector<std::string>> restarts = cluster->RestartCrashedStores();
+      if (!restarts.ok()) {
+        failure = restarts.status();
+        break;
+      }
+      for (const std::string& what : *restarts) {
+        summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start), what);
+        std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", what.c_str());
+      }
+      if (!restarts->empty() && prometheus) failure = prometheus->UpdateTargets(cluster->endpoints());
+    }
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     absl::StatusOr<v1::ClusterStatus> polled = cluster->Status(absl::Seconds(5));
     if (!polled.ok()) {
@@ -156,6 +168,10 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
       std::fprintf(stderr, tty ? "\r%s\033[K" : "%s\n",
                    ProgressLine(status, elapsed, summary.final_accuracy).c_str());
       last_line = absl::Now();
+    }
+    if (!status.failure().empty()) {
+      failure = absl::AbortedError(absl::StrCat("the job failed: ", status.failure()));
+      break;
     }
     if (summary.reached_target) break;
     if (elapsed >= absl::ToDoubleSeconds(options.time_limit)) break;

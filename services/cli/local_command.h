@@ -36,6 +36,9 @@ struct LocalRunOptions {
   std::string report_dir;
   // Trainers added and removed during the run (makes the cluster elastic).
   std::vector<ScaleEvent> scale_events;
+  // Restart a store shard whose process exits, on its port (as Kubernetes would), so faults can be
+  // tried locally; each restart is a fault of the run.
+  bool restart_crashed = true;
   // Also run a real Prometheus scraping the cluster (its URL is printed and in prometheus.json).
   bool prometheus = false;
   LocalPrometheusOptions prometheus_options;

@@ -72,6 +72,7 @@ struct ScenarioFlags {
   std::string egress_rate;
   std::string ingress_rate;
   std::string exchange_timeout = "5s";
+  std::string checkpoint_interval = "2s";
 
   ScenarioFlags() { run.prometheus_options.rules = syncopate::cli::DefaultAlertRules(); }
 
@@ -142,6 +143,12 @@ struct ScenarioFlags {
                     "Alert rules that Prometheus loads (empty: none)");
     cmd->add_option("--alert-for", alert_for,
                     "Hold of every alert in this local run (replaces the rules' for:)");
+    cmd->add_option("--checkpoint-interval", checkpoint_interval,
+                    "Store shards checkpoint this often into the run directory: a restarted "
+                    "shard loses at most this much (docs/faults.md)");
+    cmd->add_flag("--restart-crashed,!--no-restart-crashed", run.restart_crashed,
+                  "Restart a store shard whose process exits, on its port, as Kubernetes would "
+                  "(default on); the run then reports it and exits 4");
     cmd->add_option("--report-dir", run.report_dir,
                     "Write the report (summary.json, accuracy.csv, logs) here");
   }
@@ -153,7 +160,8 @@ struct ScenarioFlags {
                              std::pair{&eval_interval, &run.cluster.eval_interval},
                              std::pair{&step_time, &run.cluster.step_time},
                              std::pair{&alert_for, &run.prometheus_options.alert_for},
-                             std::pair{&exchange_timeout, &run.cluster.exchange_timeout}}) {
+                             std::pair{&exchange_timeout, &run.cluster.exchange_timeout},
+                             std::pair{&checkpoint_interval, &run.cluster.checkpoint_interval}}) {
       absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
       if (!d.ok()) return d.status();
       *out = *d;
@@ -273,5 +281,6 @@ int main(int argc, char** argv) {
   absl::StatusOr<syncopate::cli::RunSummary> summary = syncopate::cli::RunLocal(local.run);
   if (!summary.ok()) return Fail(summary.status(), ExitCodeOf(summary.status()));
   std::printf("%s", syncopate::cli::FormatSummary(*summary).c_str());
-  return summary->interrupted ? 130 : 0;
+  // A run that survived faults did not finish normally: say so in the exit code too.
+  return summary->interrupted ? 130 : summary->faulty() ? 4 : 0;
 }

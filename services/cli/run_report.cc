@@ -48,9 +48,14 @@ void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary) {
   summary->mean_real_compute_seconds = n > 0 ? real_sum / n : 0;
   summary->mean_emulated_compute_seconds = n > 0 ? emulated_sum / n : 0;
   summary->rounds_closed = status.rounds_closed();
+  summary->store_restarts = status.store_restarts();
+  summary->store_rounds_lost = status.store_rounds_lost();
+  summary->failure = status.failure();
 }
 
 nlohmann::json ToJson(const RunSummary& s) {
+  nlohmann::json faults = nlohmann::json::array();
+  for (const auto& [at, what] : s.faults) faults.push_back({{"at_seconds", at}, {"what", what}});
   nlohmann::json per_trainer = nlohmann::json::array();
   for (const TrainerSummary& t : s.per_trainer) {
     per_trainer.push_back({{"rank", t.rank},
@@ -81,6 +86,10 @@ nlohmann::json ToJson(const RunSummary& s) {
                       {"overhead_per_step_seconds", s.overhead_per_step_seconds},
                       {"rounds_closed", s.rounds_closed},
                       {"interrupted", s.interrupted},
+                      {"faults", faults},
+                      {"store_restarts", s.store_restarts},
+                      {"store_rounds_lost", s.store_rounds_lost},
+                      {"failure", s.failure},
                       {"per_trainer", per_trainer}};
   if (s.time_to_target_seconds) j["time_to_target_seconds"] = *s.time_to_target_seconds;
   if (s.final_accuracy) j["final_accuracy"] = *s.final_accuracy;
@@ -108,6 +117,17 @@ std::string TrainerTable(const std::vector<TrainerSummary>& trainers) {
   return out;
 }
 
+// What went wrong, when something did: the run is not a normal finish.
+std::string FaultLines(const RunSummary& s) {
+  if (!s.faulty()) return "";
+  std::string out =
+      absl::StrFormat("FAULTS: %d store restart(s) reconciled, %d round(s) lost on restarted shards%s\n",
+                      s.store_restarts, s.store_rounds_lost,
+                      s.failure.empty() ? "" : absl::StrCat("; the job failed: ", s.failure));
+  for (const auto& [at, what] : s.faults) absl::StrAppendFormat(&out, "  at %.1fs: %s\n", at, what);
+  return out;
+}
+
 }  // namespace
 
 std::string FormatSummary(const RunSummary& s) {
@@ -123,7 +143,7 @@ std::string FormatSummary(const RunSummary& s) {
              s.wall_seconds, s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a",
              s.compute_time_ratio, s.mean_real_compute_seconds, s.mean_emulated_compute_seconds,
              s.overhead_per_step_seconds * 1000) +
-         TrainerTable(s.per_trainer);
+         FaultLines(s) + TrainerTable(s.per_trainer);
 }
 
 std::string FormatStatus(const v1::ClusterStatus& status) {

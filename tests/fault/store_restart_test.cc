@@ -1,0 +1,79 @@
+// Fault injection, as an operator meets it: a store shard is SIGKILLed mid-job and comes back on
+// its port (syncopate local restarts it, as Kubernetes would). The job must go on with every
+// trainer, reach its target, and report the restart and its loss window (exit 4, summary.json).
+#include <signal.h>
+
+#include <algorithm>
+
+#include "../e2e/local_runs.h"
+#include "../e2e/run_files.h"
+#include "cli/child_process.h"
+#include "gtest/gtest.h"
+
+namespace syncopate::e2e {
+namespace {
+
+// Rounds trainer `rank` pulled, in order (none in immediate modes).
+std::vector<int64_t> PulledRounds(const std::string& dir, int rank) {
+  std::vector<int64_t> rounds;
+  for (const auto& e : ReadTrace(dir, rank)) {
+    if (e["event"] == "pull" && e.contains("round")) rounds.push_back(e["round"]);
+  }
+  return rounds;
+}
+
+size_t Pushes(const std::string& dir, int rank) {
+  size_t pushes = 0;
+  for (const auto& e : ReadTrace(dir, rank)) pushes += e["event"] == "pushed";
+  return pushes;
+}
+
+class StoreRestart : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StoreRestart, TheJobGoesOnAndReportsIt) {
+  std::string mode = GetParam();  // test names cannot hold '-'
+  std::replace(mode.begin(), mode.end(), '_', '-');
+  const std::string dir = MakeTempDir("store-restart-" + mode);
+  auto local = StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3",
+                                "--store-shards=2", "--target-accuracy=0.80", "--time-limit=150s",
+                                "--checkpoint-interval=1s"});
+  ASSERT_NE(local, nullptr);
+  // Once training is well under way (and a checkpoint exists), kill shard 1 hard.
+  ASSERT_NE(PidOnceTraining(dir, 0, [](const std::string& d) { return ReadTrace(d, 0).size() > 60; }),
+            0)
+      << "trainer 0 never trained; see " << dir;
+  const nlohmann::json ready = ReadJson(dir + "/store-1.ready.json");
+  ASSERT_FALSE(ready.is_discarded());
+  const size_t pushes_before = Pushes(dir, 0);
+  ASSERT_EQ(kill(ready["pid"].get<int>(), SIGKILL), 0);
+
+  std::optional<int> status = local->Wait(absl::Minutes(3));
+  ASSERT_TRUE(status.has_value()) << "run did not finish; see " << dir;
+  EXPECT_EQ(ExitCode(*status), 4) << cli::DescribeExit(*status) << "; see " << dir;
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  ASSERT_FALSE(summary.is_discarded());
+  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  ASSERT_EQ(summary["faults"].size(), 1u) << summary.dump(2);
+  EXPECT_NE(summary["faults"][0]["what"].get<std::string>().find("store 1 exited (killed by"),
+            std::string::npos)
+      << summary["faults"].dump();
+  EXPECT_EQ(summary["store_restarts"], 1) << "see " << dir;
+  EXPECT_EQ(summary["failure"], "");
+  for (const auto& t : summary["per_trainer"]) {
+    EXPECT_NE(t["state"], "evicted") << "trainer " << t["rank"] << " was lost; see " << dir;
+  }
+  // Training went on past the restart and reached the target after it (rounds, where the mode
+  // has them, stayed in order).
+  EXPECT_GT(Pushes(dir, 0), pushes_before) << "see " << dir;
+  EXPECT_GT(summary["time_to_target_seconds"].get<double>(),
+            summary["faults"][0]["at_seconds"].get<double>())
+      << "see " << dir;
+  const std::vector<int64_t> rounds = PulledRounds(dir, 0);
+  EXPECT_TRUE(std::is_sorted(rounds.begin(), rounds.end())) << "see " << dir;
+}
+
+INSTANTIATE_TEST_SUITE_P(RoundAndImmediateModes, StoreRestart,
+                         ::testing::Values("bsp", "ssp", "wbsp_overlap"));
+
+}  // namespace
+}  // namespace syncopate::e2e
