@@ -35,8 +35,7 @@ std::string SpreadText(const std::optional<Spread>& s, const char* format,
   return low == high ? median : absl::StrCat(median, " [", low, "-", high, "]");
 }
 
-std::string TrialDir(const CompareOptions& o, const std::string& mode, double rate,
-                     uint64_t seed) {
+std::string TrialDir(const CompareOptions& o, const std::string& mode, double rate, uint64_t seed) {
   std::string dir = absl::StrCat(o.report_dir, "/", mode);
   if (!o.learning_rates.empty()) absl::StrAppend(&dir, "/lr-", rate);
   if (o.repeats > 1) absl::StrAppend(&dir, "/seed-", seed);
@@ -55,8 +54,8 @@ std::string PlotScript(const std::vector<CompareRow>& rows, double target) {
     const std::string band = absl::StrCat("'", row.mode, "/band.csv'");
     curves.push_back(absl::StrCat(band, " using 1:3:4 with filledcurves fs transparent solid 0.2 ",
                                   "lc ", color, " notitle"));
-    curves.push_back(absl::StrCat(band, " using 1:2 with lines lw 2 lc ", color, " title '",
-                                  row.mode, "'"));
+    curves.push_back(
+        absl::StrCat(band, " using 1:2 with lines lw 2 lc ", color, " title '", row.mode, "'"));
   }
   std::string script = absl::StrCat(
       "set terminal svg size 1200,480 dynamic font 'sans,11'\n"
@@ -83,7 +82,8 @@ std::string PlotScript(const std::vector<CompareRow>& rows, double target) {
       "plot 'compare.csv' using 0:(column('compute_time_ratio')):xtic(1) with boxes, \\\n"
       "     '' using 0:(column('compute_time_ratio')):(column('compute_time_ratio_min')):"
       "(column('compute_time_ratio_max')) with yerrorbars lc rgb 'black' pt 0, \\\n"
-      "     '' using 0:(column('compute_time_ratio')):(sprintf('%.2f', column('compute_time_ratio')))"
+      "     '' using 0:(column('compute_time_ratio')):(sprintf('%.2f', "
+      "column('compute_time_ratio')))"
       " with labels offset 2,0.7\n"
       "unset multiplot\n");
   return script;
@@ -120,8 +120,8 @@ absl::Status Validate(const CompareOptions& options) {
     RETURN_IF_ERROR(LocalCluster::Validate(cluster));
   }
   if (options.repeats < 1) {
-    return absl::InvalidArgumentError(absl::StrCat("--repeats must be at least 1, got ",
-                                                   options.repeats));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--repeats must be at least 1, got ", options.repeats));
   }
   std::set<double> rates;
   for (double rate : options.learning_rates) {
@@ -151,9 +151,9 @@ bool CompareRow::interrupted() const {
 absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options) {
   RETURN_IF_ERROR(Validate(options));
   RETURN_IF_ERROR(MakeReportDir(options.report_dir));
-  const std::vector<double> rates =
-      options.learning_rates.empty() ? std::vector<double>{options.run.cluster.learning_rate}
-                                     : options.learning_rates;
+  const std::vector<double> rates = options.learning_rates.empty()
+                                        ? std::vector<double>{options.run.cluster.learning_rate}
+                                        : options.learning_rates;
 
   std::vector<CompareRow> rows;
   bool interrupted = false;
@@ -176,8 +176,8 @@ absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options
           trials.seeds.push_back(run.cluster.seed);
           interrupted = summary->interrupted;
         } else {
-          trials.errors.push_back(absl::StrCat("seed ", run.cluster.seed, ": ",
-                                               summary.status().message()));
+          trials.errors.push_back(
+              absl::StrCat("seed ", run.cluster.seed, ": ", summary.status().message()));
           std::fprintf(stderr, "%s failed: %s\n", mode.c_str(), trials.errors.back().c_str());
         }
       }
@@ -230,14 +230,13 @@ std::string CompareCsv(const std::vector<CompareRow>& rows) {
         SpreadCsv(t.time_to_target(), "%.2f"), ",", SpreadCsv(t.final_accuracy(), "%.4f"), ",",
         SpreadCsv(t.compute_time_ratio(), "%.4f"), ",", SpreadCsv(t.overhead_per_step(), "%.4f"),
         ",",
-        runs == 0 ? ",,,,"
-                  : absl::StrFormat("%.3f,%.2f,%g,%.3f,%.3f", median(&RunSummary::mean_wait_seconds),
-                                    median(&RunSummary::wall_seconds),
-                                    SpreadOf(rounds)->median,
-                                    median(&RunSummary::mean_real_compute_seconds),
-                                    median(&RunSummary::mean_emulated_compute_seconds)),
-        ",", t.errors.empty() ? "" : absl::StrCat("\"", absl::StrJoin(t.errors, "; "), "\""),
-        "\n");
+        runs == 0
+            ? ",,,,"
+            : absl::StrFormat("%.3f,%.2f,%g,%.3f,%.3f", median(&RunSummary::mean_wait_seconds),
+                              median(&RunSummary::wall_seconds), SpreadOf(rounds)->median,
+                              median(&RunSummary::mean_real_compute_seconds),
+                              median(&RunSummary::mean_emulated_compute_seconds)),
+        ",", t.errors.empty() ? "" : absl::StrCat("\"", absl::StrJoin(t.errors, "; "), "\""), "\n");
   }
   return csv;
 }
@@ -274,8 +273,7 @@ std::string FormatCompare(const std::vector<CompareRow>& rows) {
       continue;
     }
     const int runs = static_cast<int>(t.runs.size());
-    std::string time = t.reached() == 0 ? "not reached"
-                                        : SpreadText(t.time_to_target(), "%.1fs");
+    std::string time = t.reached() == 0 ? "not reached" : SpreadText(t.time_to_target(), "%.1fs");
     if (runs > 1) absl::StrAppend(&time, " (", t.reached(), "/", runs, ")");
     std::optional<Spread> overhead = t.overhead_per_step();
     if (overhead) *overhead = {overhead->median * 1000, overhead->min * 1000, overhead->max * 1000};
@@ -288,7 +286,8 @@ std::string FormatCompare(const std::vector<CompareRow>& rows) {
         &out, "%-13s %-6g %-26s %-22s %-20s %-14s %.1f+%.1f\n", row.mode, t.learning_rate, time,
         SpreadText(t.final_accuracy(), "%.4f"), SpreadText(t.compute_time_ratio(), "%.2f"),
         SpreadText(overhead, "%.1fms"), SpreadOf(real)->median, SpreadOf(emulated)->median);
-    if (!t.errors.empty()) absl::StrAppend(&out, "  failed runs: ", absl::StrJoin(t.errors, "; "), "\n");
+    if (!t.errors.empty())
+      absl::StrAppend(&out, "  failed runs: ", absl::StrJoin(t.errors, "; "), "\n");
   }
   return out;
 }

@@ -41,8 +41,7 @@ std::optional<Spread> Trials::final_accuracy() const {
 }
 
 std::optional<Spread> Trials::compute_time_ratio() const {
-  return SpreadOver(runs,
-                    [](const RunSummary& r) { return std::optional(r.compute_time_ratio); });
+  return SpreadOver(runs, [](const RunSummary& r) { return std::optional(r.compute_time_ratio); });
 }
 
 std::optional<Spread> Trials::overhead_per_step() const {
@@ -79,10 +78,9 @@ std::vector<BandPoint> AccuracyBand(const std::vector<RunSummary>& runs, double 
     std::vector<double> at_t;
     for (const RunSummary& run : runs) {
       // The last report at or before t.
-      auto after = std::upper_bound(run.accuracy.begin(), run.accuracy.end(), t,
-                                    [](double x, const std::pair<double, double>& p) {
-                                      return x < p.first;
-                                    });
+      auto after = std::upper_bound(
+          run.accuracy.begin(), run.accuracy.end(), t,
+          [](double x, const std::pair<double, double>& p) { return x < p.first; });
       if (after != run.accuracy.begin()) at_t.push_back(std::prev(after)->second);
     }
     if (std::optional<Spread> s = SpreadOf(std::move(at_t))) {

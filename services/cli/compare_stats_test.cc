@@ -5,7 +5,8 @@
 namespace syncopate::cli {
 namespace {
 
-RunSummary Outcome(std::optional<double> time_to_target, double final_accuracy, double ratio = 0.5) {
+RunSummary Outcome(std::optional<double> time_to_target, double final_accuracy,
+                   double ratio = 0.5) {
   RunSummary s;
   s.reached_target = time_to_target.has_value();
   s.time_to_target_seconds = time_to_target;
@@ -63,7 +64,7 @@ TEST(AccuracyBand, HoldsEachRunsLastReportAndSpansTheRuns) {
   const std::vector<BandPoint> band = AccuracyBand({a, b}, 0.1);
   ASSERT_EQ(band.size(), 3u);  // t = 0 has no report yet; 0.1, 0.2, 0.3
   EXPECT_NEAR(band[0].t, 0.1, 1e-9);
-  EXPECT_EQ(band[0].median, 0.2);  // only a has reported
+  EXPECT_EQ(band[0].median, 0.2);          // only a has reported
   EXPECT_NEAR(band[1].median, 0.3, 1e-9);  // a 0.2, b 0.4
   EXPECT_EQ(band[2].min, 0.4);
   EXPECT_EQ(band[2].max, 0.6);

@@ -171,8 +171,8 @@ std::vector<std::pair<std::string, std::string>> LocalCluster::TrainerSettings(
       {"eval-interval", Seconds(o.eval_interval)},
       {"seed", absl::StrCat(o.seed)},
       {"trace-file", absl::StrCat(o.run_dir, "/trainer-", rank, ".trace.jsonl")}};
-  for (const auto& [key, rates] : {std::pair{"egress-rate", &o.egress_rates},
-                                   std::pair{"ingress-rate", &o.ingress_rates}}) {
+  for (const auto& [key, rates] :
+       {std::pair{"egress-rate", &o.egress_rates}, std::pair{"ingress-rate", &o.ingress_rates}}) {
     if (const std::string rate = at(*rates, ""); !rate.empty()) settings.emplace_back(key, rate);
   }
   return settings;
@@ -288,9 +288,9 @@ absl::StatusOr<std::vector<std::string>> LocalCluster::RestartCrashedStores() {
     absl::Status restarted = Launch("store", crashed.index, store_args_[crashed.index], true,
                                     crashed.grpc_port, crashed.metrics_port);
     if (!restarted.ok()) {
-      return absl::UnavailableError(absl::StrCat("store ", crashed.index, " exited (", exit,
-                                                 ") and could not be restarted: ",
-                                                 restarted.message()));
+      return absl::UnavailableError(
+          absl::StrCat("store ", crashed.index, " exited (", exit,
+                       ") and could not be restarted: ", restarted.message()));
     }
     endpoints_[i] = endpoints_.back();
     endpoints_.pop_back();

@@ -48,9 +48,9 @@ struct LocalClusterOptions {
   // A user's trainer program, run through /bin/sh -c instead of syncopate-trainer for the ranks
   // in command_ranks (empty: every rank). It gets the job through the environment the client
   // library reads (docs/python.md): SYNCOPATE_COORDINATOR, _NAME, _RANK, _WORLD, _DATA_SHARD,
-  // _SLOWDOWN, _STEP_TIME, _DEVICE, _LEARNING_RATE, _BATCH_SIZE, _SEED, _EVAL_INTERVAL, _EGRESS_RATE,
-  // _INGRESS_RATE, _METRICS_LISTEN, _READY_FILE, _TRACE_FILE, and PYTHONPATH with the built Python
-  // package.
+  // _SLOWDOWN, _STEP_TIME, _DEVICE, _LEARNING_RATE, _BATCH_SIZE, _SEED, _EVAL_INTERVAL,
+  // _EGRESS_RATE, _INGRESS_RATE, _METRICS_LISTEN, _READY_FILE, _TRACE_FILE, and PYTHONPATH with the
+  // built Python package.
   std::string trainer_command;
   std::vector<int> command_ranks;
   // Every store shard checkpoints into run_dir/checkpoints this often (and at shutdown), so a
@@ -105,8 +105,7 @@ class LocalCluster {
                      const std::map<std::string, std::string>& env, bool wait_ready);
   // What trainer `rank` is told, as (flag name, value): --flag=value for the built-in trainer,
   // SYNCOPATE_FLAG=value for a trainer command.
-  std::vector<std::pair<std::string, std::string>> TrainerSettings(int rank,
-                                                                   double slowdown) const;
+  std::vector<std::pair<std::string, std::string>> TrainerSettings(int rank, double slowdown) const;
   // A user's trainer program (trainer_command) as trainer `rank`.
   absl::Status LaunchCommand(int rank, double slowdown);
   bool RunsCommand(int rank) const;

@@ -143,7 +143,8 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
         summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start), what);
         std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", what.c_str());
       }
-      if (!restarts->empty() && prometheus) failure = prometheus->UpdateTargets(cluster->endpoints());
+      if (!restarts->empty() && prometheus)
+        failure = prometheus->UpdateTargets(cluster->endpoints());
     }
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     absl::StatusOr<v1::ClusterStatus> polled = cluster->Status(absl::Seconds(5));

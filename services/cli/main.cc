@@ -83,10 +83,11 @@ struct ScenarioFlags {
         "--staleness", p.staleness,
         "SSP and selmcast-ssp bound s (default 3; selmcast-ssp 4); DSSP lower bound s_lo");
     cmd->add_option("--staleness-max", p.staleness_max, "DSSP upper bound s_hi");
-    cmd->add_option("--aggregation", p.aggregation,
-                    "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "
-                    "of the N live trainers, in every mode), mean (round modes), sum (immediate modes) "
-                    "or paper (each mode's published rule)");
+    cmd->add_option(
+        "--aggregation", p.aggregation,
+        "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "
+        "of the N live trainers, in every mode), mean (round modes), sum (immediate modes) "
+        "or paper (each mode's published rule)");
     cmd->add_option("--groups", p.groups, "Hybrid: at most this many groups");
     cmd->add_option("--split-ratio", p.split_ratio,
                     "Hybrid: split groups where step times differ by this ratio");
@@ -269,8 +270,7 @@ int main(int argc, char** argv) {
     if (!rows.ok()) return Fail(rows.status(), ExitCodeOf(rows.status()));
     std::printf("%s", syncopate::cli::FormatCompare(*rows).c_str());
     std::printf("report: %s/compare.csv, %s/compare-runs.csv, %s/compare.svg\n",
-                options.report_dir.c_str(), options.report_dir.c_str(),
-                options.report_dir.c_str());
+                options.report_dir.c_str(), options.report_dir.c_str(), options.report_dir.c_str());
     for (const auto& row : *rows) {
       if (row.interrupted()) return 130;
     }

@@ -120,10 +120,10 @@ std::string TrainerTable(const std::vector<TrainerSummary>& trainers) {
 // What went wrong, when something did: the run is not a normal finish.
 std::string FaultLines(const RunSummary& s) {
   if (!s.faulty()) return "";
-  std::string out =
-      absl::StrFormat("FAULTS: %d store restart(s) reconciled, %d round(s) lost on restarted shards%s\n",
-                      s.store_restarts, s.store_rounds_lost,
-                      s.failure.empty() ? "" : absl::StrCat("; the job failed: ", s.failure));
+  std::string out = absl::StrFormat(
+      "FAULTS: %d store restart(s) reconciled, %d round(s) lost on restarted shards%s\n",
+      s.store_restarts, s.store_rounds_lost,
+      s.failure.empty() ? "" : absl::StrCat("; the job failed: ", s.failure));
   for (const auto& [at, what] : s.faults) absl::StrAppendFormat(&out, "  at %.1fs: %s\n", at, what);
   return out;
 }

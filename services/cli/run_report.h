@@ -53,9 +53,9 @@ struct RunSummary {
   // What went wrong during the run, and when (elapsed seconds): processes that crashed and were
   // restarted. A run with faults or a failure is not a normal finish (`syncopate local` exits 4).
   std::vector<std::pair<double, std::string>> faults;
-  uint32_t store_restarts = 0;     // reconciled by the coordinator
-  int64_t store_rounds_lost = 0;   // rounds restarted shards skipped (docs/faults.md)
-  std::string failure;             // the coordinator's reason the job could not go on
+  uint32_t store_restarts = 0;    // reconciled by the coordinator
+  int64_t store_rounds_lost = 0;  // rounds restarted shards skipped (docs/faults.md)
+  std::string failure;            // the coordinator's reason the job could not go on
   bool faulty() const { return !faults.empty() || store_restarts > 0 || !failure.empty(); }
   std::vector<TrainerSummary> per_trainer;
   std::vector<std::pair<double, double>> accuracy;  // (elapsed seconds, accuracy)

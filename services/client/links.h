@@ -61,10 +61,11 @@ class StoreLink {
   // finite); UNAVAILABLE when a shard stays unreachable.
   virtual absl::Status Initialize(const v1::PushHeader& header,
                                   const tensor::TensorMap& values) = 0;
-  // Pushes a delta (the header's sequence makes a retry apply at most once). Returns the bytes sent. The store's refusal as it
-  // is (NOT_FOUND for a tensor the store does not hold in that shape; INVALID_ARGUMENT for a wrong
-  // length or a value that is not finite; FAILED_PRECONDITION for a trainer that left, was
-  // evicted or has a stale incarnation); UNAVAILABLE when a shard stays unreachable.
+  // Pushes a delta (the header's sequence makes a retry apply at most once). Returns the bytes
+  // sent. The store's refusal as it is (NOT_FOUND for a tensor the store does not hold in that
+  // shape; INVALID_ARGUMENT for a wrong length or a value that is not finite; FAILED_PRECONDITION
+  // for a trainer that left, was evicted or has a stale incarnation); UNAVAILABLE when a shard
+  // stays unreachable.
   virtual absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
                                         const tensor::TensorMap& delta) = 0;
   // Pulls the live model (round < 0) or round `round`. NOT_FOUND for a round the store no longer

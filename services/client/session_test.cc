@@ -9,10 +9,10 @@
 #include <map>
 #include <variant>
 
+#include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
 #include "client/background_multicast.h"
 #include "client/peer_exchange.h"
-#include "absl/synchronization/notification.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 
@@ -449,8 +449,7 @@ struct PathCase {
   bool overlap, peer_to_peer, background;
 };
 
-class ComputeAccountingTest : public SessionTest,
-                              public ::testing::WithParamInterface<PathCase> {};
+class ComputeAccountingTest : public SessionTest, public ::testing::WithParamInterface<PathCase> {};
 
 TEST_P(ComputeAccountingTest, ComputeIsExactlyTheStepsAndApplyingIsNot) {
   const PathCase path = GetParam();
@@ -478,13 +477,14 @@ TEST_P(ComputeAccountingTest, ComputeIsExactlyTheStepsAndApplyingIsNot) {
   EXPECT_LE(timings_.compute_seconds() / timings_.wall_seconds(), 0.5);
 }
 
-INSTANTIATE_TEST_SUITE_P(
-    EveryPath, ComputeAccountingTest,
-    ::testing::Values(PathCase{"sequential", false, false, false},
-                      PathCase{"overlapped", true, false, false},
-                      PathCase{"peer_rounds", false, true, false},
-                      PathCase{"peer_background", false, true, true}),
-    [](const ::testing::TestParamInfo<PathCase>& info) { return std::string(info.param.name); });
+INSTANTIATE_TEST_SUITE_P(EveryPath, ComputeAccountingTest,
+                         ::testing::Values(PathCase{"sequential", false, false, false},
+                                           PathCase{"overlapped", true, false, false},
+                                           PathCase{"peer_rounds", false, true, false},
+                                           PathCase{"peer_background", false, true, true}),
+                         [](const ::testing::TestParamInfo<PathCase>& info) {
+                           return std::string(info.param.name);
+                         });
 
 // By default the evaluation runs on the session's own thread: a trainer whose evaluation has not
 // finished (it blocks here until the test releases it) keeps stepping.

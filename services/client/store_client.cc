@@ -102,8 +102,7 @@ absl::Status StoreClient::Initialize(const v1::PushHeader& header,
   for (const auto& entry : values) {
     by_shard[tensor::ShardOf(entry.first, stubs_.size())].push_back(&entry);
   }
-  return ForEachShard("initialize",
-                      [&](size_t s) { return SendTo(s, true, header, by_shard[s]); });
+  return ForEachShard("initialize", [&](size_t s) { return SendTo(s, true, header, by_shard[s]); });
 }
 
 absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
@@ -176,8 +175,9 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
 
 absl::StatusOr<PulledModel> StoreClient::Pull(int64_t round) {
   std::vector<PulledModel> parts(stubs_.size());
-  absl::Status status = ForEachShard(round < 0 ? "live pull" : absl::StrCat("pull of round ", round),
-                                     [&](size_t s) { return PullFrom(s, round, &parts[s]); });
+  absl::Status status =
+      ForEachShard(round < 0 ? "live pull" : absl::StrCat("pull of round ", round),
+                   [&](size_t s) { return PullFrom(s, round, &parts[s]); });
   if (!status.ok()) return status;
   PulledModel model;
   model.round = round;

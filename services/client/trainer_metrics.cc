@@ -12,9 +12,9 @@ prometheus::Histogram& Seconds(prometheus::Registry& r, const char* name, const 
 }  // namespace
 
 TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
-    : compute_seconds(
-          metrics::AddCounter(r, "syncopate_trainer_compute_seconds_total",
-                              "Seconds in training steps, real and emulated (step time, slowdown).")),
+    : compute_seconds(metrics::AddCounter(
+          r, "syncopate_trainer_compute_seconds_total",
+          "Seconds in training steps, real and emulated (step time, slowdown).")),
       emulated_compute_seconds(metrics::AddCounter(
           r, "syncopate_trainer_emulated_compute_seconds_total",
           "Seconds of compute_seconds slept to emulate an accelerator step or a straggler.")),

@@ -356,16 +356,16 @@ void Coordinator::StoreCallFailed(const std::string& what, const absl::Status& s
   metrics_.store_call_failures.Increment();
   if (!stores_failing_since_) {
     stores_failing_since_ = clock_.Now();
-    spdlog::warn("{} failed (retrying with backoff; logged again when the stores answer): {}",
-                 what, status.ToString());
+    spdlog::warn("{} failed (retrying with backoff; logged again when the stores answer): {}", what,
+                 status.ToString());
   }
 }
 
 void Coordinator::StoreCallSucceeded() {
   if (stores_failing_since_) {
     spdlog::info("the stores answer again after {} and {} failed attempts",
-                 absl::FormatDuration(absl::Trunc(clock_.Now() - *stores_failing_since_,
-                                                  absl::Milliseconds(1))),
+                 absl::FormatDuration(
+                     absl::Trunc(clock_.Now() - *stores_failing_since_, absl::Milliseconds(1))),
                  store_backoff_.failures());
     stores_failing_since_.reset();
   }

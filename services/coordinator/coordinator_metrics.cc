@@ -46,9 +46,9 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
           "Calls to the store shards (membership, round closes) that failed and were retried.")),
       store_restarts(metrics::AddCounter(r, "syncopate_coordinator_store_restarts_total",
                                          "Store shard restarts noticed and reconciled.")),
-      store_rounds_lost(metrics::AddCounter(
-          r, "syncopate_coordinator_store_rounds_lost_total",
-          "Rounds restarted shards skipped to catch up (their updates to those shards were lost).")),
+      store_rounds_lost(metrics::AddCounter(r, "syncopate_coordinator_store_rounds_lost_total",
+                                            "Rounds restarted shards skipped to catch up (their "
+                                            "updates to those shards were lost).")),
       trainer_staleness_bound(
           prometheus::BuildGauge()
               .Name("syncopate_coordinator_trainer_staleness_bound")

@@ -49,10 +49,11 @@ int main(int argc, char** argv) {
   app.add_option("--staleness", policy_options.staleness,
                  "SSP and selmcast-ssp bound s (default 3; selmcast-ssp 4); DSSP lower bound s_lo");
   app.add_option("--staleness-max", policy_options.staleness_max, "DSSP upper bound s_hi");
-  app.add_option("--aggregation", policy_options.aggregation,
-                 "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "
-                 "of the N live trainers, in every mode), mean (round modes), sum (immediate modes) "
-                 "or paper (each mode's published rule)");
+  app.add_option(
+      "--aggregation", policy_options.aggregation,
+      "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "
+      "of the N live trainers, in every mode), mean (round modes), sum (immediate modes) "
+      "or paper (each mode's published rule)");
   app.add_option("--groups", policy_options.groups, "Hybrid: at most this many groups");
   app.add_option("--split-ratio", policy_options.split_ratio,
                  "Hybrid: split groups where step times differ by this ratio");

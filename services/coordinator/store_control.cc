@@ -46,8 +46,7 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::Probe() {
       return absl::UnavailableError(
           absl::StrCat("GetSchema on store ", addresses_[i], ": ", status.error_message()));
     }
-    shards.push_back(
-        {reply.incarnation(), reply.last_closed_round(), reply.tensors_size() > 0, 0});
+    shards.push_back({reply.incarnation(), reply.last_closed_round(), reply.tensors_size() > 0, 0});
   }
   return shards;
 }

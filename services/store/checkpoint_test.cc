@@ -57,9 +57,7 @@ TEST_F(CheckpointTest, RestoreResumesRoundsCutsAndSequences) {
                                  {{"w", {1, static_cast<float>(trainer)}}}))
                     .ok());
   }
-  ASSERT_TRUE(rounds
-                  .CloseRound({1, {{{1, 1}, 1}, {{2, 1}, 1}}, v1::AGGREGATION_MEAN, 1.0})
-                  .ok());
+  ASSERT_TRUE(rounds.CloseRound({1, {{{1, 1}, 1}, {{2, 1}, 1}}, v1::AGGREGATION_MEAN, 1.0}).ok());
   const uint32_t checksum = (*rounds.Snapshot(1))->checksum;
   ASSERT_TRUE(WriteCheckpoint(path_, {rounds.Durable(), absl::Now()}, 1, 3).ok());
 

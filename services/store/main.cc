@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
-#include <random>
 #include <optional>
+#include <random>
 
 #include "CLI/CLI.hpp"
 #include "base/allocator.h"
@@ -72,8 +72,7 @@ int main(int argc, char** argv) {
     checkpointer.emplace(table, metrics, checkpoint_dir, shard, shard_count);
     absl::StatusOr<std::optional<absl::Time>> restored = checkpointer->RestoreIfPresent();
     if (!restored.ok()) {
-      spdlog::critical("cannot restore {}: {}", checkpointer->path(),
-                       restored.status().ToString());
+      spdlog::critical("cannot restore {}: {}", checkpointer->path(), restored.status().ToString());
       return 1;
     }
     if (*restored) {

@@ -46,8 +46,7 @@ int64_t ParameterTable::last_closed_round() const {
   return last_closed_round_;
 }
 
-MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& members,
-                                            int64_t round) {
+MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& members, int64_t round) {
   absl::MutexLock lock(&mu_);
   membership_received_ = true;
   member_incarnation_.clear();

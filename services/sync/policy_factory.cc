@@ -87,8 +87,8 @@ std::string DescribeMode(const PolicyOptions& o) {
       return absl::StrCat("s=", o.Staleness(), "..", o.staleness_max, ", deltas ", deltas);
     }
     if (o.mode == "hybrid") {
-      return absl::StrCat("groups<=", o.groups, ", split ratio ", o.split_ratio,
-                          ", regroup every ", o.regroup_every, " rounds, deltas ", deltas);
+      return absl::StrCat("groups<=", o.groups, ", split ratio ", o.split_ratio, ", regroup every ",
+                          o.regroup_every, " rounds, deltas ", deltas);
     }
     return absl::StrCat("deltas ", deltas);
   }
@@ -107,8 +107,8 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
   const std::string& mode = options.mode;
   const std::vector<std::string> modes = SupportedModes();
   if (std::find(modes.begin(), modes.end(), mode) == modes.end()) {
-    return absl::InvalidArgumentError(absl::StrCat("unknown mode '", mode,
-                                                   "' (supported: ", absl::StrJoin(modes, ", "), ")"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown mode '", mode, "' (supported: ", absl::StrJoin(modes, ", "), ")"));
   }
   absl::StatusOr<Aggregation> aggregation = ResolveAggregation(options);
   if (!aggregation.ok()) return aggregation.status();

@@ -52,8 +52,8 @@ std::vector<std::string> SupportedModes();
 // The staleness bound a mode uses when none is given: 4 for selmcast-ssp (the paper's), else 3.
 int64_t DefaultStaleness(const std::string& mode);
 
-// The step-size rule options.aggregation names for options.mode ("paper" resolved); INVALID_ARGUMENT
-// for an unknown name or one the mode cannot use. Peer-to-peer modes: kSumOverN.
+// The step-size rule options.aggregation names for options.mode ("paper" resolved);
+// INVALID_ARGUMENT for an unknown name or one the mode cannot use. Peer-to-peer modes: kSumOverN.
 absl::StatusOr<Aggregation> ResolveAggregation(const PolicyOptions& options);
 
 // The parameters that matter for options.mode, for reports ("s=3", "s=3..15", "sum/n", ...).

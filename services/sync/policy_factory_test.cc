@@ -86,9 +86,8 @@ double GlobalChangeOfOneStepEach(const std::string& mode, const std::string& agg
   for (const RoundClose& close : d.close_rounds) {
     double sum = 0;
     for (const auto& [id, clock] : close.cuts) sum += clock >= 1 ? delta.at(id) : 0;
-    change += close.aggregation == Aggregation::kMean
-                  ? sum / static_cast<double>(close.cuts.size())
-                  : sum / close.live_trainers;
+    change += close.aggregation == Aggregation::kMean ? sum / static_cast<double>(close.cuts.size())
+                                                      : sum / close.live_trainers;
   }
   return change;
 }

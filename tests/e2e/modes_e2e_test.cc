@@ -123,10 +123,10 @@ TEST(CompareE2E, RunsEveryModeAndWritesOneReport) {
 // mode once, at the rate that did best, over its seeds; compare-runs.csv lists every run.
 TEST(CompareE2E, RepeatsAndSweepsRunEveryRateAndSeedAndReportTheBest) {
   const std::string dir = MakeTempDir("compare-sweep");
-  const int status = RunSyncopate("compare", dir,
-                                  {"--modes=asp", "--trainers=2", "--repeats=2",
-                                   "--lr-sweep=0.02,0.2", "--seed=7", "--target-accuracy=0.99",
-                                   "--time-limit=4s"});
+  const int status =
+      RunSyncopate("compare", dir,
+                   {"--modes=asp", "--trainers=2", "--repeats=2", "--lr-sweep=0.02,0.2", "--seed=7",
+                    "--target-accuracy=0.99", "--time-limit=4s"});
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
   for (const std::string rate : {"0.02", "0.2"}) {
     for (const std::string seed : {"7", "8"}) {
@@ -142,7 +142,8 @@ TEST(CompareE2E, RepeatsAndSweepsRunEveryRateAndSeedAndReportTheBest) {
   ASSERT_EQ(runs.size(), 4u);
   // The reported rate is the one whose runs ended more accurate (neither reaches 0.99 in 4 s).
   std::map<std::string, double> accuracy;
-  for (const auto& run : runs) accuracy[run.at("learning_rate")] += std::stod(run.at("final_accuracy"));
+  for (const auto& run : runs)
+    accuracy[run.at("learning_rate")] += std::stod(run.at("final_accuracy"));
   const std::string best = accuracy["0.2"] > accuracy["0.02"] ? "0.2" : "0.02";
   EXPECT_EQ(modes[0].at("learning_rate"), best);
   std::ifstream band(dir + "/asp/band.csv");

@@ -34,13 +34,13 @@ TEST_P(StoreRestart, TheJobGoesOnAndReportsIt) {
   std::string mode = GetParam();  // test names cannot hold '-'
   std::replace(mode.begin(), mode.end(), '_', '-');
   const std::string dir = MakeTempDir("store-restart-" + mode);
-  auto local = StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3",
-                                "--store-shards=2", "--target-accuracy=0.80", "--time-limit=150s",
-                                "--checkpoint-interval=1s"});
+  auto local =
+      StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3", "--store-shards=2",
+                       "--target-accuracy=0.80", "--time-limit=150s", "--checkpoint-interval=1s"});
   ASSERT_NE(local, nullptr);
   // Once training is well under way (and a checkpoint exists), kill shard 1 hard.
-  ASSERT_NE(PidOnceTraining(dir, 0, [](const std::string& d) { return ReadTrace(d, 0).size() > 60; }),
-            0)
+  ASSERT_NE(
+      PidOnceTraining(dir, 0, [](const std::string& d) { return ReadTrace(d, 0).size() > 60; }), 0)
       << "trainer 0 never trained; see " << dir;
   const nlohmann::json ready = ReadJson(dir + "/store-1.ready.json");
   ASSERT_FALSE(ready.is_discarded());
