@@ -80,7 +80,9 @@ if [[ "$claim" == all ]]; then
 else
   run_claim "$claim"
 fi
+rate_text="learning rate $LEARNING_RATE"
+[[ -n "$LR_SWEEP" ]] && rate_text="learning rates $LR_SWEEP (best per mode)"
 /usr/bin/python3 bench/reproduce_report.py "$out" \
   --settings "step time $STEP_TIME x slowdowns $SLOWDOWN, $trainers trainers, target $TARGET, \
-time limit $TIME_LIMIT, $REPEATS repeats, ${LR_SWEEP:+learning rates $LR_SWEEP (best per mode)}${LR_SWEEP:-learning rate $LEARNING_RATE}"
+time limit $TIME_LIMIT, $REPEATS repeats, $rate_text"
 echo "report: $out/report.md"

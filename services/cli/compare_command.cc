@@ -49,7 +49,8 @@ std::string PlotScript(const std::vector<CompareRow>& rows, double target) {
   std::vector<std::string> curves;
   int color = 0;
   for (const CompareRow& row : rows) {
-    if (row.trials.runs.empty()) continue;
+    // A mode none of whose runs reported an accuracy has no curve (and an empty band.csv).
+    if (AccuracyBand(row.trials.runs, kBandStep).empty()) continue;
     ++color;
     const std::string band = absl::StrCat("'", row.mode, "/band.csv'");
     curves.push_back(absl::StrCat(band, " using 1:3:4 with filledcurves fs transparent solid 0.2 ",
@@ -101,11 +102,10 @@ absl::Status WriteReports(const CompareOptions& options, const std::vector<Compa
   RETURN_IF_ERROR(base::WriteFileAtomically(options.report_dir + "/compare.csv", CompareCsv(rows)));
   RETURN_IF_ERROR(
       base::WriteFileAtomically(options.report_dir + "/compare-runs.csv", CompareRunsCsv(rows)));
-  for (const CompareRow& row : rows) {
-    RETURN_IF_ERROR(base::WriteFileAtomically(
-        absl::StrCat(options.report_dir, "/", row.mode, "/band.csv"), BandCsv(row.trials.runs)));
-  }
-  return absl::OkStatus();
+  // Earlier rows' bands were written when they finished.
+  const CompareRow& row = rows.back();
+  return base::WriteFileAtomically(absl::StrCat(options.report_dir, "/", row.mode, "/band.csv"),
+                                   BandCsv(row.trials.runs));
 }
 
 absl::Status Validate(const CompareOptions& options) {
@@ -160,6 +160,7 @@ absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options
   for (const std::string& mode : options.modes) {
     CompareRow row{mode, {}, {}};
     for (double rate : rates) {
+      if (interrupted) break;
       Trials trials;
       trials.learning_rate = rate;
       for (int k = 0; k < options.repeats && !interrupted; ++k) {

@@ -17,6 +17,7 @@ void TraceWriter::Record(const std::string& event, nlohmann::json fields) {
   fields["event"] = event;
   fields["t_us"] = absl::ToUnixMicros(absl::Now());
   const std::string line = fields.dump() + "\n";
+  absl::MutexLock lock(&mu_);
   std::fwrite(line.data(), 1, line.size(), file_);
   std::fflush(file_);
 }

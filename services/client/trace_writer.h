@@ -6,11 +6,13 @@
 #include <cstdio>
 #include <string>
 
+#include "absl/synchronization/mutex.h"
 #include "nlohmann/json.hpp"
 
 namespace syncopate::client {
 
-// Not thread-safe. A writer with an empty path records nothing.
+// Thread-safe (a session's communication and evaluation threads record too). A writer with an
+// empty path records nothing.
 class TraceWriter {
  public:
   explicit TraceWriter(const std::string& path);
@@ -22,7 +24,8 @@ class TraceWriter {
   void Record(const std::string& event, nlohmann::json fields = nlohmann::json::object());
 
  private:
-  std::FILE* file_ = nullptr;
+  std::FILE* file_ = nullptr;  // set once; lines are written under mu_
+  absl::Mutex mu_;
 };
 
 }  // namespace syncopate::client

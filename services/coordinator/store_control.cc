@@ -1,6 +1,7 @@
 #include "coordinator/store_control.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "rpc/grpc_util.h"
 
 namespace syncopate::coordinator {
@@ -12,6 +13,22 @@ GrpcStoreControl::GrpcStoreControl(std::vector<std::string> addresses, absl::Dur
   }
 }
 
+absl::Status GrpcStoreControl::OnEveryShard(
+    const std::string& what,
+    const std::function<grpc::Status(size_t, v1::ParameterStore::Stub&, grpc::ClientContext*)>&
+        call) {
+  for (size_t i = 0; i < stubs_.size(); ++i) {
+    auto ctx = rpc::ContextWithTimeout(timeout_);
+    grpc::Status status = call(i, *stubs_[i], ctx.get());
+    if (!status.ok()) {
+      return absl::Status(
+          rpc::FromGrpcStatus(status).code(),
+          absl::StrCat(what, " on store ", addresses_[i], ": ", status.error_message()));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::SetMembership(
     const std::vector<sync::Member>& members, int64_t round) {
   v1::Membership request;
@@ -21,48 +38,36 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::SetMembership(
     out->set_incarnation(m.incarnation);
   }
   request.set_round(round);
-  std::vector<ShardState> shards;
-  for (size_t i = 0; i < stubs_.size(); ++i) {
-    v1::SetMembershipReply reply;
-    auto ctx = rpc::ContextWithTimeout(timeout_);
-    grpc::Status status = stubs_[i]->SetMembership(ctx.get(), request, &reply);
-    if (!status.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("SetMembership on store ", addresses_[i], ": ", status.error_message()));
-    }
-    shards.push_back({reply.incarnation(), reply.last_closed_round(), reply.holds_model(),
-                      reply.rounds_skipped()});
-  }
+  std::vector<ShardState> shards(stubs_.size());
+  RETURN_IF_ERROR(OnEveryShard(
+      "SetMembership", [&](size_t i, v1::ParameterStore::Stub& stub, grpc::ClientContext* ctx) {
+        v1::SetMembershipReply reply;
+        grpc::Status status = stub.SetMembership(ctx, request, &reply);
+        shards[i] = {reply.incarnation(), reply.last_closed_round(), reply.holds_model(),
+                     reply.rounds_skipped()};
+        return status;
+      }));
   return shards;
 }
 
 absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::Probe() {
-  std::vector<ShardState> shards;
-  for (size_t i = 0; i < stubs_.size(); ++i) {
-    v1::Schema reply;
-    auto ctx = rpc::ContextWithTimeout(timeout_);
-    grpc::Status status = stubs_[i]->GetSchema(ctx.get(), v1::GetSchemaRequest(), &reply);
-    if (!status.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("GetSchema on store ", addresses_[i], ": ", status.error_message()));
-    }
-    shards.push_back({reply.incarnation(), reply.last_closed_round(), reply.tensors_size() > 0, 0});
-  }
+  std::vector<ShardState> shards(stubs_.size());
+  RETURN_IF_ERROR(OnEveryShard(
+      "GetSchema", [&](size_t i, v1::ParameterStore::Stub& stub, grpc::ClientContext* ctx) {
+        v1::Schema reply;
+        grpc::Status status = stub.GetSchema(ctx, v1::GetSchemaRequest(), &reply);
+        shards[i] = {reply.incarnation(), reply.last_closed_round(), reply.tensors_size() > 0, 0};
+        return status;
+      }));
   return shards;
 }
 
 absl::Status GrpcStoreControl::CloseRound(const v1::CloseRoundRequest& request) {
-  for (size_t i = 0; i < stubs_.size(); ++i) {
-    v1::CloseRoundReply reply;
-    auto ctx = rpc::ContextWithTimeout(timeout_);
-    grpc::Status status = stubs_[i]->CloseRound(ctx.get(), request, &reply);
-    if (!status.ok()) {
-      return absl::Status(rpc::FromGrpcStatus(status).code(),
-                          absl::StrCat("CloseRound(", request.round(), ") on store ", addresses_[i],
-                                       ": ", status.error_message()));
-    }
-  }
-  return absl::OkStatus();
+  return OnEveryShard(absl::StrCat("CloseRound(", request.round(), ")"),
+                      [&](size_t, v1::ParameterStore::Stub& stub, grpc::ClientContext* ctx) {
+                        v1::CloseRoundReply reply;
+                        return stub.CloseRound(ctx, request, &reply);
+                      });
 }
 
 }  // namespace syncopate::coordinator

@@ -2,6 +2,7 @@
 #ifndef SYNCOPATE_COORDINATOR_STORE_CONTROL_H_
 #define SYNCOPATE_COORDINATOR_STORE_CONTROL_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -51,6 +52,12 @@ class GrpcStoreControl final : public StoreControl {
   std::vector<std::string> addresses() const override { return addresses_; }
 
  private:
+  // Calls `call(shard, stub, context)` on every shard in order, each within `timeout`; the first
+  // failure, with its code, naming `what` and the shard.
+  absl::Status OnEveryShard(const std::string& what,
+                            const std::function<grpc::Status(size_t, v1::ParameterStore::Stub&,
+                                                             grpc::ClientContext*)>& call);
+
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<v1::ParameterStore::Stub>> stubs_;
   absl::Duration timeout_;

@@ -1,7 +1,5 @@
 #include "store/checkpoint.h"
 
-#include <zlib.h>
-
 #include <cstring>
 
 #include "absl/strings/match.h"
@@ -14,11 +12,6 @@
 
 namespace syncopate::store {
 namespace {
-
-uint32_t Crc32(absl::string_view bytes) {
-  return static_cast<uint32_t>(
-      crc32_z(0, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
-}
 
 // The checksum goes last, as a serialized message of its own: protobuf merges concatenated
 // messages, so the file parses as one Checkpoint, and the checksum covers every byte before it.
@@ -66,7 +59,7 @@ absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& che
   if (!out.SerializeToString(&bytes)) {
     return absl::InternalError(absl::StrCat("cannot serialize the checkpoint for ", path));
   }
-  bytes += ChecksumField(Crc32(bytes));
+  bytes += ChecksumField(tensor::Crc32(absl::string_view(bytes)));
   return base::WriteFileAtomically(path, bytes);
 }
 
@@ -81,7 +74,7 @@ absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t
   }
   const std::string tail = ChecksumField(checkpoint.checksum());
   if (!absl::EndsWith(*bytes, tail) ||
-      Crc32(absl::string_view(*bytes).substr(0, bytes->size() - tail.size())) !=
+      tensor::Crc32(absl::string_view(*bytes).substr(0, bytes->size() - tail.size())) !=
           checkpoint.checksum()) {
     return absl::DataLossError(absl::StrCat(path, ": checksum mismatch"));
   }
@@ -136,6 +129,8 @@ absl::StatusOr<std::optional<absl::Time>> Checkpointer::RestoreIfPresent() {
 }
 
 absl::Status Checkpointer::SaveIfChanged() {
+  // Unchanged: no need to copy the model.
+  if (table_.live_version() == saved_version_) return absl::OkStatus();
   ShardCheckpoint checkpoint{table_.Durable(), absl::Now()};
   const ModelSnapshot& model = *checkpoint.state.model;
   if (model.specs.empty() || model.live_version == saved_version_) return absl::OkStatus();

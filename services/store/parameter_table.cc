@@ -150,12 +150,14 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
   }
   live_version_ = model.live_version;
   last_closed_round_ = std::max<int64_t>(0, state.last_closed_round);
-  for (const RoundCut& cut : state.cuts) last_cut_[cut.trainer] = cut.clock;
+  for (const RoundCut& cut : state.cuts) {
+    last_cut_[cut.trainer] = cut.clock;
+    ever_members_.insert(cut.trainer.id);
+  }
   for (const auto& [trainer, sequence] : state.sequences) {
     last_sequence_[{trainer.id, trainer.incarnation}] = sequence;
     ever_members_.insert(trainer.id);
   }
-  for (const RoundCut& cut : state.cuts) ever_members_.insert(cut.trainer.id);
   snapshots_.clear();
   Publish(MakeSnapshot(last_closed_round_));
   return absl::OkStatus();

@@ -164,7 +164,7 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     config.start_timeout = options.start_timeout;
     return std::make_unique<HybridPolicy>(config);
   }
-  if (mode == "dssync" || mode == "selmcast" || mode == "orpheus" || mode == "selmcast-ssp") {
+  if (IsPeerToPeer(mode)) {
     if (mode == "dssync" && options.groups < 1) {
       return absl::InvalidArgumentError("dssync needs --groups >= 1");
     }

@@ -56,7 +56,8 @@ int64_t DefaultStaleness(const std::string& mode);
 // INVALID_ARGUMENT for an unknown name or one the mode cannot use. Peer-to-peer modes: kSumOverN.
 absl::StatusOr<Aggregation> ResolveAggregation(const PolicyOptions& options);
 
-// The parameters that matter for options.mode, for reports ("s=3", "s=3..15", "sum/n", ...).
+// The parameters that matter for options.mode, for reports ("s=3, deltas sum/n",
+// "s=3..15, deltas sum/n", "deltas mean", "groups=2", ...).
 std::string DescribeMode(const PolicyOptions& options);
 
 // INVALID_ARGUMENT for an unknown mode or an option the mode cannot use (a negative bound,

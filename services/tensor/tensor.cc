@@ -76,8 +76,14 @@ absl::Status CheckFinite(absl::Span<const float> values) {
 }
 
 uint32_t Crc32(absl::Span<const float> values, uint32_t previous) {
-  return static_cast<uint32_t>(crc32_z(previous, reinterpret_cast<const Bytef*>(values.data()),
-                                       values.size() * sizeof(float)));
+  return Crc32(absl::string_view(reinterpret_cast<const char*>(values.data()),
+                                 values.size() * sizeof(float)),
+               previous);
+}
+
+uint32_t Crc32(absl::string_view bytes, uint32_t previous) {
+  return static_cast<uint32_t>(
+      crc32_z(previous, reinterpret_cast<const Bytef*>(bytes.data()), bytes.size()));
 }
 
 }  // namespace syncopate::tensor

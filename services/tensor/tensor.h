@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "syncopate/v1/tensor.pb.h"
 #include "tensor/tensor_spec.h"
@@ -46,6 +47,8 @@ absl::Status CheckFinite(absl::Span<const float> values);
 
 // CRC-32 over raw float bytes, chainable: Crc32(b, Crc32(a)) is the checksum of a then b.
 uint32_t Crc32(absl::Span<const float> values, uint32_t previous = 0);
+// The same over any bytes (a file, a serialized message).
+uint32_t Crc32(absl::string_view bytes, uint32_t previous = 0);
 
 }  // namespace syncopate::tensor
 
