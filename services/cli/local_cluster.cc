@@ -97,16 +97,16 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   absl::Status status = [&]() -> absl::Status {
     std::vector<std::string> stores;
     for (int s = 0; s < options.store_shards; ++s) {
-      cluster->store_args_[s] = {
+      std::vector<std::string>& args = cluster->service_args_[{"store", s}];
+      args = {
           absl::StrCat("--shard=", s), absl::StrCat("--shard-count=", options.store_shards),
           absl::StrCat("--checkpoint-dir=", options.run_dir, "/checkpoints"),
           absl::StrCat("--checkpoint-interval=", Seconds(options.checkpoint_interval))};
-      RETURN_IF_ERROR(cluster->Launch("store", s, cluster->store_args_[s], true));
+      RETURN_IF_ERROR(cluster->Launch("store", s, args, true));
       stores.push_back(absl::StrCat("127.0.0.1:", cluster->endpoints_.back().grpc_port));
     }
-    RETURN_IF_ERROR(
-        cluster->Launch("coordinator", 0,
-                        {absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
+    std::vector<std::string>& coordinator_args = cluster->service_args_[{"coordinator", 0}];
+    coordinator_args = {absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
                          absl::StrCat("--mode=", options.policy.mode),
                          absl::StrCat("--staleness=", options.policy.Staleness()),
                          absl::StrCat("--eta=", options.policy.eta),
@@ -121,8 +121,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                          absl::StrCat("--seed=", options.seed),
                          absl::StrCat("--exchange-timeout=", Seconds(options.exchange_timeout)),
                          absl::StrCat("--min-trainers=", options.trainers),
-                         absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))},
-                        true));
+                         absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))};
+    RETURN_IF_ERROR(cluster->Launch("coordinator", 0, coordinator_args, true));
     cluster->coordinator_ =
         v1::Coordinator::NewStub(rpc::MakeChannel(cluster->coordinator_address()));
     for (int r = 0; r < options.trainers; ++r) {
@@ -278,24 +278,25 @@ absl::Status LocalCluster::Spawn(const std::string& role, int index,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> LocalCluster::RestartCrashedStores() {
+absl::StatusOr<std::vector<std::string>> LocalCluster::RestartCrashedServices() {
   std::vector<std::string> events;
   for (size_t i = 0; i < endpoints_.size(); ++i) {
-    if (endpoints_[i].role != "store" || endpoints_[i].process->running()) continue;
+    auto args = service_args_.find({endpoints_[i].role, endpoints_[i].index});
+    if (args == service_args_.end() || endpoints_[i].process->running()) continue;
     const Endpoint crashed = endpoints_[i];
     const std::string exit = DescribeExit(*crashed.process->Wait(absl::ZeroDuration()));
     // Launch appends the new endpoint; it takes the crashed one's place.
-    absl::Status restarted = Launch("store", crashed.index, store_args_[crashed.index], true,
+    absl::Status restarted = Launch(crashed.role, crashed.index, args->second, true,
                                     crashed.grpc_port, crashed.metrics_port);
     if (!restarted.ok()) {
       return absl::UnavailableError(
-          absl::StrCat("store ", crashed.index, " exited (", exit,
+          absl::StrCat(crashed.role, " ", crashed.index, " exited (", exit,
                        ") and could not be restarted: ", restarted.message()));
     }
     endpoints_[i] = endpoints_.back();
     endpoints_.pop_back();
-    events.push_back(
-        absl::StrCat("store ", crashed.index, " exited (", exit, "); restarted on its port"));
+    events.push_back(absl::StrCat(crashed.role, " ", crashed.index, " exited (", exit,
+                                  "); restarted on its port"));
   }
   if (!events.empty()) RETURN_IF_ERROR(WriteClusterFile());
   return events;

@@ -88,10 +88,11 @@ class LocalCluster {
   // and waits for it (SIGKILL after `grace`). FAILED_PRECONDITION when none runs.
   absl::Status RemoveTrainer(absl::Duration grace = absl::Seconds(30));
 
-  // Restarts every store shard whose process has exited, on its ports and with its flags (it
-  // restores its checkpoint), as Kubernetes restarts a crashed pod. Returns what happened, one
-  // line per restart; an error when a shard cannot be started again.
-  absl::StatusOr<std::vector<std::string>> RestartCrashedStores();
+  // Restarts every store shard and coordinator whose process has exited, on its ports and with its
+  // flags, as Kubernetes restarts a crashed pod: a shard restores its checkpoint, a coordinator
+  // takes the job over from the stores and the trainers resume with it. Returns what happened, one
+  // line per restart; an error when a process cannot be started again.
+  absl::StatusOr<std::vector<std::string>> RestartCrashedServices();
 
   // Trainers first (SIGTERM: they leave cleanly), then the coordinator, then the stores; each gets
   // `grace` before SIGKILL. Idempotent.
@@ -120,7 +121,8 @@ class LocalCluster {
   LocalClusterOptions options_;
   std::vector<std::unique_ptr<ChildProcess>> processes_;
   std::vector<Endpoint> endpoints_;
-  std::map<int, std::vector<std::string>> store_args_;  // by shard, for restarts
+  // The flags of each store shard and of the coordinator, by (role, index), for restarts.
+  std::map<std::pair<std::string, int>, std::vector<std::string>> service_args_;
   std::unique_ptr<v1::Coordinator::Stub> coordinator_;
   bool stopped_ = false;
   int next_rank_ = 0;

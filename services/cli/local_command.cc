@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <optional>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -19,6 +21,9 @@ namespace syncopate::cli {
 namespace {
 
 constexpr absl::Duration kPoll = absl::Milliseconds(250);
+// How long the coordinator may stay unreachable (it crashed and is being restarted) before the run
+// ends as failed.
+constexpr absl::Duration kCoordinatorComeback = absl::Seconds(30);
 
 absl::StatusOr<std::string> PrepareRunDir(const std::string& requested) {
   if (requested.empty()) {
@@ -110,11 +115,17 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   const bool tty = isatty(STDERR_FILENO);
   const absl::Time start = absl::Now();
   absl::Time last_line = absl::InfinitePast();
-  std::optional<double> coordinator_offset;  // coordinator uptime - our elapsed
+  // Coordinator uptime - our elapsed (known once the coordinator answered; a restart resets it).
+  double coordinator_offset = 0;
+  bool offset_known = false;
   double last_accuracy_at = -1;
   v1::ClusterStatus status;
   absl::Status failure;
   size_t next_event = 0;
+  // A restarted coordinator counts afresh: what the earlier ones reported is carried over.
+  uint32_t carried_store_restarts = 0;
+  int64_t carried_rounds_lost = 0;
+  std::optional<absl::Time> unreachable_since;
   while (true) {
     if (base::WaitForTerminationSignal(kPoll) != 0) {
       summary.interrupted = true;
@@ -134,7 +145,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     }
     if (!failure.ok()) break;
     if (options.restart_crashed) {
-      absl::StatusOr<std::vector<std::string>> restarts = cluster->RestartCrashedStores();
+      absl::StatusOr<std::vector<std::string>> restarts = cluster->RestartCrashedServices();
       if (!restarts.ok()) {
         failure = restarts.status();
         break;
@@ -142,6 +153,11 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
       for (const std::string& what : *restarts) {
         summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start), what);
         std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", what.c_str());
+        if (absl::StartsWith(what, "coordinator")) {
+          carried_store_restarts += status.store_restarts();
+          carried_rounds_lost += status.store_rounds_lost();
+          offset_known = false;  // the new one's uptime starts now
+        }
       }
       if (!restarts->empty() && prometheus)
         failure = prometheus->UpdateTargets(cluster->endpoints());
@@ -149,15 +165,24 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     absl::StatusOr<v1::ClusterStatus> polled = cluster->Status(absl::Seconds(5));
     if (!polled.ok()) {
-      failure = absl::UnavailableError(
-          absl::StrCat("coordinator unreachable: ", polled.status().message()));
-      break;
+      // A crashed coordinator is restarted on the next turn; give it time to come back.
+      if (!unreachable_since) unreachable_since = absl::Now();
+      if (!options.restart_crashed || absl::Now() - *unreachable_since > kCoordinatorComeback) {
+        failure = absl::UnavailableError(
+            absl::StrCat("coordinator unreachable: ", polled.status().message()));
+        break;
+      }
+      continue;
     }
+    unreachable_since.reset();
     status = *polled;
-    if (!coordinator_offset) coordinator_offset = status.uptime_seconds() - elapsed;
+    if (!offset_known) {
+      coordinator_offset = status.uptime_seconds() - elapsed;
+      offset_known = true;
+    }
     if (status.has_test_accuracy() && status.test_accuracy_at_seconds() != last_accuracy_at) {
       last_accuracy_at = status.test_accuracy_at_seconds();
-      const double at = std::max(0.0, last_accuracy_at - *coordinator_offset);
+      const double at = std::max(0.0, last_accuracy_at - coordinator_offset);
       summary.accuracy.emplace_back(at, status.test_accuracy());
       summary.final_accuracy = status.test_accuracy();
       if (status.test_accuracy() >= options.target_accuracy) {
@@ -176,7 +201,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     }
     if (summary.reached_target) break;
     if (elapsed >= absl::ToDoubleSeconds(options.time_limit)) break;
-    if (status.live_trainers() == 0 && elapsed > 5) {
+    if (status.live_trainers() == 0 && !status.recovering() && elapsed > 5) {
       failure = absl::AbortedError("every trainer has left or died; see the logs");
       break;
     }
@@ -184,6 +209,14 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   if (tty) std::fprintf(stderr, "\n");
   summary.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   FillFromStatus(status, &summary);
+  summary.store_restarts += carried_store_restarts;
+  summary.store_rounds_lost += carried_rounds_lost;
+  if (status.trainers_not_resumed() > 0) {
+    summary.faults.emplace_back(
+        summary.wall_seconds,
+        absl::StrCat(status.trainers_not_resumed(),
+                     " trainer(s) did not resume after the coordinator restarted"));
+  }
   cluster->Stop();
   if (prometheus) prometheus->Stop();
   RETURN_IF_ERROR(WriteReport(options.cluster.run_dir, summary));

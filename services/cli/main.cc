@@ -148,8 +148,8 @@ struct ScenarioFlags {
                     "Store shards checkpoint this often into the run directory: a restarted "
                     "shard loses at most this much (docs/faults.md)");
     cmd->add_flag("--restart-crashed,!--no-restart-crashed", run.restart_crashed,
-                  "Restart a store shard whose process exits, on its port, as Kubernetes would "
-                  "(default on); the run then reports it and exits 4");
+                  "Restart a store shard or the coordinator whose process exits, on its port, as "
+                  "Kubernetes would (default on); the run then reports it and exits 4");
     cmd->add_option("--report-dir", run.report_dir,
                     "Write the report (summary.json, accuracy.csv, logs) here");
   }

@@ -48,8 +48,10 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
   join.set_peer_address(job->peers_->address());
   join.set_rank(options.rank);
   join.set_slowdown(options.session.slowdown);
+  SessionClientOptions session_options;
+  session_options.join_timeout = options.join_timeout;
   ASSIGN_OR_RETURN(job->coordinator_,
-                   SessionClient::Connect(options.coordinator, join, options.join_timeout));
+                   SessionClient::Connect(options.coordinator, join, session_options));
   const v1::Welcome& welcome = job->coordinator_->welcome();
   RETURN_IF_ERROR(base::WriteReadyFile(options.ready_file, {0, job->metrics_port(), 0}));
   job->coordinator_->OnPeerDirective(

@@ -1,41 +1,53 @@
 #include "client/session_client.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
 #include "rpc/grpc_util.h"
+#include "spdlog/spdlog.h"
 
 namespace syncopate::client {
+namespace {
 
-absl::StatusOr<std::unique_ptr<SessionClient>> SessionClient::Connect(const std::string& address,
-                                                                      const v1::Join& join,
-                                                                      absl::Duration timeout) {
-  std::unique_ptr<SessionClient> client(new SessionClient());
+// The longest one attempt to open a stream may take while resuming.
+constexpr absl::Duration kResumeAttempt = absl::Seconds(2);
+
+}  // namespace
+
+absl::StatusOr<std::unique_ptr<SessionClient>> SessionClient::Connect(
+    const std::string& address, const v1::Join& join, SessionClientOptions options) {
+  std::unique_ptr<SessionClient> client(new SessionClient(options));
+  client->address_ = address;
+  client->join_ = join;
+  client->join_.clear_resume();
   client->channel_ = rpc::MakeChannel(address);
-  if (!client->channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout))) {
-    return absl::UnavailableError(absl::StrCat("cannot reach the coordinator at ", address));
-  }
   client->stub_ = v1::Coordinator::NewStub(client->channel_);
-  client->stream_ = client->stub_->Session(&client->ctx_);
-  v1::SessionRequest request;
-  *request.mutable_join() = join;
-  if (!client->stream_->Write(request)) {
-    return absl::UnavailableError("coordinator closed the session on join");
+  const absl::Time deadline = absl::Now() + options.join_timeout;
+  base::Backoff backoff(options.backoff);
+  while (true) {
+    absl::StatusOr<std::unique_ptr<Call>> call =
+        client->Open(client->join_, deadline - absl::Now(), &client->welcome_);
+    if (call.ok()) {
+      absl::MutexLock lock(&client->write_mu_);
+      client->call_ = *std::move(call);
+      break;
+    }
+    if (!absl::IsUnavailable(call.status())) return call.status();
+    if (absl::Now() + backoff.Next() >= deadline) {
+      return absl::UnavailableError(absl::StrCat("cannot join the coordinator at ", address,
+                                                 " within ",
+                                                 absl::FormatDuration(options.join_timeout), ": ",
+                                                 call.status().message()));
+    }
+    absl::SleepFor(std::min(backoff.Next(), deadline - absl::Now()));
+  }
+  {
+    absl::MutexLock lock(&client->mu_);
+    client->clock_ = client->welcome_.start_clock();
+    client->awaiting_grant_ = true;
   }
   client->reader_ = std::thread([c = client.get()] { c->ReadLoop(); });
-  // The first directive must be the Welcome.
-  absl::MutexLock lock(&client->mu_);
-  auto ready = [c = client.get()]() ABSL_SHARED_LOCKS_REQUIRED(c->mu_) {
-    return !c->directives_.empty() || c->stream_done_;
-  };
-  if (!client->mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) {
-    client->ctx_.TryCancel();
-    return absl::DeadlineExceededError("no Welcome from the coordinator");
-  }
-  if (client->directives_.empty() || !client->directives_.front().has_welcome()) {
-    client->ctx_.TryCancel();
-    return absl::UnavailableError("coordinator refused the join (see its log)");
-  }
-  client->welcome_ = client->directives_.front().welcome();
-  client->directives_.pop_front();
   return client;
 }
 
@@ -45,18 +57,142 @@ SessionClient::~SessionClient() {
   if (heartbeat_.joinable()) heartbeat_.join();
 }
 
-void SessionClient::ReadLoop() {
-  v1::Directive directive;
-  while (stream_->Read(&directive)) {
-    absl::MutexLock lock(&mu_);
-    if (directive.has_peer_left() || directive.has_stop_sending()) {
-      if (on_peer_directive_) on_peer_directive_(directive);
-      continue;
-    }
-    directives_.push_back(directive);
+absl::StatusOr<std::unique_ptr<SessionClient::Call>> SessionClient::Open(const v1::Join& join,
+                                                                         absl::Duration timeout,
+                                                                         v1::Welcome* welcome) {
+  if (timeout <= absl::ZeroDuration() ||
+      !channel_->WaitForConnected(absl::ToChronoTime(absl::Now() + timeout))) {
+    return absl::UnavailableError(absl::StrCat("cannot reach the coordinator at ", address_));
   }
-  absl::MutexLock lock(&mu_);
-  stream_done_ = true;
+  auto call = std::make_unique<Call>();
+  call->stream = stub_->Session(&call->ctx);
+  v1::SessionRequest request;
+  *request.mutable_join() = join;
+  v1::Directive first;
+  bool answered = false;
+  if (call->stream->Write(request)) {
+    // The stream lives on after the Welcome, so its context has no deadline: a watchdog cuts a
+    // coordinator that does not answer in time.
+    absl::Notification read;
+    std::thread watchdog([&] {
+      if (!read.WaitForNotificationWithTimeout(timeout)) call->ctx.TryCancel();
+    });
+    answered = call->stream->Read(&first);
+    read.Notify();
+    watchdog.join();
+  }
+  if (answered && first.has_welcome()) {
+    *welcome = first.welcome();
+    return call;
+  }
+  call->ctx.TryCancel();
+  const absl::Status status = rpc::FromGrpcStatus(call->stream->Finish());
+  if (answered) return absl::InternalError("the coordinator's first directive is not a Welcome");
+  if (status.ok() || absl::IsCancelled(status) || absl::IsDeadlineExceeded(status)) {
+    return absl::UnavailableError("the coordinator closed the session before its Welcome");
+  }
+  return status;
+}
+
+void SessionClient::ReadLoop() {
+  while (true) {
+    Stream* stream;
+    {
+      absl::MutexLock lock(&write_mu_);
+      stream = call_->stream.get();
+    }
+    v1::Directive directive;
+    while (stream->Read(&directive)) {
+      absl::MutexLock lock(&mu_);
+      if (directive.has_peer_left() || directive.has_stop_sending()) {
+        if (on_peer_directive_) on_peer_directive_(directive);
+        continue;
+      }
+      if (directive.has_evicted() || directive.has_done()) final_directive_ = true;
+      directives_.push_back(directive);
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_ || final_directive_) {
+        stream_done_ = true;
+        return;
+      }
+    }
+    absl::Status resumed = Resume();
+    if (!resumed.ok()) {
+      absl::MutexLock lock(&mu_);
+      if (!stopping_) lost_ = resumed;
+      stream_done_ = true;
+      return;
+    }
+  }
+}
+
+absl::Status SessionClient::Resume() {
+  {
+    absl::MutexLock lock(&write_mu_);
+    broken_ = true;
+    call_->stream->Finish().ok();  // the stream has ended; its status says nothing more
+  }
+  {
+    // Not taken yet: the coordinator that resumes the session decides again.
+    absl::MutexLock lock(&mu_);
+    directives_.clear();
+  }
+  const absl::Time began = absl::Now();
+  const absl::Time give_up = began + options_.resume_for;
+  spdlog::warn("the session with the coordinator at {} broke; resuming it (for up to {})",
+               address_, absl::FormatDuration(options_.resume_for));
+  base::Backoff backoff(options_.backoff);
+  while (true) {
+    absl::Status attempt;
+    {
+      absl::MutexLock lock(&write_mu_);
+      if (closed_) return absl::CancelledError("the session is closing");
+      v1::Join join = join_;
+      v1::Resume* resume = join.mutable_resume();
+      resume->set_trainer_id(welcome_.trainer_id());
+      resume->set_incarnation(welcome_.incarnation());
+      {
+        absl::MutexLock state(&mu_);
+        resume->set_clock(clock_);
+        resume->set_awaiting_grant(awaiting_grant_);
+      }
+      v1::Welcome welcome;
+      absl::StatusOr<std::unique_ptr<Call>> call =
+          Open(join, std::min(kResumeAttempt, give_up - absl::Now()), &welcome);
+      if (call.ok() && (welcome.trainer_id() != welcome_.trainer_id() ||
+                        welcome.incarnation() != welcome_.incarnation())) {
+        return absl::InternalError("the coordinator resumed the session under another identity");
+      }
+      if (call.ok()) {
+        call_ = *std::move(call);
+        broken_ = false;
+        spdlog::info("the session with the coordinator resumed after {} and {} failed attempts",
+                     absl::FormatDuration(absl::Trunc(absl::Now() - began, absl::Milliseconds(1))),
+                     backoff.failures());
+        return absl::OkStatus();
+      }
+      attempt = call.status();
+    }
+    if (absl::IsFailedPrecondition(attempt)) {
+      return absl::AbortedError(
+          absl::StrCat("the coordinator refused to resume the session: ", attempt.message()));
+    }
+    if (!absl::IsUnavailable(attempt)) return attempt;
+    const absl::Duration delay = backoff.Next();
+    if (absl::Now() + delay >= give_up) {
+      return absl::UnavailableError(
+          absl::StrCat("could not resume the session with the coordinator at ", address_,
+                       " within ", absl::FormatDuration(options_.resume_for), ": ",
+                       attempt.message()));
+    }
+    absl::MutexLock lock(&mu_);
+    auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
+    if (mu_.AwaitWithTimeout(absl::Condition(&stop), delay)) {
+      return absl::CancelledError("the session is closing");
+    }
+  }
 }
 
 void SessionClient::OnPeerDirective(std::function<void(const v1::Directive&)> callback) {
@@ -71,23 +207,35 @@ absl::StatusOr<v1::Proceed> SessionClient::WaitProceed(absl::Duration timeout) {
   if (!mu_.AwaitWithTimeout(absl::Condition(&ready), timeout)) {
     return absl::DeadlineExceededError("no directive yet");
   }
-  if (directives_.empty()) return absl::UnavailableError("session stream to coordinator closed");
+  if (directives_.empty()) {
+    if (lost_) return *lost_;
+    return absl::UnavailableError("session stream to coordinator closed");
+  }
   v1::Directive d = std::move(directives_.front());
   directives_.pop_front();
   if (d.has_evicted()) return absl::AbortedError("evicted: " + d.evicted().reason());
   if (d.has_done()) return absl::OutOfRangeError("training is done: " + d.done().reason());
   if (!d.has_proceed()) return absl::InternalError("unexpected directive");
+  clock_ = d.proceed().clock();
+  awaiting_grant_ = false;
   return d.proceed();
 }
 
 absl::Status SessionClient::Write(const v1::SessionRequest& request) {
   absl::MutexLock lock(&write_mu_);
   if (closed_) return absl::UnavailableError("session closed");
-  if (!stream_->Write(request)) return absl::UnavailableError("session stream broken");
+  // A write into a broken stream is dropped: the resumed session carries the clock, and the next
+  // heartbeat the timings.
+  if (!broken_) call_->stream->Write(request);
   return absl::OkStatus();
 }
 
 absl::Status SessionClient::ReportClock(const v1::ClockReport& report) {
+  {
+    absl::MutexLock lock(&mu_);
+    clock_ = report.clock();
+    awaiting_grant_ = true;
+  }
   v1::SessionRequest request;
   *request.mutable_clock() = report;
   return Write(request);
@@ -99,7 +247,7 @@ void SessionClient::StartHeartbeats(std::function<v1::TrainerTimings()> timings)
     while (true) {
       {
         absl::MutexLock lock(&mu_);
-        auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };
+        auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || stream_done_; };
         if (mu_.AwaitWithTimeout(absl::Condition(&stop), interval)) return;
       }
       v1::SessionRequest request;
@@ -125,13 +273,20 @@ void SessionClient::Close() {
     absl::MutexLock lock(&write_mu_);
     if (closed_) return;
     closed_ = true;
-    if (!stream_) return;  // Connect failed before the stream opened
-    stream_->WritesDone();
+    if (!call_) return;  // Connect failed before a stream opened
+    if (!broken_) call_->stream->WritesDone();
   }
   // Give the coordinator a moment to end the stream itself, then cut it.
-  absl::MutexLock lock(&mu_);
-  auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stream_done_; };
-  if (!mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(2))) ctx_.TryCancel();
+  bool ended;
+  {
+    absl::MutexLock lock(&mu_);
+    auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stream_done_; };
+    ended = mu_.AwaitWithTimeout(absl::Condition(&done), absl::Seconds(2));
+  }
+  if (!ended) {
+    absl::MutexLock lock(&write_mu_);
+    call_->ctx.TryCancel();
+  }
 }
 
 }  // namespace syncopate::client

@@ -41,6 +41,7 @@ Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<sync::SyncP
 Coordinator::~Coordinator() { Stop(); }
 
 void Coordinator::Start() {
+  ProbeStores();
   thread_ = std::thread([this] { ActionLoop(); });
 }
 
@@ -59,11 +60,20 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   absl::MutexLock lock(&mu_);
   // Checked before anything changes: a refused join leaves the membership as it was.
   if (!failure_.empty()) return absl::FailedPreconditionError("the job failed: " + failure_);
-  const bool peer_to_peer = policy_->push_mode() == sync::PushMode::kNone;
-  if (peer_to_peer && join.peer_address().empty()) {
+  if (phase_ == Phase::kProbing) {
+    return absl::UnavailableError(
+        "the coordinator is starting: it has not reached the stores yet; join again shortly");
+  }
+  if (policy_->push_mode() == sync::PushMode::kNone && join.peer_address().empty()) {
     return absl::InvalidArgumentError(
         absl::StrCat("mode ", policy_->name(), " exchanges models between trainers: '", join.name(),
                      "' must join with the address of its Peer service"));
+  }
+  if (join.has_resume()) return Resume(join, std::move(outbox));
+  if (phase_ == Phase::kRecovering) {
+    return absl::UnavailableError(
+        "the coordinator is taking over a job under way and waits for its trainers to resume; "
+        "join again shortly");
   }
   absl::StatusOr<sync::JoinResult> joined = membership_.Join(join.name(), join.rank(), now);
   if (!joined.ok()) return joined.status();
@@ -78,9 +88,50 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   sync::Decisions decisions;
   absl::StatusOr<int64_t> start = policy_->OnJoin(member.id, now, &decisions);
   if (!start.ok()) return start.status();
+  membership_dirty_ = true;
+  metrics_.joins.Increment();
+  spdlog::info("trainer '{}' (rank {}) joined as id {} incarnation {} at clock {}", member.name,
+               join.rank(), member.id, member.incarnation, *start);
+  return Admit(member, join, std::move(outbox), *start, std::move(decisions));
+}
+
+absl::StatusOr<SessionKey> Coordinator::Resume(const v1::Join& join,
+                                               std::shared_ptr<Outbox> outbox) {
+  const absl::Time now = clock_.Now();
+  const v1::Resume& r = join.resume();
+  auto expected = expected_.find(r.trainer_id());
+  if (expected == expected_.end() || expected->second.incarnation != r.incarnation()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "'", join.name(), "' (id ", r.trainer_id(), " incarnation ", r.incarnation(),
+        ") cannot resume: it is not a trainer this coordinator waits for (its session ended, or "
+        "the recovery window passed); join as a new trainer"));
+  }
+  absl::StatusOr<sync::Member> member =
+      membership_.Restore(r.trainer_id(), r.incarnation(), join.name(), join.rank(), now);
+  if (!member.ok()) return member.status();
+  sync::Decisions decisions;
+  const sync::Resumption resumption{member->id, r.clock(), r.awaiting_grant(),
+                                    expected->second.last_cut};
+  if (absl::Status s = policy_->OnResume(resumption, now, &decisions); !s.ok()) {
+    membership_.Remove(member->id, member->incarnation).IgnoreError();
+    return s;
+  }
+  expected_.erase(expected);
+  ++trainers_resumed_;
+  metrics_.resumes.Increment();
+  spdlog::info("trainer '{}' (id {} incarnation {}) resumed at clock {} ({})", member->name,
+               member->id, member->incarnation, r.clock(),
+               r.awaiting_grant() ? "awaiting its grant" : "computing");
+  const SessionKey key = Admit(*member, join, std::move(outbox), r.clock(), std::move(decisions));
+  if (expected_.empty()) EndRecovery();
+  return key;
+}
+
+SessionKey Coordinator::Admit(const sync::Member& member, const v1::Join& join,
+                              std::shared_ptr<Outbox> outbox, int64_t start_clock,
+                              sync::Decisions decisions) {
   sessions_[member.id] = Session{member.incarnation, outbox, join.peer_address()};
   names_[member.id] = member.name;
-  membership_dirty_ = true;
 
   v1::TrainerStatus& status = trainer_status_[member.name];
   status.set_trainer_id(member.id);
@@ -88,7 +139,7 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   status.set_name(member.name);
   status.set_rank(join.rank());
   status.set_state("live");
-  status.set_clock(*start);
+  status.set_clock(start_clock);
   status.set_slowdown(join.slowdown());
   status.clear_timings();
   status.set_compute_time_ratio(0);
@@ -101,9 +152,9 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   for (const std::string& address : stores_.addresses()) w->add_store_addresses(address);
   w->set_heartbeat_interval_seconds(absl::ToDoubleSeconds(options_.heartbeat_interval));
   w->set_push_mode(ApplyModeOf(policy_->push_mode()));
-  w->set_start_clock(*start);
+  w->set_start_clock(start_clock);
   w->set_overlap_communication(policy_->overlap_communication());
-  w->set_peer_to_peer(peer_to_peer);
+  w->set_peer_to_peer(policy_->push_mode() == sync::PushMode::kNone);
   w->set_exchange_timeout_seconds(absl::ToDoubleSeconds(options_.exchange_timeout));
   w->set_exchange_in_background(policy_->exchange_in_background());
   Action action;
@@ -111,11 +162,74 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   Enqueue(std::move(action));
   EnqueueDecisions(std::move(decisions));
   if (!done_reason_.empty()) SendDone(outbox);
-  metrics_.joins.Increment();
   UpdateGauges();
-  spdlog::info("trainer '{}' (rank {}) joined as id {} incarnation {} at clock {}", member.name,
-               join.rank(), member.id, member.incarnation, *start);
   return SessionKey{member.id, member.incarnation};
+}
+
+void Coordinator::TakeOverFromStores(const std::vector<ShardState>& shards) {
+  // Every shard that had a membership had the same one; cuts and rounds may differ by the round
+  // being closed when the last coordinator stopped: the furthest shard speaks for the job (the
+  // others catch up with it when the membership goes out).
+  const ShardState* furthest = nullptr;
+  for (const ShardState& shard : shards) {
+    if (shard.has_membership && (!furthest || shard.last_closed_round > furthest->last_closed_round)) {
+      furthest = &shard;
+    }
+  }
+  if (!furthest || furthest->members.empty()) {
+    phase_ = Phase::kRunning;
+    return;
+  }
+  const int64_t round = std::max<int64_t>(0, furthest->last_closed_round);
+  absl::Status recover =
+      policy_->Recover(round, static_cast<int>(furthest->members.size()), options_.recovery_window);
+  if (!recover.ok()) {
+    phase_ = Phase::kRunning;
+    Fail(std::string(recover.message()));
+    return;
+  }
+  for (const ShardMember& m : furthest->members) {
+    expected_[m.id] = m;
+    membership_.ReserveIds(m.id);
+  }
+  last_round_ = round;
+  membership_dirty_ = true;  // a shard behind the furthest one catches up with it
+  recovered_ = true;
+  phase_ = Phase::kRecovering;
+  recovery_ends_ = clock_.Now() + options_.recovery_window;
+  metrics_.recoveries.Increment();
+  spdlog::warn(
+      "the stores hold a job under way (round {}, {} trainers): taking it over; waiting up to {} "
+      "for its trainers to resume",
+      round, expected_.size(), absl::FormatDuration(options_.recovery_window));
+}
+
+void Coordinator::EndRecovery() {
+  if (phase_ != Phase::kRecovering) return;
+  phase_ = Phase::kRunning;
+  trainers_not_resumed_ = static_cast<uint32_t>(expected_.size());
+  for (const auto& [id, m] : expected_) {
+    spdlog::warn("trainer {} (incarnation {}) did not resume within {}: it is out of the job", id,
+                 m.incarnation, absl::FormatDuration(options_.recovery_window));
+  }
+  // Their pending pushes, reported to the previous coordinator, are lost with them.
+  if (!expected_.empty()) membership_dirty_ = true;
+  expected_.clear();
+  spdlog::info("recovery over: {} trainers resumed, {} did not", trainers_resumed_,
+               trainers_not_resumed_);
+}
+
+std::vector<sync::Member> Coordinator::StoreMembers() const {
+  std::vector<sync::Member> members = membership_.Live();
+  for (const auto& [id, m] : expected_) {
+    sync::Member member;
+    member.id = id;
+    member.incarnation = m.incarnation;
+    members.push_back(std::move(member));
+  }
+  std::sort(members.begin(), members.end(),
+            [](const sync::Member& a, const sync::Member& b) { return a.id < b.id; });
+  return members;
 }
 
 void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
@@ -414,8 +528,16 @@ void Coordinator::ProbeStores() {
   }
   // A shard that cannot be reached shows in the calls that need it; nothing to learn here.
   absl::StatusOr<std::vector<ShardState>> shards = stores_.Probe();
-  if (!shards.ok()) return;
   absl::MutexLock lock(&mu_);
+  if (!shards.ok()) {
+    if (phase_ == Phase::kProbing) {
+      spdlog::warn("the stores do not answer yet (asking again in {}): {}",
+                   absl::FormatDuration(options_.store_probe_interval),
+                   shards.status().ToString());
+    }
+    return;
+  }
+  if (phase_ == Phase::kProbing) TakeOverFromStores(*shards);
   ObserveShards(*shards, /*reconciled=*/false);
 }
 
@@ -423,6 +545,7 @@ void Coordinator::Tick() {
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&mu_);
   if (backing_off_ && now >= retry_at_) backing_off_ = false;
+  if (phase_ == Phase::kRecovering && now >= recovery_ends_) EndRecovery();
   for (const sync::Member& m : membership_.Expired(now, options_.eviction_timeout)) {
     metrics_.evictions.Add({{"reason", "heartbeat_timeout"}}).Increment();
     spdlog::warn("trainer {} ('{}') silent for over {}; evicted", m.id, m.name,
@@ -443,7 +566,7 @@ void Coordinator::RunPending() {
       if (stopping_ || backing_off_) return;
       last_round = last_round_;
       if (membership_dirty_) {
-        members = membership_.Live();
+        members = StoreMembers();
         membership_dirty_ = false;
         sync_members = true;
       } else if (pending_.empty()) {
@@ -559,6 +682,10 @@ v1::ClusterStatus Coordinator::Status() const {
   status.set_store_restarts(store_restarts_);
   status.set_store_rounds_lost(store_rounds_lost_);
   status.set_failure(failure_);
+  status.set_recovered(recovered_);
+  status.set_recovering(phase_ != Phase::kRunning);
+  status.set_trainers_resumed(trainers_resumed_);
+  status.set_trainers_not_resumed(trainers_not_resumed_);
   return status;
 }
 

@@ -40,6 +40,9 @@ struct CoordinatorOptions {
   // needed it; and how failed store calls are retried.
   absl::Duration store_probe_interval = absl::Seconds(1);
   base::BackoffOptions store_backoff;
+  // A coordinator that finds a job under way on the stores (it restarted) waits this long for
+  // the job's trainers to resume; those that do not are dropped from the job.
+  absl::Duration recovery_window = absl::Seconds(10);
 };
 
 struct SessionKey {
@@ -55,13 +58,18 @@ class Coordinator {
               StoreControl& stores, const base::Clock& clock, CoordinatorMetrics& metrics);
   ~Coordinator();
 
-  // Starts the action thread. Call once.
+  // Asks the stores once whether a job is under way (this coordinator restarted: it then takes the
+  // job over), and starts the action thread, which asks again until they answer. Call once.
+  // Until the stores have answered, joins are refused with UNAVAILABLE (retry).
   void Start();
   // Stops it; closes every outbox. Idempotent.
   void Stop();
 
   // A trainer opened a session. Its Welcome, then Proceed directives, go to `outbox`.
-  // INVALID_ARGUMENT for a join without a name.
+  // INVALID_ARGUMENT for a join without a name; UNAVAILABLE (retry) before the stores answered or
+  // while a job taken over waits for its trainers to resume. A join with `resume` (a trainer of
+  // the job before this coordinator restarted) keeps its identity and clock: FAILED_PRECONDITION
+  // when it is not a member the stores know, or the recovery window has passed.
   absl::StatusOr<SessionKey> Join(const v1::Join& join, std::shared_ptr<Outbox> outbox);
   // The trainer pushed `report.clock`. A report that breaks the protocol evicts the trainer.
   void Report(const SessionKey& key, const v1::ClockReport& report);
@@ -73,6 +81,10 @@ class Coordinator {
   v1::ClusterStatus Status() const;
 
  private:
+  // Where this coordinator stands with the job: it has not heard from the stores yet, it took over a
+  // job under way and waits for its trainers, or it runs.
+  enum class Phase { kProbing, kRecovering, kRunning };
+
   // One step of work for the action thread; fields are carried out in this order.
   struct Action {
     std::vector<v1::CloseRoundRequest> close_rounds;
@@ -87,6 +99,23 @@ class Coordinator {
     std::shared_ptr<Outbox> outbox;
     std::string peer_address;  // peer-to-peer modes
   };
+
+  // A trainer of the job taken over resumes (Join with resume).
+  absl::StatusOr<SessionKey> Resume(const v1::Join& join, std::shared_ptr<Outbox> outbox)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `member` into the job at `start_clock`: its session, its status, its Welcome, then
+  // `decisions`.
+  SessionKey Admit(const sync::Member& member, const v1::Join& join, std::shared_ptr<Outbox> outbox,
+                   int64_t start_clock, sync::Decisions decisions)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The stores' first answer: a membership there means a job under way, which this coordinator
+  // takes over (kRecovering); none, a new job (kRunning).
+  void TakeOverFromStores(const std::vector<ShardState>& shards)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Ends the recovery: trainers expected and not resumed are out of the job.
+  void EndRecovery() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Who may push: the live trainers and, while recovering, those expected to resume.
+  std::vector<sync::Member> StoreMembers() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   void Enqueue(Action action) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EnqueueDecisions(sync::Decisions decisions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -161,6 +190,13 @@ class Coordinator {
   absl::Time retry_at_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Time> stores_failing_since_ ABSL_GUARDED_BY(mu_);
   absl::Time next_probe_ ABSL_GUARDED_BY(mu_);
+  Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kProbing;
+  // While recovering: the members the stores know that have not resumed yet, by id.
+  std::map<sync::TrainerId, ShardMember> expected_ ABSL_GUARDED_BY(mu_);
+  absl::Time recovery_ends_ ABSL_GUARDED_BY(mu_);
+  bool recovered_ ABSL_GUARDED_BY(mu_) = false;
+  uint32_t trainers_resumed_ ABSL_GUARDED_BY(mu_) = 0;
+  uint32_t trainers_not_resumed_ ABSL_GUARDED_BY(mu_) = 0;
   uint32_t store_restarts_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t store_rounds_lost_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;

@@ -49,6 +49,11 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       store_rounds_lost(metrics::AddCounter(r, "syncopate_coordinator_store_rounds_lost_total",
                                             "Rounds restarted shards skipped to catch up (their "
                                             "updates to those shards were lost).")),
+      recoveries(metrics::AddCounter(r, "syncopate_coordinator_recoveries_total",
+                                     "Jobs under way this coordinator took over at its start.")),
+      resumes(metrics::AddCounter(r, "syncopate_coordinator_resumes_total",
+                                  "Trainers that resumed their session after a coordinator "
+                                  "restart, keeping identity and clock.")),
       trainer_staleness_bound(
           prometheus::BuildGauge()
               .Name("syncopate_coordinator_trainer_staleness_bound")

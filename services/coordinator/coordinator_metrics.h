@@ -29,6 +29,8 @@ struct CoordinatorMetrics {
   prometheus::Counter& store_call_failures;
   prometheus::Counter& store_restarts;
   prometheus::Counter& store_rounds_lost;
+  prometheus::Counter& recoveries;
+  prometheus::Counter& resumes;
   // Per live trainer (label trainer = its name; bounded by the job's trainers).
   prometheus::Family<prometheus::Gauge>& trainer_staleness_bound;
   prometheus::Family<prometheus::Gauge>& trainer_group;

@@ -71,7 +71,7 @@ class FakeStores final : public StoreControl {
   mutable absl::Mutex mu_;
   std::vector<std::string> log_;
   int failures_left_ = 0;
-  ShardState state_{1, 0, true, 0};
+  ShardState state_{1, 0, true, 0, false, {}};
 };
 
 class CoordinatorTest : public ::testing::Test {

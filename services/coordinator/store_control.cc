@@ -44,7 +44,7 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::SetMembership(
         v1::SetMembershipReply reply;
         grpc::Status status = stub.SetMembership(ctx, request, &reply);
         shards[i] = {reply.incarnation(), reply.last_closed_round(), reply.holds_model(),
-                     reply.rounds_skipped()};
+                     reply.rounds_skipped(), false, {}};
         return status;
       }));
   return shards;
@@ -56,7 +56,12 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::Probe() {
       "GetSchema", [&](size_t i, v1::ParameterStore::Stub& stub, grpc::ClientContext* ctx) {
         v1::Schema reply;
         grpc::Status status = stub.GetSchema(ctx, v1::GetSchemaRequest(), &reply);
-        shards[i] = {reply.incarnation(), reply.last_closed_round(), reply.tensors_size() > 0, 0};
+        ShardState& shard = shards[i];
+        shard = {reply.incarnation(), reply.last_closed_round(), reply.tensors_size() > 0, 0,
+                 reply.has_membership(), {}};
+        for (const v1::PushCut& m : reply.members()) {
+          shard.members.push_back({m.trainer_id(), m.incarnation(), m.clock()});
+        }
         return status;
       }));
   return shards;

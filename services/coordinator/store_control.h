@@ -15,12 +15,22 @@
 
 namespace syncopate::coordinator {
 
+// A trainer in a shard's membership, with its last cut (-1: no round took its pushes yet).
+struct ShardMember {
+  sync::TrainerId id = 0;
+  uint64_t incarnation = 0;
+  int64_t last_cut = -1;
+};
+
 // One shard as it answered: which process (incarnation) and what it holds.
 struct ShardState {
   uint64_t incarnation = 0;  // new at every start of the shard's process
   int64_t last_closed_round = -1;
   bool holds_model = false;
   int64_t rounds_skipped = 0;  // SetMembership only: rounds skipped to catch up with `round`
+  // Probe only: the membership in force, once a coordinator set one.
+  bool has_membership = false;
+  std::vector<ShardMember> members;
 };
 
 // Implementations are called from the coordinator's action thread only.
@@ -35,7 +45,8 @@ class StoreControl {
   // Closes a round on every shard. OK only when every shard closed it (closing is idempotent, so a
   // retry after a partial failure is safe).
   virtual absl::Status CloseRound(const v1::CloseRoundRequest& request) = 0;
-  // Every shard's state (rounds_skipped 0); an error when one cannot be reached.
+  // Every shard's state with its membership (rounds_skipped 0); an error when one cannot be
+  // reached.
   virtual absl::StatusOr<std::vector<ShardState>> Probe() = 0;
   virtual std::vector<std::string> addresses() const = 0;
 };

@@ -66,6 +66,20 @@ MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& membe
   return result;
 }
 
+Roster ParameterTable::Members() const {
+  absl::MutexLock lock(&mu_);
+  Roster roster;
+  roster.received = membership_received_;
+  for (const auto& [id, incarnation] : member_incarnation_) {
+    const TrainerKey key{id, incarnation};
+    auto cut = last_cut_.find(key);
+    roster.members.push_back({key, cut == last_cut_.end() ? -1 : cut->second});
+  }
+  std::sort(roster.members.begin(), roster.members.end(),
+            [](const RoundCut& a, const RoundCut& b) { return a.trainer < b.trainer; });
+  return roster;
+}
+
 absl::Status ParameterTable::CheckReconciled() const {
   if (membership_received_) return absl::OkStatus();
   return absl::UnavailableError(

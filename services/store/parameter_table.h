@@ -75,6 +75,12 @@ struct MembershipResult {
   int64_t rounds_skipped = 0;  // to catch up with the coordinator's round
 };
 
+// The membership in force and each member's last cut (-1: no round took its pushes yet).
+struct Roster {
+  bool received = false;  // false until the first SetMembers
+  std::vector<RoundCut> members;
+};
+
 struct CloseRequest {
   int64_t round = 0;
   std::vector<RoundCut> cuts;
@@ -118,6 +124,9 @@ class ParameterTable {
 
   // The table's DurableState, taken at one instant (a checkpoint's consistent cut).
   DurableState Durable() const;
+
+  // Who may push now, in id order, with their last cuts: what a restarted coordinator resumes from.
+  Roster Members() const;
 
   // Takes a validated delta: IMMEDIATE pushes are added to the model at once; ROUND pushes stay
   // pending until a round's cut reaches their clock. UNAUTHENTICATED: trainer never a member;

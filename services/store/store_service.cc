@@ -36,6 +36,14 @@ grpc::Status StoreService::GetSchema(grpc::ServerContext*, const v1::GetSchemaRe
   reply->set_live_version(table_.live_version());
   reply->set_last_closed_round(table_.last_closed_round());
   reply->set_incarnation(incarnation_);
+  const Roster roster = table_.Members();
+  reply->set_has_membership(roster.received);
+  for (const RoundCut& m : roster.members) {
+    v1::PushCut* member = reply->add_members();
+    member->set_trainer_id(m.trainer.id);
+    member->set_incarnation(m.trainer.incarnation);
+    member->set_clock(m.clock);
+  }
   return grpc::Status::OK;
 }
 

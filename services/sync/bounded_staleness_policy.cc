@@ -1,5 +1,7 @@
 #include "sync/bounded_staleness_policy.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace syncopate::sync {
@@ -38,6 +40,24 @@ Decisions BoundedStalenessPolicy::OnLeave(TrainerId trainer, absl::Time now) {
 }
 
 Decisions BoundedStalenessPolicy::OnTick(absl::Time now) { return Evaluate(now); }
+
+absl::Status BoundedStalenessPolicy::Recover(int64_t last_closed_round, int expected,
+                                             absl::Duration window) {
+  gate_ = StartGate(expected, window);
+  if (config_.round_snapshots) last_closed_round_ = floor_clock_ = std::max<int64_t>(0, last_closed_round);
+  return absl::OkStatus();
+}
+
+absl::Status BoundedStalenessPolicy::OnResume(const Resumption& r, absl::Time now,
+                                              Decisions* decisions) {
+  if (absl::Status s = CheckResume(r); !s.ok()) return s;
+  gate_.NoteJoin(now);
+  clocks_.Set(r.trainer, r.clock);
+  if (config_.round_snapshots) cuts_.Resume(r.trainer, r.last_cut, r.clock);
+  if (r.awaiting_grant) waiting_.insert(r.trainer);
+  decisions->Append(Evaluate(now));
+  return absl::OkStatus();
+}
 
 Decisions BoundedStalenessPolicy::Evaluate(absl::Time now) {
   Decisions decisions;

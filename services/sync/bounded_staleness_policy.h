@@ -43,6 +43,9 @@ class BoundedStalenessPolicy final : public ClockedPolicy {
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
+  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
+  absl::Status OnResume(const Resumption& resumption, absl::Time now,
+                        Decisions* decisions) override;
 
   int64_t last_closed_round() const override { return last_closed_round_; }
 

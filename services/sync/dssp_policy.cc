@@ -58,6 +58,21 @@ Decisions DsspPolicy::OnTick(absl::Time now) {
   return decisions;
 }
 
+absl::Status DsspPolicy::Recover(int64_t, int expected, absl::Duration window) {
+  gate_ = StartGate(expected, window);
+  return absl::OkStatus();
+}
+
+absl::Status DsspPolicy::OnResume(const Resumption& r, absl::Time now, Decisions* decisions) {
+  if (absl::Status s = CheckResume(r); !s.ok()) return s;
+  gate_.NoteJoin(now);
+  clocks_.Set(r.trainer, r.clock);
+  trainers_[r.trainer] = Trainer{{}, 0, config_.s_lo};
+  if (r.awaiting_grant) waiting_.insert(r.trainer);
+  GrantWaiters(now, decisions);
+  return absl::OkStatus();
+}
+
 std::optional<Grant> DsspPolicy::Decide(TrainerId trainer) {
   Trainer& t = trainers_[trainer];
   const int64_t clock = *clocks_.Get(trainer);

@@ -92,6 +92,31 @@ Decisions HybridPolicy::OnLeave(TrainerId trainer, absl::Time now) {
 
 Decisions HybridPolicy::OnTick(absl::Time now) { return Evaluate(now); }
 
+absl::Status HybridPolicy::Recover(int64_t last_closed_round, int expected,
+                                   absl::Duration window) {
+  gate_ = StartGate(expected, window);
+  last_closed_round_ = std::max<int64_t>(0, last_closed_round);
+  return absl::OkStatus();
+}
+
+absl::Status HybridPolicy::OnResume(const Resumption& r, absl::Time now, Decisions* decisions) {
+  if (absl::Status s = CheckResume(r); !s.ok()) return s;
+  gate_.NoteJoin(now);
+  clocks_.Set(r.trainer, r.clock);
+  cuts_.Resume(r.trainer, r.last_cut, r.clock);
+  group_[r.trainer] = 0;
+  if (r.awaiting_grant) {
+    // Pushes no round took yet wait for the group's round; otherwise the grant was lost.
+    if (r.clock > r.last_cut) {
+      reported_.insert(r.trainer);
+    } else {
+      newcomers_.insert(r.trainer);
+    }
+  }
+  decisions->Append(Evaluate(now));
+  return absl::OkStatus();
+}
+
 void HybridPolicy::ObserveCompute(TrainerId trainer, int64_t clock, double compute_seconds) {
   if (!clocks_.Get(trainer)) return;
   auto [it, fresh] = speed_.try_emplace(trainer);

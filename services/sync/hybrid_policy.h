@@ -56,6 +56,10 @@ class HybridPolicy final : public ClockedPolicy {
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
+  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
+  // A resumed trainer rejoins group 0: the groups form again from speeds measured anew.
+  absl::Status OnResume(const Resumption& resumption, absl::Time now,
+                        Decisions* decisions) override;
   void ObserveCompute(TrainerId trainer, int64_t clock, double compute_seconds) override;
 
   int64_t last_closed_round() const override { return last_closed_round_; }

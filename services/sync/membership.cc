@@ -23,6 +23,26 @@ absl::StatusOr<JoinResult> Membership::Join(const std::string& name, uint32_t ra
   return result;
 }
 
+absl::StatusOr<Member> Membership::Restore(TrainerId id, uint64_t incarnation,
+                                           const std::string& name, uint32_t rank,
+                                           absl::Time now) {
+  if (name.empty()) return absl::InvalidArgumentError("resume without a trainer name");
+  if (id == 0 || incarnation == 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("'", name, "' resumes without an id and incarnation"));
+  }
+  if (ids_by_name_.contains(name) || last_incarnation_.contains(id)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "'", name, "' (id ", id, ") cannot resume: that name or id is already in the job"));
+  }
+  ids_by_name_[name] = id;
+  last_incarnation_[id] = incarnation;
+  ReserveIds(id);
+  Member member{id, incarnation, name, rank, now};
+  live_[id] = member;
+  return member;
+}
+
 absl::Status Membership::CheckLive(TrainerId id, uint64_t incarnation) const {
   if (!last_incarnation_.contains(id)) {
     return absl::UnauthenticatedError(absl::StrCat("unknown trainer id ", id));

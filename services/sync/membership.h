@@ -3,6 +3,7 @@
 #ifndef SYNCOPATE_SYNC_MEMBERSHIP_H_
 #define SYNCOPATE_SYNC_MEMBERSHIP_H_
 
+#include <algorithm>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -37,6 +38,14 @@ class Membership {
   // Adds a trainer. A name seen before keeps its id and gets the next incarnation.
   // INVALID_ARGUMENT for an empty name.
   absl::StatusOr<JoinResult> Join(const std::string& name, uint32_t rank, absl::Time now);
+
+  // Takes back, under its old id and incarnation, a trainer that was a member before this
+  // membership was created (it resumes after a coordinator restart). INVALID_ARGUMENT for an empty
+  // name or a zero id or incarnation; FAILED_PRECONDITION when the name or the id is known here.
+  absl::StatusOr<Member> Restore(TrainerId id, uint64_t incarnation, const std::string& name,
+                                 uint32_t rank, absl::Time now);
+  // New names get ids above `id` (ids a job under way already uses).
+  void ReserveIds(TrainerId id) { next_id_ = std::max(next_id_, id + 1); }
 
   // Records a sign of life. UNAUTHENTICATED for an unknown id, FAILED_PRECONDITION for a departed
   // trainer or a stale incarnation.

@@ -10,6 +10,31 @@ void Decisions::Append(Decisions other) {
   grants.insert(grants.end(), other.grants.begin(), other.grants.end());
 }
 
+namespace {
+
+absl::Status CannotTakeOver(const std::string& mode) {
+  return absl::UnimplementedError(
+      absl::StrCat("mode ", mode, " cannot take over a job under way (a coordinator restart)"));
+}
+
+}  // namespace
+
+absl::Status SyncPolicy::Recover(int64_t, int, absl::Duration) { return CannotTakeOver(name()); }
+
+absl::Status SyncPolicy::OnResume(const Resumption&, absl::Time, Decisions*) {
+  return CannotTakeOver(name());
+}
+
+absl::Status ClockedPolicy::CheckResume(const Resumption& r) const {
+  if (absl::Status s = CheckJoin(r.trainer); !s.ok()) return s;
+  if (r.clock < 0 || r.last_cut > r.clock) {
+    return absl::InvalidArgumentError(absl::StrCat("trainer ", r.trainer, " resumes at clock ",
+                                                   r.clock, " with pushes taken up to ",
+                                                   r.last_cut));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status ClockedPolicy::CheckJoin(TrainerId trainer) const {
   if (clocks_.Get(trainer)) {
     return absl::FailedPreconditionError(absl::StrCat("trainer ", trainer, " already joined"));

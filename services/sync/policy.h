@@ -114,6 +114,18 @@ struct Decisions {
   void Append(Decisions other);
 };
 
+// A trainer that was a member before the coordinator restarted, as it reports itself and the
+// stores know it.
+struct Resumption {
+  TrainerId trainer = 0;
+  // The last clock it reported (or was about to report), or its start clock.
+  int64_t clock = 0;
+  // True: it waits for the grant of `clock`. False: it holds that grant and computes clock + 1.
+  bool awaiting_grant = true;
+  // Round modes: the clock up to which a closed round took its pushes (-1: none).
+  int64_t last_cut = -1;
+};
+
 // Push semantics the trainers must use under a policy.
 enum class PushMode {
   kImmediate,  // the store applies each delta at once with the trainer's weight
@@ -146,6 +158,18 @@ class SyncPolicy {
 
   // Time passed (for time-based rules such as the start timeout).
   virtual Decisions OnTick(absl::Time now) = 0;
+
+  // The job was under way when this policy was made (the coordinator restarted): rounds up to
+  // `last_closed_round` are closed on the stores, and `expected` trainers should resume. Decisions
+  // wait for them, or for `window` after the first resumed, as at a start. Call once, before any
+  // other event. UNIMPLEMENTED for a mode that cannot take over a job.
+  virtual absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window);
+  // A trainer of the job resumes (after Recover) where it was: at its clock, awaiting its grant or
+  // computing. Its grant, if it awaits one, comes in some Decisions. FAILED_PRECONDITION if it is
+  // a member already; INVALID_ARGUMENT for a negative clock or a cut past it; UNIMPLEMENTED as for
+  // Recover.
+  virtual absl::Status OnResume(const Resumption& resumption, absl::Time now,
+                                Decisions* decisions);
 
   // Clock of a member; nullopt if unknown.
   virtual std::optional<int64_t> ClockOf(TrainerId trainer) const = 0;
@@ -186,6 +210,8 @@ class ClockedPolicy : public SyncPolicy {
  protected:
   // FAILED_PRECONDITION when `trainer` is already a member.
   absl::Status CheckJoin(TrainerId trainer) const;
+  // CheckJoin, and INVALID_ARGUMENT for a negative clock or a cut past the clock.
+  absl::Status CheckResume(const Resumption& resumption) const;
   // FAILED_PRECONDITION for a trainer that is not a member, one still awaiting its grant, or a
   // clock that is not its previous clock + 1.
   absl::Status CheckReport(TrainerId trainer, int64_t clock, bool awaiting_grant) const;

@@ -37,6 +37,13 @@ class RoundCuts {
     auto it = last_.find(trainer);
     return it == last_.end() ? -1 : it->second;
   }
+  // A trainer resumes after a coordinator restart: a closed round took its pushes up to
+  // `last_cut` (-1: none), and those after it up to `clock` are pending.
+  void Resume(TrainerId trainer, int64_t last_cut, int64_t clock) {
+    Forget(trainer);
+    if (last_cut >= 0) last_[trainer] = last_cut;
+    if (clock > last_cut) open_[trainer] = clock;
+  }
   // Forgets a trainer entirely (a new incarnation starts its clocks afresh).
   void Forget(TrainerId trainer) {
     open_.erase(trainer);

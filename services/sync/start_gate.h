@@ -28,8 +28,8 @@ class StartGate {
   }
 
  private:
-  const int min_trainers_;
-  const absl::Duration timeout_;
+  int min_trainers_;
+  absl::Duration timeout_;
   std::optional<absl::Time> first_join_;
   bool open_ = false;
 };

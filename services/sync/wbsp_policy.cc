@@ -13,7 +13,7 @@ absl::StatusOr<int64_t> WbspPolicy::OnJoin(TrainerId trainer, absl::Time now,
   gate_.NoteJoin(now);
   cuts_.Forget(trainer);
   clocks_.Set(trainer, 0);
-  newcomers_.insert(trainer);
+  newcomers_[trainer] = -1;
   GrantNewcomers(now, decisions);
   return 0;
 }
@@ -51,8 +51,29 @@ Decisions WbspPolicy::OnLeave(TrainerId trainer, absl::Time now) {
 
 Decisions WbspPolicy::OnTick(absl::Time now) {
   Decisions decisions;
+  if (gate_.Open(clocks_.size(), now)) MaybeClose(&decisions);
   GrantNewcomers(now, &decisions);
   return decisions;
+}
+
+absl::Status WbspPolicy::Recover(int64_t last_closed_round, int expected, absl::Duration window) {
+  gate_ = StartGate(expected, window);
+  last_closed_round_ = std::max<int64_t>(0, last_closed_round);
+  return absl::OkStatus();
+}
+
+absl::Status WbspPolicy::OnResume(const Resumption& r, absl::Time now, Decisions* decisions) {
+  if (absl::Status s = CheckResume(r); !s.ok()) return s;
+  gate_.NoteJoin(now);
+  clocks_.Set(r.trainer, r.clock);
+  cuts_.Resume(r.trainer, r.last_cut, r.clock);
+  if (r.clock > r.last_cut) pushed_.insert(r.trainer);
+  // The latest round holds its pushes up to its cut; the rest stay in its local model.
+  if (r.awaiting_grant) newcomers_[r.trainer] = r.last_cut;
+  // Rounds wait for everyone expected back (or the window), as the first grants do.
+  if (gate_.Open(clocks_.size(), now)) MaybeClose(decisions);
+  GrantNewcomers(now, decisions);
+  return absl::OkStatus();
 }
 
 void WbspPolicy::MaybeClose(Decisions* decisions) {
@@ -70,9 +91,9 @@ void WbspPolicy::MaybeClose(Decisions* decisions) {
 
 void WbspPolicy::GrantNewcomers(absl::Time now, Decisions* decisions) {
   if (!gate_.Open(clocks_.size(), now)) return;
-  for (TrainerId id : newcomers_) {
+  for (const auto& [id, includes_clock] : newcomers_) {
     decisions->grants.push_back(
-        Grant{id, *clocks_.Get(id), PullSpec::Round(last_closed_round_, -1), -1});
+        Grant{id, *clocks_.Get(id), PullSpec::Round(last_closed_round_, includes_clock), -1});
   }
   newcomers_.clear();
 }

@@ -41,6 +41,9 @@ class WbspPolicy final : public ClockedPolicy {
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
+  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
+  absl::Status OnResume(const Resumption& resumption, absl::Time now,
+                        Decisions* decisions) override;
 
   int64_t last_closed_round() const override { return last_closed_round_; }
 
@@ -53,7 +56,9 @@ class WbspPolicy final : public ClockedPolicy {
   const WbspConfig config_;
   StartGate gate_;
   RoundCuts cuts_;
-  std::set<TrainerId> newcomers_;       // joined, first grant not yet sent
+  // Joined (or resumed awaiting a grant), first grant not yet sent: the clock up to which the
+  // round it will pull holds its pushes (-1: none).
+  std::map<TrainerId, int64_t> newcomers_;
   std::set<TrainerId> pushed_;          // pushed since the last close
   std::map<TrainerId, PullSpec> pull_;  // the round to pull in the reply to the next report
   int64_t last_closed_round_ = 0;
