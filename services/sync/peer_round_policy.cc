@@ -67,7 +67,30 @@ Decisions PeerRoundPolicy::OnLeave(TrainerId trainer, absl::Time now) {
 Decisions PeerRoundPolicy::OnTick(absl::Time now) {
   Decisions decisions;
   GrantNewcomers(now, &decisions);
+  MaybeRelease(&decisions);
   return decisions;
+}
+
+absl::Status PeerRoundPolicy::Recover(int64_t, int expected, absl::Duration window) {
+  gate_ = StartGate(expected, window);
+  return absl::OkStatus();
+}
+
+absl::Status PeerRoundPolicy::OnResume(const Resumption& r, absl::Time now,
+                                       Decisions* decisions) {
+  if (absl::Status s = CheckResume(r); !s.ok()) return s;
+  gate_.NoteJoin(now);
+  clocks_.Set(r.trainer, r.clock);
+  if (r.awaiting_grant) {
+    // It reported r.clock and waits for that round's release (granted so far: r.clock - 1).
+    granted_clock_ = std::max(granted_clock_, r.clock - 1);
+    waiting_.insert(r.trainer);
+  } else {
+    granted_clock_ = std::max(granted_clock_, r.clock);
+  }
+  GrantNewcomers(now, decisions);
+  MaybeRelease(decisions);
+  return absl::OkStatus();
 }
 
 void PeerRoundPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& sample) {
@@ -75,14 +98,27 @@ void PeerRoundPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& 
 }
 
 void PeerRoundPolicy::GrantNewcomers(absl::Time now, Decisions* decisions) {
-  if (newcomers_.empty() || !gate_.Open(clocks_.size(), now)) return;
+  if (!gate_.Open(clocks_.size(), now)) return;
+  // Resumed waiters whose round was released before the restart: their grant was lost.
+  for (auto it = waiting_.begin(); it != waiting_.end();) {
+    if (*clocks_.Get(*it) > granted_clock_) {
+      ++it;
+      continue;
+    }
+    newcomers_.insert(*it);
+    resumed_.insert(*it);
+    it = waiting_.erase(it);
+  }
   for (TrainerId t : newcomers_) {
-    decisions->grants.push_back(Grant{t, granted_clock_, PullSpec::Live(), 0, GroupOf(t)});
+    const PullSpec pull = resumed_.count(t) > 0 ? PullSpec::None() : PullSpec::Live();
+    decisions->grants.push_back(Grant{t, *clocks_.Get(t), pull, 0, GroupOf(t)});
   }
   newcomers_.clear();
+  resumed_.clear();
 }
 
 void PeerRoundPolicy::MaybeRelease(Decisions* decisions) {
+  if (!gate_.is_open()) return;  // a recovery waits for everyone expected back
   // Every member that has been granted must be waiting at the next clock.
   const size_t granted_members = clocks_.size() - newcomers_.size();
   if (waiting_.empty() || waiting_.size() < granted_members) return;

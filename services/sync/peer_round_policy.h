@@ -57,6 +57,11 @@ class PeerRoundPolicy final : public ClockedPolicy {
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
+  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
+  // A resumed trainer keeps its model (it pulls nothing). One that awaits the release of a round
+  // the others already got (its grant was lost) is granted alone, without an exchange.
+  absl::Status OnResume(const Resumption& resumption, absl::Time now,
+                        Decisions* decisions) override;
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
@@ -81,6 +86,7 @@ class PeerRoundPolicy final : public ClockedPolicy {
   BandwidthEstimator bandwidth_;
   std::mt19937_64 rng_;
   std::set<TrainerId> newcomers_;  // joined, first grant not yet sent
+  std::set<TrainerId> resumed_;    // of newcomers_: resumed, so they keep their model
   std::set<TrainerId> waiting_;    // reported the barrier clock, not granted yet
   int64_t granted_clock_ = 0;      // the clock every member was last granted at
   // The k-round rule's memory across membership changes: last round (sender, receiver) exchanged.

@@ -65,6 +65,21 @@ Decisions SelMcastSspPolicy::OnLeave(TrainerId trainer, absl::Time now) {
 
 Decisions SelMcastSspPolicy::OnTick(absl::Time now) { return Evaluate(now); }
 
+absl::Status SelMcastSspPolicy::Recover(int64_t, int expected, absl::Duration window) {
+  gate_ = StartGate(expected, window);
+  return absl::OkStatus();
+}
+
+absl::Status SelMcastSspPolicy::OnResume(const Resumption& r, absl::Time now,
+                                         Decisions* decisions) {
+  if (absl::Status s = CheckResume(r); !s.ok()) return s;
+  gate_.NoteJoin(now);
+  clocks_.Set(r.trainer, r.clock);
+  if (r.awaiting_grant) waiting_.insert(r.trainer);
+  decisions->Append(Evaluate(now));
+  return absl::OkStatus();
+}
+
 void SelMcastSspPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& sample) {
   bandwidth_.Observe(trainer, sample);
   if (sample.sent_bytes > 0 && sample.models_sent > 0) {

@@ -55,6 +55,10 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   // Its multicast ends and it is no longer anyone's receiver; waiters it held back are granted.
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
+  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
+  // A resumed trainer keeps its model; awaiting a grant, it gets a multicast like any waiter.
+  absl::Status OnResume(const Resumption& resumption, absl::Time now,
+                        Decisions* decisions) override;
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {

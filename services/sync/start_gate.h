@@ -27,6 +27,9 @@ class StartGate {
     return open_;
   }
 
+  // Whether Open has returned true.
+  bool is_open() const { return open_; }
+
  private:
   int min_trainers_;
   absl::Duration timeout_;

@@ -1,0 +1,181 @@
+// A coordinator that restarts makes a new policy, tells it where the stores stand (Recover) and
+// feeds it the trainers as they resume, each at its own clock, awaiting its grant or computing.
+// The job must go on as if the old policy had never stopped: the same rounds, cuts and grants.
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "sync/policy.h"
+#include "sync/policy_test_util.h"
+
+namespace syncopate::sync {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::IsEmpty;
+using ::testing::Pair;
+using ::testing::UnorderedElementsAre;
+
+using testing::Granted;
+using testing::kT0;
+using testing::Make;
+using testing::Rounds;
+
+constexpr absl::Duration kWindow = absl::Seconds(10);
+
+Decisions Resume(SyncPolicy& p, TrainerId t, int64_t clock, bool awaiting, int64_t cut,
+                 absl::Time now = kT0) {
+  Decisions d;
+  absl::Status s = p.OnResume(Resumption{t, clock, awaiting, cut}, now, &d);
+  EXPECT_TRUE(s.ok()) << s;
+  return d;
+}
+
+TEST(Resume, BspClosesTheRoundTheOldCoordinatorLeftOpen) {
+  auto p = Make("bsp");
+  ASSERT_TRUE(p->Recover(5, 3, kWindow).ok());
+  // 1 and 2 pushed clock 6 and wait; 3 computes it.
+  EXPECT_TRUE(Resume(*p, 1, 6, true, 5).empty());
+  EXPECT_TRUE(Resume(*p, 2, 6, true, 5).empty());
+  Decisions d = Resume(*p, 3, 5, false, 5);
+  EXPECT_TRUE(d.empty());  // everyone is back; round 6 still needs 3's push
+  EXPECT_EQ(p->last_closed_round(), 5);
+  d = *p->OnClock(3, 6, kT0);
+  ASSERT_THAT(Rounds(d), ElementsAre(6));
+  EXPECT_THAT(d.close_rounds[0].cuts, ElementsAre(Pair(1, 6), Pair(2, 6), Pair(3, 6)));
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2, 3));
+  for (const Grant& g : d.grants) EXPECT_EQ(g.pull, PullSpec::Round(6, 6));
+}
+
+TEST(Resume, BspRegrantsARoundClosedBeforeTheRestart) {
+  auto p = Make("bsp");
+  ASSERT_TRUE(p->Recover(6, 2, kWindow).ok());
+  Resume(*p, 1, 6, true, 6);
+  Decisions d = Resume(*p, 2, 6, true, 6);
+  EXPECT_THAT(Rounds(d), IsEmpty());  // closed already: never closed twice
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2));
+  for (const Grant& g : d.grants) EXPECT_EQ(g.pull, PullSpec::Round(6, 6));
+}
+
+TEST(Resume, DecisionsWaitForEveryoneExpectedOrTheWindow) {
+  auto p = Make("bsp");
+  ASSERT_TRUE(p->Recover(3, 2, kWindow).ok());
+  EXPECT_TRUE(Resume(*p, 1, 4, true, 3).empty());
+  EXPECT_TRUE(p->OnTick(kT0 + kWindow / 2).empty());
+  Decisions d = p->OnTick(kT0 + kWindow);  // 2 never came back
+  EXPECT_THAT(Rounds(d), ElementsAre(4));
+  EXPECT_THAT(Granted(d), ElementsAre(1));
+}
+
+TEST(Resume, RefusesAMemberTwiceAndACutPastTheClock) {
+  auto p = Make("ssp", 3);
+  ASSERT_TRUE(p->Recover(0, 2, kWindow).ok());
+  Resume(*p, 1, 4, false, -1);
+  Decisions d;
+  EXPECT_TRUE(absl::IsFailedPrecondition(p->OnResume({1, 4, true, -1}, kT0, &d)));
+  EXPECT_TRUE(absl::IsInvalidArgument(p->OnResume({2, 4, true, 5}, kT0, &d)));
+  EXPECT_TRUE(absl::IsInvalidArgument(p->OnResume({2, -1, true, -1}, kT0, &d)));
+  EXPECT_TRUE(d.empty());
+  // A trainer that resumed computing reports its next clock, not the one it resumed at.
+  EXPECT_FALSE(p->OnClock(1, 4, kT0).ok());
+}
+
+TEST(Resume, SspKeepsTheBoundAcrossTheRestart) {
+  auto p = Make("ssp", 3);
+  ASSERT_TRUE(p->Recover(0, 2, kWindow).ok());
+  EXPECT_TRUE(Resume(*p, 1, 10, true, -1).empty());  // 10 - 6 > 3: it waits
+  EXPECT_TRUE(Resume(*p, 2, 6, false, -1).empty());
+  Decisions d = *p->OnClock(2, 7, kT0);
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2));
+  for (const Grant& g : d.grants) EXPECT_EQ(g.pull, PullSpec::Live());
+}
+
+TEST(Resume, DsspGrantsWithinTheLowerBound) {
+  PolicyOptions options;
+  options.mode = "dssp";
+  options.staleness = 2;
+  options.staleness_max = 6;
+  auto p = Make(options);
+  ASSERT_TRUE(p->Recover(0, 2, kWindow).ok());
+  Resume(*p, 1, 4, true, -1);
+  Decisions d = Resume(*p, 2, 3, true, -1);
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2));
+}
+
+TEST(Resume, WbspTakesEveryPendingPushIntoTheNextRound) {
+  auto p = Make("wbsp");
+  ASSERT_TRUE(p->Recover(4, 2, kWindow).ok());
+  // 1 pushed up to clock 9 (round 4 took up to 7) and waits; 2 computes clock 6 (all taken).
+  EXPECT_TRUE(Resume(*p, 1, 9, true, 7).empty());
+  Decisions d = Resume(*p, 2, 5, false, 5);
+  EXPECT_THAT(Rounds(d), IsEmpty());  // 2 has not pushed since round 4
+  ASSERT_THAT(Granted(d), ElementsAre(1));
+  EXPECT_EQ(d.grants[0].pull, PullSpec::Round(4, 7));
+  d = *p->OnClock(2, 6, kT0);
+  ASSERT_THAT(Rounds(d), ElementsAre(5));
+  EXPECT_THAT(d.close_rounds[0].cuts, ElementsAre(Pair(1, 9), Pair(2, 6)));
+  ASSERT_THAT(Granted(d), ElementsAre(2));
+  EXPECT_EQ(d.grants[0].pull, PullSpec::Round(5, 6));
+  d = *p->OnClock(1, 10, kT0);
+  ASSERT_THAT(Granted(d), ElementsAre(1));
+  EXPECT_EQ(d.grants[0].pull, PullSpec::Round(5, 9));
+}
+
+TEST(Resume, HybridRegroupsEveryoneIntoOneGroup) {
+  auto p = Make("hybrid");
+  ASSERT_TRUE(p->Recover(10, 2, kWindow).ok());
+  EXPECT_TRUE(Resume(*p, 1, 20, true, 18).empty());  // its pushes 19, 20 wait for a round
+  Decisions d = Resume(*p, 2, 12, true, 12);          // its grant was lost
+  ASSERT_THAT(Granted(d), ElementsAre(2));
+  EXPECT_EQ(d.grants[0].pull, PullSpec::Round(10, 12));
+  EXPECT_EQ(p->GroupOf(1), 0);
+  EXPECT_EQ(p->GroupOf(2), 0);
+  d = *p->OnClock(2, 13, kT0);
+  ASSERT_THAT(Rounds(d), ElementsAre(11));
+  EXPECT_THAT(d.close_rounds[0].cuts, ElementsAre(Pair(1, 20), Pair(2, 13)));
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2));
+}
+
+TEST(Resume, PeerRoundsReleaseTheNextRoundOnceAllAreBack) {
+  auto p = Make("dssync");
+  ASSERT_TRUE(p->Recover(0, 3, kWindow).ok());
+  // 1 and 2 reported clock 8 (round 7 released); 3 still computes clock 8.
+  EXPECT_TRUE(Resume(*p, 1, 8, true, -1).empty());
+  EXPECT_TRUE(Resume(*p, 2, 8, true, -1).empty());
+  EXPECT_TRUE(Resume(*p, 3, 7, false, -1).empty());
+  Decisions d = *p->OnClock(3, 8, kT0);
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2, 3));
+  for (const Grant& g : d.grants) {
+    EXPECT_EQ(g.clock, 8);
+    EXPECT_EQ(g.pull, PullSpec::None());
+    ASSERT_TRUE(g.exchange.has_value());
+    EXPECT_EQ(g.exchange->round, 8);
+  }
+}
+
+TEST(Resume, APeerWhoseReleaseWasLostIsGrantedAloneAndKeepsItsModel) {
+  auto p = Make("selmcast");
+  ASSERT_TRUE(p->Recover(0, 2, kWindow).ok());
+  Resume(*p, 1, 8, false, -1);              // got round 8's release
+  Decisions d = Resume(*p, 2, 8, true, -1);  // reported 8, its release was lost
+  ASSERT_THAT(Granted(d), ElementsAre(2));
+  EXPECT_EQ(d.grants[0].clock, 8);
+  EXPECT_EQ(d.grants[0].pull, PullSpec::None());
+  EXPECT_FALSE(d.grants[0].exchange.has_value());
+  ASSERT_TRUE(p->OnClock(2, 9, kT0)->grants.empty());
+  EXPECT_THAT(Granted(*p->OnClock(1, 9, kT0)), UnorderedElementsAre(1, 2));
+}
+
+TEST(Resume, SelMcastSspGrantsWithinTheBoundWithoutAPull) {
+  PolicyOptions options;
+  options.mode = "selmcast-ssp";
+  options.staleness = 2;
+  auto p = Make(options);
+  ASSERT_TRUE(p->Recover(0, 2, kWindow).ok());
+  EXPECT_TRUE(Resume(*p, 1, 9, true, -1).empty());  // 9 - 6 > 2
+  EXPECT_TRUE(Resume(*p, 2, 6, false, -1).empty());
+  Decisions d = *p->OnClock(2, 7, kT0);
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2));
+  for (const Grant& g : d.grants) EXPECT_EQ(g.pull, PullSpec::None());
+}
+
+}  // namespace
+}  // namespace syncopate::sync
