@@ -85,9 +85,13 @@ absl::StatusOr<std::unique_ptr<SessionClient::Call>> SessionClient::Open(const v
     *welcome = first.welcome();
     return call;
   }
-  call->ctx.TryCancel();
+  if (answered) {
+    call->ctx.TryCancel();
+    call->stream->Finish();
+    return absl::InternalError("the coordinator's first directive is not a Welcome");
+  }
+  // The stream is over: its status is the coordinator's answer to the join.
   const absl::Status status = rpc::FromGrpcStatus(call->stream->Finish());
-  if (answered) return absl::InternalError("the coordinator's first directive is not a Welcome");
   if (status.ok() || absl::IsCancelled(status) || absl::IsDeadlineExceeded(status)) {
     return absl::UnavailableError("the coordinator closed the session before its Welcome");
   }

@@ -49,7 +49,20 @@ class FakeStores final : public StoreControl {
   }
   absl::StatusOr<std::vector<ShardState>> Probe() override {
     absl::MutexLock lock(&mu_);
+    if (probes_fail_) return absl::UnavailableError("store down");
     return std::vector<ShardState>{state_};
+  }
+  // The shard holds a job under way: its membership (with cuts) and last closed round, as a
+  // restarted coordinator finds it.
+  void HoldJob(int64_t round, std::vector<ShardMember> members) {
+    absl::MutexLock lock(&mu_);
+    state_.last_closed_round = round;
+    state_.has_membership = true;
+    state_.members = std::move(members);
+  }
+  void FailProbes(bool fail) {
+    absl::MutexLock lock(&mu_);
+    probes_fail_ = fail;
   }
   std::vector<std::string> addresses() const override { return {"127.0.0.1:1"}; }
   void Restart(int64_t behind, bool with_model = true) {
@@ -71,6 +84,7 @@ class FakeStores final : public StoreControl {
   mutable absl::Mutex mu_;
   std::vector<std::string> log_;
   int failures_left_ = 0;
+  bool probes_fail_ = false;
   ShardState state_{1, 0, true, 0, false, {}};
 };
 
@@ -98,6 +112,18 @@ class CoordinatorTest : public ::testing::Test {
     join.set_name(name);
     join.set_rank(rank);
     return {*coordinator_->Join(join, outbox), outbox};
+  }
+  // Joins as a trainer of the job before a coordinator restart (Join.resume).
+  absl::StatusOr<SessionKey> Resume(const std::string& name, uint32_t rank, sync::TrainerId id,
+                                    int64_t clock, bool awaiting, std::shared_ptr<Outbox> outbox) {
+    v1::Join join;
+    join.set_name(name);
+    join.set_rank(rank);
+    join.mutable_resume()->set_trainer_id(id);
+    join.mutable_resume()->set_incarnation(1);
+    join.mutable_resume()->set_clock(clock);
+    join.mutable_resume()->set_awaiting_grant(awaiting);
+    return coordinator_->Join(join, std::move(outbox));
   }
 
   // Joins trainers "a" (rank 0) and "b" (rank 1) and consumes their Welcomes and first grants.
@@ -334,6 +360,90 @@ TEST_F(CoordinatorTest, PeerToPeerJoinsNeedAPeerAddressAndDeparturesAreAnnounced
   EXPECT_TRUE(Next(*out_b).has_proceed());
   coordinator_->Disconnected(b);
   EXPECT_EQ(Next(*out_a).peer_left().trainer_id(), b.id);
+}
+
+// The coordinator restarted: the stores hold a BSP job at round 5 whose two trainers pushed clock
+// 6. Each resumes with its identity and clock; the round the old coordinator left open closes
+// once both are back, and new trainers wait until then.
+TEST_F(CoordinatorTest, ARestartedCoordinatorTakesTheJobOverAndTrainersResume) {
+  stores_.HoldJob(5, {{1, 1, 5}, {2, 1, 5}});
+  Make("bsp", 2);
+  auto c = std::make_shared<Outbox>();
+  v1::Join join;
+  join.set_name("c");
+  EXPECT_TRUE(absl::IsUnavailable(coordinator_->Join(join, c).status()));
+  EXPECT_TRUE(coordinator_->Status().recovering());
+
+  auto out_a = std::make_shared<Outbox>();
+  absl::StatusOr<SessionKey> a = Resume("a", 0, 1, 6, true, out_a);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(a->id, 1u);
+  EXPECT_EQ(a->incarnation, 1u);
+  const v1::Welcome welcome = Next(*out_a).welcome();
+  EXPECT_EQ(welcome.trainer_id(), 1u);
+  EXPECT_EQ(welcome.start_clock(), 6);
+  EXPECT_TRUE(Quiet(*out_a)) << "round 6 waits for b";
+  EXPECT_TRUE(absl::IsFailedPrecondition(Resume("a", 0, 1, 6, true, out_a).status()))
+      << "a session resumes once";
+  EXPECT_TRUE(absl::IsFailedPrecondition(Resume("x", 3, 7, 6, true, out_a).status()))
+      << "only trainers the stores know resume";
+
+  auto out_b = std::make_shared<Outbox>();
+  ASSERT_TRUE(Resume("b", 1, 2, 6, true, out_b).ok());
+  ASSERT_TRUE(Next(*out_b).has_welcome());
+  EXPECT_EQ(Next(*out_a).proceed().pull().round(), 6);
+  EXPECT_EQ(Next(*out_b).proceed().pull().round(), 6);
+  const std::vector<std::string> log = stores_.log();
+  ASSERT_FALSE(log.empty());
+  EXPECT_EQ(log.back(), "close:6 1.1@6 2.1@6");
+  for (const std::string& entry : log) {
+    EXPECT_NE(entry, "members:0@5") << "the stores' membership is never emptied while recovering";
+  }
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_TRUE(status.recovered());
+  EXPECT_FALSE(status.recovering());
+  EXPECT_EQ(status.trainers_resumed(), 2u);
+  EXPECT_EQ(status.trainers_not_resumed(), 0u);
+  EXPECT_TRUE(coordinator_->Join(join, c).ok()) << "new trainers join once the job goes on";
+}
+
+TEST_F(CoordinatorTest, TrainersThatDoNotResumeWithinTheWindowAreDropped) {
+  stores_.HoldJob(5, {{1, 1, 5}, {2, 1, 5}});
+  Make("bsp", 2);
+  auto out_a = std::make_shared<Outbox>();
+  absl::StatusOr<SessionKey> a = Resume("a", 0, 1, 6, true, out_a);
+  ASSERT_TRUE(a.ok());
+  ASSERT_TRUE(Next(*out_a).has_welcome());
+  // b never comes back: after the recovery window, round 6 closes with a alone.
+  EXPECT_TRUE(Quiet(*out_a));
+  for (int s = 0; s < 11; ++s) {
+    coordinator_->Heartbeat(*a, v1::Heartbeat());
+    clock_.Advance(absl::Seconds(1));
+  }
+  EXPECT_EQ(Next(*out_a).proceed().pull().round(), 6);
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_EQ(status.trainers_resumed(), 1u);
+  EXPECT_EQ(status.trainers_not_resumed(), 1u);
+  EXPECT_EQ(stores_.log().back(), "close:6 1.1@6");
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      Resume("b", 1, 2, 6, true, std::make_shared<Outbox>()).status()));
+}
+
+TEST_F(CoordinatorTest, JoinsWaitUntilTheStoresHaveAnswered) {
+  stores_.FailProbes(true);
+  Make("asp", 1);
+  auto out = std::make_shared<Outbox>();
+  v1::Join join;
+  join.set_name("a");
+  EXPECT_TRUE(absl::IsUnavailable(coordinator_->Join(join, out).status()));
+  stores_.FailProbes(false);
+  absl::StatusOr<SessionKey> joined = absl::UnavailableError("not yet");
+  for (int i = 0; i < 100 && !joined.ok(); ++i) {
+    clock_.Advance(absl::Milliseconds(200));
+    absl::SleepFor(absl::Milliseconds(10));  // lets the action thread probe (bounded retries)
+    joined = coordinator_->Join(join, out);
+  }
+  EXPECT_TRUE(joined.ok()) << joined.status();
 }
 
 }  // namespace

@@ -64,6 +64,23 @@ TEST(ParameterTableStartTest, NothingIsServedBeforeTheFirstMembership) {
   EXPECT_TRUE(table.Initialize(Stage(Header(1, 1, 0), {{"a", {1}}})).ok());
 }
 
+// What a restarted coordinator reads back: the members in force and how far rounds took each.
+TEST_F(ParameterTableTest, MembersReportsTheMembershipAndEachLastCut) {
+  EXPECT_FALSE(ParameterTable().Members().received);
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 3), {{"a", {1, 1}}})).ok());
+  ASSERT_TRUE(table_.CloseRound({1, {{{2, 1}, 3}}, v1::AGGREGATION_MEAN, 1.0}).ok());
+  const Roster roster = table_.Members();
+  EXPECT_TRUE(roster.received);
+  ASSERT_EQ(roster.members.size(), 2u);
+  EXPECT_EQ(roster.members[0].trainer.id, 1u);
+  EXPECT_EQ(roster.members[0].clock, -1);  // no round took its pushes
+  EXPECT_EQ(roster.members[1].trainer.id, 2u);
+  EXPECT_EQ(roster.members[1].clock, 3);
+  table_.SetMembers({});
+  EXPECT_TRUE(table_.Members().members.empty());
+}
+
 // A shard behind the coordinator's round (restored from an older checkpoint) publishes its model
 // as that round and reports the rounds it skipped; the next round closes normally.
 TEST_F(ParameterTableTest, AShardBehindCatchesUpWithTheCoordinatorsRound) {

@@ -51,5 +51,20 @@ TEST(Membership, ExpiresOnlySilentTrainers) {
   EXPECT_TRUE(m.Expired(kT0 + absl::Seconds(5), absl::Seconds(5)).empty());
 }
 
+TEST(Membership, RestoresAResumedTrainerUnderItsOldIdentity) {
+  Membership m;
+  absl::StatusOr<Member> a = m.Restore(4, 2, "a", 0, kT0);
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(m.CheckLive(4, 2).ok());
+  EXPECT_EQ(m.LastIncarnation(4), 2u);
+  EXPECT_TRUE(absl::IsFailedPrecondition(m.Restore(4, 2, "a", 0, kT0).status()));
+  EXPECT_TRUE(absl::IsFailedPrecondition(m.Restore(5, 1, "a", 0, kT0).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(m.Restore(0, 1, "z", 0, kT0).status()));
+  // New names get ids above those in use; a rejoin under "a" is its next incarnation.
+  m.ReserveIds(9);
+  EXPECT_EQ(m.Join("b", 1, kT0)->member.id, 10u);
+  EXPECT_EQ(m.Join("a", 0, kT0)->member.incarnation, 3u);
+}
+
 }  // namespace
 }  // namespace syncopate::sync

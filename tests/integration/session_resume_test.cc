@@ -1,0 +1,146 @@
+// A trainer's session rides out a coordinator restart: a real store and a real coordinator on
+// 127.0.0.1, the coordinator shut down mid-session and a new one started on its port. The
+// trainer's SessionClient resumes with its identity and clock; the new coordinator takes the job
+// over from the store and grants the report the trainer made while it was down.
+#include <memory>
+
+#include "client/session_client.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/session_service.h"
+#include "coordinator/store_control.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "rpc/grpc_util.h"
+#include "store/parameter_table.h"
+#include "store/store_metrics.h"
+#include "store/store_service.h"
+#include "sync/policy_factory.h"
+
+namespace syncopate {
+namespace {
+
+// One coordinator process's worth: the engine, its service and server.
+struct CoordinatorServer {
+  CoordinatorServer(const std::string& store, const std::string& listen)
+      : stores({store}, absl::Seconds(5)) {
+    sync::PolicyOptions policy;
+    policy.mode = "asp";
+    coordinator::CoordinatorOptions options;
+    options.recovery_window = absl::Seconds(5);
+    engine = std::make_unique<coordinator::Coordinator>(options, *sync::MakePolicy(policy), stores,
+                                                        base::MonotonicClock::Get(), metrics);
+    engine->Start();
+    service = std::make_unique<coordinator::SessionService>(*engine);
+    status = rpc::StartServer(listen, {service.get()}, &server, &port);
+  }
+  // As a crash looks to the trainers: every stream ends at once, and nothing more reaches the
+  // store (the engine stops first, as syncopate-coordinator's shutdown does).
+  void Kill() {
+    engine->Stop();
+    server->Shutdown(absl::ToChronoTime(absl::Now()));
+    server.reset();
+  }
+
+  prometheus::Registry registry;
+  coordinator::CoordinatorMetrics metrics{registry};
+  coordinator::GrpcStoreControl stores;
+  std::unique_ptr<coordinator::Coordinator> engine;
+  std::unique_ptr<coordinator::SessionService> service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  absl::Status status;
+};
+
+class SessionResumeTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&store_service_}, &store_server_, &store_port_)
+                    .ok());
+    store_ = "127.0.0.1:" + std::to_string(store_port_);
+    first_ = std::make_unique<CoordinatorServer>(store_, "127.0.0.1:0");
+    ASSERT_TRUE(first_->status.ok()) << first_->status;
+    address_ = "127.0.0.1:" + std::to_string(first_->port);
+    v1::Join join;
+    join.set_name("trainer-0");
+    absl::StatusOr<std::unique_ptr<client::SessionClient>> session =
+        client::SessionClient::Connect(address_, join);
+    ASSERT_TRUE(session.ok()) << session.status();
+    session_ = *std::move(session);
+    ASSERT_EQ(Proceed().clock(), 0);
+    ASSERT_TRUE(session_->ReportClock(Report(1)).ok());
+    ASSERT_EQ(Proceed().clock(), 1);
+  }
+  void TearDown() override {
+    session_.reset();
+    for (auto* c : {first_.get(), second_.get()}) {
+      if (c && c->server) c->Kill();
+    }
+    store_server_->Shutdown();
+  }
+
+  static v1::ClockReport Report(int64_t clock) {
+    v1::ClockReport report;
+    report.set_clock(clock);
+    return report;
+  }
+  // The next Proceed, within a deadline (the session may be resuming meanwhile).
+  v1::Proceed Proceed() {
+    absl::StatusOr<v1::Proceed> proceed = absl::DeadlineExceededError("none yet");
+    for (int i = 0; i < 60 && absl::IsDeadlineExceeded(proceed.status()); ++i) {
+      proceed = session_->WaitProceed(absl::Milliseconds(500));
+    }
+    EXPECT_TRUE(proceed.ok()) << proceed.status();
+    return proceed.value_or(v1::Proceed());
+  }
+  // Kills the first coordinator and starts another on its port.
+  void Restart() {
+    first_->Kill();
+    second_ = std::make_unique<CoordinatorServer>(store_, address_);
+    ASSERT_TRUE(second_->status.ok()) << second_->status;
+  }
+
+  prometheus::Registry registry_;
+  store::StoreMetrics store_metrics_{registry_};
+  store::ParameterTable table_;
+  store::StoreService store_service_{table_, store_metrics_, 0, 1, /*incarnation=*/1};
+  std::unique_ptr<grpc::Server> store_server_;
+  int store_port_ = 0;
+  std::string store_;
+  std::unique_ptr<CoordinatorServer> first_, second_;
+  std::string address_;
+  std::unique_ptr<client::SessionClient> session_;
+};
+
+TEST_F(SessionResumeTest, TheSessionResumesWithItsIdentityAndClock) {
+  const v1::Welcome welcome = session_->welcome();
+  first_->Kill();
+  // Reported while no coordinator runs: kept for the resumed session, not an error.
+  EXPECT_TRUE(session_->ReportClock(Report(2)).ok());
+  second_ = std::make_unique<CoordinatorServer>(store_, address_);
+  ASSERT_TRUE(second_->status.ok()) << second_->status;
+  EXPECT_EQ(Proceed().clock(), 2);
+  EXPECT_EQ(session_->welcome().trainer_id(), welcome.trainer_id());
+  const v1::ClusterStatus status = second_->engine->Status();
+  EXPECT_TRUE(status.recovered());
+  EXPECT_EQ(status.trainers_resumed(), 1u);
+  ASSERT_EQ(status.trainers_size(), 1);
+  EXPECT_EQ(status.trainers(0).incarnation(), welcome.incarnation());
+  EXPECT_EQ(status.trainers(0).clock(), 2);
+  ASSERT_TRUE(session_->ReportClock(Report(3)).ok());
+  EXPECT_EQ(Proceed().clock(), 3);
+}
+
+TEST_F(SessionResumeTest, ACoordinatorThatDoesNotKnowTheTrainerRefusesTheResume) {
+  table_.SetMembers({});  // the job this trainer was in is gone from the store
+  Restart();
+  absl::StatusOr<v1::Proceed> proceed = absl::DeadlineExceededError("none yet");
+  for (int i = 0; i < 60 && absl::IsDeadlineExceeded(proceed.status()); ++i) {
+    proceed = session_->WaitProceed(absl::Milliseconds(500));
+  }
+  EXPECT_TRUE(absl::IsAborted(proceed.status())) << proceed.status();
+  EXPECT_NE(proceed.status().message().find("refused to resume"), std::string::npos)
+      << proceed.status();
+}
+
+}  // namespace
+}  // namespace syncopate
