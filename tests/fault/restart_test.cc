@@ -1,0 +1,151 @@
+// Fault injection, as an operator meets it: a store shard or the coordinator is SIGKILLed mid-job
+// and comes back on its port (syncopate local restarts it, as Kubernetes would). The job must go
+// on with every trainer, reach its target, and report the restart (exit 4, summary.json); a store
+// shard's loss window is reported too.
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+
+#include "../e2e/local_runs.h"
+#include "../e2e/run_files.h"
+#include "cli/child_process.h"
+#include "gtest/gtest.h"
+
+namespace syncopate::e2e {
+namespace {
+
+// Rounds trainer `rank` pulled, in order (none in immediate modes).
+std::vector<int64_t> PulledRounds(const std::string& dir, int rank) {
+  std::vector<int64_t> rounds;
+  for (const auto& e : ReadTrace(dir, rank)) {
+    if (e["event"] == "pull" && e.contains("round")) rounds.push_back(e["round"]);
+  }
+  return rounds;
+}
+
+// The clocks trainer `rank` was granted, in order (every mode).
+std::vector<int64_t> GrantedClocks(const std::string& dir, int rank) {
+  std::vector<int64_t> clocks;
+  for (const auto& e : ReadTrace(dir, rank)) {
+    if (e["event"] == "start") clocks.push_back(e["clock"]);
+  }
+  return clocks;
+}
+
+size_t Pushes(const std::string& dir, int rank) {
+  size_t pushes = 0;
+  for (const auto& e : ReadTrace(dir, rank)) pushes += e["event"] == "pushed";
+  return pushes;
+}
+
+class StoreRestart : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(StoreRestart, TheJobGoesOnAndReportsIt) {
+  std::string mode = GetParam();  // test names cannot hold '-'
+  std::replace(mode.begin(), mode.end(), '_', '-');
+  const std::string dir = MakeTempDir("store-restart-" + mode);
+  auto local =
+      StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3", "--store-shards=2",
+                       "--target-accuracy=0.80", "--time-limit=150s", "--checkpoint-interval=1s"});
+  ASSERT_NE(local, nullptr);
+  // Once training is well under way and shard 1 has written a checkpoint, kill it hard. (Killed before its first checkpoint, a shard comes back empty and the job fails: that
+  // is the coordinator's tested refusal, not this scenario.)
+  ASSERT_NE(PidOnceTraining(dir, 0,
+                            [](const std::string& d) {
+                              return ReadTrace(d, 0).size() > 60 &&
+                                     access((d + "/checkpoints/shard-1.ckpt").c_str(), F_OK) == 0;
+                            }),
+            0)
+      << "trainer 0 never trained or shard 1 never checkpointed; see " << dir;
+  const nlohmann::json ready = ReadJson(dir + "/store-1.ready.json");
+  ASSERT_FALSE(ready.is_discarded());
+  const size_t pushes_before = Pushes(dir, 0);
+  ASSERT_EQ(kill(ready["pid"].get<int>(), SIGKILL), 0);
+
+  std::optional<int> status = local->Wait(absl::Minutes(3));
+  ASSERT_TRUE(status.has_value()) << "run did not finish; see " << dir;
+  EXPECT_EQ(ExitCode(*status), 4) << cli::DescribeExit(*status) << "; see " << dir;
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  ASSERT_FALSE(summary.is_discarded());
+  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  ASSERT_EQ(summary["faults"].size(), 1u) << summary.dump(2);
+  EXPECT_NE(summary["faults"][0]["what"].get<std::string>().find("store 1 exited (killed by"),
+            std::string::npos)
+      << summary["faults"].dump();
+  EXPECT_EQ(summary["store_restarts"], 1) << "see " << dir;
+  EXPECT_EQ(summary["failure"], "");
+  for (const auto& t : summary["per_trainer"]) {
+    EXPECT_NE(t["state"], "evicted") << "trainer " << t["rank"] << " was lost; see " << dir;
+  }
+  // Training went on past the restart and reached the target after it (rounds, where the mode
+  // has them, stayed in order).
+  EXPECT_GT(Pushes(dir, 0), pushes_before) << "see " << dir;
+  EXPECT_GT(summary["time_to_target_seconds"].get<double>(),
+            summary["faults"][0]["at_seconds"].get<double>())
+      << "see " << dir;
+  const std::vector<int64_t> rounds = PulledRounds(dir, 0);
+  EXPECT_TRUE(std::is_sorted(rounds.begin(), rounds.end())) << "see " << dir;
+}
+
+INSTANTIATE_TEST_SUITE_P(RoundAndImmediateModes, StoreRestart,
+                         ::testing::Values("bsp", "ssp", "wbsp_overlap"));
+
+// The coordinator killed mid-job: the restarted one takes the job over from the store, every
+// trainer resumes its session with its identity and clock, and no push is lost or repeated (each
+// trainer's clocks go on from where they were; rounds stay in order).
+class CoordinatorRestart : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(CoordinatorRestart, TrainersResumeAndTheJobGoesOn) {
+  std::string mode = GetParam();
+  std::replace(mode.begin(), mode.end(), '_', '-');
+  const std::string dir = MakeTempDir("coordinator-restart-" + mode);
+  // Emulated 5 ms steps keep the run long enough to kill it mid-way in every mode.
+  auto local = StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3",
+                                "--step-time=5ms", "--target-accuracy=0.82", "--time-limit=150s"});
+  ASSERT_NE(local, nullptr);
+  ASSERT_NE(PidOnceTraining(dir, 0,
+                            [](const std::string& d) { return ReadTrace(d, 0).size() > 60; }),
+            0)
+      << "trainer 0 never trained; see " << dir;
+  const nlohmann::json ready = ReadJson(dir + "/coordinator-0.ready.json");
+  ASSERT_FALSE(ready.is_discarded());
+  const size_t grants_before = GrantedClocks(dir, 0).size();
+  ASSERT_EQ(kill(ready["pid"].get<int>(), SIGKILL), 0);
+
+  std::optional<int> status = local->Wait(absl::Minutes(3));
+  ASSERT_TRUE(status.has_value()) << "run did not finish; see " << dir;
+  EXPECT_EQ(ExitCode(*status), 4) << cli::DescribeExit(*status) << "; see " << dir;
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  ASSERT_FALSE(summary.is_discarded());
+  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  ASSERT_EQ(summary["faults"].size(), 1u) << summary.dump(2);
+  EXPECT_NE(summary["faults"][0]["what"].get<std::string>().find("coordinator 0 exited (killed by"),
+            std::string::npos)
+      << summary["faults"].dump();
+  EXPECT_EQ(summary["failure"], "");
+  ASSERT_EQ(summary["per_trainer"].size(), 3u) << "a trainer rejoined as a new one; see " << dir;
+  for (const auto& t : summary["per_trainer"]) {
+    EXPECT_EQ(t["state"], "live") << "trainer " << t["rank"] << " was lost; see " << dir;
+  }
+  EXPECT_GT(GrantedClocks(dir, 0).size(), grants_before) << "see " << dir;
+  EXPECT_GT(summary["time_to_target_seconds"].get<double>(),
+            summary["faults"][0]["at_seconds"].get<double>())
+      << "see " << dir;
+  for (int rank = 0; rank < 3; ++rank) {
+    // One grant per clock, in order, across the restart: none lost, repeated or skipped.
+    const std::vector<int64_t> clocks = GrantedClocks(dir, rank);
+    for (size_t i = 1; i < clocks.size(); ++i) {
+      ASSERT_EQ(clocks[i], clocks[i - 1] + 1) << "trainer " << rank << "; see " << dir;
+    }
+    const std::vector<int64_t> rounds = PulledRounds(dir, rank);
+    EXPECT_TRUE(std::is_sorted(rounds.begin(), rounds.end())) << "see " << dir;
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(EveryModeFamily, CoordinatorRestart,
+                         ::testing::Values("bsp", "ssp", "wbsp_overlap", "hybrid", "dssync",
+                                           "selmcast_ssp"));
+
+}  // namespace
+}  // namespace syncopate::e2e
