@@ -132,6 +132,7 @@ SessionKey Coordinator::Admit(const sync::Member& member, const v1::Join& join,
                               sync::Decisions decisions) {
   sessions_[member.id] = Session{member.incarnation, outbox, join.peer_address()};
   names_[member.id] = member.name;
+  last_progress_[member.id] = clock_.Now();
 
   v1::TrainerStatus& status = trainer_status_[member.name];
   status.set_trainer_id(member.id);
@@ -237,6 +238,7 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
   absl::MutexLock lock(&mu_);
   if (!membership_.Touch(key.id, key.incarnation, now).ok()) return;
   report_arrival_[key.id] = now;
+  last_progress_[key.id] = now;
   policy_->ObserveCompute(key.id, report.clock(), report.timings().compute_seconds());
   if (report.has_transfers()) {
     const v1::TransferReport& t = report.transfers();
@@ -329,6 +331,7 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
     sessions_.erase(it);
   }
   report_arrival_.erase(key.id);
+  last_progress_.erase(key.id);
   const std::string& name = names_[key.id];
   trainer_status_[name].set_state(state);
   for (auto* family : {&metrics_.trainer_staleness_bound, &metrics_.trainer_group}) {
@@ -552,7 +555,31 @@ void Coordinator::Tick() {
                  absl::FormatDuration(options_.eviction_timeout));
     Depart({m.id, m.incarnation}, "evicted", "heartbeat timeout");
   }
+  EvictStalled(now);
   EnqueueDecisions(policy_->OnTick(now));
+}
+
+void Coordinator::EvictStalled(absl::Time now) {
+  const absl::Duration timeout = options_.progress_timeout;
+  if (timeout <= absl::ZeroDuration()) return;
+  const bool held_up = std::any_of(report_arrival_.begin(), report_arrival_.end(),
+                                   [&](const auto& waiting) { return now - waiting.second > timeout; });
+  if (!held_up) return;
+  std::vector<SessionKey> stalled;
+  for (const auto& [id, session] : sessions_) {
+    auto progress = last_progress_.find(id);
+    if (report_arrival_.count(id) == 0 && progress != last_progress_.end() &&
+        now - progress->second > timeout) {
+      stalled.push_back({id, session.incarnation});
+    }
+  }
+  for (const SessionKey& key : stalled) {
+    metrics_.evictions.Add({{"reason", "no_progress"}}).Increment();
+    spdlog::warn("trainer {} ('{}') reported no clock for over {} while others wait; evicted",
+                 key.id, names_[key.id], absl::FormatDuration(timeout));
+    Depart(key, "evicted", absl::StrCat("no progress for ", absl::FormatDuration(timeout),
+                                        " while other trainers waited"));
+  }
 }
 
 void Coordinator::RunPending() {

@@ -27,6 +27,10 @@ namespace syncopate::coordinator {
 struct CoordinatorOptions {
   // A trainer silent for this long is evicted.
   absl::Duration eviction_timeout = absl::Seconds(5);
+  // Liveness is progress: while another trainer has waited this long for its grant, a trainer
+  // that holds its grant and has not reported a clock for this long (it heartbeats, but its
+  // training is stuck) is evicted. Zero: never. Must exceed the slowest step.
+  absl::Duration progress_timeout = absl::Seconds(60);
   // Told to trainers in Welcome; should be well below the eviction timeout.
   absl::Duration heartbeat_interval = absl::Seconds(1);
   // How often the action thread checks for expired trainers and retries failed store calls.
@@ -145,6 +149,8 @@ class Coordinator {
 
   void ActionLoop();
   void Tick() ABSL_LOCKS_EXCLUDED(mu_);
+  // Evicts trainers that hold others up without progress (options_.progress_timeout).
+  void EvictStalled(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Carries out pending actions until one fails (retried after a backoff, membership first) or
   // none is left.
   void RunPending() ABSL_LOCKS_EXCLUDED(mu_);
@@ -169,7 +175,10 @@ class Coordinator {
   std::unique_ptr<sync::SyncPolicy> policy_ ABSL_GUARDED_BY(mu_);
   sync::Membership membership_ ABSL_GUARDED_BY(mu_);
   std::map<sync::TrainerId, Session> sessions_ ABSL_GUARDED_BY(mu_);
+  // Trainers awaiting their grant: when their report arrived.
   std::map<sync::TrainerId, absl::Time> report_arrival_ ABSL_GUARDED_BY(mu_);
+  // Every live trainer: when it last reported a clock (or joined).
+  std::map<sync::TrainerId, absl::Time> last_progress_ ABSL_GUARDED_BY(mu_);
   std::deque<Action> pending_ ABSL_GUARDED_BY(mu_);
   bool membership_dirty_ ABSL_GUARDED_BY(mu_) = false;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;

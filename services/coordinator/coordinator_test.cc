@@ -446,5 +446,40 @@ TEST_F(CoordinatorTest, JoinsWaitUntilTheStoresHaveAnswered) {
   EXPECT_TRUE(joined.ok()) << joined.status();
 }
 
+// A trainer that heartbeats but never reports (its training is stuck) is evicted once others have
+// waited for it longer than the progress timeout; one that holds nobody up is left alone.
+TEST_F(CoordinatorTest, AStuckTrainerThatHoldsOthersUpIsEvicted) {
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  Report(a, 1);  // round 1 waits for b
+  for (int s = 0; s < 59; ++s) {
+    coordinator_->Heartbeat(a, v1::Heartbeat());
+    coordinator_->Heartbeat(b, v1::Heartbeat());
+    clock_.Advance(absl::Seconds(1));
+  }
+  EXPECT_TRUE(Quiet(*out_b)) << "within the progress timeout";
+  for (int s = 0; s < 3; ++s) {
+    coordinator_->Heartbeat(a, v1::Heartbeat());
+    coordinator_->Heartbeat(b, v1::Heartbeat());
+    clock_.Advance(absl::Seconds(1));
+  }
+  const v1::Directive evicted = Next(*out_b);
+  ASSERT_TRUE(evicted.has_evicted());
+  EXPECT_NE(evicted.evicted().reason().find("no progress"), std::string::npos);
+  EXPECT_EQ(Next(*out_a).proceed().pull().round(), 1) << "the round closes without b";
+}
+
+TEST_F(CoordinatorTest, ASlowTrainerThatHoldsNobodyUpStays) {
+  Make("asp", 2);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  for (int s = 0; s < 90; ++s) {
+    Report(a, s + 1);  // a is granted at once every time: nobody waits for b
+    ASSERT_TRUE(Next(*out_a).has_proceed());
+    coordinator_->Heartbeat(b, v1::Heartbeat());
+    clock_.Advance(absl::Seconds(1));
+  }
+  EXPECT_TRUE(Quiet(*out_b));
+  EXPECT_EQ(coordinator_->Status().live_trainers(), 2u);
+}
+
 }  // namespace
 }  // namespace syncopate::coordinator

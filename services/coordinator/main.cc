@@ -34,6 +34,7 @@ int main(int argc, char** argv) {
   syncopate::sync::PolicyOptions policy_options;
   syncopate::coordinator::CoordinatorOptions options;
   std::string eviction_timeout = "5s";
+  std::string progress_timeout = "60s";
   std::string heartbeat_interval = "1s";
   std::string start_timeout = "30s";
   std::string exchange_timeout = "10s";
@@ -72,6 +73,9 @@ int main(int argc, char** argv) {
                  "Hold the first grants until this many trainers joined");
   app.add_option("--start-timeout", start_timeout, "...or until this long after the first join");
   app.add_option("--eviction-timeout", eviction_timeout, "Evict a trainer silent this long");
+  app.add_option("--progress-timeout", progress_timeout,
+                 "Evict a trainer that reported no clock this long while others waited this long "
+                 "for their grant (it heartbeats, but its training is stuck); 0s: never");
   app.add_option("--heartbeat-interval", heartbeat_interval, "Heartbeat period told to trainers");
   app.add_option("--target-accuracy", options.target_accuracy,
                  "Training is done at this test accuracy: trainers are told to leave (0: never)")
@@ -84,6 +88,7 @@ int main(int argc, char** argv) {
   syncopate::base::InitLogging("coordinator", log_level);
 
   for (auto [text, out] : {std::pair{&eviction_timeout, &options.eviction_timeout},
+                           std::pair{&progress_timeout, &options.progress_timeout},
                            std::pair{&heartbeat_interval, &options.heartbeat_interval},
                            std::pair{&start_timeout, &policy_options.start_timeout},
                            std::pair{&exchange_timeout, &options.exchange_timeout}}) {
