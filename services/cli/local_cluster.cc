@@ -98,30 +98,29 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     std::vector<std::string> stores;
     for (int s = 0; s < options.store_shards; ++s) {
       std::vector<std::string>& args = cluster->service_args_[{"store", s}];
-      args = {
-          absl::StrCat("--shard=", s), absl::StrCat("--shard-count=", options.store_shards),
-          absl::StrCat("--checkpoint-dir=", options.run_dir, "/checkpoints"),
-          absl::StrCat("--checkpoint-interval=", Seconds(options.checkpoint_interval))};
+      args = {absl::StrCat("--shard=", s), absl::StrCat("--shard-count=", options.store_shards),
+              absl::StrCat("--checkpoint-dir=", options.run_dir, "/checkpoints"),
+              absl::StrCat("--checkpoint-interval=", Seconds(options.checkpoint_interval))};
       RETURN_IF_ERROR(cluster->Launch("store", s, args, true));
       stores.push_back(absl::StrCat("127.0.0.1:", cluster->endpoints_.back().grpc_port));
     }
     std::vector<std::string>& coordinator_args = cluster->service_args_[{"coordinator", 0}];
     coordinator_args = {absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
-                         absl::StrCat("--mode=", options.policy.mode),
-                         absl::StrCat("--staleness=", options.policy.Staleness()),
-                         absl::StrCat("--eta=", options.policy.eta),
-                         absl::StrCat("--staleness-max=", options.policy.staleness_max),
-                         absl::StrCat("--aggregation=", options.policy.aggregation),
-                         absl::StrCat("--groups=", options.policy.groups),
-                         absl::StrCat("--split-ratio=", options.policy.split_ratio),
-                         absl::StrCat("--regroup-every=", options.policy.regroup_every),
-                         absl::StrCat("--p=", options.policy.min_receivers_fraction),
-                         absl::StrCat("--k=", options.policy.k),
-                         // One seed for the job: the trainers' and the policy's choices.
-                         absl::StrCat("--seed=", options.seed),
-                         absl::StrCat("--exchange-timeout=", Seconds(options.exchange_timeout)),
-                         absl::StrCat("--min-trainers=", options.trainers),
-                         absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))};
+                        absl::StrCat("--mode=", options.policy.mode),
+                        absl::StrCat("--staleness=", options.policy.Staleness()),
+                        absl::StrCat("--eta=", options.policy.eta),
+                        absl::StrCat("--staleness-max=", options.policy.staleness_max),
+                        absl::StrCat("--aggregation=", options.policy.aggregation),
+                        absl::StrCat("--groups=", options.policy.groups),
+                        absl::StrCat("--split-ratio=", options.policy.split_ratio),
+                        absl::StrCat("--regroup-every=", options.policy.regroup_every),
+                        absl::StrCat("--p=", options.policy.min_receivers_fraction),
+                        absl::StrCat("--k=", options.policy.k),
+                        // One seed for the job: the trainers' and the policy's choices.
+                        absl::StrCat("--seed=", options.seed),
+                        absl::StrCat("--exchange-timeout=", Seconds(options.exchange_timeout)),
+                        absl::StrCat("--min-trainers=", options.trainers),
+                        absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))};
     RETURN_IF_ERROR(cluster->Launch("coordinator", 0, coordinator_args, true));
     cluster->coordinator_ =
         v1::Coordinator::NewStub(rpc::MakeChannel(cluster->coordinator_address()));

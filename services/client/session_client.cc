@@ -35,10 +35,9 @@ absl::StatusOr<std::unique_ptr<SessionClient>> SessionClient::Connect(
     }
     if (!absl::IsUnavailable(call.status())) return call.status();
     if (absl::Now() + backoff.Next() >= deadline) {
-      return absl::UnavailableError(absl::StrCat("cannot join the coordinator at ", address,
-                                                 " within ",
-                                                 absl::FormatDuration(options.join_timeout), ": ",
-                                                 call.status().message()));
+      return absl::UnavailableError(
+          absl::StrCat("cannot join the coordinator at ", address, " within ",
+                       absl::FormatDuration(options.join_timeout), ": ", call.status().message()));
     }
     absl::SleepFor(std::min(backoff.Next(), deadline - absl::Now()));
   }
@@ -145,8 +144,8 @@ absl::Status SessionClient::Resume() {
   }
   const absl::Time began = absl::Now();
   const absl::Time give_up = began + options_.resume_for;
-  spdlog::warn("the session with the coordinator at {} broke; resuming it (for up to {})",
-               address_, absl::FormatDuration(options_.resume_for));
+  spdlog::warn("the session with the coordinator at {} broke; resuming it (for up to {})", address_,
+               absl::FormatDuration(options_.resume_for));
   base::Backoff backoff(options_.backoff);
   while (true) {
     absl::Status attempt;
@@ -186,10 +185,9 @@ absl::Status SessionClient::Resume() {
     if (!absl::IsUnavailable(attempt)) return attempt;
     const absl::Duration delay = backoff.Next();
     if (absl::Now() + delay >= give_up) {
-      return absl::UnavailableError(
-          absl::StrCat("could not resume the session with the coordinator at ", address_,
-                       " within ", absl::FormatDuration(options_.resume_for), ": ",
-                       attempt.message()));
+      return absl::UnavailableError(absl::StrCat(
+          "could not resume the session with the coordinator at ", address_, " within ",
+          absl::FormatDuration(options_.resume_for), ": ", attempt.message()));
     }
     absl::MutexLock lock(&mu_);
     auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_; };

@@ -11,9 +11,9 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "base/backoff.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/backoff.h"
 #include "client/links.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 

@@ -173,7 +173,8 @@ void Coordinator::TakeOverFromStores(const std::vector<ShardState>& shards) {
   // others catch up with it when the membership goes out).
   const ShardState* furthest = nullptr;
   for (const ShardState& shard : shards) {
-    if (shard.has_membership && (!furthest || shard.last_closed_round > furthest->last_closed_round)) {
+    if (shard.has_membership &&
+        (!furthest || shard.last_closed_round > furthest->last_closed_round)) {
       furthest = &shard;
     }
   }
@@ -535,8 +536,7 @@ void Coordinator::ProbeStores() {
   if (!shards.ok()) {
     if (phase_ == Phase::kProbing) {
       spdlog::warn("the stores do not answer yet (asking again in {}): {}",
-                   absl::FormatDuration(options_.store_probe_interval),
-                   shards.status().ToString());
+                   absl::FormatDuration(options_.store_probe_interval), shards.status().ToString());
     }
     return;
   }
@@ -562,8 +562,9 @@ void Coordinator::Tick() {
 void Coordinator::EvictStalled(absl::Time now) {
   const absl::Duration timeout = options_.progress_timeout;
   if (timeout <= absl::ZeroDuration()) return;
-  const bool held_up = std::any_of(report_arrival_.begin(), report_arrival_.end(),
-                                   [&](const auto& waiting) { return now - waiting.second > timeout; });
+  const bool held_up =
+      std::any_of(report_arrival_.begin(), report_arrival_.end(),
+                  [&](const auto& waiting) { return now - waiting.second > timeout; });
   if (!held_up) return;
   std::vector<SessionKey> stalled;
   for (const auto& [id, session] : sessions_) {
@@ -577,8 +578,9 @@ void Coordinator::EvictStalled(absl::Time now) {
     metrics_.evictions.Add({{"reason", "no_progress"}}).Increment();
     spdlog::warn("trainer {} ('{}') reported no clock for over {} while others wait; evicted",
                  key.id, names_[key.id], absl::FormatDuration(timeout));
-    Depart(key, "evicted", absl::StrCat("no progress for ", absl::FormatDuration(timeout),
-                                        " while other trainers waited"));
+    Depart(key, "evicted",
+           absl::StrCat("no progress for ", absl::FormatDuration(timeout),
+                        " while other trainers waited"));
   }
 }
 

@@ -85,8 +85,8 @@ class Coordinator {
   v1::ClusterStatus Status() const;
 
  private:
-  // Where this coordinator stands with the job: it has not heard from the stores yet, it took over a
-  // job under way and waits for its trainers, or it runs.
+  // Where this coordinator stands with the job: it has not heard from the stores yet, it took over
+  // a job under way and waits for its trainers, or it runs.
   enum class Phase { kProbing, kRecovering, kRunning };
 
   // One step of work for the action thread; fields are carried out in this order.
@@ -114,8 +114,7 @@ class Coordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The stores' first answer: a membership there means a job under way, which this coordinator
   // takes over (kRecovering); none, a new job (kRunning).
-  void TakeOverFromStores(const std::vector<ShardState>& shards)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void TakeOverFromStores(const std::vector<ShardState>& shards) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the recovery: trainers expected and not resumed are out of the job.
   void EndRecovery() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Who may push: the live trainers and, while recovering, those expected to resume.

@@ -425,8 +425,8 @@ TEST_F(CoordinatorTest, TrainersThatDoNotResumeWithinTheWindowAreDropped) {
   EXPECT_EQ(status.trainers_resumed(), 1u);
   EXPECT_EQ(status.trainers_not_resumed(), 1u);
   EXPECT_EQ(stores_.log().back(), "close:6 1.1@6");
-  EXPECT_TRUE(absl::IsFailedPrecondition(
-      Resume("b", 1, 2, 6, true, std::make_shared<Outbox>()).status()));
+  EXPECT_TRUE(
+      absl::IsFailedPrecondition(Resume("b", 1, 2, 6, true, std::make_shared<Outbox>()).status()));
 }
 
 TEST_F(CoordinatorTest, JoinsWaitUntilTheStoresHaveAnswered) {

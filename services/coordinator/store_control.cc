@@ -43,8 +43,12 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::SetMembership(
       "SetMembership", [&](size_t i, v1::ParameterStore::Stub& stub, grpc::ClientContext* ctx) {
         v1::SetMembershipReply reply;
         grpc::Status status = stub.SetMembership(ctx, request, &reply);
-        shards[i] = {reply.incarnation(), reply.last_closed_round(), reply.holds_model(),
-                     reply.rounds_skipped(), false, {}};
+        shards[i] = {reply.incarnation(),
+                     reply.last_closed_round(),
+                     reply.holds_model(),
+                     reply.rounds_skipped(),
+                     false,
+                     {}};
         return status;
       }));
   return shards;
@@ -57,8 +61,9 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::Probe() {
         v1::Schema reply;
         grpc::Status status = stub.GetSchema(ctx, v1::GetSchemaRequest(), &reply);
         ShardState& shard = shards[i];
-        shard = {reply.incarnation(), reply.last_closed_round(), reply.tensors_size() > 0, 0,
-                 reply.has_membership(), {}};
+        shard = {reply.incarnation(),      reply.last_closed_round(),
+                 reply.tensors_size() > 0, 0,
+                 reply.has_membership(),   {}};
         for (const v1::PushCut& m : reply.members()) {
           shard.members.push_back({m.trainer_id(), m.incarnation(), m.clock()});
         }

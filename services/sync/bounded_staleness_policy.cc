@@ -44,7 +44,8 @@ Decisions BoundedStalenessPolicy::OnTick(absl::Time now) { return Evaluate(now);
 absl::Status BoundedStalenessPolicy::Recover(int64_t last_closed_round, int expected,
                                              absl::Duration window) {
   gate_ = StartGate(expected, window);
-  if (config_.round_snapshots) last_closed_round_ = floor_clock_ = std::max<int64_t>(0, last_closed_round);
+  if (config_.round_snapshots)
+    last_closed_round_ = floor_clock_ = std::max<int64_t>(0, last_closed_round);
   return absl::OkStatus();
 }
 

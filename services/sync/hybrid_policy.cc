@@ -92,8 +92,7 @@ Decisions HybridPolicy::OnLeave(TrainerId trainer, absl::Time now) {
 
 Decisions HybridPolicy::OnTick(absl::Time now) { return Evaluate(now); }
 
-absl::Status HybridPolicy::Recover(int64_t last_closed_round, int expected,
-                                   absl::Duration window) {
+absl::Status HybridPolicy::Recover(int64_t last_closed_round, int expected, absl::Duration window) {
   gate_ = StartGate(expected, window);
   last_closed_round_ = std::max<int64_t>(0, last_closed_round);
   return absl::OkStatus();

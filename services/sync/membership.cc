@@ -24,8 +24,7 @@ absl::StatusOr<JoinResult> Membership::Join(const std::string& name, uint32_t ra
 }
 
 absl::StatusOr<Member> Membership::Restore(TrainerId id, uint64_t incarnation,
-                                           const std::string& name, uint32_t rank,
-                                           absl::Time now) {
+                                           const std::string& name, uint32_t rank, absl::Time now) {
   if (name.empty()) return absl::InvalidArgumentError("resume without a trainer name");
   if (id == 0 || incarnation == 0) {
     return absl::InvalidArgumentError(

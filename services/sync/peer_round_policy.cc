@@ -76,8 +76,7 @@ absl::Status PeerRoundPolicy::Recover(int64_t, int expected, absl::Duration wind
   return absl::OkStatus();
 }
 
-absl::Status PeerRoundPolicy::OnResume(const Resumption& r, absl::Time now,
-                                       Decisions* decisions) {
+absl::Status PeerRoundPolicy::OnResume(const Resumption& r, absl::Time now, Decisions* decisions) {
   if (absl::Status s = CheckResume(r); !s.ok()) return s;
   gate_.NoteJoin(now);
   clocks_.Set(r.trainer, r.clock);

@@ -168,8 +168,7 @@ class SyncPolicy {
   // computing. Its grant, if it awaits one, comes in some Decisions. FAILED_PRECONDITION if it is
   // a member already; INVALID_ARGUMENT for a negative clock or a cut past it; UNIMPLEMENTED as for
   // Recover.
-  virtual absl::Status OnResume(const Resumption& resumption, absl::Time now,
-                                Decisions* decisions);
+  virtual absl::Status OnResume(const Resumption& resumption, absl::Time now, Decisions* decisions);
 
   // Clock of a member; nullopt if unknown.
   virtual std::optional<int64_t> ClockOf(TrainerId trainer) const = 0;

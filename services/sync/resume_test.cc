@@ -123,7 +123,7 @@ TEST(Resume, HybridRegroupsEveryoneIntoOneGroup) {
   auto p = Make("hybrid");
   ASSERT_TRUE(p->Recover(10, 2, kWindow).ok());
   EXPECT_TRUE(Resume(*p, 1, 20, true, 18).empty());  // its pushes 19, 20 wait for a round
-  Decisions d = Resume(*p, 2, 12, true, 12);          // its grant was lost
+  Decisions d = Resume(*p, 2, 12, true, 12);         // its grant was lost
   ASSERT_THAT(Granted(d), ElementsAre(2));
   EXPECT_EQ(d.grants[0].pull, PullSpec::Round(10, 12));
   EXPECT_EQ(p->GroupOf(1), 0);
@@ -154,7 +154,7 @@ TEST(Resume, PeerRoundsReleaseTheNextRoundOnceAllAreBack) {
 TEST(Resume, APeerWhoseReleaseWasLostIsGrantedAloneAndKeepsItsModel) {
   auto p = Make("selmcast");
   ASSERT_TRUE(p->Recover(0, 2, kWindow).ok());
-  Resume(*p, 1, 8, false, -1);              // got round 8's release
+  Resume(*p, 1, 8, false, -1);               // got round 8's release
   Decisions d = Resume(*p, 2, 8, true, -1);  // reported 8, its release was lost
   ASSERT_THAT(Granted(d), ElementsAre(2));
   EXPECT_EQ(d.grants[0].clock, 8);

@@ -49,8 +49,9 @@ TEST_P(StoreRestart, TheJobGoesOnAndReportsIt) {
       StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3", "--store-shards=2",
                        "--target-accuracy=0.80", "--time-limit=150s", "--checkpoint-interval=1s"});
   ASSERT_NE(local, nullptr);
-  // Once training is well under way and shard 1 has written a checkpoint, kill it hard. (Killed before its first checkpoint, a shard comes back empty and the job fails: that
-  // is the coordinator's tested refusal, not this scenario.)
+  // Once training is well under way and shard 1 has written a checkpoint, kill it hard. (Killed
+  // before its first checkpoint, a shard comes back empty and the job fails: that is the
+  // coordinator's tested refusal, not this scenario.)
   ASSERT_NE(PidOnceTraining(dir, 0,
                             [](const std::string& d) {
                               return ReadTrace(d, 0).size() > 60 &&
@@ -104,9 +105,8 @@ TEST_P(CoordinatorRestart, TrainersResumeAndTheJobGoesOn) {
   auto local = StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3",
                                 "--step-time=5ms", "--target-accuracy=0.82", "--time-limit=150s"});
   ASSERT_NE(local, nullptr);
-  ASSERT_NE(PidOnceTraining(dir, 0,
-                            [](const std::string& d) { return ReadTrace(d, 0).size() > 60; }),
-            0)
+  ASSERT_NE(
+      PidOnceTraining(dir, 0, [](const std::string& d) { return ReadTrace(d, 0).size() > 60; }), 0)
       << "trainer 0 never trained; see " << dir;
   const nlohmann::json ready = ReadJson(dir + "/coordinator-0.ready.json");
   ASSERT_FALSE(ready.is_discarded());

@@ -54,8 +54,8 @@ struct CoordinatorServer {
 class SessionResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&store_service_}, &store_server_, &store_port_)
-                    .ok());
+    ASSERT_TRUE(
+        rpc::StartServer("127.0.0.1:0", {&store_service_}, &store_server_, &store_port_).ok());
     store_ = "127.0.0.1:" + std::to_string(store_port_);
     first_ = std::make_unique<CoordinatorServer>(store_, "127.0.0.1:0");
     ASSERT_TRUE(first_->status.ok()) << first_->status;
