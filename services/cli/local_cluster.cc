@@ -277,8 +277,8 @@ absl::Status LocalCluster::Spawn(const std::string& role, int index,
   return absl::OkStatus();
 }
 
-absl::StatusOr<std::vector<std::string>> LocalCluster::RestartCrashedServices() {
-  std::vector<std::string> events;
+absl::StatusOr<std::vector<LocalCluster::Restart>> LocalCluster::RestartCrashedServices() {
+  std::vector<Restart> events;
   for (size_t i = 0; i < endpoints_.size(); ++i) {
     auto args = service_args_.find({endpoints_[i].role, endpoints_[i].index});
     if (args == service_args_.end() || endpoints_[i].process->running()) continue;
@@ -294,8 +294,8 @@ absl::StatusOr<std::vector<std::string>> LocalCluster::RestartCrashedServices() 
     }
     endpoints_[i] = endpoints_.back();
     endpoints_.pop_back();
-    events.push_back(absl::StrCat(crashed.role, " ", crashed.index, " exited (", exit,
-                                  "); restarted on its port"));
+    events.push_back({crashed.role, absl::StrCat(crashed.role, " ", crashed.index, " exited (",
+                                                 exit, "); restarted on its port")});
   }
   if (!events.empty()) RETURN_IF_ERROR(WriteClusterFile());
   return events;

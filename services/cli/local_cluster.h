@@ -91,8 +91,12 @@ class LocalCluster {
   // Restarts every store shard and coordinator whose process has exited, on its ports and with its
   // flags, as Kubernetes restarts a crashed pod: a shard restores its checkpoint, a coordinator
   // takes the job over from the stores and the trainers resume with it. Returns what happened, one
-  // line per restart; an error when a process cannot be started again.
-  absl::StatusOr<std::vector<std::string>> RestartCrashedServices();
+  // per restart; an error when a process cannot be started again.
+  struct Restart {
+    std::string role;  // "store" or "coordinator"
+    std::string what;  // "store 1 exited (killed by signal 9); restarted on its port"
+  };
+  absl::StatusOr<std::vector<Restart>> RestartCrashedServices();
 
   // Trainers first (SIGTERM: they leave cleanly), then the coordinator, then the stores; each gets
   // `grace` before SIGKILL. Idempotent.

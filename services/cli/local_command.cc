@@ -7,7 +7,6 @@
 #include <cstdlib>
 #include <optional>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -145,15 +144,16 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     }
     if (!failure.ok()) break;
     if (options.restart_crashed) {
-      absl::StatusOr<std::vector<std::string>> restarts = cluster->RestartCrashedServices();
+      absl::StatusOr<std::vector<LocalCluster::Restart>> restarts =
+          cluster->RestartCrashedServices();
       if (!restarts.ok()) {
         failure = restarts.status();
         break;
       }
-      for (const std::string& what : *restarts) {
-        summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start), what);
-        std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", what.c_str());
-        if (absl::StartsWith(what, "coordinator")) {
+      for (const LocalCluster::Restart& restart : *restarts) {
+        summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start), restart.what);
+        std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", restart.what.c_str());
+        if (restart.role == "coordinator") {
           carried_store_restarts += status.store_restarts();
           carried_rounds_lost += status.store_rounds_lost();
           offset_known = false;  // the new one's uptime starts now

@@ -1,13 +1,11 @@
 #include "sync/bounded_staleness_policy.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 
 namespace syncopate::sync {
 
 BoundedStalenessPolicy::BoundedStalenessPolicy(BoundedStalenessConfig config)
-    : config_(std::move(config)), gate_(config_.min_trainers, config_.start_timeout) {}
+    : ClockedPolicy(config.min_trainers, config.start_timeout), config_(std::move(config)) {}
 
 absl::StatusOr<int64_t> BoundedStalenessPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                                        Decisions* decisions) {
@@ -41,23 +39,14 @@ Decisions BoundedStalenessPolicy::OnLeave(TrainerId trainer, absl::Time now) {
 
 Decisions BoundedStalenessPolicy::OnTick(absl::Time now) { return Evaluate(now); }
 
-absl::Status BoundedStalenessPolicy::Recover(int64_t last_closed_round, int expected,
-                                             absl::Duration window) {
-  gate_ = StartGate(expected, window);
-  if (config_.round_snapshots)
-    last_closed_round_ = floor_clock_ = std::max<int64_t>(0, last_closed_round);
-  return absl::OkStatus();
+void BoundedStalenessPolicy::RecoverRounds(int64_t last_closed_round) {
+  if (config_.round_snapshots) last_closed_round_ = floor_clock_ = last_closed_round;
 }
 
-absl::Status BoundedStalenessPolicy::OnResume(const Resumption& r, absl::Time now,
-                                              Decisions* decisions) {
-  if (absl::Status s = CheckResume(r); !s.ok()) return s;
-  gate_.NoteJoin(now);
-  clocks_.Set(r.trainer, r.clock);
+void BoundedStalenessPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
   if (config_.round_snapshots) cuts_.Resume(r.trainer, r.last_cut, r.clock);
   if (r.awaiting_grant) waiting_.insert(r.trainer);
   decisions->Append(Evaluate(now));
-  return absl::OkStatus();
 }
 
 Decisions BoundedStalenessPolicy::Evaluate(absl::Time now) {

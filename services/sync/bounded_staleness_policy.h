@@ -8,7 +8,6 @@
 
 #include "sync/policy.h"
 #include "sync/round_cuts.h"
-#include "sync/start_gate.h"
 
 namespace syncopate::sync {
 
@@ -43,19 +42,17 @@ class BoundedStalenessPolicy final : public ClockedPolicy {
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
-  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
-  absl::Status OnResume(const Resumption& resumption, absl::Time now,
-                        Decisions* decisions) override;
 
   int64_t last_closed_round() const override { return last_closed_round_; }
 
  private:
+  void RecoverRounds(int64_t last_closed_round) override;
+  void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) override;
   // Closes every round that all live trainers have pushed and grants every waiter within the bound.
   Decisions Evaluate(absl::Time now);
 
   const BoundedStalenessConfig config_;
   std::set<TrainerId> waiting_;
-  StartGate gate_;
   RoundCuts cuts_;
   // Round 0 is the initial model.
   int64_t last_closed_round_ = 0;

@@ -7,7 +7,7 @@
 namespace syncopate::sync {
 
 DsspPolicy::DsspPolicy(DsspConfig config)
-    : config_(config), gate_(config.min_trainers, config.start_timeout) {}
+    : ClockedPolicy(config.min_trainers, config.start_timeout), config_(config) {}
 
 int64_t DsspPolicy::BoundOf(TrainerId trainer) const {
   auto it = trainers_.find(trainer);
@@ -58,19 +58,10 @@ Decisions DsspPolicy::OnTick(absl::Time now) {
   return decisions;
 }
 
-absl::Status DsspPolicy::Recover(int64_t, int expected, absl::Duration window) {
-  gate_ = StartGate(expected, window);
-  return absl::OkStatus();
-}
-
-absl::Status DsspPolicy::OnResume(const Resumption& r, absl::Time now, Decisions* decisions) {
-  if (absl::Status s = CheckResume(r); !s.ok()) return s;
-  gate_.NoteJoin(now);
-  clocks_.Set(r.trainer, r.clock);
+void DsspPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
   trainers_[r.trainer] = Trainer{{}, 0, config_.s_lo};
   if (r.awaiting_grant) waiting_.insert(r.trainer);
   GrantWaiters(now, decisions);
-  return absl::OkStatus();
 }
 
 std::optional<Grant> DsspPolicy::Decide(TrainerId trainer) {

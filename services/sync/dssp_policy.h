@@ -12,7 +12,6 @@
 
 #include "sync/dssp_controller.h"
 #include "sync/policy.h"
-#include "sync/start_gate.h"
 
 namespace syncopate::sync {
 
@@ -43,13 +42,11 @@ class DsspPolicy final : public ClockedPolicy {
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
-  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
-  absl::Status OnResume(const Resumption& resumption, absl::Time now,
-                        Decisions* decisions) override;
 
   int64_t last_closed_round() const override { return 0; }
 
  private:
+  void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) override;
   struct Trainer {
     PushTimes pushes;
     // Extra iterations beyond s_lo still granted in the current excursion.
@@ -68,7 +65,6 @@ class DsspPolicy final : public ClockedPolicy {
   const DsspConfig config_;
   std::map<TrainerId, Trainer> trainers_;
   std::set<TrainerId> waiting_;
-  StartGate gate_;
   int64_t floor_clock_ = 0;
 };
 

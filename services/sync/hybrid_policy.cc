@@ -34,7 +34,7 @@ Grouping GroupBySpeed(std::vector<std::pair<TrainerId, double>> step_seconds, in
 }
 
 HybridPolicy::HybridPolicy(HybridConfig config)
-    : config_(config), gate_(config.min_trainers, config.start_timeout) {}
+    : ClockedPolicy(config.min_trainers, config.start_timeout), config_(config) {}
 
 int HybridPolicy::GroupOf(TrainerId trainer) const {
   auto it = group_.find(trainer);
@@ -92,16 +92,11 @@ Decisions HybridPolicy::OnLeave(TrainerId trainer, absl::Time now) {
 
 Decisions HybridPolicy::OnTick(absl::Time now) { return Evaluate(now); }
 
-absl::Status HybridPolicy::Recover(int64_t last_closed_round, int expected, absl::Duration window) {
-  gate_ = StartGate(expected, window);
-  last_closed_round_ = std::max<int64_t>(0, last_closed_round);
-  return absl::OkStatus();
+void HybridPolicy::RecoverRounds(int64_t last_closed_round) {
+  last_closed_round_ = last_closed_round;
 }
 
-absl::Status HybridPolicy::OnResume(const Resumption& r, absl::Time now, Decisions* decisions) {
-  if (absl::Status s = CheckResume(r); !s.ok()) return s;
-  gate_.NoteJoin(now);
-  clocks_.Set(r.trainer, r.clock);
+void HybridPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
   cuts_.Resume(r.trainer, r.last_cut, r.clock);
   group_[r.trainer] = 0;
   if (r.awaiting_grant) {
@@ -113,7 +108,6 @@ absl::Status HybridPolicy::OnResume(const Resumption& r, absl::Time now, Decisio
     }
   }
   decisions->Append(Evaluate(now));
-  return absl::OkStatus();
 }
 
 void HybridPolicy::ObserveCompute(TrainerId trainer, int64_t clock, double compute_seconds) {

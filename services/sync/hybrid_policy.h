@@ -18,7 +18,6 @@
 
 #include "sync/policy.h"
 #include "sync/round_cuts.h"
-#include "sync/start_gate.h"
 
 namespace syncopate::sync {
 
@@ -56,10 +55,6 @@ class HybridPolicy final : public ClockedPolicy {
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
-  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
-  // A resumed trainer rejoins group 0: the groups form again from speeds measured anew.
-  absl::Status OnResume(const Resumption& resumption, absl::Time now,
-                        Decisions* decisions) override;
   void ObserveCompute(TrainerId trainer, int64_t clock, double compute_seconds) override;
 
   int64_t last_closed_round() const override { return last_closed_round_; }
@@ -68,6 +63,10 @@ class HybridPolicy final : public ClockedPolicy {
   std::optional<double> StepSeconds(TrainerId trainer) const;
 
  private:
+  void RecoverRounds(int64_t last_closed_round) override;
+  // A resumed trainer rejoins group 0: the groups form again from speeds measured anew.
+  void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) override;
+
   struct Speed {
     int64_t clock = 0;
     double compute_seconds = 0;
@@ -80,7 +79,6 @@ class HybridPolicy final : public ClockedPolicy {
   void MaybeRegroup();
 
   const HybridConfig config_;
-  StartGate gate_;
   RoundCuts cuts_;
   std::map<TrainerId, int> group_;
   std::map<TrainerId, Speed> speed_;

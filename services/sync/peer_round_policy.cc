@@ -13,8 +13,8 @@ constexpr double kSampleWeight = 0.3;
 }  // namespace
 
 PeerRoundPolicy::PeerRoundPolicy(PeerRoundConfig config)
-    : config_(std::move(config)),
-      gate_(config_.min_trainers, config_.start_timeout),
+    : ClockedPolicy(config.min_trainers, config.start_timeout),
+      config_(std::move(config)),
       bandwidth_(kSampleWeight, LinkRates{1, 1}),
       rng_(config_.seed) {}
 
@@ -71,15 +71,7 @@ Decisions PeerRoundPolicy::OnTick(absl::Time now) {
   return decisions;
 }
 
-absl::Status PeerRoundPolicy::Recover(int64_t, int expected, absl::Duration window) {
-  gate_ = StartGate(expected, window);
-  return absl::OkStatus();
-}
-
-absl::Status PeerRoundPolicy::OnResume(const Resumption& r, absl::Time now, Decisions* decisions) {
-  if (absl::Status s = CheckResume(r); !s.ok()) return s;
-  gate_.NoteJoin(now);
-  clocks_.Set(r.trainer, r.clock);
+void PeerRoundPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
   if (r.awaiting_grant) {
     // It reported r.clock and waits for that round's release (granted so far: r.clock - 1).
     granted_clock_ = std::max(granted_clock_, r.clock - 1);
@@ -89,7 +81,6 @@ absl::Status PeerRoundPolicy::OnResume(const Resumption& r, absl::Time now, Deci
   }
   GrantNewcomers(now, decisions);
   MaybeRelease(decisions);
-  return absl::OkStatus();
 }
 
 void PeerRoundPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& sample) {

@@ -24,7 +24,6 @@
 #include "sync/bandwidth_estimator.h"
 #include "sync/multicast_selection.h"
 #include "sync/policy.h"
-#include "sync/start_gate.h"
 
 namespace syncopate::sync {
 
@@ -57,11 +56,6 @@ class PeerRoundPolicy final : public ClockedPolicy {
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
-  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
-  // A resumed trainer keeps its model (it pulls nothing). One that awaits the release of a round
-  // the others already got (its grant was lost) is granted alone, without an exchange.
-  absl::Status OnResume(const Resumption& resumption, absl::Time now,
-                        Decisions* decisions) override;
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
@@ -73,6 +67,9 @@ class PeerRoundPolicy final : public ClockedPolicy {
   const BandwidthEstimator& bandwidth() const { return bandwidth_; }
 
  private:
+  // A resumed trainer keeps its model (it pulls nothing). One that awaits the release of a round
+  // the others already got (its grant was lost) is granted alone, without an exchange.
+  void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) override;
   // Grants every waiter with round `clock_`'s exchange once all live members wait.
   void MaybeRelease(Decisions* decisions);
   void GrantNewcomers(absl::Time now, Decisions* decisions);
@@ -82,7 +79,6 @@ class PeerRoundPolicy final : public ClockedPolicy {
                                                int64_t round);
 
   const PeerRoundConfig config_;
-  StartGate gate_;
   BandwidthEstimator bandwidth_;
   std::mt19937_64 rng_;
   std::set<TrainerId> newcomers_;  // joined, first grant not yet sent

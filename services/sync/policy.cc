@@ -1,5 +1,7 @@
 #include "sync/policy.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 
 namespace syncopate::sync {
@@ -10,28 +12,23 @@ void Decisions::Append(Decisions other) {
   grants.insert(grants.end(), other.grants.begin(), other.grants.end());
 }
 
-namespace {
-
-absl::Status CannotTakeOver(const std::string& mode) {
-  return absl::UnimplementedError(
-      absl::StrCat("mode ", mode, " cannot take over a job under way (a coordinator restart)"));
+absl::Status ClockedPolicy::Recover(int64_t last_closed_round, int expected,
+                                    absl::Duration window) {
+  gate_ = StartGate(expected, window);
+  RecoverRounds(std::max<int64_t>(0, last_closed_round));
+  return absl::OkStatus();
 }
 
-}  // namespace
-
-absl::Status SyncPolicy::Recover(int64_t, int, absl::Duration) { return CannotTakeOver(name()); }
-
-absl::Status SyncPolicy::OnResume(const Resumption&, absl::Time, Decisions*) {
-  return CannotTakeOver(name());
-}
-
-absl::Status ClockedPolicy::CheckResume(const Resumption& r) const {
+absl::Status ClockedPolicy::OnResume(const Resumption& r, absl::Time now, Decisions* decisions) {
   if (absl::Status s = CheckJoin(r.trainer); !s.ok()) return s;
   if (r.clock < 0 || r.last_cut > r.clock) {
     return absl::InvalidArgumentError(absl::StrCat("trainer ", r.trainer, " resumes at clock ",
                                                    r.clock, " with pushes taken up to ",
                                                    r.last_cut));
   }
+  gate_.NoteJoin(now);
+  clocks_.Set(r.trainer, r.clock);
+  Resume(r, now, decisions);
   return absl::OkStatus();
 }
 

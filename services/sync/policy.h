@@ -14,6 +14,7 @@
 #include "absl/time/time.h"
 #include "sync/bandwidth_estimator.h"
 #include "sync/clock_table.h"
+#include "sync/start_gate.h"
 
 namespace syncopate::sync {
 
@@ -162,13 +163,13 @@ class SyncPolicy {
   // The job was under way when this policy was made (the coordinator restarted): rounds up to
   // `last_closed_round` are closed on the stores, and `expected` trainers should resume. Decisions
   // wait for them, or for `window` after the first resumed, as at a start. Call once, before any
-  // other event. UNIMPLEMENTED for a mode that cannot take over a job.
-  virtual absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window);
+  // other event. An error when the mode cannot take over a job.
+  virtual absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) = 0;
   // A trainer of the job resumes (after Recover) where it was: at its clock, awaiting its grant or
   // computing. Its grant, if it awaits one, comes in some Decisions. FAILED_PRECONDITION if it is
-  // a member already; INVALID_ARGUMENT for a negative clock or a cut past it; UNIMPLEMENTED as for
-  // Recover.
-  virtual absl::Status OnResume(const Resumption& resumption, absl::Time now, Decisions* decisions);
+  // a member already; INVALID_ARGUMENT for a negative clock or a cut past it.
+  virtual absl::Status OnResume(const Resumption& resumption, absl::Time now,
+                                Decisions* decisions) = 0;
 
   // Clock of a member; nullopt if unknown.
   virtual std::optional<int64_t> ClockOf(TrainerId trainer) const = 0;
@@ -200,22 +201,37 @@ class SyncPolicy {
 };
 
 // The base of policies that keep a clock per member (every policy so far): the clock table, its
-// accessors, and the checks every join and report must pass.
+// accessors, the start gate, the checks every join and report must pass, and the steps every
+// resume shares.
 class ClockedPolicy : public SyncPolicy {
  public:
   std::optional<int64_t> ClockOf(TrainerId trainer) const override { return clocks_.Get(trainer); }
   std::optional<int64_t> MinClock() const override { return clocks_.Min(); }
 
+  // The gate waits for the `expected` trainers (or `window`); the mode takes the round
+  // (RecoverRounds).
+  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) final;
+  // Checks the resumption, notes it at the gate and sets the clock; then the mode's Resume.
+  absl::Status OnResume(const Resumption& resumption, absl::Time now, Decisions* decisions) final;
+
  protected:
+  ClockedPolicy(int min_trainers, absl::Duration start_timeout)
+      : gate_(min_trainers, start_timeout) {}
+
+  // The mode's part of Recover: rounds up to `last_closed_round` (>= 0) are closed on the stores.
+  virtual void RecoverRounds(int64_t /*last_closed_round*/) {}
+  // The mode's part of OnResume, once the trainer is a member at its clock.
+  virtual void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) = 0;
+
   // FAILED_PRECONDITION when `trainer` is already a member.
   absl::Status CheckJoin(TrainerId trainer) const;
-  // CheckJoin, and INVALID_ARGUMENT for a negative clock or a cut past the clock.
-  absl::Status CheckResume(const Resumption& resumption) const;
   // FAILED_PRECONDITION for a trainer that is not a member, one still awaiting its grant, or a
   // clock that is not its previous clock + 1.
   absl::Status CheckReport(TrainerId trainer, int64_t clock, bool awaiting_grant) const;
 
   ClockTable clocks_;
+  // Holds the first grants until enough trainers joined (or resumed, after Recover).
+  StartGate gate_;
 };
 
 }  // namespace syncopate::sync

@@ -13,8 +13,8 @@ constexpr double kIterationWeight = 0.5;
 }  // namespace
 
 SelMcastSspPolicy::SelMcastSspPolicy(SelMcastSspConfig config)
-    : config_(std::move(config)),
-      gate_(config_.min_trainers, config_.start_timeout),
+    : ClockedPolicy(config.min_trainers, config.start_timeout),
+      config_(std::move(config)),
       bandwidth_(kSampleWeight, LinkRates{1, 1}) {}
 
 std::vector<TrainerId> SelMcastSspPolicy::ReceiversOf(TrainerId sender) const {
@@ -65,19 +65,9 @@ Decisions SelMcastSspPolicy::OnLeave(TrainerId trainer, absl::Time now) {
 
 Decisions SelMcastSspPolicy::OnTick(absl::Time now) { return Evaluate(now); }
 
-absl::Status SelMcastSspPolicy::Recover(int64_t, int expected, absl::Duration window) {
-  gate_ = StartGate(expected, window);
-  return absl::OkStatus();
-}
-
-absl::Status SelMcastSspPolicy::OnResume(const Resumption& r, absl::Time now,
-                                         Decisions* decisions) {
-  if (absl::Status s = CheckResume(r); !s.ok()) return s;
-  gate_.NoteJoin(now);
-  clocks_.Set(r.trainer, r.clock);
+void SelMcastSspPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
   if (r.awaiting_grant) waiting_.insert(r.trainer);
   decisions->Append(Evaluate(now));
-  return absl::OkStatus();
 }
 
 void SelMcastSspPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& sample) {

@@ -26,7 +26,6 @@
 #include "sync/bandwidth_estimator.h"
 #include "sync/online_multicast_selection.h"
 #include "sync/policy.h"
-#include "sync/start_gate.h"
 
 namespace syncopate::sync {
 
@@ -55,10 +54,6 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   // Its multicast ends and it is no longer anyone's receiver; waiters it held back are granted.
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
-  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
-  // A resumed trainer keeps its model; awaiting a grant, it gets a multicast like any waiter.
-  absl::Status OnResume(const Resumption& resumption, absl::Time now,
-                        Decisions* decisions) override;
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
@@ -71,6 +66,8 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   int64_t preempted_transfers() const { return preempted_transfers_; }
 
  private:
+  // A resumed trainer keeps its model; awaiting a grant, it gets a multicast like any waiter.
+  void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) override;
   struct Multicast {
     int64_t round = 0;
     absl::Time start;
@@ -88,7 +85,6 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   double ModelBytes() const { return model_bytes_ > 0 ? model_bytes_ : 1.0; }
 
   const SelMcastSspConfig config_;
-  StartGate gate_;
   BandwidthEstimator bandwidth_;
   std::set<TrainerId> waiting_;    // reported (or joined), not granted yet
   std::set<TrainerId> newcomers_;  // joined, first grant (a pull, no multicast) not sent yet

@@ -5,7 +5,7 @@
 namespace syncopate::sync {
 
 WbspPolicy::WbspPolicy(WbspConfig config)
-    : config_(config), gate_(config.min_trainers, config.start_timeout) {}
+    : ClockedPolicy(config.min_trainers, config.start_timeout), config_(config) {}
 
 absl::StatusOr<int64_t> WbspPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                            Decisions* decisions) {
@@ -56,16 +56,11 @@ Decisions WbspPolicy::OnTick(absl::Time now) {
   return decisions;
 }
 
-absl::Status WbspPolicy::Recover(int64_t last_closed_round, int expected, absl::Duration window) {
-  gate_ = StartGate(expected, window);
-  last_closed_round_ = std::max<int64_t>(0, last_closed_round);
-  return absl::OkStatus();
+void WbspPolicy::RecoverRounds(int64_t last_closed_round) {
+  last_closed_round_ = last_closed_round;
 }
 
-absl::Status WbspPolicy::OnResume(const Resumption& r, absl::Time now, Decisions* decisions) {
-  if (absl::Status s = CheckResume(r); !s.ok()) return s;
-  gate_.NoteJoin(now);
-  clocks_.Set(r.trainer, r.clock);
+void WbspPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
   cuts_.Resume(r.trainer, r.last_cut, r.clock);
   if (r.clock > r.last_cut) pushed_.insert(r.trainer);
   // The latest round holds its pushes up to its cut; the rest stay in its local model.
@@ -73,7 +68,6 @@ absl::Status WbspPolicy::OnResume(const Resumption& r, absl::Time now, Decisions
   // Rounds wait for everyone expected back (or the window), as the first grants do.
   if (gate_.Open(clocks_.size(), now)) MaybeClose(decisions);
   GrantNewcomers(now, decisions);
-  return absl::OkStatus();
 }
 
 void WbspPolicy::MaybeClose(Decisions* decisions) {

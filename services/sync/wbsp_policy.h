@@ -14,7 +14,6 @@
 
 #include "sync/policy.h"
 #include "sync/round_cuts.h"
-#include "sync/start_gate.h"
 
 namespace syncopate::sync {
 
@@ -41,20 +40,18 @@ class WbspPolicy final : public ClockedPolicy {
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
-  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override;
-  absl::Status OnResume(const Resumption& resumption, absl::Time now,
-                        Decisions* decisions) override;
 
   int64_t last_closed_round() const override { return last_closed_round_; }
 
  private:
+  void RecoverRounds(int64_t last_closed_round) override;
+  void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) override;
   // Closes the round when every live trainer has pushed since the last close.
   void MaybeClose(Decisions* decisions);
   // First grants (pull the latest round) once the start gate opens.
   void GrantNewcomers(absl::Time now, Decisions* decisions);
 
   const WbspConfig config_;
-  StartGate gate_;
   RoundCuts cuts_;
   // Joined (or resumed awaiting a grant), first grant not yet sent: the clock up to which the
   // round it will pull holds its pushes (-1: none).
