@@ -148,6 +148,16 @@ bool CompareRow::interrupted() const {
   return false;
 }
 
+bool CompareRow::faulty() const {
+  for (const Trials& t : sweep) {
+    if (!t.errors.empty()) return true;
+    for (const RunSummary& run : t.runs) {
+      if (run.faulty()) return true;
+    }
+  }
+  return false;
+}
+
 absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options) {
   RETURN_IF_ERROR(Validate(options));
   RETURN_IF_ERROR(MakeReportDir(options.report_dir));
@@ -245,7 +255,7 @@ std::string CompareCsv(const std::vector<CompareRow>& rows) {
 std::string CompareRunsCsv(const std::vector<CompareRow>& rows) {
   std::string csv =
       "mode,learning_rate,seed,reached_target,time_to_target_seconds,final_accuracy,"
-      "compute_time_ratio,overhead_per_step_seconds,wall_seconds\n";
+      "compute_time_ratio,overhead_per_step_seconds,wall_seconds,faults\n";
   for (const CompareRow& row : rows) {
     for (const Trials& t : row.sweep) {
       for (size_t i = 0; i < t.runs.size(); ++i) {
@@ -256,7 +266,7 @@ std::string CompareRunsCsv(const std::vector<CompareRow>& rows) {
                         Optional(s.final_accuracy, "%.4f"), ",",
                         absl::StrFormat("%.4f,%.4f,%.2f", s.compute_time_ratio,
                                         s.overhead_per_step_seconds, s.wall_seconds),
-                        "\n");
+                        ",", s.faults.size(), "\n");
       }
     }
   }
@@ -289,6 +299,13 @@ std::string FormatCompare(const std::vector<CompareRow>& rows) {
         SpreadText(overhead, "%.1fms"), SpreadOf(real)->median, SpreadOf(emulated)->median);
     if (!t.errors.empty())
       absl::StrAppend(&out, "  failed runs: ", absl::StrJoin(t.errors, "; "), "\n");
+    for (size_t i = 0; i < t.runs.size(); ++i) {
+      if (!t.runs[i].faulty()) continue;
+      std::vector<std::string> what;
+      for (const auto& fault : t.runs[i].faults) what.push_back(fault.second);
+      if (!t.runs[i].failure.empty()) what.push_back("failed: " + t.runs[i].failure);
+      absl::StrAppend(&out, "  FAULTS (seed ", t.seeds[i], "): ", absl::StrJoin(what, "; "), "\n");
+    }
   }
   return out;
 }

@@ -37,6 +37,8 @@ struct CompareRow {
   Trials trials;              // at the reported rate: the sweep's best
   std::vector<Trials> sweep;  // every rate tried, in order
   bool interrupted() const;
+  // Some run of the sweep failed, or survived faults (a restart, an eviction): no normal finish.
+  bool faulty() const;
 };
 
 // INVALID_ARGUMENT (nothing runs) for an empty or repeated mode list, an unknown mode, bad
@@ -45,7 +47,7 @@ struct CompareRow {
 // interrupt (Ctrl-C) stops after the current run.
 absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options);
 
-// compare.csv's and compare-runs.csv's contents.
+// compare.csv's and compare-runs.csv's contents (compare-runs.csv counts each run's faults).
 std::string CompareCsv(const std::vector<CompareRow>& rows);
 std::string CompareRunsCsv(const std::vector<CompareRow>& rows);
 // The printed table.

@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <map>
 #include <optional>
 
 #include "absl/strings/numbers.h"
@@ -125,6 +126,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   uint32_t carried_store_restarts = 0;
   int64_t carried_rounds_lost = 0;
   std::optional<absl::Time> unreachable_since;
+  std::map<std::string, uint32_t> evictions_seen;  // by trainer name
   while (true) {
     if (base::WaitForTerminationSignal(kPoll) != 0) {
       summary.interrupted = true;
@@ -176,6 +178,18 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     }
     unreachable_since.reset();
     status = *polled;
+    // A trainer lost on the way is a fault too (a failed job evicts everyone: its failure says
+    // why). Counts grow per coordinator; a restarted one starts from zero.
+    for (const v1::TrainerStatus& t : status.trainers()) {
+      uint32_t& seen = evictions_seen[t.name()];
+      if (t.evictions() > seen && status.failure().empty()) {
+        summary.faults.emplace_back(
+            elapsed, absl::StrCat("trainer ", t.rank(), " evicted: ", t.eviction_reason()));
+        std::fprintf(stderr, "%strainer %d evicted: %s\n", tty ? "\n" : "", t.rank(),
+                     t.eviction_reason().c_str());
+      }
+      seen = t.evictions();
+    }
     if (!offset_known) {
       coordinator_offset = status.uptime_seconds() - elapsed;
       offset_known = true;

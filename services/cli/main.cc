@@ -271,10 +271,13 @@ int main(int argc, char** argv) {
     std::printf("%s", syncopate::cli::FormatCompare(*rows).c_str());
     std::printf("report: %s/compare.csv, %s/compare-runs.csv, %s/compare.svg\n",
                 options.report_dir.c_str(), options.report_dir.c_str(), options.report_dir.c_str());
+    bool faulty = false;
     for (const auto& row : *rows) {
       if (row.interrupted()) return 130;
+      faulty |= row.faulty();
     }
-    return 0;
+    // As for `local`: a comparison with a failed or faulty run did not finish normally.
+    return faulty ? 4 : 0;
   }
 
   if (absl::Status s = local.Finish(); !s.ok()) return Fail(s, 2);

@@ -26,6 +26,8 @@ void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary) {
     s.wall_seconds = t.timings().wall_seconds();
     s.state = t.state();
     s.group = t.group();
+    s.evictions = static_cast<int>(t.evictions());
+    s.eviction_reason = t.eviction_reason();
     ratio_sum += s.compute_time_ratio;
     wait_sum += s.wait_seconds;
     real_sum += s.compute_seconds - s.emulated_compute_seconds;
@@ -67,7 +69,9 @@ nlohmann::json ToJson(const RunSummary& s) {
                            {"wait_seconds", t.wait_seconds},
                            {"wall_seconds", t.wall_seconds},
                            {"state", t.state},
-                           {"group", t.group}});
+                           {"group", t.group},
+                           {"evictions", t.evictions},
+                           {"eviction_reason", t.eviction_reason}});
   }
   nlohmann::json j = {{"mode", s.mode},
                       {"mode_parameters", s.mode_parameters},

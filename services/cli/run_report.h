@@ -26,6 +26,8 @@ struct TrainerSummary {
   double wall_seconds = 0;  // since it joined
   std::string state;
   int group = -1;  // hybrid
+  int evictions = 0;            // over the trainer's incarnations (it may rejoin)
+  std::string eviction_reason;  // the last one's
 };
 
 struct RunSummary {

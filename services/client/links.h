@@ -68,8 +68,10 @@ class StoreLink {
   // stays unreachable.
   virtual absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
                                         const tensor::TensorMap& delta) = 0;
-  // Pulls the live model (round < 0) or round `round`. NOT_FOUND for a round the store no longer
-  // keeps, FAILED_PRECONDITION for one not closed yet; UNAVAILABLE as above.
+  // Pulls the live model (round < 0) or round `round`. A round the store no longer keeps is
+  // replaced by a newer one that every shard serves, the same snapshot for every puller
+  // (`PulledModel::round` says which). FAILED_PRECONDITION for a round not closed yet; UNAVAILABLE
+  // as above.
   virtual absl::StatusOr<PulledModel> Pull(int64_t round) = 0;
 };
 

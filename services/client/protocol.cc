@@ -114,7 +114,10 @@ absl::StatusOr<std::optional<PulledModel>> Protocol::Pull(const v1::Proceed& pro
   AddPull(took);
   metrics_.pull_duration.Observe(absl::ToDoubleSeconds(took));
   metrics_.pull_bytes.Increment(static_cast<double>(pulled.bytes));
-  if (round >= 0) trace_.Record("pull", {{"round", round}, {"checksums", pulled.checksums}});
+  // The round served: a newer one than asked when the store no longer kept `round`.
+  if (round >= 0) {
+    trace_.Record("pull", {{"round", pulled.round}, {"checksums", pulled.checksums}});
+  }
   MaybeEvaluate(proceed, pulled.tensors);
   return std::optional<PulledModel>(std::move(pulled));
 }

@@ -1,10 +1,12 @@
 #include "client/store_client.h"
 
+#include <algorithm>
 #include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
 #include "base/backoff.h"
+#include "base/status_macros.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/spdlog.h"
 
@@ -126,6 +128,7 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
     request.set_live(true);
   } else {
     request.set_round(round);
+    request.set_newest_if_dropped(true);
   }
   request.set_chunk_bytes(chunk_bytes_);
   auto reader = stubs_[shard]->Pull(ctx.get(), request);
@@ -138,6 +141,7 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
     if (message.has_header()) {
       have_header = true;
       out->checksums.assign(1, message.header().checksum());
+      out->round = message.header().round();
       for (const v1::TensorSpec& spec : message.header().tensors()) {
         tensors[spec.name()].resize(tensor::FromProto(spec).NumElements());
       }
@@ -173,20 +177,47 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
   return absl::OkStatus();
 }
 
-absl::StatusOr<PulledModel> StoreClient::Pull(int64_t round) {
+absl::StatusOr<std::vector<PulledModel>> StoreClient::PullShards(int64_t round, bool newer) {
   std::vector<PulledModel> parts(stubs_.size());
-  absl::Status status =
-      ForEachShard(round < 0 ? "live pull" : absl::StrCat("pull of round ", round),
-                   [&](size_t s) { return PullFrom(s, round, &parts[s]); });
+  absl::Status status = ForEachShard(
+      round < 0 ? "live pull" : absl::StrCat("pull of round ", round), [&](size_t s) {
+        absl::Status pulled = PullFrom(s, round, &parts[s]);
+        // Another shard already closed this round: this one is about to (the coordinator closes
+        // a round on every shard), so its "not closed yet" is worth waiting out.
+        if (newer && absl::IsFailedPrecondition(pulled)) {
+          return absl::UnavailableError(pulled.message());
+        }
+        return pulled;
+      });
   if (!status.ok()) return status;
-  PulledModel model;
-  model.round = round;
-  for (PulledModel& part : parts) {
-    model.tensors.merge(part.tensors);
-    model.checksums.push_back(part.checksums.empty() ? 0 : part.checksums.front());
-    model.bytes += part.bytes;
+  return parts;
+}
+
+absl::StatusOr<PulledModel> StoreClient::Pull(int64_t round) {
+  int64_t target = round;
+  // Each turn can only move to a newer round that some shard published, so shards that drop
+  // rounds faster than a pull completes are the only way to need more than two turns.
+  for (int turn = 0; turn < 4; ++turn) {
+    ASSIGN_OR_RETURN(std::vector<PulledModel> parts, PullShards(target, target != round));
+    int64_t newest = target;
+    for (const PulledModel& part : parts) newest = std::max(newest, part.round);
+    if (newest != target) {
+      spdlog::info("round {} is no longer kept by every store shard; pulling round {}", target,
+                   newest);
+      target = newest;
+      continue;
+    }
+    PulledModel model;
+    model.round = target;
+    for (PulledModel& part : parts) {
+      model.tensors.merge(part.tensors);
+      model.checksums.push_back(part.checksums.empty() ? 0 : part.checksums.front());
+      model.bytes += part.bytes;
+    }
+    return model;
   }
-  return model;
+  return absl::AbortedError(absl::StrCat("the store shards drop rounds faster than round ", round,
+                                         "'s replacement can be pulled (raise --snapshots-kept)"));
 }
 
 }  // namespace syncopate::client

@@ -46,14 +46,21 @@ class StoreClient final : public StoreLink {
   absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
                                 const tensor::TensorMap& delta) override;
 
-  // Pulls the live model (round < 0) or round `round` from every shard.
+  // Pulls the live model (round < 0) or round `round` from every shard. A round a shard no longer
+  // keeps is replaced by the newest round the shards serve: when their newest rounds differ (a
+  // close under way), the pull is repeated at the newest of them on every shard, waiting out
+  // shards that have not closed it yet, so the model is always one round's snapshot.
   absl::StatusOr<PulledModel> Pull(int64_t round) override;
 
  private:
   absl::Status SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
                       const std::vector<const tensor::TensorMap::value_type*>& tensors);
-  // Pulls one shard's tensors into `out` (its checksums get that shard's one entry).
+  // Pulls one shard's tensors into `out` (its checksums get that shard's one entry, its round the
+  // round served: a newer one than asked when `round` was dropped).
   absl::Status PullFrom(size_t shard, int64_t round, PulledModel* out);
+  // One pull of `round` from every shard, each part as its shard served it. `newer` marks a pull
+  // of a round taken in place of a dropped one: a shard that has not closed it yet is waited for.
+  absl::StatusOr<std::vector<PulledModel>> PullShards(int64_t round, bool newer);
   // Runs fn(shard) for every shard concurrently, each retried while transient (see above); the
   // first error wins.
   absl::Status ForEachShard(const std::string& what, const std::function<absl::Status(size_t)>& fn);

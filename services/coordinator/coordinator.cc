@@ -334,7 +334,12 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
   report_arrival_.erase(key.id);
   last_progress_.erase(key.id);
   const std::string& name = names_[key.id];
-  trainer_status_[name].set_state(state);
+  v1::TrainerStatus& status = trainer_status_[name];
+  status.set_state(state);
+  if (state == "evicted") {
+    status.set_evictions(status.evictions() + 1);
+    status.set_eviction_reason(reason);
+  }
   for (auto* family : {&metrics_.trainer_staleness_bound, &metrics_.trainer_group}) {
     family->Remove(&family->Add({{"trainer", name}}));
   }

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   syncopate::coordinator::CoordinatorOptions options;
   std::string eviction_timeout = "5s";
   std::string progress_timeout = "60s";
+  std::string recovery_window = "10s";
   std::string heartbeat_interval = "1s";
   std::string start_timeout = "30s";
   std::string exchange_timeout = "10s";
@@ -76,6 +77,9 @@ int main(int argc, char** argv) {
   app.add_option("--progress-timeout", progress_timeout,
                  "Evict a trainer that reported no clock this long while others waited this long "
                  "for their grant (it heartbeats, but its training is stuck); 0s: never");
+  app.add_option("--recovery-window", recovery_window,
+                 "After a restart, wait this long for the job's trainers to resume before going on "
+                 "without the missing ones");
   app.add_option("--heartbeat-interval", heartbeat_interval, "Heartbeat period told to trainers");
   app.add_option("--target-accuracy", options.target_accuracy,
                  "Training is done at this test accuracy: trainers are told to leave (0: never)")
@@ -89,6 +93,7 @@ int main(int argc, char** argv) {
 
   for (auto [text, out] : {std::pair{&eviction_timeout, &options.eviction_timeout},
                            std::pair{&progress_timeout, &options.progress_timeout},
+                           std::pair{&recovery_window, &options.recovery_window},
                            std::pair{&heartbeat_interval, &options.heartbeat_interval},
                            std::pair{&start_timeout, &policy_options.start_timeout},
                            std::pair{&exchange_timeout, &options.exchange_timeout}}) {

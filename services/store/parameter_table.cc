@@ -308,7 +308,8 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
   return result;
 }
 
-absl::StatusOr<std::shared_ptr<const ModelSnapshot>> ParameterTable::Snapshot(int64_t round) const {
+absl::StatusOr<std::shared_ptr<const ModelSnapshot>> ParameterTable::Snapshot(
+    int64_t round, bool newest_if_dropped) const {
   absl::ReaderMutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckReconciled());
   if (round < 0) return MakeSnapshot(-1);
@@ -318,6 +319,10 @@ absl::StatusOr<std::shared_ptr<const ModelSnapshot>> ParameterTable::Snapshot(in
   }
   for (const auto& s : snapshots_) {
     if (s->round == round) return s;
+  }
+  // Rounds are published in order and the last closed one is always kept: it is the newest.
+  if (newest_if_dropped && !snapshots_.empty() && snapshots_.back()->round > round) {
+    return snapshots_.back();
   }
   return absl::NotFoundError(absl::StrCat("round ", round, " is no longer kept (oldest ",
                                           snapshots_.empty() ? -1 : snapshots_.front()->round,

@@ -144,9 +144,11 @@ class ParameterTable {
   // first SetMembers.
   absl::StatusOr<CloseResult> CloseRound(const CloseRequest& request);
 
-  // A published round (NOT_FOUND when dropped, FAILED_PRECONDITION when not closed yet), or a copy
-  // of the live model (round < 0). UNAVAILABLE before the first SetMembers.
-  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> Snapshot(int64_t round) const;
+  // A published round (FAILED_PRECONDITION when not closed yet; when dropped, the newest published
+  // round if `newest_if_dropped`, else NOT_FOUND), or a copy of the live model (round < 0).
+  // UNAVAILABLE before the first SetMembers.
+  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> Snapshot(int64_t round,
+                                                                bool newest_if_dropped = false) const;
 
  private:
   struct Tensor {

@@ -206,5 +206,16 @@ TEST_F(ParameterTableTest, OldSnapshotsAreDropped) {
   EXPECT_TRUE(table_.Snapshot(3).ok());
 }
 
+TEST_F(ParameterTableTest, ADroppedRoundCanBeServedAsTheNewest) {
+  for (int64_t r = 1; r <= 10; ++r) ASSERT_TRUE(table_.CloseRound(Close(r, {})).ok());
+  auto newest = table_.Snapshot(1, /*newest_if_dropped=*/true);
+  ASSERT_TRUE(newest.ok()) << newest.status();
+  EXPECT_EQ((*newest)->round, 10);
+  EXPECT_EQ((*newest)->checksum, (*table_.Snapshot(10))->checksum);
+  // A kept round is served as it is; one not closed yet is still refused.
+  EXPECT_EQ((*table_.Snapshot(5, true))->round, 5);
+  EXPECT_EQ(table_.Snapshot(11, true).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
 }  // namespace
 }  // namespace syncopate::store

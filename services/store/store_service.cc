@@ -115,7 +115,8 @@ grpc::Status StoreService::Pull(grpc::ServerContext* ctx, const v1::PullRequest*
     default:
       return Finish(absl::InvalidArgumentError("pull names neither live nor a round"));
   }
-  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> snapshot = table_.Snapshot(round);
+  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> snapshot =
+      table_.Snapshot(round, request->newest_if_dropped());
   if (!snapshot.ok()) return Finish(snapshot.status());
   const ModelSnapshot& s = **snapshot;
 

@@ -127,13 +127,14 @@ TEST(P2PE2E, ADeadTrainerReleasesItsPeers) {
   const int64_t killed_at = ReadExchanges(dir, 0).last_round;
   std::optional<int> status = local->Wait(absl::Minutes(2));
   ASSERT_TRUE(status.has_value()) << "run did not finish";
-  EXPECT_EQ(ExitCode(*status), 0) << cli::DescribeExit(*status);
+  EXPECT_EQ(ExitCode(*status), 4) << "a run that lost a trainer exits 4; " << cli::DescribeExit(*status);
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   for (const auto& t : summary["per_trainer"]) {
     if (t["rank"] == 2) {
       EXPECT_EQ(t["state"], "evicted");
     }
   }
+  ExpectEvictionReported(dir, 2);
   // The survivors went on exchanging (with p = 1.0 every trainer sends to every other, so the
   // dead one was due in the round it died in).
   for (int rank : {0, 1}) {

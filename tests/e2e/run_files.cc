@@ -131,6 +131,23 @@ void ExpectOthersWentOnAfterTheKill(const std::string& dir, int victim, int64_t 
   }
 }
 
+void ExpectEvictionReported(const std::string& dir, int victim) {
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  const std::string what = absl::StrCat("trainer ", victim, " evicted: ");
+  bool reported = false;
+  for (const auto& fault : summary["faults"]) {
+    reported |= fault["what"].get<std::string>().rfind(what, 0) == 0;
+  }
+  EXPECT_TRUE(reported) << "no fault names trainer " << victim << "'s eviction: "
+                        << summary["faults"].dump();
+  for (const auto& t : summary["per_trainer"]) {
+    if (t["rank"] == victim) {
+      EXPECT_GE(t["evictions"].get<int>(), 1);
+      EXPECT_FALSE(t["eviction_reason"].get<std::string>().empty());
+    }
+  }
+}
+
 std::string MakeTempDir(const std::string& name) {
   const char* base = getenv("TMPDIR");
   std::string pattern = absl::StrCat(base ? base : "/tmp", "/syncopate-e2e-", name, "-XXXXXX");

@@ -44,6 +44,10 @@ void ExpectIdenticalSnapshots(const std::string& dir, int trainers, size_t shard
 // `clock_at_kill` + 50 (it did not stall).
 void ExpectOthersWentOnAfterTheKill(const std::string& dir, int victim, int64_t clock_at_kill);
 
+// Checks that the run in `dir` reported trainer `victim`'s eviction as a fault (a faults entry
+// naming it, its eviction counted in per_trainer): a run that lost a trainer is no normal finish.
+void ExpectEvictionReported(const std::string& dir, int victim);
+
 // A fresh directory under the test's temporary directory.
 std::string MakeTempDir(const std::string& name);
 

@@ -1,6 +1,7 @@
 // A real store server on 127.0.0.1:0, driven by the trainer's StoreClient and by raw streams.
 #include "store/store_service.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
 #include <thread>
@@ -11,6 +12,7 @@
 #include "rpc/grpc_util.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
+#include "tensor/tensor.h"
 
 namespace syncopate {
 namespace {
@@ -206,6 +208,101 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   EXPECT_EQ(Live()["small"], (std::vector<float>{3, 4, 5}));
   server_->Shutdown();  // before `service` goes
   server_.reset();
+}
+
+// Two shards that keep different numbers of round snapshots, as after a slow group fell behind:
+// a pull of a round one of them dropped gets the newest round, the same on both shards, and waits
+// for a shard that has not closed that round yet.
+class PullWindowTest : public ::testing::Test {
+ protected:
+  struct Shard {
+    explicit Shard(int kept, uint32_t index) : table(kept), service(table, metrics, index, 2, 1) {}
+    prometheus::Registry registry;
+    store::StoreMetrics metrics{registry};
+    store::ParameterTable table;
+    store::StoreService service;
+    std::unique_ptr<grpc::Server> server;
+    std::string address;
+  };
+
+  void Start(int kept_a, int kept_b) {
+    shards_[0] = std::make_unique<Shard>(kept_a, 0);
+    shards_[1] = std::make_unique<Shard>(kept_b, 1);
+    std::vector<std::string> addresses;
+    for (auto& shard : shards_) {
+      int port = 0;
+      ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&shard->service}, &shard->server, &port).ok());
+      shard->address = "127.0.0.1:" + std::to_string(port);
+      addresses.push_back(shard->address);
+      shard->table.SetMembers({{kTrainer, 1}});
+    }
+    client_ = std::make_unique<client::StoreClient>(addresses, absl::Seconds(10));
+    // Names on both shards.
+    for (int i = 0; model_.size() < 4; ++i) {
+      const std::string name = "t" + std::to_string(i);
+      const uint32_t shard = tensor::ShardOf(name, 2);
+      if (std::count_if(model_.begin(), model_.end(), [&](const auto& e) {
+            return tensor::ShardOf(e.first, 2) == shard;
+          }) < 2) {
+        model_[name] = {static_cast<float>(i), 1};
+      }
+    }
+    v1::PushHeader h;
+    h.set_trainer_id(kTrainer);
+    h.set_incarnation(1);
+    ASSERT_TRUE(client_->Initialize(h, model_).ok());
+  }
+  void TearDown() override {
+    for (auto& shard : shards_) {
+      if (shard && shard->server) shard->server->Shutdown();
+    }
+  }
+  // Closes rounds up to `round` on one shard.
+  void CloseUpTo(int shard, int64_t round) {
+    store::ParameterTable& table = shards_[shard]->table;
+    for (int64_t r = table.last_closed_round() + 1; r <= round; ++r) {
+      ASSERT_TRUE(table.CloseRound({r, {}, v1::AGGREGATION_MEAN, 1.0}).ok());
+    }
+  }
+  uint32_t Checksum(int shard, int64_t round) {
+    return (*shards_[shard]->table.Snapshot(round))->checksum;
+  }
+
+  std::unique_ptr<Shard> shards_[2];
+  std::unique_ptr<client::StoreClient> client_;
+  tensor::TensorMap model_;
+};
+
+TEST_F(PullWindowTest, ADroppedRoundIsReplacedByTheNewestOnEveryShard) {
+  Start(/*kept_a=*/8, /*kept_b=*/2);
+  CloseUpTo(0, 5);
+  CloseUpTo(1, 5);
+  ASSERT_EQ(shards_[1]->table.Snapshot(2).status().code(), absl::StatusCode::kNotFound);
+  absl::StatusOr<client::PulledModel> pulled = client_->Pull(2);
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(pulled->round, 5);
+  EXPECT_EQ(pulled->checksums, (std::vector<uint32_t>{Checksum(0, 5), Checksum(1, 5)}));
+  EXPECT_EQ(pulled->tensors.size(), model_.size());
+  // A round every shard keeps is pulled as asked.
+  EXPECT_EQ(client_->Pull(4)->round, 4);
+}
+
+TEST_F(PullWindowTest, TheReplacementWaitsForAShardStillClosingIt) {
+  Start(/*kept_a=*/2, /*kept_b=*/8);
+  CloseUpTo(0, 6);
+  CloseUpTo(1, 5);  // shard 1 has not closed round 6 yet
+  absl::StatusOr<client::PulledModel> pulled;
+  std::thread trainer([&] { pulled = client_->Pull(3); });
+  // Shard 0 serves round 6 in place of 3; shard 1 refuses 6 until it closes it.
+  auto& refused = shards_[1]->metrics.rejected.Add({{"code", "failed_precondition"}});
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (refused.Value() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
+  EXPECT_GT(refused.Value(), 0) << "the pull never asked shard 1 for round 6";
+  CloseUpTo(1, 6);
+  trainer.join();
+  ASSERT_TRUE(pulled.ok()) << pulled.status();
+  EXPECT_EQ(pulled->round, 6);
+  EXPECT_EQ(pulled->checksums, (std::vector<uint32_t>{Checksum(0, 6), Checksum(1, 6)}));
 }
 
 }  // namespace
