@@ -180,7 +180,11 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
 DurableState ParameterTable::Durable() const {
   absl::ReaderMutexLock lock(&mu_);
   DurableState state;
-  state.model = MakeSnapshot(-1);
+  // In round modes the live model changes only when a round closes, and every close publishes it:
+  // the newest snapshot then is the live model, shared instead of copied, so the checkpoint holds
+  // the lock for no copy at all. Immediate pushes make the live model newer: it is copied.
+  const bool published = !snapshots_.empty() && snapshots_.back()->live_version == live_version_;
+  state.model = published ? snapshots_.back() : MakeSnapshot(-1);
   state.last_closed_round = last_closed_round_;
   for (const auto& [trainer, clock] : last_cut_) state.cuts.push_back({trainer, clock});
   for (const auto& [key, sequence] : last_sequence_) {

@@ -62,7 +62,7 @@ struct RoundCut {
 // and its last applied push sequence. Pending round pushes are not part of it: a restart loses
 // them with everything else since the checkpoint (the loss window).
 struct DurableState {
-  std::shared_ptr<const ModelSnapshot> model;  // a live copy
+  std::shared_ptr<const ModelSnapshot> model;  // the live model: a copy, or its round snapshot
   int64_t last_closed_round = -1;
   std::vector<RoundCut> cuts;
   std::vector<std::pair<TrainerKey, uint64_t>> sequences;
@@ -122,7 +122,9 @@ class ParameterTable {
   // without a model or with values missing.
   absl::Status Restore(const DurableState& state);
 
-  // The table's DurableState, taken at one instant (a checkpoint's consistent cut).
+  // The table's DurableState, taken at one instant (a checkpoint's consistent cut). Holds the
+  // lock (shared) while it copies the live model, which pushes wait for; when the live model is
+  // the newest round snapshot (round modes) it copies nothing.
   DurableState Durable() const;
 
   // Who may push now, in id order, with their last cuts: what a restarted coordinator resumes from.

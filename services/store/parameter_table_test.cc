@@ -206,6 +206,19 @@ TEST_F(ParameterTableTest, OldSnapshotsAreDropped) {
   EXPECT_TRUE(table_.Snapshot(3).ok());
 }
 
+TEST_F(ParameterTableTest, ADurableStateSharesTheRoundSnapshotThatIsTheLiveModel) {
+  ASSERT_TRUE(table_.CloseRound(Close(1, {})).ok());
+  // Round modes: the live model is round 1's snapshot, taken without a copy.
+  EXPECT_EQ(table_.Durable().model, *table_.Snapshot(1));
+  // An immediate push makes the live model newer than any snapshot: it is copied, push included.
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 1.0f), {{"a", {1, 1}}})).ok());
+  const DurableState state = table_.Durable();
+  EXPECT_NE(state.model, *table_.Snapshot(1));
+  EXPECT_EQ(state.model->live_version, table_.live_version());
+  EXPECT_EQ(state.model->values[0], (std::vector<float>{2, 3}));
+}
+
 TEST_F(ParameterTableTest, ADroppedRoundCanBeServedAsTheNewest) {
   for (int64_t r = 1; r <= 10; ++r) ASSERT_TRUE(table_.CloseRound(Close(r, {})).ok());
   auto newest = table_.Snapshot(1, /*newest_if_dropped=*/true);
