@@ -175,8 +175,9 @@ int main(int argc, char** argv) {
   const double memcpy_seconds = Quantile(copies, 0.5);
   std::system(absl::StrCat("rm -rf '", dir, "'").c_str());
 
-  std::printf("model %zu MiB in %zu tensors, a push of one tensor every %s; memcpy of the model %.3fs\n",
-              mib, tensors, absl::FormatDuration(interval).c_str(), memcpy_seconds);
+  std::printf(
+      "model %zu MiB in %zu tensors, a push of one tensor every %s; memcpy of the model %.3fs\n",
+      mib, tensors, absl::FormatDuration(interval).c_str(), memcpy_seconds);
   std::printf("%-10s %-12s %-13s %-13s %-16s %-14s %s\n", "pushes", "p50 without", "p99 during",
               "max during", "lock hold (s)", "checkpoint (s)", "max during / memcpy");
   std::string json = absl::StrCat("{\"mib\":", mib, ",\"tensors\":", tensors,

@@ -25,7 +25,7 @@ struct TrainerSummary {
   double wait_seconds = 0;
   double wall_seconds = 0;  // since it joined
   std::string state;
-  int group = -1;  // hybrid
+  int group = -1;               // hybrid
   int evictions = 0;            // over the trainer's incarnations (it may rejoin)
   std::string eviction_reason;  // the last one's
 };

@@ -179,8 +179,8 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
 
 absl::StatusOr<std::vector<PulledModel>> StoreClient::PullShards(int64_t round, bool newer) {
   std::vector<PulledModel> parts(stubs_.size());
-  absl::Status status = ForEachShard(
-      round < 0 ? "live pull" : absl::StrCat("pull of round ", round), [&](size_t s) {
+  absl::Status status =
+      ForEachShard(round < 0 ? "live pull" : absl::StrCat("pull of round ", round), [&](size_t s) {
         absl::Status pulled = PullFrom(s, round, &parts[s]);
         // Another shard already closed this round: this one is about to (the coordinator closes
         // a round on every shard), so its "not closed yet" is worth waiting out.

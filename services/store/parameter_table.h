@@ -149,8 +149,8 @@ class ParameterTable {
   // A published round (FAILED_PRECONDITION when not closed yet; when dropped, the newest published
   // round if `newest_if_dropped`, else NOT_FOUND), or a copy of the live model (round < 0).
   // UNAVAILABLE before the first SetMembers.
-  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> Snapshot(int64_t round,
-                                                                bool newest_if_dropped = false) const;
+  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> Snapshot(
+      int64_t round, bool newest_if_dropped = false) const;
 
  private:
   struct Tensor {

@@ -69,7 +69,8 @@ TEST_P(KillTrainer, OthersContinueAndTheRunFinishes) {
   }();
   std::optional<int> status = local->Wait(absl::Minutes(2));
   ASSERT_TRUE(status.has_value()) << "run did not finish";
-  EXPECT_EQ(ExitCode(*status), 4) << "a run that lost a trainer exits 4; " << cli::DescribeExit(*status);
+  EXPECT_EQ(ExitCode(*status), 4) << "a run that lost a trainer exits 4; "
+                                  << cli::DescribeExit(*status);
   ExpectOthersWentOnAfterTheKill(dir, 2, killed_at);
   ExpectEvictionReported(dir, 2);
   // Round modes: rounds kept closing without the dead trainer (its eviction released them).

@@ -127,7 +127,8 @@ TEST(P2PE2E, ADeadTrainerReleasesItsPeers) {
   const int64_t killed_at = ReadExchanges(dir, 0).last_round;
   std::optional<int> status = local->Wait(absl::Minutes(2));
   ASSERT_TRUE(status.has_value()) << "run did not finish";
-  EXPECT_EQ(ExitCode(*status), 4) << "a run that lost a trainer exits 4; " << cli::DescribeExit(*status);
+  EXPECT_EQ(ExitCode(*status), 4) << "a run that lost a trainer exits 4; "
+                                  << cli::DescribeExit(*status);
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   for (const auto& t : summary["per_trainer"]) {
     if (t["rank"] == 2) {

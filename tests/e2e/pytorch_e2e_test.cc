@@ -76,7 +76,8 @@ TEST(PyTorchE2E, AKilledTrainerIsEvictedAndTheOthersGoOn) {
   ASSERT_EQ(kill(victim, SIGKILL), 0);  // the trainer itself: its command exec'd python3
   std::optional<int> status = local->Wait(absl::Minutes(2));
   ASSERT_TRUE(status.has_value()) << "run did not finish";
-  EXPECT_EQ(ExitCode(*status), 4) << "a run that lost a trainer exits 4; " << cli::DescribeExit(*status);
+  EXPECT_EQ(ExitCode(*status), 4) << "a run that lost a trainer exits 4; "
+                                  << cli::DescribeExit(*status);
   int64_t killed_clock = 0;
   for (const auto& e : ReadTrace(dir, 2)) {
     if (e["event"] == "pushed") killed_clock = e["clock"];

@@ -138,8 +138,8 @@ void ExpectEvictionReported(const std::string& dir, int victim) {
   for (const auto& fault : summary["faults"]) {
     reported |= fault["what"].get<std::string>().rfind(what, 0) == 0;
   }
-  EXPECT_TRUE(reported) << "no fault names trainer " << victim << "'s eviction: "
-                        << summary["faults"].dump();
+  EXPECT_TRUE(reported) << "no fault names trainer " << victim
+                        << "'s eviction: " << summary["faults"].dump();
   for (const auto& t : summary["per_trainer"]) {
     if (t["rank"] == victim) {
       EXPECT_GE(t["evictions"].get<int>(), 1);

@@ -241,9 +241,8 @@ class PullWindowTest : public ::testing::Test {
     for (int i = 0; model_.size() < 4; ++i) {
       const std::string name = "t" + std::to_string(i);
       const uint32_t shard = tensor::ShardOf(name, 2);
-      if (std::count_if(model_.begin(), model_.end(), [&](const auto& e) {
-            return tensor::ShardOf(e.first, 2) == shard;
-          }) < 2) {
+      if (std::count_if(model_.begin(), model_.end(),
+                        [&](const auto& e) { return tensor::ShardOf(e.first, 2) == shard; }) < 2) {
         model_[name] = {static_cast<float>(i), 1};
       }
     }
