@@ -10,7 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev libspdlog-dev libcli11-dev gnuplot-nox prometheus curl libcurl4-openssl-dev
   dataset-fashion-mnist
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
-  nodejs unzip yamllint python3-yaml iproute2 docker.io debootstrap
+  nodejs unzip yamllint python3-yaml iproute2 docker.io debootstrap spin
 )
 
 missing=()
