@@ -30,6 +30,8 @@ StoreClient::StoreClient(std::vector<std::string> addresses, absl::Duration time
   for (const std::string& address : addresses_) {
     stubs_.push_back(v1::ParameterStore::NewStub(rpc::MakeChannel(address)));
   }
+  shard_incarnation_.assign(stubs_.size(), 0);
+  unsaved_.resize(stubs_.size());
 }
 
 absl::Status StoreClient::ForEachShard(const std::string& what,
@@ -67,14 +69,14 @@ absl::Status StoreClient::ForEachShard(const std::string& what,
 }
 
 absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
-                                 const std::vector<const tensor::TensorMap::value_type*>& tensors) {
-  if (tensors.empty()) return absl::OkStatus();
+                                 const std::vector<const tensor::TensorMap::value_type*>& tensors,
+                                 v1::PushReply* reply) {
   auto ctx = rpc::ContextWithTimeout(timeout_);
-  v1::PushReply reply;
-  auto writer = initialize ? stubs_[shard]->Initialize(ctx.get(), &reply)
-                           : stubs_[shard]->Push(ctx.get(), &reply);
+  auto writer = initialize ? stubs_[shard]->Initialize(ctx.get(), reply)
+                           : stubs_[shard]->Push(ctx.get(), reply);
   v1::PushMessage message;
   *message.mutable_header() = header;
+  if (!initialize) message.mutable_header()->set_shard_incarnation(shard_incarnation_[shard]);
   for (const auto* t : tensors) {
     tensor::ToProto({t->first, {static_cast<int64_t>(t->second.size())}},
                     message.mutable_header()->add_tensors());
@@ -104,7 +106,74 @@ absl::Status StoreClient::Initialize(const v1::PushHeader& header,
   for (const auto& entry : values) {
     by_shard[tensor::ShardOf(entry.first, stubs_.size())].push_back(&entry);
   }
-  return ForEachShard("initialize", [&](size_t s) { return SendTo(s, true, header, by_shard[s]); });
+  return ForEachShard("initialize", [&](size_t s) {
+    if (by_shard[s].empty()) return absl::OkStatus();
+    v1::PushReply reply;
+    RETURN_IF_ERROR(SendTo(s, true, header, by_shard[s], &reply));
+    if (shard_incarnation_[s] == 0) shard_incarnation_[s] = reply.incarnation();
+    return absl::OkStatus();
+  });
+}
+
+absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
+                               const tensor::TensorMap& delta,
+                               const std::vector<const tensor::TensorMap::value_type*>& tensors,
+                               const absl::Status& sent, const v1::PushReply& reply) {
+  UnsavedPushes& unsaved = unsaved_[shard];
+  if (absl::IsAborted(sent)) {
+    v1::Schema schema;
+    auto ctx = rpc::ContextWithTimeout(timeout_);
+    grpc::Status asked = stubs_[shard]->GetSchema(ctx.get(), v1::GetSchemaRequest(), &schema);
+    if (!asked.ok()) return rpc::FromGrpcStatus(asked);
+    unsaved.LoseFrom(schema.durable_epoch());
+    shard_incarnation_[shard] = schema.incarnation();
+    spdlog::warn("store {} restarted from its checkpoint of epoch {}: re-sending the {} push sum(s) "
+                 "it lost",
+                 addresses_[shard], schema.durable_epoch(), unsaved.to_resend());
+    return absl::UnavailableError(absl::StrCat("store ", addresses_[shard], " restarted"));
+  }
+  RETURN_IF_ERROR(sent);
+  shard_incarnation_[shard] = reply.incarnation();
+  if (header.apply_mode() == v1::APPLY_MODE_IMMEDIATE && !reply.duplicate()) {
+    std::vector<const std::string*> names;
+    for (const auto* t : tensors) names.push_back(&t->first);
+    unsaved.Add(reply.epoch(), header.sequence(), header.clock(), header.weight(), delta, names);
+  }
+  unsaved.Release(reply.durable_epoch());
+  return absl::OkStatus();
+}
+
+absl::Status StoreClient::ResendLost(size_t shard, const v1::PushHeader& header) {
+  UnsavedPushes& unsaved = unsaved_[shard];
+  while (const PushSum* lost = unsaved.NextToResend()) {
+    v1::PushHeader h;
+    h.set_trainer_id(header.trainer_id());
+    h.set_incarnation(header.incarnation());
+    h.set_sequence(lost->last_sequence);
+    h.set_clock(lost->last_clock);
+    h.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+    h.set_weight(1.0f);  // the sum holds weight x delta
+    std::vector<const tensor::TensorMap::value_type*> tensors;
+    for (const auto& entry : lost->sum) tensors.push_back(&entry);
+    v1::PushReply reply;
+    const absl::Status sent = SendTo(shard, false, h, tensors, &reply);
+    // Kept again under the epoch it now went into, until that is checkpointed too.
+    RETURN_IF_ERROR(Took(shard, h, lost->sum, tensors, sent, reply));
+    spdlog::info("store {}: re-sent {} push(es) up to sequence {} that its restart lost",
+                 addresses_[shard], lost->pushes, lost->last_sequence);
+    unsaved.PopResent();
+  }
+  return absl::OkStatus();
+}
+
+absl::Status StoreClient::PushTo(size_t shard, const v1::PushHeader& header,
+                                 const std::vector<const tensor::TensorMap::value_type*>& tensors,
+                                 const tensor::TensorMap& delta) {
+  RETURN_IF_ERROR(ResendLost(shard, header));
+  if (tensors.empty()) return absl::OkStatus();
+  v1::PushReply reply;
+  const absl::Status sent = SendTo(shard, false, header, tensors, &reply);
+  return Took(shard, header, delta, tensors, sent, reply);
 }
 
 absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
@@ -116,7 +185,7 @@ absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
     bytes += entry.second.size() * sizeof(float);
   }
   absl::Status status =
-      ForEachShard("push", [&](size_t s) { return SendTo(s, false, header, by_shard[s]); });
+      ForEachShard("push", [&](size_t s) { return PushTo(s, header, by_shard[s], delta); });
   if (!status.ok()) return status;
   return bytes;
 }

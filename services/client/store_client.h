@@ -12,6 +12,7 @@
 #include "absl/time/time.h"
 #include "base/token_bucket.h"
 #include "client/links.h"
+#include "client/unsaved_pushes.h"
 #include "syncopate/v1/store.grpc.pb.h"
 #include "tensor/tensor.h"
 
@@ -29,6 +30,12 @@ struct LinkLimits {
 // `retry_for`: UNAVAILABLE (a shard down, restarting, or not yet reconciled by the coordinator)
 // and RESOURCE_EXHAUSTED (backpressure). A shard's outage is logged when it starts and when it
 // ends, not per attempt. Any other refusal is returned at once.
+//
+// Exactly once across a shard's restart: the client keeps, per shard, the immediate pushes the
+// shard applied but has not checkpointed yet (UnsavedPushes), and every push names the shard
+// incarnation it expects. A restarted shard refuses it (ABORTED); the client then learns from
+// which checkpoint epoch the shard restored, re-sends what it lost since, and retries the push.
+// Round pushes are not kept: a restart loses the pending ones (docs/faults.md).
 class StoreClient final : public StoreLink {
  public:
   // `timeout` bounds each RPC; `chunk_bytes` sizes stream chunks.
@@ -54,7 +61,20 @@ class StoreClient final : public StoreLink {
 
  private:
   absl::Status SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
-                      const std::vector<const tensor::TensorMap::value_type*>& tensors);
+                      const std::vector<const tensor::TensorMap::value_type*>& tensors,
+                      v1::PushReply* reply);
+  // Pushes to one shard: first what a restart of it lost, then this push; keeps what the shard
+  // has not checkpointed yet. A restart found on the way is UNAVAILABLE (retried).
+  absl::Status PushTo(size_t shard, const v1::PushHeader& header,
+                      const std::vector<const tensor::TensorMap::value_type*>& tensors,
+                      const tensor::TensorMap& delta);
+  // Re-sends the pushes shard `shard` lost in a restart, oldest first.
+  absl::Status ResendLost(size_t shard, const v1::PushHeader& header);
+  // Records a push the shard took (its reply), or learns of its restart (an ABORTED refusal):
+  // then asks the shard which epoch it restored and queues what it lost, and returns UNAVAILABLE.
+  absl::Status Took(size_t shard, const v1::PushHeader& header, const tensor::TensorMap& delta,
+                    const std::vector<const tensor::TensorMap::value_type*>& tensors,
+                    const absl::Status& sent, const v1::PushReply& reply);
   // Pulls one shard's tensors into `out` (its checksums get that shard's one entry, its round the
   // round served: a newer one than asked when `round` was dropped).
   absl::Status PullFrom(size_t shard, int64_t round, PulledModel* out);
@@ -71,6 +91,9 @@ class StoreClient final : public StoreLink {
   uint32_t chunk_bytes_;
   LinkLimits limits_;
   absl::Duration retry_for_;
+  // Per shard, touched only by the thread pushing to that shard.
+  std::vector<uint64_t> shard_incarnation_;  // 0 until the shard first answered
+  std::vector<UnsavedPushes> unsaved_;
 };
 
 }  // namespace syncopate::client

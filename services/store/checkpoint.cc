@@ -54,6 +54,13 @@ absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& che
     a->set_incarnation(trainer.incarnation);
     a->set_sequence(sequence);
   }
+  out.set_epoch(state.epoch);
+  out.set_has_membership(state.has_membership);
+  for (const TrainerKey& m : state.members) {
+    v1::Member* member = out.add_members();
+    member->set_trainer_id(m.id);
+    member->set_incarnation(m.incarnation);
+  }
   out.set_written_unix_seconds(absl::ToDoubleSeconds(checkpoint.written - absl::UnixEpoch()));
   std::string bytes;
   if (!out.SerializeToString(&bytes)) {
@@ -107,6 +114,11 @@ absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t
   for (const v1::AppliedSequence& a : checkpoint.sequences()) {
     out.state.sequences.push_back({{a.trainer_id(), a.incarnation()}, a.sequence()});
   }
+  out.state.epoch = checkpoint.epoch();
+  out.state.has_membership = checkpoint.has_membership();
+  for (const v1::Member& m : checkpoint.members()) {
+    out.state.members.push_back({m.trainer_id(), m.incarnation()});
+  }
   out.written = absl::UnixEpoch() + absl::Seconds(checkpoint.written_unix_seconds());
   return out;
 }
@@ -124,22 +136,23 @@ absl::StatusOr<std::optional<absl::Time>> Checkpointer::RestoreIfPresent() {
   if (absl::IsNotFound(checkpoint.status())) return std::optional<absl::Time>();
   if (!checkpoint.ok()) return checkpoint.status();
   RETURN_IF_ERROR(table_.Restore(checkpoint->state));
-  saved_version_ = checkpoint->state.model->live_version;
+  saved_version_ = table_.durable_version();
   return std::optional<absl::Time>(checkpoint->written);
 }
 
 absl::Status Checkpointer::SaveIfChanged() {
   // Unchanged: no need to copy the model.
-  if (table_.live_version() == saved_version_) return absl::OkStatus();
+  if (table_.durable_version() == saved_version_) return absl::OkStatus();
   ShardCheckpoint checkpoint{table_.Durable(), absl::Now()};
   const ModelSnapshot& model = *checkpoint.state.model;
-  if (model.specs.empty() || model.live_version == saved_version_) return absl::OkStatus();
+  if (model.specs.empty() || checkpoint.state.version == saved_version_) return absl::OkStatus();
   absl::Status written = WriteCheckpoint(path_, checkpoint, shard_, shard_count_);
   if (!written.ok()) {
     metrics_.checkpoint_failures.Increment();
     return written;
   }
-  saved_version_ = model.live_version;
+  saved_version_ = checkpoint.state.version;
+  table_.Saved(checkpoint.state.epoch);
   metrics_.checkpoints_written.Increment();
   metrics_.last_checkpoint_time.Set(absl::ToUnixSeconds(absl::Now()));
   return absl::OkStatus();

@@ -46,7 +46,8 @@ class Checkpointer {
   // the shard: starting afresh would silently discard the trained model.
   absl::StatusOr<std::optional<absl::Time>> RestoreIfPresent();
 
-  // Writes a checkpoint when the live model changed since the last one written or restored.
+  // Writes a checkpoint when the live model or the membership changed since the last one written
+  // or restored.
   absl::Status SaveIfChanged();
 
   const std::string& path() const { return path_; }
@@ -57,7 +58,7 @@ class Checkpointer {
   const std::string path_;
   const uint32_t shard_;
   const uint32_t shard_count_;
-  int64_t saved_version_ = 0;  // live version of the last checkpoint written or restored
+  int64_t saved_version_ = 0;  // durable version of the last checkpoint written or restored
 };
 
 }  // namespace syncopate::store

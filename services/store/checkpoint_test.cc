@@ -76,6 +76,47 @@ TEST_F(CheckpointTest, RestoreResumesRoundsCutsAndSequences) {
   EXPECT_TRUE(retry->duplicate);
 }
 
+// A coordinator that restarts while every shard restarts too finds the job in the checkpoints:
+// the restored shard reports the membership (and each member's cut) before any coordinator has
+// reconciled it, and still serves nothing until one does.
+TEST_F(CheckpointTest, TheMembershipSurvivesARestart) {
+  table_.SetMembers({{1, 1}, {3, 2}});
+  ASSERT_TRUE(WriteCheckpoint(path_, Now(), 1, 3).ok());
+  ParameterTable restarted;
+  ASSERT_TRUE(restarted.Restore(ReadCheckpoint(path_, 1, 3)->state).ok());
+  const Roster roster = restarted.Members();
+  EXPECT_TRUE(roster.has_membership);
+  ASSERT_EQ(roster.members.size(), 2u);
+  EXPECT_EQ(roster.members[1].trainer.id, 3u);
+  EXPECT_EQ(roster.members[1].trainer.incarnation, 2u);
+  EXPECT_EQ(restarted.Apply(Stage(Header(1, 1, 9), {{"w", {1, 1, 1}}})).status().code(),
+            absl::StatusCode::kUnavailable);
+  // A checkpoint written before any membership restores none.
+  ParameterTable never_set;
+  DurableState state = table_.Durable();
+  state.has_membership = false;
+  state.members.clear();
+  ASSERT_TRUE(never_set.Restore(state).ok());
+  EXPECT_FALSE(never_set.Members().has_membership);
+}
+
+// A change of membership alone (a join, a leave) is written: the model did not change, but what a
+// restarted coordinator resumes from did.
+TEST_F(CheckpointTest, AMembershipChangeIsCheckpointed) {
+  prometheus::Registry registry;
+  StoreMetrics metrics(registry);
+  Checkpointer checkpointer(table_, metrics, dir_, 1, 3);
+  ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
+  EXPECT_EQ(metrics.checkpoints_written.Value(), 1);
+  table_.SetMembers({{1, 1}});  // the same membership again: nothing to write
+  ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
+  EXPECT_EQ(metrics.checkpoints_written.Value(), 1);
+  table_.SetMembers({{1, 1}, {2, 1}});
+  ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
+  EXPECT_EQ(metrics.checkpoints_written.Value(), 2);
+  EXPECT_EQ(ReadCheckpoint(path_, 1, 3)->state.members.size(), 2u);
+}
+
 TEST_F(CheckpointTest, MissingIsNotFoundAndOtherLayoutsAreRefused) {
   EXPECT_EQ(ReadCheckpoint(path_, 1, 3).status().code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(WriteCheckpoint(path_, Now(), 1, 3).ok());

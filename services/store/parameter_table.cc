@@ -46,14 +46,32 @@ int64_t ParameterTable::last_closed_round() const {
   return last_closed_round_;
 }
 
+int64_t ParameterTable::durable_version() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return live_version_ + membership_changes_;  // both only grow
+}
+
+int64_t ParameterTable::durable_epoch() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return durable_epoch_;
+}
+
+void ParameterTable::Saved(int64_t epoch) {
+  absl::MutexLock lock(&mu_);
+  durable_epoch_ = std::max(durable_epoch_, epoch);
+}
+
 MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& members, int64_t round) {
   absl::MutexLock lock(&mu_);
   membership_received_ = true;
-  member_incarnation_.clear();
+  absl::flat_hash_map<uint64_t, uint64_t> incarnations;
   for (const TrainerKey& m : members) {
-    member_incarnation_[m.id] = m.incarnation;
+    incarnations[m.id] = m.incarnation;
     ever_members_.insert(m.id);
   }
+  if (!has_membership_ || incarnations != member_incarnation_) ++membership_changes_;
+  has_membership_ = true;
+  member_incarnation_ = std::move(incarnations);
   MembershipResult result;
   if (!tensors_.empty() && round > last_closed_round_) {
     result.rounds_skipped = round - last_closed_round_;
@@ -69,7 +87,7 @@ MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& membe
 Roster ParameterTable::Members() const {
   absl::MutexLock lock(&mu_);
   Roster roster;
-  roster.received = membership_received_;
+  roster.has_membership = has_membership_;
   for (const auto& [id, incarnation] : member_incarnation_) {
     const TrainerKey key{id, incarnation};
     auto cut = last_cut_.find(key);
@@ -172,13 +190,19 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     last_sequence_[{trainer.id, trainer.incarnation}] = sequence;
     ever_members_.insert(trainer.id);
   }
+  epoch_ = durable_epoch_ = state.epoch;
+  has_membership_ = state.has_membership;
+  for (const TrainerKey& m : state.members) {
+    member_incarnation_[m.id] = m.incarnation;
+    ever_members_.insert(m.id);
+  }
   snapshots_.clear();
   Publish(MakeSnapshot(last_closed_round_));
   return absl::OkStatus();
 }
 
-DurableState ParameterTable::Durable() const {
-  absl::ReaderMutexLock lock(&mu_);
+DurableState ParameterTable::Durable() {
+  absl::MutexLock lock(&mu_);
   DurableState state;
   // In round modes the live model changes only when a round closes, and every close publishes it:
   // the newest snapshot then is the live model, shared instead of copied, so the checkpoint holds
@@ -190,6 +214,11 @@ DurableState ParameterTable::Durable() const {
   for (const auto& [key, sequence] : last_sequence_) {
     state.sequences.push_back({TrainerKey{key.first, key.second}, sequence});
   }
+  state.has_membership = has_membership_;
+  for (const auto& [id, incarnation] : member_incarnation_) state.members.push_back({id, incarnation});
+  std::sort(state.members.begin(), state.members.end());
+  state.version = live_version_ + membership_changes_;
+  state.epoch = ++epoch_;
   return state;
 }
 
@@ -201,6 +230,8 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
   ApplyResult result;
   const uint64_t sequence = h.sequence();  // `push` may be moved below
   uint64_t& last = last_sequence_[{h.trainer_id(), h.incarnation()}];
+  result.epoch = epoch_;
+  result.durable_epoch = durable_epoch_;
   if (sequence != 0 && sequence <= last) {
     result.duplicate = true;
     result.live_version = live_version_;
@@ -258,6 +289,16 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
   if (auto it = close_results_.find(round); it != close_results_.end()) return it->second;
   if (last_closed_round_ < 0) {
     return absl::FailedPreconditionError("cannot close a round before the model is initialized");
+  }
+  if (round <= last_closed_round_) {
+    // Closed before this table was restored from a checkpoint (close_results_ is not durable),
+    // skipped to catch up with the coordinator, or too old to be recorded: it is done either way.
+    // Answering OK is what lets a coordinator whose close reply a shard restart lost go on.
+    CloseResult result{live_version_, 0, 0};
+    for (const auto& s : snapshots_) {
+      if (s->round == round) result.checksum = s->checksum;
+    }
+    return result;
   }
   if (round != last_closed_round_ + 1) {
     return absl::FailedPreconditionError(

@@ -34,6 +34,8 @@ struct ApplyResult {
   int64_t live_version = 0;
   bool duplicate = false;
   bool already_initialized = false;
+  int64_t epoch = 0;          // the checkpoint epoch the push was applied in
+  int64_t durable_epoch = 0;  // pushes of earlier epochs are in a written checkpoint
 };
 
 struct CloseResult {
@@ -59,13 +61,19 @@ struct RoundCut {
 
 // What a shard must keep across a restart to resume a job (checkpoint.h writes it): the live model,
 // the last closed round (the live model is its snapshot in round modes), each trainer's last cut
-// and its last applied push sequence. Pending round pushes are not part of it: a restart loses
-// them with everything else since the checkpoint (the loss window).
+// and its last applied push sequence, and the membership in force (so that a coordinator that
+// restarts with every shard still finds the job). Pending round pushes are not part of it: a
+// restart loses them with everything else since the checkpoint (the loss window).
 struct DurableState {
   std::shared_ptr<const ModelSnapshot> model;  // the live model: a copy, or its round snapshot
   int64_t last_closed_round = -1;
   std::vector<RoundCut> cuts;
   std::vector<std::pair<TrainerKey, uint64_t>> sequences;
+  bool has_membership = false;  // false until a coordinator first set one
+  std::vector<TrainerKey> members;
+  int64_t version = 0;  // ParameterTable::durable_version() at the cut
+  // The epoch this cut closed: it holds every push applied in an earlier epoch.
+  int64_t epoch = 0;
 };
 
 // The shard once a membership is in force.
@@ -77,7 +85,8 @@ struct MembershipResult {
 
 // The membership in force and each member's last cut (-1: no round took its pushes yet).
 struct Roster {
-  bool received = false;  // false until the first SetMembers
+  // false until a coordinator first set one (in this process, or before a restored checkpoint)
+  bool has_membership = false;
   std::vector<RoundCut> members;
 };
 
@@ -102,6 +111,10 @@ class ParameterTable {
   std::vector<tensor::TensorSpec> Specs() const;
   int64_t live_version() const;
   int64_t last_closed_round() const;  // -1 before anything was initialized
+  // Changes whenever anything a checkpoint holds changes: the live model or the membership.
+  int64_t durable_version() const;
+  // Pushes applied in an epoch below this one are in a checkpoint written to disk (Saved).
+  int64_t durable_epoch() const;
 
   // Replaces the set of trainers allowed to push. Trainers no longer listed become "departed".
   // `round` is the last round the coordinator closed on every shard: a table behind it (restored
@@ -116,18 +129,26 @@ class ParameterTable {
   absl::StatusOr<ApplyResult> Initialize(const StagedPush& push);
 
   // Loads a checkpointed state into an empty table: its model becomes the live model and the
-  // snapshot of its last closed round (round 0 when none had closed), its cuts and sequences the
-  // table's; later Initialize calls with the same tensors find it already initialized.
+  // snapshot of its last closed round (round 0 when none had closed), its cuts, sequences and
+  // membership the table's (the membership is reported by Members() but serves nothing until the
+  // coordinator's first SetMembers reconciles the shard); later Initialize calls with the same
+  // tensors find it already initialized.
   // FAILED_PRECONDITION when the table holds tensors already; INVALID_ARGUMENT for a state
   // without a model or with values missing.
   absl::Status Restore(const DurableState& state);
 
-  // The table's DurableState, taken at one instant (a checkpoint's consistent cut). Holds the
-  // lock (shared) while it copies the live model, which pushes wait for; when the live model is
-  // the newest round snapshot (round modes) it copies nothing.
-  DurableState Durable() const;
+  // The table's DurableState, taken at one instant (a checkpoint's consistent cut), closing the
+  // current checkpoint epoch: pushes applied from now on belong to the next. Holds the lock while
+  // it copies the live model, which pushes wait for; when the live model is the newest round
+  // snapshot (round modes) it copies nothing.
+  DurableState Durable();
 
-  // Who may push now, in id order, with their last cuts: what a restarted coordinator resumes from.
+  // The checkpoint of the cut that closed `epoch` is written: pushes of earlier epochs are safe
+  // from a restart (ApplyResult::durable_epoch tells their trainers).
+  void Saved(int64_t epoch);
+
+  // Who may push now (or could, before a restore), in id order, with their last cuts: what a
+  // restarted coordinator resumes from.
   Roster Members() const;
 
   // Takes a validated delta: IMMEDIATE pushes are added to the model at once; ROUND pushes stay
@@ -140,8 +161,10 @@ class ParameterTable {
 
   // Closes round `request.round`: adds the pending pushes its cuts name, aggregated as requested,
   // to the model and publishes the round snapshot. Pending pushes of trainers neither cut nor
-  // members are discarded. A round already closed returns its recorded result (idempotent).
-  // FAILED_PRECONDITION if it is not the next round or nothing was initialized; INVALID_ARGUMENT
+  // members are discarded. A round already closed returns its recorded result (idempotent); one
+  // at or below the last closed round with no record (closed before a restore, or skipped) is OK
+  // with the round's checksum when its snapshot is kept (else 0) and no pushes.
+  // FAILED_PRECONDITION if it is past the next round or nothing was initialized; INVALID_ARGUMENT
   // for a missing aggregation or a non-finite scale (nothing changes); UNAVAILABLE before the
   // first SetMembers.
   absl::StatusOr<CloseResult> CloseRound(const CloseRequest& request);
@@ -178,7 +201,11 @@ class ParameterTable {
   std::map<TrainerKey, int64_t> last_cut_ ABSL_GUARDED_BY(mu_);
   std::deque<std::shared_ptr<const ModelSnapshot>> snapshots_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, CloseResult> close_results_ ABSL_GUARDED_BY(mu_);
-  bool membership_received_ ABSL_GUARDED_BY(mu_) = false;
+  bool membership_received_ ABSL_GUARDED_BY(mu_) = false;  // reconciled since this start
+  bool has_membership_ ABSL_GUARDED_BY(mu_) = false;       // set now or restored
+  int64_t membership_changes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // the open checkpoint epoch
+  int64_t durable_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, uint64_t> member_incarnation_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> ever_members_ ABSL_GUARDED_BY(mu_);
   // (trainer id, incarnation) -> last applied sequence.

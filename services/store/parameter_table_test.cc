@@ -66,12 +66,12 @@ TEST(ParameterTableStartTest, NothingIsServedBeforeTheFirstMembership) {
 
 // What a restarted coordinator reads back: the members in force and how far rounds took each.
 TEST_F(ParameterTableTest, MembersReportsTheMembershipAndEachLastCut) {
-  EXPECT_FALSE(ParameterTable().Members().received);
+  EXPECT_FALSE(ParameterTable().Members().has_membership);
   ASSERT_TRUE(
       table_.Apply(Stage(Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 3), {{"a", {1, 1}}})).ok());
   ASSERT_TRUE(table_.CloseRound({1, {{{2, 1}, 3}}, v1::AGGREGATION_MEAN, 1.0}).ok());
   const Roster roster = table_.Members();
-  EXPECT_TRUE(roster.received);
+  EXPECT_TRUE(roster.has_membership);
   ASSERT_EQ(roster.members.size(), 2u);
   EXPECT_EQ(roster.members[0].trainer.id, 1u);
   EXPECT_EQ(roster.members[0].clock, -1);  // no round took its pushes
@@ -178,6 +178,31 @@ TEST_F(ParameterTableTest, DepartedTrainersPendingPushesAreDropped) {
   table_.SetMembers({{1, 1}, {2, 1}});
   ASSERT_EQ(table_.CloseRound(Close(3, {{{1, 1}, 2}}))->pushes, 0u);
   EXPECT_EQ(Live(table_, "a"), (std::vector<float>{3, 4}));
+}
+
+// A shard closed round 2 and checkpointed it, then died before the coordinator had the reply; the
+// restored shard holds no record of that close. The coordinator's retry must be answered OK (with
+// round 2's checksum), not "the open round is 3", or the job stalls (tests/model found this).
+TEST_F(ParameterTableTest, AClosedRoundRetriedAfterARestoreIsDone) {
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 1, 1, {{"a", {2, 2}}})).ok());
+  ASSERT_TRUE(table_.CloseRound(Close(1, {{{1, 1}, 1}})).ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 2, 2, {{"a", {2, 2}}})).ok());
+  const absl::StatusOr<CloseResult> closed = table_.CloseRound(Close(2, {{{1, 1}, 2}}));
+  ASSERT_TRUE(closed.ok());
+
+  ParameterTable restored;
+  ASSERT_TRUE(restored.Restore(table_.Durable()).ok());
+  restored.SetMembers({{1, 1}, {2, 1}}, 1);  // the coordinator knows round 1 closed everywhere
+  const std::vector<float> model = Live(restored, "a");
+  const absl::StatusOr<CloseResult> retried = restored.CloseRound(Close(2, {{{1, 1}, 2}}));
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_EQ(retried->checksum, closed->checksum);
+  EXPECT_EQ(retried->pushes, 0u);
+  EXPECT_TRUE(restored.CloseRound(Close(1, {})).ok());
+  EXPECT_EQ(Live(restored, "a"), model);  // nothing applied twice
+  EXPECT_EQ(restored.CloseRound(Close(4, {})).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(restored.CloseRound(Close(3, {})).ok());
 }
 
 TEST_F(ParameterTableTest, BadCloseChangesNothing) {

@@ -1,5 +1,6 @@
 #include "store/store_service.h"
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "rpc/grpc_util.h"
@@ -36,8 +37,9 @@ grpc::Status StoreService::GetSchema(grpc::ServerContext*, const v1::GetSchemaRe
   reply->set_live_version(table_.live_version());
   reply->set_last_closed_round(table_.last_closed_round());
   reply->set_incarnation(incarnation_);
+  reply->set_durable_epoch(table_.durable_epoch());
   const Roster roster = table_.Members();
-  reply->set_has_membership(roster.received);
+  reply->set_has_membership(roster.has_membership);
   for (const RoundCut& m : roster.members) {
     v1::PushCut* member = reply->add_members();
     member->set_trainer_id(m.trainer.id);
@@ -65,6 +67,13 @@ absl::Status StoreService::ReceivePush(grpc::ServerReader<v1::PushMessage>* read
       }
     }
   }
+  if (!initialize && push.header.shard_incarnation() != 0 &&
+      push.header.shard_incarnation() != incarnation_) {
+    return absl::AbortedError(absl::StrCat(
+        "this store shard restarted (incarnation ", incarnation_, ", the push expected ",
+        push.header.shard_incarnation(),
+        ") and may have lost pushes since its checkpoint: re-send them, then this one"));
+  }
   const absl::Time apply_start = absl::Now();
   ASSIGN_OR_RETURN(ApplyResult result,
                    initialize ? table_.Initialize(push) : table_.Apply(std::move(push)));
@@ -83,6 +92,9 @@ absl::Status StoreService::ReceivePush(grpc::ServerReader<v1::PushMessage>* read
   reply->set_live_version(result.live_version);
   reply->set_duplicate(result.duplicate);
   reply->set_already_initialized(result.already_initialized);
+  reply->set_incarnation(incarnation_);
+  reply->set_epoch(result.epoch);
+  reply->set_durable_epoch(result.durable_epoch);
   metrics_.push_duration.Observe(absl::ToDoubleSeconds(absl::Now() - start));
   UpdateGauges();
   return absl::OkStatus();

@@ -39,15 +39,19 @@ size_t Pushes(const std::string& dir, int rank) {
   return pushes;
 }
 
-// SIGKILLs process `name` (its ready file in `dir` names it), waits for the run and checks what
-// every restart must show: exit 4, the fault (and no other) recorded as `what`, the target reached
-// after it, no failure, every trainer still live. Returns the summary (discarded on a failure).
+// SIGKILLs the processes `names` (their ready files in `dir` name them) at once, waits for the run
+// and checks what every restart must show: exit 4, one fault per process killed (and no other),
+// each recorded as its `whats` entry says, the target reached after them, no failure, every
+// trainer still live. Returns the summary (discarded on a failure).
 nlohmann::json KillAndCheckRun(const std::string& dir, cli::ChildProcess& local,
-                               const std::string& name, const std::string& what) {
-  const nlohmann::json ready = ReadJson(dir + "/" + name + ".ready.json");
-  if (ready.is_discarded() || kill(ready["pid"].get<int>(), SIGKILL) != 0) {
-    ADD_FAILURE() << "cannot kill " << name << "; see " << dir;
-    return nlohmann::json::value_t::discarded;
+                               const std::vector<std::string>& names,
+                               const std::vector<std::string>& whats) {
+  for (const std::string& name : names) {
+    const nlohmann::json ready = ReadJson(dir + "/" + name + ".ready.json");
+    if (ready.is_discarded() || kill(ready["pid"].get<int>(), SIGKILL) != 0) {
+      ADD_FAILURE() << "cannot kill " << name << "; see " << dir;
+      return nlohmann::json::value_t::discarded;
+    }
   }
   std::optional<int> status = local.Wait(absl::Minutes(3));
   if (!status) {
@@ -56,22 +60,31 @@ nlohmann::json KillAndCheckRun(const std::string& dir, cli::ChildProcess& local,
   }
   EXPECT_EQ(ExitCode(*status), 4) << cli::DescribeExit(*status) << "; see " << dir;
   nlohmann::json summary = ReadJson(dir + "/summary.json");
-  if (summary.is_discarded() || summary["faults"].size() != 1) {
-    ADD_FAILURE() << "one fault expected; see " << dir << "\n" << summary.dump(2);
+  if (summary.is_discarded() || summary["faults"].size() != names.size()) {
+    ADD_FAILURE() << names.size() << " faults expected; see " << dir << "\n" << summary.dump(2);
     return nlohmann::json::value_t::discarded;
   }
-  EXPECT_NE(summary["faults"][0]["what"].get<std::string>().find(what), std::string::npos)
-      << summary["faults"].dump();
+  for (const std::string& what : whats) {
+    EXPECT_NE(summary["faults"].dump().find(what), std::string::npos)
+        << what << " not in " << summary["faults"].dump();
+  }
   EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
-  EXPECT_GT(summary["time_to_target_seconds"].get<double>(),
-            summary["faults"][0]["at_seconds"].get<double>())
-      << "see " << dir;
+  for (const auto& fault : summary["faults"]) {
+    EXPECT_GT(summary["time_to_target_seconds"].get<double>(), fault["at_seconds"].get<double>())
+        << "see " << dir;
+  }
   EXPECT_EQ(summary["failure"], "");
   EXPECT_EQ(summary["per_trainer"].size(), 3u) << "a trainer rejoined as a new one; see " << dir;
   for (const auto& t : summary["per_trainer"]) {
     EXPECT_EQ(t["state"], "live") << "trainer " << t["rank"] << " was lost; see " << dir;
   }
   return summary;
+}
+
+nlohmann::json KillAndCheckRun(const std::string& dir, cli::ChildProcess& local,
+                               const std::string& name, const std::string& what) {
+  return KillAndCheckRun(dir, local, std::vector<std::string>{name},
+                         std::vector<std::string>{what});
 }
 
 class StoreRestart : public ::testing::TestWithParam<const char*> {};
@@ -107,6 +120,44 @@ TEST_P(StoreRestart, TheJobGoesOnAndReportsIt) {
 
 INSTANTIATE_TEST_SUITE_P(RoundAndImmediateModes, StoreRestart,
                          ::testing::Values("bsp", "ssp", "wbsp_overlap"));
+
+// The coordinator and every store shard killed at once (a node with all of them drained): the
+// shards come back from their checkpoints, membership included, the restarted coordinator finds
+// the job there, and every trainer resumes its session.
+class EveryServerRestart : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(EveryServerRestart, TheJobIsFoundInTheCheckpointsAndGoesOn) {
+  const std::string mode = GetParam();
+  const std::string dir = MakeTempDir("every-server-restart-" + mode);
+  auto local = StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3",
+                                "--store-shards=2", "--step-time=5ms", "--target-accuracy=0.80",
+                                "--time-limit=150s", "--checkpoint-interval=1s"});
+  ASSERT_NE(local, nullptr);
+  ASSERT_NE(PidOnceTraining(dir, 0,
+                            [](const std::string& d) {
+                              return ReadTrace(d, 0).size() > 60 &&
+                                     access((d + "/checkpoints/shard-0.ckpt").c_str(), F_OK) == 0 &&
+                                     access((d + "/checkpoints/shard-1.ckpt").c_str(), F_OK) == 0;
+                            }),
+            0)
+      << "trainer 0 never trained or a shard never checkpointed; see " << dir;
+  const size_t pushes_before = Pushes(dir, 0);
+  const nlohmann::json summary = KillAndCheckRun(
+      dir, *local, {"coordinator-0", "store-0", "store-1"},
+      {"coordinator 0 exited (killed by", "store 0 exited (killed by", "store 1 exited (killed by"});
+  ASSERT_FALSE(summary.is_discarded());
+  // (summary.store_restarts counts what a coordinator saw: the new one never knew the old shards.)
+  EXPECT_GT(Pushes(dir, 0), pushes_before) << "see " << dir;
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::vector<int64_t> clocks = GrantedClocks(dir, rank);
+    for (size_t i = 1; i < clocks.size(); ++i) {
+      ASSERT_EQ(clocks[i], clocks[i - 1] + 1) << "trainer " << rank << "; see " << dir;
+    }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(RoundAndImmediateModes, EveryServerRestart,
+                         ::testing::Values("bsp", "ssp"));
 
 // The coordinator killed mid-job: the restarted one takes the job over from the store, every
 // trainer resumes its session with its identity and clock, and no push is lost or repeated (each

@@ -210,6 +210,56 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   server_.reset();
 }
 
+// Exactly once across a restart: pushes the shard applied after its last checkpoint are lost
+// with it. The client learns of the restart from its next push (ABORTED: the push expected the
+// old incarnation, and nothing is applied), re-sends what the checkpoint does not hold, weighted
+// as pushed, then the push itself.
+TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
+  ASSERT_TRUE(client_->Push(Header(1), {{"small", {1, 1, 1}}}).ok());
+  store::DurableState state = table_.Durable();  // the checkpoint holds push 1...
+  table_.Saved(state.epoch);
+  v1::PushHeader half = Header(2);
+  half.set_weight(0.5f);
+  ASSERT_TRUE(client_->Push(half, {{"small", {2, 2, 2}}}).ok());  // ...not pushes 2 and 3
+  ASSERT_TRUE(client_->Push(Header(3), {{"small", {1, 1, 1}}}).ok());
+  server_->Shutdown();
+
+  prometheus::Registry registry;
+  store::StoreMetrics metrics(registry);
+  store::ParameterTable restarted;
+  ASSERT_TRUE(restarted.Restore(state).ok());
+  restarted.SetMembers({{kTrainer, 1}});
+  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2);
+  int port = 0;
+  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &server_, &port).ok());
+  ASSERT_EQ(port, port_);
+
+  // A push that expects the old incarnation is refused whole.
+  v1::PushMessage stale;
+  *stale.mutable_header() = Header(9);
+  stale.mutable_header()->set_shard_incarnation(1);
+  tensor::ToProto({"small", {3}}, stale.mutable_header()->add_tensors());
+  std::vector<v1::PushMessage> messages{stale};
+  tensor::ForEachChunk("small", std::vector<float>{5, 5, 5}, tensor::kDefaultChunkBytes,
+                       [&](v1::TensorChunk& chunk) {
+                         v1::PushMessage m;
+                         m.mutable_chunk()->Swap(&chunk);
+                         messages.push_back(m);
+                       });
+  EXPECT_EQ(RawPush(messages), grpc::StatusCode::ABORTED);
+  EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));  // push 1 only
+
+  ASSERT_TRUE(client_->Push(Header(4), {{"small", {1, 1, 1}}}).ok());
+  EXPECT_EQ(Live()["small"], (std::vector<float>{5, 6, 7}));  // 1..4, each once
+  ASSERT_TRUE(client_->Push(Header(5), {{"small", {1, 1, 1}}}).ok());
+  EXPECT_EQ(Live()["small"], (std::vector<float>{6, 7, 8}));  // nothing re-sent twice
+  // Sequence 3 went in with the re-sent sum: a retry of it is a duplicate.
+  ASSERT_TRUE(client_->Push(Header(3), {{"small", {1, 1, 1}}}).ok());
+  EXPECT_EQ(Live()["small"], (std::vector<float>{6, 7, 8}));
+  server_->Shutdown();  // before `service` goes
+  server_.reset();
+}
+
 // Two shards that keep different numbers of round snapshots, as after a slow group fell behind:
 // a pull of a round one of them dropped gets the newest round, the same on both shards, and waits
 // for a shard that has not closed that round yet.

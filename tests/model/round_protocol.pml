@@ -10,9 +10,10 @@
  *                        and not taken; ROUND pushes wait in pending_ (late push at or below
  *                        last_cut_, or out of clock order: FAILED_PRECONDITION); IMMEDIATE (SSP)
  *                        pushes are added to the live model at once.
- *      store_close     = ParameterTable::CloseRound: close_results_ makes a repeated close OK;
- *                        otherwise only round last_closed_round_+1 closes; it takes the pending
- *                        pushes its cuts name, moves last_cut_, and publishes.
+ *      store_close     = ParameterTable::CloseRound: close_results_ makes a repeated close OK, and
+ *                        so does a round at or below last_closed_round_ (closed before a restore,
+ *                        or skipped); otherwise only round last_closed_round_+1 closes; it takes
+ *                        the pending pushes its cuts name, moves last_cut_, and publishes.
  *      store_setmembers= ParameterTable::SetMembers(members, round): reconciles the shard and lets
  *                        a shard behind `round` skip to it (its live model becomes that round).
  *      Checkpointer    = Checkpointer::SaveIfChanged / ParameterTable::Durable: an atomic copy of
@@ -58,8 +59,9 @@
  *  SSP      immediate pushes + SSP grants with bound S (default 1); default is BSP (round pushes,
  *           S = 0, rounds closed by the coordinator).
  *  CRASH    at most one shard crash/restart, at any moment, from the last checkpoint.
- *  FIX_CLOSE_PAST  the proposed fix for the issue below: CloseRound answers OK for a round at or
- *           below last_closed_round_ (restored past it), as if close_results_ held it.
+ *  NO_CLOSE_PAST  the code before its fix (a close at or below last_closed_round_ with no record
+ *           in close_results_ is FAILED_PRECONDITION): a sanity check that the model finds the
+ *           stall below (expected to FAIL).
  *  STRICT_EXACTLY_ONCE  demand exactly once even with a crash (expected to FAIL: the loss window).
  *  MAXLOSS  replies lost without a crash (default 1).
  *
@@ -75,14 +77,14 @@
  *      i.e. the loss window of docs/faults.md. Lost pushes are not re-sent (as in the code).
  *  No shard reply is ever FAILED_PRECONDITION to a trainer (it would end the trainer).
  *
- * KNOWN ISSUE this model finds in the code as it is (BSP + CRASH, deadlock check): the shard
- * closes round r, a checkpoint is written, and the shard restarts before the coordinator got the
- * reply (reply lost or past its deadline, then the restart during the coordinator's backoff).
- * Restored, last_closed_round_ = r but close_results_ is empty; the coordinator resends
- * SetMembership(round r-1) (ignored: the shard is past it) and CloseRound(r), which now is
- * FAILED_PRECONDITION ("the open round is r+1") on every retry: no grant is ever sent again and
- * the job stalls. check_model.sh expects this counterexample (variant bsp_crash_stall_known_issue)
- * and verifies the fix FIX_CLOSE_PAST.
+ * FOUND AND FIXED (BSP + CRASH, deadlock check): the shard closes round r, a checkpoint is
+ * written, and the shard restarts before the coordinator got the reply (reply lost or past its
+ * deadline, then the restart during the coordinator's backoff). Restored, last_closed_round_ = r
+ * but close_results_ is empty; the coordinator resends SetMembership(round r-1) (ignored: the
+ * shard is past it) and CloseRound(r), which the code answered FAILED_PRECONDITION ("the open round
+ * is r+1") on every retry: no grant was ever sent again and the job stalled. CloseRound now answers
+ * OK for any round at or below last_closed_round_; variant NO_CLOSE_PAST keeps the old rule and
+ * check_model.sh expects its counterexample.
  *
  * Run: tests/model/check_model.sh   (or: spin -a [-D...] round_protocol.pml &&
  *      gcc -DSAFETY -o pan pan.c && ./pan -m200000)
@@ -204,10 +206,10 @@ inline take_cut(t, cut) {
   fi
 }
 
-#ifdef FIX_CLOSE_PAST
-#define CLOSED_HERE(r) (((closedset >> (r)) & 1) || (r) <= lcr)
-#else
+#ifdef NO_CLOSE_PAST
 #define CLOSED_HERE(r) ((closedset >> (r)) & 1)
+#else
+#define CLOSED_HERE(r) (((closedset >> (r)) & 1) || (r) <= lcr)
 #endif
 
 inline store_close(r, c0, c1, res) {
