@@ -549,9 +549,24 @@ void Coordinator::ProbeStores() {
   ObserveShards(*shards, /*reconciled=*/false);
 }
 
+void Coordinator::ExcusePause(absl::Time now) {
+  const absl::Time since = last_tick_;
+  last_tick_ = now;
+  if (since == absl::InfinitePast() || now - since <= options_.pause_threshold) return;
+  const absl::Duration gap = now - since;
+  metrics_.pauses.Increment();
+  spdlog::warn(
+      "the coordinator did not run for {} (frozen or starved of CPU): that time does not count "
+      "against the trainers' silence or progress",
+      absl::FormatDuration(absl::Trunc(gap, absl::Milliseconds(1))));
+  membership_.Excuse(since, gap);
+  for (auto& [id, at] : last_progress_) at = sync::ExcusedTime(at, since, gap);
+}
+
 void Coordinator::Tick() {
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&mu_);
+  ExcusePause(now);
   if (backing_off_ && now >= retry_at_) backing_off_ = false;
   if (phase_ == Phase::kRecovering && now >= recovery_ends_) EndRecovery();
   for (const sync::Member& m : membership_.Expired(now, options_.eviction_timeout)) {

@@ -35,6 +35,10 @@ struct CoordinatorOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   // How often the action thread checks for expired trainers and retries failed store calls.
   absl::Duration tick = absl::Milliseconds(100);
+  // Ticks further apart than this mean the coordinator itself did not run (its process was
+  // frozen, or starved of CPU): that time is not held against the trainers' silence or progress,
+  // since their messages from it are still on their way. Infinite: never excused.
+  absl::Duration pause_threshold = absl::Seconds(1);
   // Training is done once a reported test accuracy reaches this (0: never): every trainer, and any
   // that joins later, is told Done.
   double target_accuracy = 0;
@@ -148,6 +152,8 @@ class Coordinator {
 
   void ActionLoop();
   void Tick() ABSL_LOCKS_EXCLUDED(mu_);
+  // Excuses the trainers for a gap since the last tick over options_.pause_threshold.
+  void ExcusePause(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Evicts trainers that hold others up without progress (options_.progress_timeout).
   void EvictStalled(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Carries out pending actions until one fails (retried after a backoff, membership first) or
@@ -198,6 +204,7 @@ class Coordinator {
   absl::Time retry_at_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Time> stores_failing_since_ ABSL_GUARDED_BY(mu_);
   absl::Time next_probe_ ABSL_GUARDED_BY(mu_);
+  absl::Time last_tick_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kProbing;
   // While recovering: the members the stores know that have not resumed yet, by id.
   std::map<sync::TrainerId, ShardMember> expected_ ABSL_GUARDED_BY(mu_);

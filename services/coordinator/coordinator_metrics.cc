@@ -54,6 +54,9 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
       resumes(metrics::AddCounter(r, "syncopate_coordinator_resumes_total",
                                   "Trainers that resumed their session after a coordinator "
                                   "restart, keeping identity and clock.")),
+      pauses(metrics::AddCounter(r, "syncopate_coordinator_pauses_total",
+                                 "Times the coordinator found it had not run for a while (frozen "
+                                 "or starved) and excused the trainers' silence meanwhile.")),
       trainer_staleness_bound(
           prometheus::BuildGauge()
               .Name("syncopate_coordinator_trainer_staleness_bound")

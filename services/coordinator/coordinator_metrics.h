@@ -31,6 +31,7 @@ struct CoordinatorMetrics {
   prometheus::Counter& store_rounds_lost;
   prometheus::Counter& recoveries;
   prometheus::Counter& resumes;
+  prometheus::Counter& pauses;
   // Per live trainer (label trainer = its name; bounded by the job's trainers).
   prometheus::Family<prometheus::Gauge>& trainer_staleness_bound;
   prometheus::Family<prometheus::Gauge>& trainer_group;

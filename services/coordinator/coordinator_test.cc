@@ -100,6 +100,8 @@ class CoordinatorTest : public ::testing::Test {
     CoordinatorOptions o;
     o.eviction_timeout = absl::Seconds(5);
     o.tick = absl::Milliseconds(5);
+    // The fake clock jumps between ticks; only the test of pauses takes jumps as pauses.
+    o.pause_threshold = pause_threshold_;
     o.target_accuracy = target_accuracy;
     coordinator_ =
         std::make_unique<Coordinator>(o, *sync::MakePolicy(p), stores_, clock_, metrics_);
@@ -167,6 +169,7 @@ class CoordinatorTest : public ::testing::Test {
 
   FakeStores stores_;
   base::FakeClock clock_;
+  absl::Duration pause_threshold_ = absl::InfiniteDuration();
   prometheus::Registry registry_;
   CoordinatorMetrics metrics_{registry_};
   std::unique_ptr<Coordinator> coordinator_;
@@ -466,6 +469,35 @@ TEST_F(CoordinatorTest, AStuckTrainerThatHoldsOthersUpIsEvicted) {
   ASSERT_TRUE(evicted.has_evicted());
   EXPECT_NE(evicted.evicted().reason().find("no progress"), std::string::npos);
   EXPECT_EQ(Next(*out_a).proceed().pull().round(), 1) << "the round closes without b";
+}
+
+// A coordinator frozen for 10 s (SIGSTOP, a long GC-like pause) heard nobody meanwhile: that is
+// not the trainers' silence. Nobody is evicted when it runs again; a trainer that stays silent
+// afterwards is, once the timeout has passed in time the coordinator ran.
+TEST_F(CoordinatorTest, AFrozenCoordinatorDoesNotHoldItsOwnSilenceAgainstTheTrainers) {
+  pause_threshold_ = absl::Seconds(1);
+  Make("bsp", 2);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  Report(a, 1);
+  Report(b, 1);
+  ASSERT_TRUE(Next(*out_a).has_proceed());
+  ASSERT_TRUE(Next(*out_b).has_proceed());
+  clock_.Advance(absl::Seconds(10));  // one tick sees the whole gap
+  EXPECT_TRUE(Quiet(*out_a));
+  EXPECT_TRUE(Quiet(*out_b));
+  EXPECT_EQ(coordinator_->Status().live_trainers(), 2u);
+  EXPECT_EQ(metrics_.pauses.Value(), 1);
+  // a heartbeats on in 200 ms steps (no pause); b stays silent and goes after 5 s of them.
+  bool evicted = false;
+  for (int i = 0; i < 40 && !evicted; ++i) {
+    coordinator_->Heartbeat(a, v1::Heartbeat());
+    clock_.Advance(absl::Milliseconds(200));
+    v1::Directive d;
+    evicted = out_b->Pop(&d, absl::Milliseconds(50)) && d.has_evicted();
+    if (i < 20) EXPECT_FALSE(evicted) << "evicted after " << (i + 1) * 200 << " ms";
+  }
+  EXPECT_TRUE(evicted);
+  EXPECT_EQ(coordinator_->Status().live_trainers(), 1u);
 }
 
 TEST_F(CoordinatorTest, ASlowTrainerThatHoldsNobodyUpStays) {

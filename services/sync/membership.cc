@@ -70,6 +70,10 @@ absl::Status Membership::Remove(TrainerId id, uint64_t incarnation) {
   return status;
 }
 
+void Membership::Excuse(absl::Time since, absl::Duration gap) {
+  for (auto& [id, m] : live_) m.last_seen = ExcusedTime(m.last_seen, since, gap);
+}
+
 std::vector<Member> Membership::Expired(absl::Time now, absl::Duration timeout) const {
   std::vector<Member> expired;
   for (const auto& [id, m] : live_) {

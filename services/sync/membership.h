@@ -32,6 +32,12 @@ struct JoinResult {
   std::optional<Member> replaced;
 };
 
+// When a sign of life at `seen` counts from once the gap [since, since + gap] in which its keeper
+// did not run is taken out (Membership::Excuse).
+inline absl::Time ExcusedTime(absl::Time seen, absl::Time since, absl::Duration gap) {
+  return seen <= since ? seen + gap : std::max(seen, since + gap);
+}
+
 // Not thread-safe; time is passed in.
 class Membership {
  public:
@@ -56,6 +62,13 @@ class Membership {
 
   // Removes a live trainer (leave or eviction). Returns what Touch would for a bad id/incarnation.
   absl::Status Remove(TrainerId id, uint64_t incarnation);
+
+  // The keeper of this membership did not run for `gap`, which began at `since` (its process was
+  // frozen or starved): what trainers sent meanwhile may not have been read yet. A trainer's
+  // silence counts only the time the keeper ran: one last seen before the gap gets `gap` added to
+  // its last sign of life; one seen within it (just before a freeze took hold, or read by another
+  // thread) counts from the gap's end.
+  void Excuse(absl::Time since, absl::Duration gap);
 
   // Live trainers not seen for longer than `timeout`, in id order.
   std::vector<Member> Expired(absl::Time now, absl::Duration timeout) const;

@@ -51,6 +51,21 @@ TEST(Membership, ExpiresOnlySilentTrainers) {
   EXPECT_TRUE(m.Expired(kT0 + absl::Seconds(5), absl::Seconds(5)).empty());
 }
 
+// The keeper did not run from 2 s to 12 s: a trainer last seen before the gap has its silence
+// counted without the gap; one seen within it (just before the freeze) counts from its end.
+TEST(Membership, AGapTheKeeperDidNotRunIsExcused) {
+  Membership m;
+  JoinResult a = *m.Join("a", 0, kT0);
+  JoinResult b = *m.Join("b", 1, kT0);
+  ASSERT_TRUE(m.Touch(b.member.id, b.member.incarnation, kT0 + absl::Seconds(3)).ok());
+  m.Excuse(kT0 + absl::Seconds(2), absl::Seconds(10));
+  EXPECT_TRUE(m.Expired(kT0 + absl::Seconds(12), absl::Seconds(5)).empty());
+  std::vector<Member> expired = m.Expired(kT0 + absl::Seconds(16), absl::Seconds(5));
+  ASSERT_EQ(expired.size(), 1u);  // a: 2 s before the gap and 4 s after it
+  EXPECT_EQ(expired[0].id, a.member.id);
+  EXPECT_EQ(m.Expired(kT0 + absl::Seconds(18), absl::Seconds(5)).size(), 2u);
+}
+
 TEST(Membership, RestoresAResumedTrainerUnderItsOldIdentity) {
   Membership m;
   absl::StatusOr<Member> a = m.Restore(4, 2, "a", 0, kT0);

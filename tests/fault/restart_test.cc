@@ -9,6 +9,7 @@
 
 #include "../e2e/local_runs.h"
 #include "../e2e/run_files.h"
+#include "base/files.h"
 #include "cli/child_process.h"
 #include "gtest/gtest.h"
 
@@ -116,6 +117,18 @@ TEST_P(StoreRestart, TheJobGoesOnAndReportsIt) {
   EXPECT_GT(Pushes(dir, 0), pushes_before) << "see " << dir;
   const std::vector<int64_t> rounds = PulledRounds(dir, 0);
   EXPECT_TRUE(std::is_sorted(rounds.begin(), rounds.end())) << "see " << dir;
+  if (mode == "ssp") {
+    // Immediate pushes applied after the shard's last checkpoint are re-sent by their trainers
+    // (exactly once: tests/integration/store_service_test.cc). Every trainer pushes every few
+    // milliseconds, checkpoints come every second: some trainer had pushes to re-send.
+    int resent = 0;
+    for (int rank = 0; rank < 3; ++rank) {
+      const absl::StatusOr<std::string> log =
+          base::ReadFile(dir + "/trainer-" + std::to_string(rank) + ".log");
+      resent += log.ok() && log->find("that its restart lost") != std::string::npos;
+    }
+    EXPECT_GT(resent, 0) << "no trainer re-sent what the restart lost; see " << dir;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(RoundAndImmediateModes, StoreRestart,
@@ -194,6 +207,89 @@ TEST_P(CoordinatorRestart, TrainersResumeAndTheJobGoesOn) {
 INSTANTIATE_TEST_SUITE_P(EveryModeFamily, CoordinatorRestart,
                          ::testing::Values("bsp", "ssp", "wbsp_overlap", "hybrid", "dssync",
                                            "selmcast_ssp"));
+
+// A process frozen (SIGSTOP) for longer than the eviction timeout, then thawed (SIGCONT): a gray
+// failure, as a node under memory pressure or a long GC pause shows it. Nothing died, so nothing
+// may be lost: no trainer is evicted (a frozen coordinator must not hold its own silence against
+// the trainers; trainers ride out a frozen shard or coordinator within their deadlines), the run
+// reaches its target and is a normal finish.
+struct Pause {
+  const char* mode;
+  const char* process;
+};
+
+class ProcessPause : public ::testing::TestWithParam<Pause> {};
+
+TEST_P(ProcessPause, NothingIsLostAndNobodyIsEvicted) {
+  const Pause pause = GetParam();
+  const std::string dir =
+      MakeTempDir(std::string("pause-") + pause.process + "-" + pause.mode);
+  auto local = StartLocal(dir, {std::string("--mode=") + pause.mode, "--trainers=3",
+                                "--slowdown=1,1,3", "--step-time=5ms", "--eviction-timeout=3s",
+                                "--target-accuracy=0.80", "--time-limit=150s"});
+  ASSERT_NE(local, nullptr);
+  ASSERT_NE(
+      PidOnceTraining(dir, 0, [](const std::string& d) { return ReadTrace(d, 0).size() > 60; }), 0)
+      << "trainer 0 never trained; see " << dir;
+  const nlohmann::json ready = ReadJson(dir + "/" + pause.process + ".ready.json");
+  ASSERT_FALSE(ready.is_discarded()) << dir;
+  const int pid = ready["pid"].get<int>();
+  const size_t grants_before = GrantedClocks(dir, 0).size();
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  absl::SleepFor(absl::Seconds(6));  // the fault itself: twice the eviction timeout
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  const std::optional<int> status = local->Wait(absl::Minutes(3));
+  ASSERT_TRUE(status.has_value()) << "run did not finish; see " << dir;
+  EXPECT_EQ(ExitCode(*status), 0) << cli::DescribeExit(*status) << "; see " << dir;
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  ASSERT_FALSE(summary.is_discarded()) << dir;
+  EXPECT_TRUE(summary["faults"].empty()) << summary["faults"].dump() << "; see " << dir;
+  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  for (const auto& t : summary["per_trainer"]) {
+    EXPECT_EQ(t["state"], "live") << "trainer " << t["rank"] << "; see " << dir;
+    EXPECT_EQ(t["evictions"], 0) << "trainer " << t["rank"] << "; see " << dir;
+  }
+  EXPECT_GT(GrantedClocks(dir, 0).size(), grants_before) << "see " << dir;
+}
+
+INSTANTIATE_TEST_SUITE_P(CoordinatorAndStore, ProcessPause,
+                         ::testing::Values(Pause{"bsp", "coordinator-0"}, Pause{"ssp", "coordinator-0"},
+                                           Pause{"bsp", "store-0"}),
+                         [](const ::testing::TestParamInfo<Pause>& info) {
+                           std::string name = std::string(info.param.process) + "_" + info.param.mode;
+                           std::replace(name.begin(), name.end(), '-', '_');
+                           return name;
+                         });
+
+// A trainer frozen past the eviction timeout holds a BSP round up: it is evicted, the others go on
+// without it and reach the target, and the run reports the eviction (exit 4). Thawed, the trainer
+// learns it was evicted and ends (on Kubernetes its pod restarts and joins again).
+TEST(TrainerPause, AFrozenTrainerIsEvictedAndTheOthersGoOn) {
+  const std::string dir = MakeTempDir("pause-trainer-bsp");
+  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=3", "--slowdown=1,1,3", "--step-time=5ms",
+                                "--eviction-timeout=3s", "--target-accuracy=0.80",
+                                "--time-limit=150s"});
+  ASSERT_NE(local, nullptr);
+  const int pid =
+      PidOnceTraining(dir, 2, [](const std::string& d) { return ReadTrace(d, 2).size() > 20; });
+  ASSERT_NE(pid, 0) << "trainer 2 never trained; see " << dir;
+  const size_t grants_before = GrantedClocks(dir, 0).size();
+  ASSERT_EQ(kill(pid, SIGSTOP), 0);
+  absl::SleepFor(absl::Seconds(6));  // the fault itself: twice the eviction timeout
+  ASSERT_EQ(kill(pid, SIGCONT), 0);
+  const std::optional<int> status = local->Wait(absl::Minutes(3));
+  ASSERT_TRUE(status.has_value()) << "run did not finish; see " << dir;
+  EXPECT_EQ(ExitCode(*status), 4) << cli::DescribeExit(*status) << "; see " << dir;
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  ASSERT_FALSE(summary.is_discarded()) << dir;
+  EXPECT_NE(summary["faults"].dump().find("trainer 2 evicted"), std::string::npos)
+      << summary["faults"].dump();
+  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  EXPECT_GT(GrantedClocks(dir, 0).size(), grants_before) << "see " << dir;
+  for (const auto& t : summary["per_trainer"]) {
+    EXPECT_EQ(t["state"], t["rank"] == 2 ? "evicted" : "live") << "see " << dir;
+  }
+}
 
 }  // namespace
 }  // namespace syncopate::e2e
