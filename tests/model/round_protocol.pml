@@ -74,7 +74,9 @@
  *      once; with a crash, a push is missing from the final model only if the shard took it before
  *      the crash and the checkpoint it restored did not hold it in the model (immediate: applied
  *      after that checkpoint; round: its round had not closed when that checkpoint was taken),
- *      i.e. the loss window of docs/faults.md. Lost pushes are not re-sent (as in the code).
+ *      i.e. the loss window of docs/faults.md. Lost pushes are not re-sent here: the code
+ *      re-sends lost immediate (SSP) pushes (client/unsaved_pushes.h), which this model does not
+ *      include, so its SSP loss window is wider than the code's; round pushes are not re-sent.
  *  No shard reply is ever FAILED_PRECONDITION to a trainer (it would end the trainer).
  *
  * FOUND AND FIXED (BSP + CRASH, deadlock check): the shard closes round r, a checkpoint is
