@@ -6,7 +6,9 @@ steps, checkpoints every second, a target it does not reach) and injects --event
 2-6 s:
   - SIGKILL of a random store shard (syncopate local restarts it from its checkpoint),
   - SIGKILL of the coordinator (restarted; the trainers resume with it),
-  - SIGSTOP of a random trainer for 0.5-3 s, then SIGCONT (below the 5 s eviction timeout).
+  - SIGSTOP of a random trainer for 0.5-3 s, then SIGCONT (below the 5 s eviction timeout),
+  - SIGSTOP of the coordinator or of a random store shard for 1-10 s (up to twice the eviction
+    timeout), then SIGCONT: a gray failure that must cost nothing.
 After each fault it checks that every trainer was granted a new clock within 20 s (else: a stall),
 and at the end reads summary.json and the trainers' traces:
   - restarts: faults syncopate local recorded (every kill should be one);
@@ -15,7 +17,9 @@ and at the end reads summary.json and the trainers' traces:
   - evicted / failure: trainers lost, and the job's own failure;
   - grant errors: a trainer granted a clock other than its last + 1 (a grant lost or repeated);
   - push errors: a trainer's pushes not one per clock, in order (a push repeated or skipped);
-  - rounds lost: rounds restarted shards skipped (the reported loss window, docs/faults.md).
+  - rounds lost: rounds restarted shards skipped (the reported loss window, docs/faults.md);
+  - resent: immediate pushes the trainers re-sent to restarted shards (their logs), sums of them
+    counted by the pushes they hold.
 
   bench/soak.py --modes=bsp,ssp,wbsp-overlap --events=50 --out=/tmp/soak [--seed=1]
 """
@@ -72,6 +76,20 @@ def wait_for(predicate, timeout):
     return False
 
 
+def resent_pushes(run, rank):
+    """Pushes trainer `rank` re-sent to restarted shards (its log: 're-sent N push(es) ...')."""
+    total = 0
+    try:
+        with open(os.path.join(run, "trainer-%d.log" % rank)) as f:
+            for line in f:
+                if "that its restart lost" in line:
+                    words = line.split("re-sent ", 1)[1].split()
+                    total += int(words[0]) if words and words[0].isdigit() else 0
+    except OSError:
+        pass
+    return total
+
+
 def out_of_order(sequence):
     return sum(1 for a, b in zip(sequence, sequence[1:]) if b != a + 1)
 
@@ -85,7 +103,8 @@ def soak(mode, events, rng, out, binary, trainers=4, shards=2):
            "--report-dir=" + run]
     log = open(os.path.join(out, mode + ".log"), "w")
     local = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
-    row = {"mode": mode, "events": 0, "kills": 0, "stalls": 0, "hang": False, "evicted": 0}
+    row = {"mode": mode, "events": 0, "kills": 0, "pauses": 0, "stalls": 0, "hang": False,
+           "evicted": 0}
     try:
         started = wait_for(lambda: all(len(clocks(run, r, "start")) > 20
                                        for r in range(trainers)), 120)
@@ -97,14 +116,20 @@ def soak(mode, events, rng, out, binary, trainers=4, shards=2):
             if local.poll() is not None:
                 break
             before = [len(clocks(run, r, "start")) for r in range(trainers)]
-            kind = rng.choices(["store", "coordinator", "pause"], [0.4, 0.3, 0.3])[0]
-            if kind == "pause":
-                rank = rng.randrange(trainers)
-                pid = pid_of(run, "trainer-%d" % rank)
+            kind = rng.choices(["store", "coordinator", "pause", "freeze"],
+                               [0.3, 0.25, 0.15, 0.3])[0]
+            if kind in ("pause", "freeze"):
+                if kind == "pause":
+                    name, seconds = "trainer-%d" % rng.randrange(trainers), rng.uniform(0.5, 3)
+                else:
+                    name = rng.choice(["coordinator-0", "store-%d" % rng.randrange(shards)])
+                    seconds = rng.uniform(1, 10)
+                pid = pid_of(run, name)
                 if pid:
                     os.kill(pid, signal.SIGSTOP)
-                    time.sleep(rng.uniform(0.5, 3))
+                    time.sleep(seconds)
                     os.kill(pid, signal.SIGCONT)
+                    row["pauses"] += 1
             else:
                 name = "coordinator-0" if kind == "coordinator" else "store-%d" % rng.randrange(shards)
                 pid = pid_of(run, name)
@@ -138,6 +163,7 @@ def soak(mode, events, rng, out, binary, trainers=4, shards=2):
     row["rounds_lost"] = summary.get("store_rounds_lost", 0)
     row["grant_errors"] = sum(out_of_order(clocks(run, r, "start")) for r in range(trainers))
     row["push_errors"] = sum(out_of_order(clocks(run, r, "pushed")) for r in range(trainers))
+    row["resent"] = sum(resent_pushes(run, r) for r in range(trainers))
     row["exit"] = local.returncode
     return row
 
@@ -157,8 +183,8 @@ def main():
     os.makedirs(args.out, exist_ok=True)
     rng = random.Random(args.seed)
     rows = [soak(mode, args.events, rng, args.out, args.binary) for mode in args.modes.split(",")]
-    columns = ["mode", "events", "kills", "restarts", "stalls", "hang", "evicted", "grant_errors",
-               "push_errors", "rounds_lost", "exit", "failure"]
+    columns = ["mode", "events", "kills", "pauses", "restarts", "stalls", "hang", "evicted",
+               "grant_errors", "push_errors", "rounds_lost", "resent", "exit", "failure"]
     lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
     for row in rows:
         lines.append("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")

@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -55,6 +56,19 @@ absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& che
     a->set_sequence(sequence);
   }
   out.set_epoch(state.epoch);
+  for (const std::shared_ptr<const StagedPush>& push : state.pending) {
+    v1::PendingPush* p = out.add_pending();
+    *p->mutable_header() = push->header;
+    for (const tensor::TensorSpec& spec : push->tensors) {
+      tensor::ToProto(spec, p->mutable_header()->add_tensors());
+    }
+    for (const StagedChunk& chunk : push->chunks) {
+      v1::TensorChunk* c = p->add_chunks();
+      c->set_tensor(push->tensors[chunk.tensor_index].name);
+      c->set_offset(chunk.offset);
+      c->set_data(chunk.bytes);
+    }
+  }
   out.set_has_membership(state.has_membership);
   for (const TrainerKey& m : state.members) {
     v1::Member* member = out.add_members();
@@ -115,6 +129,32 @@ absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t
     out.state.sequences.push_back({{a.trainer_id(), a.incarnation()}, a.sequence()});
   }
   out.state.epoch = checkpoint.epoch();
+  // Pending pushes are checked as a push stream is, against the checkpoint's own tensors.
+  absl::flat_hash_map<std::string, const tensor::TensorSpec*> specs;
+  for (const tensor::TensorSpec& spec : out.state.model->specs) specs[spec.name] = &spec;
+  SpecLookup lookup = [&](const std::string& name) -> std::optional<tensor::TensorSpec> {
+    auto it = specs.find(name);
+    if (it == specs.end()) return std::nullopt;
+    return *it->second;
+  };
+  for (v1::PendingPush& pending : *checkpoint.mutable_pending()) {
+    PushAssembler assembler(lookup);
+    v1::PushMessage message;
+    *message.mutable_header() = std::move(*pending.mutable_header());
+    absl::Status added = assembler.Add(message);
+    for (v1::TensorChunk& chunk : *pending.mutable_chunks()) {
+      if (!added.ok()) break;
+      *message.mutable_chunk() = std::move(chunk);
+      added = assembler.Add(message);
+    }
+    absl::StatusOr<StagedPush> push =
+        added.ok() ? assembler.Finish() : absl::StatusOr<StagedPush>(added);
+    if (!push.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": a pending push is not whole: ", push.status().message()));
+    }
+    out.state.pending.push_back(std::make_shared<const StagedPush>(*std::move(push)));
+  }
   out.state.has_membership = checkpoint.has_membership();
   for (const v1::Member& m : checkpoint.members()) {
     out.state.members.push_back({m.trainer_id(), m.incarnation()});

@@ -117,6 +117,54 @@ TEST_F(CheckpointTest, AMembershipChangeIsCheckpointed) {
   EXPECT_EQ(ReadCheckpoint(path_, 1, 3)->state.members.size(), 2u);
 }
 
+// Round pushes no round has taken yet survive a restart: a round that waits for a slow trainer
+// (or one stuck until the progress timeout) loses nothing it had when the checkpoint was cut.
+TEST_F(CheckpointTest, PendingRoundPushesSurviveARestart) {
+  ParameterTable rounds;
+  rounds.SetMembers({{1, 1}, {2, 1}});
+  ASSERT_TRUE(rounds.Initialize(Stage(Header(1, 1, 0), {{"w", {1, 2}}})).ok());
+  const int64_t version = rounds.durable_version();
+  for (int64_t clock = 1; clock <= 2; ++clock) {
+    ASSERT_TRUE(rounds
+                    .Apply(Stage(Header(1, 1, clock, v1::APPLY_MODE_ROUND, 1, clock),
+                                 {{"w", {static_cast<float>(clock), 0}}}))
+                    .ok());
+  }
+  EXPECT_GT(rounds.durable_version(), version);  // a pending push is worth a checkpoint
+  ASSERT_TRUE(WriteCheckpoint(path_, {rounds.Durable(), absl::Now()}, 1, 3).ok());
+
+  ParameterTable restarted;
+  ASSERT_TRUE(restarted.Restore(ReadCheckpoint(path_, 1, 3)->state).ok());
+  restarted.SetMembers({{1, 1}, {2, 1}}, 0);
+  // Trainer 1's clocks 1 and 2 were pending: the cut at clock 1 takes one, then the other.
+  auto first = restarted.CloseRound({1, {{{1, 1}, 1}}, v1::AGGREGATION_SCALED, 1.0});
+  ASSERT_TRUE(first.ok()) << first.status();
+  EXPECT_EQ(first->pushes, 1u);
+  EXPECT_EQ((*restarted.Snapshot(1))->values[0], (std::vector<float>{2, 2}));
+  EXPECT_EQ(restarted.CloseRound({2, {{{1, 1}, 2}}, v1::AGGREGATION_SCALED, 1.0})->pushes, 1u);
+  EXPECT_EQ((*restarted.Snapshot(2))->values[0], (std::vector<float>{4, 2}));
+  // A retry of a pending push that was checkpointed is a duplicate.
+  auto retry = restarted.Apply(Stage(Header(1, 1, 2, v1::APPLY_MODE_ROUND, 1, 2), {{"w", {1, 1}}}));
+  ASSERT_TRUE(retry.ok()) << retry.status();
+  EXPECT_TRUE(retry->duplicate);
+}
+
+// A pending push that does not fit the restored model is refused, and nothing is restored.
+TEST_F(CheckpointTest, APendingPushThatDoesNotFitIsRefused) {
+  ParameterTable rounds;
+  rounds.SetMembers({{1, 1}});
+  ASSERT_TRUE(rounds.Initialize(Stage(Header(1, 1, 0), {{"w", {1, 2}}})).ok());
+  ASSERT_TRUE(
+      rounds.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_ROUND, 1, 1), {{"w", {1, 1}}})).ok());
+  DurableState state = rounds.Durable();
+  auto model = std::make_shared<ModelSnapshot>(*state.model);
+  model->specs[0].name = "v";
+  state.model = model;
+  ParameterTable restarted;
+  EXPECT_EQ(restarted.Restore(state).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(restarted.Specs().empty());
+}
+
 TEST_F(CheckpointTest, MissingIsNotFoundAndOtherLayoutsAreRefused) {
   EXPECT_EQ(ReadCheckpoint(path_, 1, 3).status().code(), absl::StatusCode::kNotFound);
   ASSERT_TRUE(WriteCheckpoint(path_, Now(), 1, 3).ok());

@@ -48,12 +48,16 @@ int64_t ParameterTable::last_closed_round() const {
 
 int64_t ParameterTable::durable_version() const {
   absl::ReaderMutexLock lock(&mu_);
-  return live_version_ + membership_changes_;  // both only grow
+  return DurableVersionLocked();
 }
 
 int64_t ParameterTable::durable_epoch() const {
   absl::ReaderMutexLock lock(&mu_);
   return durable_epoch_;
+}
+
+int64_t ParameterTable::DurableVersionLocked() const {
+  return live_version_ + membership_changes_ + round_pushes_taken_in_;  // each only grows
 }
 
 void ParameterTable::Saved(int64_t epoch) {
@@ -173,10 +177,30 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     return absl::InvalidArgumentError("a restored model needs values for every tensor");
   }
   const ModelSnapshot& model = *state.model;
+  // Every pending push must fit the model and its trainer's clock order: checked before anything
+  // is restored.
+  std::map<TrainerKey, std::deque<PendingPush>> pending;
+  for (const std::shared_ptr<const StagedPush>& push : state.pending) {
+    for (const tensor::TensorSpec& spec : push->tensors) {
+      auto held = std::find_if(model.specs.begin(), model.specs.end(),
+                               [&](const tensor::TensorSpec& s) { return s.name == spec.name; });
+      if (held == model.specs.end() || held->shape != spec.shape) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "a pending push names tensor '", spec.name, "', which the restored model lacks"));
+      }
+    }
+    const v1::PushHeader& h = push->header;
+    std::deque<PendingPush>& queue = pending[{h.trainer_id(), h.incarnation()}];
+    if (!queue.empty() && h.clock() <= queue.back().clock) {
+      return absl::InvalidArgumentError("pending pushes out of clock order");
+    }
+    queue.push_back(PendingPush{h.clock(), push});
+  }
   absl::MutexLock lock(&mu_);
   if (!tensors_.empty()) {
     return absl::FailedPreconditionError("cannot restore into a store that holds a model");
   }
+  pending_ = std::move(pending);
   for (size_t i = 0; i < model.specs.size(); ++i) {
     tensors_[model.specs[i].name] = Tensor{model.specs[i], model.values[i]};
   }
@@ -214,10 +238,13 @@ DurableState ParameterTable::Durable() {
   for (const auto& [key, sequence] : last_sequence_) {
     state.sequences.push_back({TrainerKey{key.first, key.second}, sequence});
   }
+  for (const auto& [trainer, queue] : pending_) {
+    for (const PendingPush& p : queue) state.pending.push_back(p.push);
+  }
   state.has_membership = has_membership_;
   for (const auto& [id, incarnation] : member_incarnation_) state.members.push_back({id, incarnation});
   std::sort(state.members.begin(), state.members.end());
-  state.version = live_version_ + membership_changes_;
+  state.version = DurableVersionLocked();
   state.epoch = ++epoch_;
   return state;
 }
@@ -271,7 +298,8 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
             absl::StrCat("push of clock ", h.clock(), " after clock ", queue.back().clock));
       }
       const int64_t clock = h.clock();
-      queue.push_back(PendingPush{clock, std::move(push)});
+      queue.push_back(PendingPush{clock, std::make_shared<const StagedPush>(std::move(push))});
+      ++round_pushes_taken_in_;
       break;
     }
     default:
@@ -320,7 +348,7 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
     if (it == pending_.end()) continue;
     std::deque<PendingPush>& queue = it->second;
     while (!queue.empty() && queue.front().clock <= cut.clock) {
-      weight_sum += queue.front().push.header.weight();
+      weight_sum += queue.front().push->header.weight();
       taken.push_back(std::move(queue.front()));
       queue.pop_front();
     }
@@ -337,9 +365,9 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
                             ? (weight_sum > 0 ? 1.0 / weight_sum : 0.0)
                             : request.scale;
   for (const PendingPush& p : taken) {
-    const float scale = static_cast<float>(factor * p.push.header.weight());
-    for (const StagedChunk& chunk : p.push.chunks) {
-      Tensor& t = tensors_[p.push.tensors[chunk.tensor_index].name];
+    const float scale = static_cast<float>(factor * p.push->header.weight());
+    for (const StagedChunk& chunk : p.push->chunks) {
+      Tensor& t = tensors_[p.push->tensors[chunk.tensor_index].name];
       ScaledAdd(t.values.data() + chunk.offset, chunk.values(), chunk.size(), scale);
     }
   }

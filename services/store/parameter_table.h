@@ -61,14 +61,16 @@ struct RoundCut {
 
 // What a shard must keep across a restart to resume a job (checkpoint.h writes it): the live model,
 // the last closed round (the live model is its snapshot in round modes), each trainer's last cut
-// and its last applied push sequence, and the membership in force (so that a coordinator that
-// restarts with every shard still finds the job). Pending round pushes are not part of it: a
-// restart loses them with everything else since the checkpoint (the loss window).
+// and its last applied push sequence, the round pushes still pending (however long a round takes
+// to close, a restart loses only what came after the checkpoint), and the membership in force (so
+// that a coordinator that restarts with every shard still finds the job).
 struct DurableState {
   std::shared_ptr<const ModelSnapshot> model;  // the live model: a copy, or its round snapshot
   int64_t last_closed_round = -1;
   std::vector<RoundCut> cuts;
   std::vector<std::pair<TrainerKey, uint64_t>> sequences;
+  // Pending ROUND pushes, each trainer's in clock order (shared with the table: immutable).
+  std::vector<std::shared_ptr<const StagedPush>> pending;
   bool has_membership = false;  // false until a coordinator first set one
   std::vector<TrainerKey> members;
   int64_t version = 0;  // ParameterTable::durable_version() at the cut
@@ -111,7 +113,8 @@ class ParameterTable {
   std::vector<tensor::TensorSpec> Specs() const;
   int64_t live_version() const;
   int64_t last_closed_round() const;  // -1 before anything was initialized
-  // Changes whenever anything a checkpoint holds changes: the live model or the membership.
+  // Changes whenever anything a checkpoint holds changes: the live model, the pending round
+  // pushes, or the membership.
   int64_t durable_version() const;
   // Pushes applied in an epoch below this one are in a checkpoint written to disk (Saved).
   int64_t durable_epoch() const;
@@ -129,12 +132,13 @@ class ParameterTable {
   absl::StatusOr<ApplyResult> Initialize(const StagedPush& push);
 
   // Loads a checkpointed state into an empty table: its model becomes the live model and the
-  // snapshot of its last closed round (round 0 when none had closed), its cuts, sequences and
-  // membership the table's (the membership is reported by Members() but serves nothing until the
+  // snapshot of its last closed round (round 0 when none had closed), its cuts, sequences, pending
+  // round pushes and membership the table's (the membership is reported by Members() but serves nothing until the
   // coordinator's first SetMembers reconciles the shard); later Initialize calls with the same
   // tensors find it already initialized.
   // FAILED_PRECONDITION when the table holds tensors already; INVALID_ARGUMENT for a state
-  // without a model or with values missing.
+  // without a model or with values missing, or with a pending push that does not fit the model
+  // or its trainer's clock order (nothing is restored then).
   absl::Status Restore(const DurableState& state);
 
   // The table's DurableState, taken at one instant (a checkpoint's consistent cut), closing the
@@ -182,11 +186,12 @@ class ParameterTable {
   };
   struct PendingPush {
     int64_t clock = 0;
-    StagedPush push;
+    std::shared_ptr<const StagedPush> push;
   };
 
   absl::Status CheckMember(const v1::PushHeader& header) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckReconciled() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  int64_t DurableVersionLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ModelSnapshot> MakeSnapshot(int64_t round) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   void Publish(std::shared_ptr<const ModelSnapshot> snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -204,6 +209,7 @@ class ParameterTable {
   bool membership_received_ ABSL_GUARDED_BY(mu_) = false;  // reconciled since this start
   bool has_membership_ ABSL_GUARDED_BY(mu_) = false;       // set now or restored
   int64_t membership_changes_ ABSL_GUARDED_BY(mu_) = 0;
+  int64_t round_pushes_taken_in_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // the open checkpoint epoch
   int64_t durable_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   absl::flat_hash_map<uint64_t, uint64_t> member_incarnation_ ABSL_GUARDED_BY(mu_);

@@ -117,7 +117,7 @@ TEST_P(StoreRestart, TheJobGoesOnAndReportsIt) {
   EXPECT_GT(Pushes(dir, 0), pushes_before) << "see " << dir;
   const std::vector<int64_t> rounds = PulledRounds(dir, 0);
   EXPECT_TRUE(std::is_sorted(rounds.begin(), rounds.end())) << "see " << dir;
-  if (mode == "ssp") {
+  if (mode == "asp" || mode == "ssp" || mode == "dssp") {
     // Immediate pushes applied after the shard's last checkpoint are re-sent by their trainers
     // (exactly once: tests/integration/store_service_test.cc). Every trainer pushes every few
     // milliseconds, checkpoints come every second: some trainer had pushes to re-send.
@@ -131,8 +131,9 @@ TEST_P(StoreRestart, TheJobGoesOnAndReportsIt) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(RoundAndImmediateModes, StoreRestart,
-                         ::testing::Values("bsp", "ssp", "wbsp_overlap"));
+INSTANTIATE_TEST_SUITE_P(EveryStoreMode, StoreRestart,
+                         ::testing::Values("bsp", "asp", "ssp", "dssp", "wbsp", "wbsp_overlap",
+                                           "hybrid"));
 
 // The coordinator and every store shard killed at once (a node with all of them drained): the
 // shards come back from their checkpoints, membership included, the restarted coordinator finds

@@ -21,7 +21,10 @@
  *                        moment that state changed since the last one (the real one only when the
  *                        live version changed: a superset; copying unchanged state again is a
  *                        no-op, and would hide deadlocks behind an ever-enabled loop).
- *                        Pending round pushes and close_results_ are NOT in it (checkpoint.h).
+ *                        close_results_ is NOT in it. Pending round pushes are not in the
+ *                        model's checkpoint, though the code's holds them (one atomic cut holds
+ *                        each push either pending or in the model, never both): restored
+ *                        pending pushes are not modelled.
  *      Crasher         = a kill at any moment + restart + Checkpointer::RestoreIfPresent /
  *                        ParameterTable::Restore: volatile state reset to the last checkpoint,
  *                        pending pushes and close_results_ gone, unreconciled until SetMembers.
