@@ -121,25 +121,39 @@ absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
                                const absl::Status& sent, const v1::PushReply& reply) {
   UnsavedPushes& unsaved = unsaved_[shard];
   if (absl::IsAborted(sent)) {
+    // The shard restarted: which process answers now? (Any failure to ask is a transient one.)
     v1::Schema schema;
     auto ctx = rpc::ContextWithTimeout(timeout_);
     grpc::Status asked = stubs_[shard]->GetSchema(ctx.get(), v1::GetSchemaRequest(), &schema);
-    if (!asked.ok()) return rpc::FromGrpcStatus(asked);
-    unsaved.LoseFrom(schema.durable_epoch());
-    shard_incarnation_[shard] = schema.incarnation();
-    spdlog::warn("store {} restarted from its checkpoint of epoch {}: re-sending the {} push sum(s) "
-                 "it lost",
-                 addresses_[shard], schema.durable_epoch(), unsaved.to_resend());
+    if (!asked.ok()) {
+      return absl::UnavailableError(absl::StrCat("store ", addresses_[shard],
+                                                 " restarted; asking it which process it is: ",
+                                                 asked.error_message()));
+    }
+    if (schema.incarnation() != shard_incarnation_[shard]) {
+      unsaved.LoseAll();
+      shard_incarnation_[shard] = schema.incarnation();
+      spdlog::warn("store {} restarted: re-sending the {} push sum(s) it had not checkpointed",
+                   addresses_[shard], unsaved.to_resend());
+    }
     return absl::UnavailableError(absl::StrCat("store ", addresses_[shard], " restarted"));
   }
   RETURN_IF_ERROR(sent);
   shard_incarnation_[shard] = reply.incarnation();
-  if (header.apply_mode() == v1::APPLY_MODE_IMMEDIATE && !reply.duplicate()) {
+  // A duplicate whose original epoch the shard knows is kept too (its first reply was lost).
+  if (reply.epoch() >= 0) {
     std::vector<const std::string*> names;
     for (const auto* t : tensors) names.push_back(&t->first);
-    unsaved.Add(reply.epoch(), header.sequence(), header.clock(), header.weight(), delta, names);
+    const int dropped = unsaved.Add(reply.incarnation(), reply.epoch(), header.sequence(),
+                                    header.clock(), header.weight(),
+                                    header.apply_mode() == v1::APPLY_MODE_ROUND, delta, names);
+    if (dropped > 0) {
+      spdlog::warn("store {} has not checkpointed for a long time: {} older push(es) are no "
+                   "longer kept to re-send after a restart",
+                   addresses_[shard], dropped);
+    }
   }
-  unsaved.Release(reply.durable_epoch());
+  unsaved.Release(reply.incarnation(), reply.durable_epoch());
   return absl::OkStatus();
 }
 
@@ -151,16 +165,36 @@ absl::Status StoreClient::ResendLost(size_t shard, const v1::PushHeader& header)
     h.set_incarnation(header.incarnation());
     h.set_sequence(lost->last_sequence);
     h.set_clock(lost->last_clock);
-    h.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
-    h.set_weight(1.0f);  // the sum holds weight x delta
+    h.set_resent(true);
+    // The sum holds weight x delta: sent as their weighted mean with their total weight, it
+    // weighs in a round as they would have (immediate ones take weight 1 and the sum as it is).
+    const tensor::TensorMap* delta = &lost->sum;
+    tensor::TensorMap mean;
+    if (lost->round && lost->weight_sum > 0) {
+      h.set_apply_mode(v1::APPLY_MODE_ROUND);
+      h.set_weight(static_cast<float>(lost->weight_sum));
+      const float scale = static_cast<float>(1.0 / lost->weight_sum);
+      for (const auto& [name, values] : lost->sum) {
+        std::vector<float>& m = mean[name];
+        m.reserve(values.size());
+        for (float v : values) m.push_back(v * scale);
+      }
+      delta = &mean;
+    } else {
+      h.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+      h.set_weight(1.0f);
+    }
     std::vector<const tensor::TensorMap::value_type*> tensors;
-    for (const auto& entry : lost->sum) tensors.push_back(&entry);
+    for (const auto& entry : *delta) tensors.push_back(&entry);
     v1::PushReply reply;
     const absl::Status sent = SendTo(shard, false, h, tensors, &reply);
-    // Kept again under the epoch it now went into, until that is checkpointed too.
-    RETURN_IF_ERROR(Took(shard, h, lost->sum, tensors, sent, reply));
-    spdlog::info("store {}: re-sent {} push(es) up to sequence {} that its restart lost",
-                 addresses_[shard], lost->pushes, lost->last_sequence);
+    // Kept again under the epoch it now went into, until that is checkpointed too. A duplicate
+    // was in the checkpoint the shard restored.
+    RETURN_IF_ERROR(Took(shard, h, *delta, tensors, sent, reply));
+    if (!reply.duplicate()) {
+      spdlog::info("store {}: re-sent {} push(es) up to sequence {} that its restart lost",
+                   addresses_[shard], lost->pushes, lost->last_sequence);
+    }
     unsaved.PopResent();
   }
   return absl::OkStatus();

@@ -31,11 +31,11 @@ struct LinkLimits {
 // and RESOURCE_EXHAUSTED (backpressure). A shard's outage is logged when it starts and when it
 // ends, not per attempt. Any other refusal is returned at once.
 //
-// Exactly once across a shard's restart: the client keeps, per shard, the immediate pushes the
-// shard applied but has not checkpointed yet (UnsavedPushes), and every push names the shard
-// incarnation it expects. A restarted shard refuses it (ABORTED); the client then learns from
-// which checkpoint epoch the shard restored, re-sends what it lost since, and retries the push.
-// Round pushes are not kept: a restart loses the pending ones (docs/faults.md).
+// Exactly once across a shard's restart: the client keeps, per shard, the pushes the shard took
+// but has not checkpointed yet (UnsavedPushes), and every push names the shard incarnation it
+// expects. A restarted shard refuses it (ABORTED); the client then learns from which checkpoint
+// epoch the shard restored, re-sends what it lost since (round pushes go into the next round:
+// their own rounds were lost on that shard), and retries the push (docs/faults.md).
 class StoreClient final : public StoreLink {
  public:
   // `timeout` bounds each RPC; `chunk_bytes` sizes stream chunks.

@@ -43,6 +43,15 @@ Coordinator::~Coordinator() { Stop(); }
 void Coordinator::Start() {
   ProbeStores();
   thread_ = std::thread([this] { ActionLoop(); });
+  watchdog_ = std::thread([this] { WatchForPauses(); });
+}
+
+void Coordinator::WatchForPauses() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    mu_.AwaitWithTimeout(absl::Condition(&stopping_), options_.tick);
+    if (!stopping_) ExcusePause(clock_.Now());
+  }
 }
 
 void Coordinator::Stop() {
@@ -53,6 +62,7 @@ void Coordinator::Stop() {
     for (auto& [id, session] : sessions_) session.outbox->Close();
   }
   if (thread_.joinable()) thread_.join();
+  if (watchdog_.joinable()) watchdog_.join();
 }
 
 absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_ptr<Outbox> outbox) {
@@ -550,8 +560,8 @@ void Coordinator::ProbeStores() {
 }
 
 void Coordinator::ExcusePause(absl::Time now) {
-  const absl::Time since = last_tick_;
-  last_tick_ = now;
+  const absl::Time since = last_beat_;
+  last_beat_ = std::max(last_beat_, now);
   if (since == absl::InfinitePast() || now - since <= options_.pause_threshold) return;
   const absl::Duration gap = now - since;
   metrics_.pauses.Increment();
@@ -561,6 +571,8 @@ void Coordinator::ExcusePause(absl::Time now) {
       absl::FormatDuration(absl::Trunc(gap, absl::Milliseconds(1))));
   membership_.Excuse(since, gap);
   for (auto& [id, at] : last_progress_) at = sync::ExcusedTime(at, since, gap);
+  // Resumes sent while it was frozen are still on their way too.
+  if (phase_ == Phase::kRecovering) recovery_ends_ += gap;
 }
 
 void Coordinator::Tick() {

@@ -35,9 +35,10 @@ struct CoordinatorOptions {
   absl::Duration heartbeat_interval = absl::Seconds(1);
   // How often the action thread checks for expired trainers and retries failed store calls.
   absl::Duration tick = absl::Milliseconds(100);
-  // Ticks further apart than this mean the coordinator itself did not run (its process was
-  // frozen, or starved of CPU): that time is not held against the trainers' silence or progress,
-  // since their messages from it are still on their way. Infinite: never excused.
+  // A watchdog thread that makes no calls beats every `tick`; beats further apart than this mean
+  // the coordinator itself did not run (its process was frozen, or starved of CPU): that time is
+  // not held against the trainers' silence or progress, since their messages from it are still
+  // on their way (a store call that blocks the action thread is not a pause). Infinite: never.
   absl::Duration pause_threshold = absl::Seconds(1);
   // Training is done once a reported test accuracy reaches this (0: never): every trainer, and any
   // that joins later, is told Done.
@@ -152,8 +153,11 @@ class Coordinator {
 
   void ActionLoop();
   void Tick() ABSL_LOCKS_EXCLUDED(mu_);
-  // Excuses the trainers for a gap since the last tick over options_.pause_threshold.
+  // Beats the watchdog: a gap since the last beat over options_.pause_threshold is excused from
+  // the trainers' silence and progress. Called by the watchdog and by every tick (whichever runs
+  // first after a freeze).
   void ExcusePause(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  void WatchForPauses() ABSL_LOCKS_EXCLUDED(mu_);
   // Evicts trainers that hold others up without progress (options_.progress_timeout).
   void EvictStalled(absl::Time now) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Carries out pending actions until one fails (retried after a backoff, membership first) or
@@ -204,7 +208,7 @@ class Coordinator {
   absl::Time retry_at_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Time> stores_failing_since_ ABSL_GUARDED_BY(mu_);
   absl::Time next_probe_ ABSL_GUARDED_BY(mu_);
-  absl::Time last_tick_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
+  absl::Time last_beat_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kProbing;
   // While recovering: the members the stores know that have not resumed yet, by id.
   std::map<sync::TrainerId, ShardMember> expected_ ABSL_GUARDED_BY(mu_);
@@ -215,6 +219,7 @@ class Coordinator {
   uint32_t store_restarts_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t store_rounds_lost_ ABSL_GUARDED_BY(mu_) = 0;
   std::thread thread_;
+  std::thread watchdog_;
 };
 
 }  // namespace syncopate::coordinator

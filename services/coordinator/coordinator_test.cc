@@ -49,6 +49,9 @@ class FakeStores final : public StoreControl {
   }
   absl::StatusOr<std::vector<ShardState>> Probe() override {
     absl::MutexLock lock(&mu_);
+    // A probe that hangs (a frozen shard) until released, at most 10 s of real time.
+    mu_.AwaitWithTimeout(absl::Condition(+[](bool* held) { return !*held; }, &probes_held_),
+                         absl::Seconds(10));
     if (probes_fail_) return absl::UnavailableError("store down");
     return std::vector<ShardState>{state_};
   }
@@ -63,6 +66,10 @@ class FakeStores final : public StoreControl {
   void FailProbes(bool fail) {
     absl::MutexLock lock(&mu_);
     probes_fail_ = fail;
+  }
+  void HoldProbes(bool held) {
+    absl::MutexLock lock(&mu_);
+    probes_held_ = held;
   }
   std::vector<std::string> addresses() const override { return {"127.0.0.1:1"}; }
   void Restart(int64_t behind, bool with_model = true) {
@@ -85,6 +92,7 @@ class FakeStores final : public StoreControl {
   std::vector<std::string> log_;
   int failures_left_ = 0;
   bool probes_fail_ = false;
+  bool probes_held_ = false;
   ShardState state_{1, 0, true, 0, false, {}};
 };
 
@@ -498,6 +506,29 @@ TEST_F(CoordinatorTest, AFrozenCoordinatorDoesNotHoldItsOwnSilenceAgainstTheTrai
   }
   EXPECT_TRUE(evicted);
   EXPECT_EQ(coordinator_->Status().live_trainers(), 1u);
+}
+
+// A store call that hangs holds up the action thread, not the process: the trainers' messages are
+// read meanwhile, so a trainer silent all that time is evicted once the call returns (no pause).
+TEST_F(CoordinatorTest, AHungStoreCallIsNotAPause) {
+  pause_threshold_ = absl::Seconds(1);
+  Make("bsp", 2);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  stores_.HoldProbes(true);
+  for (int i = 0; i < 35; ++i) {  // 7 s of fake time: the next probe hangs on the way
+    coordinator_->Heartbeat(a, v1::Heartbeat());
+    clock_.Advance(absl::Milliseconds(200));
+    absl::SleepFor(absl::Milliseconds(10));  // lets the watchdog beat (a bounded wait)
+  }
+  stores_.HoldProbes(false);
+  v1::Directive d;
+  bool evicted = false;
+  for (int i = 0; i < 20 && !evicted; ++i) {
+    coordinator_->Heartbeat(a, v1::Heartbeat());
+    evicted = out_b->Pop(&d, absl::Milliseconds(100)) && d.has_evicted();
+  }
+  EXPECT_TRUE(evicted);
+  EXPECT_EQ(metrics_.pauses.Value(), 0);
 }
 
 TEST_F(CoordinatorTest, ASlowTrainerThatHoldsNobodyUpStays) {

@@ -55,7 +55,6 @@ absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& che
     a->set_incarnation(trainer.incarnation);
     a->set_sequence(sequence);
   }
-  out.set_epoch(state.epoch);
   for (const std::shared_ptr<const StagedPush>& push : state.pending) {
     v1::PendingPush* p = out.add_pending();
     *p->mutable_header() = push->header;
@@ -128,7 +127,6 @@ absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t
   for (const v1::AppliedSequence& a : checkpoint.sequences()) {
     out.state.sequences.push_back({{a.trainer_id(), a.incarnation()}, a.sequence()});
   }
-  out.state.epoch = checkpoint.epoch();
   // Pending pushes are checked as a push stream is, against the checkpoint's own tensors.
   absl::flat_hash_map<std::string, const tensor::TensorSpec*> specs;
   for (const tensor::TensorSpec& spec : out.state.model->specs) specs[spec.name] = &spec;

@@ -51,11 +51,6 @@ int64_t ParameterTable::durable_version() const {
   return DurableVersionLocked();
 }
 
-int64_t ParameterTable::durable_epoch() const {
-  absl::ReaderMutexLock lock(&mu_);
-  return durable_epoch_;
-}
-
 int64_t ParameterTable::DurableVersionLocked() const {
   return live_version_ + membership_changes_ + round_pushes_taken_in_;  // each only grows
 }
@@ -191,7 +186,7 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     }
     const v1::PushHeader& h = push->header;
     std::deque<PendingPush>& queue = pending[{h.trainer_id(), h.incarnation()}];
-    if (!queue.empty() && h.clock() <= queue.back().clock) {
+    if (!queue.empty() && h.clock() < queue.back().clock) {  // re-sent sums may share a clock
       return absl::InvalidArgumentError("pending pushes out of clock order");
     }
     queue.push_back(PendingPush{h.clock(), push});
@@ -214,7 +209,6 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     last_sequence_[{trainer.id, trainer.incarnation}] = sequence;
     ever_members_.insert(trainer.id);
   }
-  epoch_ = durable_epoch_ = state.epoch;
   has_membership_ = state.has_membership;
   for (const TrainerKey& m : state.members) {
     member_incarnation_[m.id] = m.incarnation;
@@ -226,7 +220,7 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
 }
 
 DurableState ParameterTable::Durable() {
-  absl::MutexLock lock(&mu_);
+  absl::ReaderMutexLock lock(&mu_);
   DurableState state;
   // In round modes the live model changes only when a round closes, and every close publishes it:
   // the newest snapshot then is the live model, shared instead of copied, so the checkpoint holds
@@ -245,7 +239,7 @@ DurableState ParameterTable::Durable() {
   for (const auto& [id, incarnation] : member_incarnation_) state.members.push_back({id, incarnation});
   std::sort(state.members.begin(), state.members.end());
   state.version = DurableVersionLocked();
-  state.epoch = ++epoch_;
+  state.epoch = epoch_.fetch_add(1) + 1;
   return state;
 }
 
@@ -256,12 +250,15 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
   RETURN_IF_ERROR(CheckMember(h));
   ApplyResult result;
   const uint64_t sequence = h.sequence();  // `push` may be moved below
-  uint64_t& last = last_sequence_[{h.trainer_id(), h.incarnation()}];
-  result.epoch = epoch_;
+  const std::pair<uint64_t, uint64_t> trainer{h.trainer_id(), h.incarnation()};
+  uint64_t& last = last_sequence_[trainer];
+  result.epoch = epoch_.load();
   result.durable_epoch = durable_epoch_;
   if (sequence != 0 && sequence <= last) {
     result.duplicate = true;
     result.live_version = live_version_;
+    auto applied = last_epoch_.find(trainer);
+    result.epoch = sequence == last && applied != last_epoch_.end() ? applied->second : -1;
     return result;
   }
   // Every tensor is checked before any is changed: the push applies entirely or not at all.
@@ -282,7 +279,9 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
     case v1::APPLY_MODE_ROUND: {
       if (h.weight() <= 0) return absl::InvalidArgumentError("round pushes need a positive weight");
       const TrainerKey key{h.trainer_id(), h.incarnation()};
-      if (auto cut = last_cut_.find(key); cut != last_cut_.end() && h.clock() <= cut->second) {
+      auto cut = last_cut_.find(key);
+      const bool late = cut != last_cut_.end() && h.clock() <= cut->second;
+      if (late && !h.resent()) {
         return absl::FailedPreconditionError(
             absl::StrCat("push of clock ", h.clock(), " is late: trainer ", h.trainer_id(),
                          "'s round up to clock ", cut->second, " has closed"));
@@ -293,19 +292,29 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
             absl::StrCat("trainer ", h.trainer_id(), " has ", queue.size(),
                          " pushes waiting for a round that does not close"));
       }
-      if (!queue.empty() && h.clock() <= queue.back().clock) {
+      // A re-sent sum is older than the pushes that came after the restart: it goes before them
+      // (at the cut's clock when late, so the next round takes it).
+      const int64_t clock = late ? cut->second : h.clock();
+      auto at = queue.end();
+      if (h.resent()) {
+        at = std::upper_bound(queue.begin(), queue.end(), clock,
+                              [](int64_t c, const PendingPush& p) { return c < p.clock; });
+      } else if (!queue.empty() && clock <= queue.back().clock) {
         return absl::FailedPreconditionError(
-            absl::StrCat("push of clock ", h.clock(), " after clock ", queue.back().clock));
+            absl::StrCat("push of clock ", clock, " after clock ", queue.back().clock));
       }
-      const int64_t clock = h.clock();
-      queue.push_back(PendingPush{clock, std::make_shared<const StagedPush>(std::move(push))});
+      push.header.set_clock(clock);  // as a checkpoint keeps it
+      queue.insert(at, PendingPush{clock, std::make_shared<const StagedPush>(std::move(push))});
       ++round_pushes_taken_in_;
       break;
     }
     default:
       return absl::InvalidArgumentError("push without an apply mode");
   }
-  if (sequence != 0) last = sequence;
+  if (sequence != 0) {
+    last = sequence;
+    last_epoch_[trainer] = result.epoch;
+  }
   result.live_version = live_version_;
   return result;
 }

@@ -3,6 +3,7 @@
 #ifndef SYNCOPATE_STORE_PARAMETER_TABLE_H_
 #define SYNCOPATE_STORE_PARAMETER_TABLE_H_
 
+#include <atomic>
 #include <cstdint>
 #include <deque>
 #include <map>
@@ -34,8 +35,10 @@ struct ApplyResult {
   int64_t live_version = 0;
   bool duplicate = false;
   bool already_initialized = false;
-  int64_t epoch = 0;          // the checkpoint epoch the push was applied in
-  int64_t durable_epoch = 0;  // pushes of earlier epochs are in a written checkpoint
+  // The checkpoint epoch the push was taken in (a duplicate: the original's when it was the
+  // trainer's last push, else -1), and the epoch below which every push is in a written checkpoint.
+  int64_t epoch = 0;
+  int64_t durable_epoch = 0;
 };
 
 struct CloseResult {
@@ -74,7 +77,8 @@ struct DurableState {
   bool has_membership = false;  // false until a coordinator first set one
   std::vector<TrainerKey> members;
   int64_t version = 0;  // ParameterTable::durable_version() at the cut
-  // The epoch this cut closed: it holds every push applied in an earlier epoch.
+  // The epoch this cut closed (numbered per process, not kept on disk): it holds every push this
+  // table took in an earlier epoch.
   int64_t epoch = 0;
 };
 
@@ -116,8 +120,6 @@ class ParameterTable {
   // Changes whenever anything a checkpoint holds changes: the live model, the pending round
   // pushes, or the membership.
   int64_t durable_version() const;
-  // Pushes applied in an epoch below this one are in a checkpoint written to disk (Saved).
-  int64_t durable_epoch() const;
 
   // Replaces the set of trainers allowed to push. Trainers no longer listed become "departed".
   // `round` is the last round the coordinator closed on every shard: a table behind it (restored
@@ -142,8 +144,8 @@ class ParameterTable {
   absl::Status Restore(const DurableState& state);
 
   // The table's DurableState, taken at one instant (a checkpoint's consistent cut), closing the
-  // current checkpoint epoch: pushes applied from now on belong to the next. Holds the lock while
-  // it copies the live model, which pushes wait for; when the live model is the newest round
+  // current checkpoint epoch: pushes taken from now on belong to the next. Holds the lock (shared)
+  // while it copies the live model, which pushes wait for; when the live model is the newest round
   // snapshot (round modes) it copies nothing.
   DurableState Durable();
 
@@ -156,9 +158,10 @@ class ParameterTable {
   Roster Members() const;
 
   // Takes a validated delta: IMMEDIATE pushes are added to the model at once; ROUND pushes stay
-  // pending until a round's cut reaches their clock. UNAUTHENTICATED: trainer never a member;
+  // pending until a round's cut reaches their clock (a `resent` one, behind the trainer's cut,
+  // goes into the next round). UNAUTHENTICATED: trainer never a member;
   // FAILED_PRECONDITION: departed trainer, stale incarnation, a ROUND push at or below the
-  // trainer's last cut (its round has closed); INVALID_ARGUMENT: no apply mode, a non-finite weight
+  // trainer's last cut (its round has closed) that is not `resent`; INVALID_ARGUMENT: no apply mode, a non-finite weight
   // or a non-positive round weight. A sequence at or below the last accepted one for this (trainer,
   // incarnation) is acknowledged as a duplicate and not taken again.
   absl::StatusOr<ApplyResult> Apply(StagedPush push);
@@ -210,8 +213,12 @@ class ParameterTable {
   bool has_membership_ ABSL_GUARDED_BY(mu_) = false;       // set now or restored
   int64_t membership_changes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t round_pushes_taken_in_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t epoch_ ABSL_GUARDED_BY(mu_) = 0;  // the open checkpoint epoch
+  // The open checkpoint epoch: moved by Durable() under the shared lock, read by pushes under the
+  // exclusive one, so every push is on one side of a cut.
+  std::atomic<int64_t> epoch_{0};
   int64_t durable_epoch_ ABSL_GUARDED_BY(mu_) = 0;
+  // (trainer id, incarnation) -> the epoch its last applied push went into (none: restored).
+  std::map<std::pair<uint64_t, uint64_t>, int64_t> last_epoch_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, uint64_t> member_incarnation_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> ever_members_ ABSL_GUARDED_BY(mu_);
   // (trainer id, incarnation) -> last applied sequence.

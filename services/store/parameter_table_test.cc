@@ -205,6 +205,32 @@ TEST_F(ParameterTableTest, AClosedRoundRetriedAfterARestoreIsDone) {
   EXPECT_TRUE(restored.CloseRound(Close(3, {})).ok());
 }
 
+// A re-sent sum of round pushes a restart lost is behind the trainer's cut: it is not refused as
+// late but goes into the next round, before the trainer's newer pushes; two such sums share the
+// cut's clock, and a checkpoint of them restores.
+TEST_F(ParameterTableTest, AResentRoundSumGoesIntoTheNextRound) {
+  ASSERT_TRUE(table_.CloseRound(Close(1, {{{1, 1}, 5}})).ok());  // trainer 1's cut: clock 5
+  StagedPush resent = RoundPush(1, 7, 4, {{"a", {0, 1}}});
+  resent.header.set_resent(true);
+  ASSERT_TRUE(table_.Apply(resent).ok());
+  StagedPush again = RoundPush(1, 8, 5, {{"a", {0, 1}}});
+  again.header.set_resent(true);
+  ASSERT_TRUE(table_.Apply(again).ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 9, 6, {{"a", {1, 0}}})).ok());
+  EXPECT_EQ(table_.Apply(RoundPush(1, 10, 5, {{"a", {1, 1}}})).status().code(),
+            absl::StatusCode::kFailedPrecondition);  // late, not re-sent
+
+  ParameterTable restored;
+  ASSERT_TRUE(restored.Restore(table_.Durable()).ok());
+  restored.SetMembers({{1, 1}, {2, 1}});
+  for (ParameterTable* t : {&table_, &restored}) {
+    const absl::StatusOr<CloseResult> next = t->CloseRound(Close(2, {{{1, 1}, 5}}));
+    ASSERT_TRUE(next.ok()) << next.status();
+    EXPECT_EQ(next->pushes, 2u);  // both sums; clock 6 waits for its own round
+    EXPECT_EQ(Live(*t, "a"), (std::vector<float>{1, 3}));
+  }
+}
+
 TEST_F(ParameterTableTest, BadCloseChangesNothing) {
   ASSERT_TRUE(table_.Apply(RoundPush(1, 1, 1, {{"a", {1, 1}}})).ok());
   EXPECT_EQ(table_.CloseRound(Close(1, {{{1, 1}, 1}}, v1::AGGREGATION_UNSPECIFIED)).status().code(),

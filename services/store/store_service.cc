@@ -37,7 +37,6 @@ grpc::Status StoreService::GetSchema(grpc::ServerContext*, const v1::GetSchemaRe
   reply->set_live_version(table_.live_version());
   reply->set_last_closed_round(table_.last_closed_round());
   reply->set_incarnation(incarnation_);
-  reply->set_durable_epoch(table_.durable_epoch());
   const Roster roster = table_.Members();
   reply->set_has_membership(roster.has_membership);
   for (const RoundCut& m : roster.members) {

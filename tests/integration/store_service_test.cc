@@ -229,6 +229,9 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
   store::ParameterTable restarted;
   ASSERT_TRUE(restarted.Restore(state).ok());
   restarted.SetMembers({{kTrainer, 1}});
+  // The new process checkpoints a few times before this trainer pushes again (it was waiting at
+  // its bound): what it lost is still re-sent.
+  for (int i = 0; i < 3; ++i) restarted.Saved(restarted.Durable().epoch);
   store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2);
   int port = 0;
   ASSERT_TRUE(rpc::StartServer(address_, {&service}, &server_, &port).ok());
@@ -256,6 +259,51 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
   // Sequence 3 went in with the re-sent sum: a retry of it is a duplicate.
   ASSERT_TRUE(client_->Push(Header(3), {{"small", {1, 1, 1}}}).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{6, 7, 8}));
+  server_->Shutdown();  // before `service` goes
+  server_.reset();
+}
+
+// Round pushes too: the restarted shard lost round 2 (closed after its checkpoint) and the pending
+// push of clock 3; it caught up with the job's round by skipping. The trainer re-sends both as one
+// sum of their weight, late for their own rounds, and the next round takes it with the new push:
+// each of the four pushes is in the model once.
+TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
+  auto round_push = [](uint64_t clock) {
+    v1::PushHeader h = Header(clock);
+    h.set_apply_mode(v1::APPLY_MODE_ROUND);
+    h.set_clock(static_cast<int64_t>(clock));
+    return h;
+  };
+  auto close = [](store::ParameterTable& table, int64_t round, int64_t cut) {
+    return table.CloseRound({round, {{{kTrainer, 1}, cut}}, v1::AGGREGATION_SCALED, 1.0});
+  };
+  const tensor::TensorMap one = {{"small", {1, 1, 1}}};
+  ASSERT_TRUE(client_->Push(round_push(1), one).ok());
+  ASSERT_TRUE(close(table_, 1, 1).ok());
+  store::DurableState state = table_.Durable();  // round 1, nothing pending
+  table_.Saved(state.epoch);
+  ASSERT_TRUE(client_->Push(round_push(2), one).ok());
+  ASSERT_TRUE(close(table_, 2, 2).ok());
+  ASSERT_TRUE(client_->Push(round_push(3), one).ok());  // pending when the shard dies
+  server_->Shutdown();
+
+  prometheus::Registry registry;
+  store::StoreMetrics metrics(registry);
+  store::ParameterTable restarted;
+  ASSERT_TRUE(restarted.Restore(state).ok());
+  EXPECT_EQ(restarted.SetMembers({{kTrainer, 1}}, 2).rounds_skipped, 1);
+  ASSERT_TRUE(close(restarted, 3, 3).ok());  // the job's round 3: clock 3 is lost here
+  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2);
+  int port = 0;
+  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &server_, &port).ok());
+  ASSERT_EQ(port, port_);
+  EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));  // push 1 only
+
+  ASSERT_TRUE(client_->Push(round_push(4), one).ok());
+  const absl::StatusOr<store::CloseResult> closed = close(restarted, 4, 4);
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  EXPECT_EQ(closed->pushes, 2u);                              // the re-sent sum and push 4
+  EXPECT_EQ(Live()["small"], (std::vector<float>{5, 6, 7}));  // 1..4, each once
   server_->Shutdown();  // before `service` goes
   server_.reset();
 }
