@@ -233,14 +233,21 @@ absl::Status SessionClient::Write(const v1::SessionRequest& request) {
 }
 
 absl::Status SessionClient::ReportClock(const v1::ClockReport& report) {
+  v1::SessionRequest request;
+  *request.mutable_clock() = report;
+  // The clock moves and the report is written in one step under write_mu_, which a resume holds
+  // while it reads the clock: the report reaches the coordinator either in the resume or on the
+  // resumed stream, never both (a report the resume already carried would be a second report of
+  // that clock, and the coordinator evicts a trainer for it).
+  absl::MutexLock lock(&write_mu_);
   {
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock state(&mu_);
     clock_ = report.clock();
     awaiting_grant_ = true;
   }
-  v1::SessionRequest request;
-  *request.mutable_clock() = report;
-  return Write(request);
+  if (closed_) return absl::UnavailableError("session closed");
+  if (!broken_) call_->stream->Write(request);
+  return absl::OkStatus();
 }
 
 void SessionClient::StartHeartbeats(std::function<v1::TrainerTimings()> timings) {
