@@ -1,6 +1,7 @@
-// Checkpoints of one store shard's state: written periodically and at shutdown, restored at start,
-// so a shard restarted mid-job (or a job restarted with the same shard layout) resumes from the
-// last checkpoint. What a restart loses is what changed since (docs/faults.md).
+// Checkpoints of one store shard's state (ParameterTable::Durable: model, rounds, cuts, applied
+// sequences, pending round pushes, membership): written periodically and at shutdown, restored at
+// start, so a shard restarted mid-job (or a job restarted with the same shard layout) resumes from
+// the last checkpoint. What changed since, trainers re-send (docs/faults.md).
 #ifndef SYNCOPATE_STORE_CHECKPOINT_H_
 #define SYNCOPATE_STORE_CHECKPOINT_H_
 

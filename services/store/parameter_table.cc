@@ -189,6 +189,9 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     if (!queue.empty() && h.clock() < queue.back().clock) {  // re-sent sums may share a clock
       return absl::InvalidArgumentError("pending pushes out of clock order");
     }
+    if (queue.size() >= kMaxPendingPushes) {
+      return absl::InvalidArgumentError("more pending pushes for one trainer than a shard takes");
+    }
     queue.push_back(PendingPush{h.clock(), push});
   }
   absl::MutexLock lock(&mu_);
@@ -323,7 +326,11 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
   const int64_t round = request.round;
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckReconciled());
-  if (auto it = close_results_.find(round); it != close_results_.end()) return it->second;
+  if (auto it = close_results_.find(round); it != close_results_.end()) {
+    CloseResult again = it->second;
+    again.already_closed = true;
+    return again;
+  }
   if (last_closed_round_ < 0) {
     return absl::FailedPreconditionError("cannot close a round before the model is initialized");
   }
@@ -331,7 +338,7 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
     // Closed before this table was restored from a checkpoint (close_results_ is not durable),
     // skipped to catch up with the coordinator, or too old to be recorded: it is done either way.
     // Answering OK is what lets a coordinator whose close reply a shard restart lost go on.
-    CloseResult result{live_version_, 0, 0};
+    CloseResult result{live_version_, 0, 0, /*already_closed=*/true};
     for (const auto& s : snapshots_) {
       if (s->round == round) result.checksum = s->checksum;
     }

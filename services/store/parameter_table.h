@@ -45,6 +45,7 @@ struct CloseResult {
   int64_t live_version = 0;
   uint32_t checksum = 0;
   uint32_t pushes = 0;
+  bool already_closed = false;  // closed before (a retry): nothing changed
 };
 
 struct TrainerKey {

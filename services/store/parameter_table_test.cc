@@ -198,6 +198,7 @@ TEST_F(ParameterTableTest, AClosedRoundRetriedAfterARestoreIsDone) {
   ASSERT_TRUE(retried.ok()) << retried.status();
   EXPECT_EQ(retried->checksum, closed->checksum);
   EXPECT_EQ(retried->pushes, 0u);
+  EXPECT_TRUE(retried->already_closed);
   EXPECT_TRUE(restored.CloseRound(Close(1, {})).ok());
   EXPECT_EQ(Live(restored, "a"), model);  // nothing applied twice
   EXPECT_EQ(restored.CloseRound(Close(4, {})).status().code(),

@@ -195,7 +195,7 @@ grpc::Status StoreService::CloseRound(grpc::ServerContext*, const v1::CloseRound
   reply->set_checksum(result->checksum);
   reply->set_pushes(result->pushes);
   reply->set_incarnation(incarnation_);
-  metrics_.rounds_closed.Increment();
+  if (!result->already_closed) metrics_.rounds_closed.Increment();
   UpdateGauges();
   return grpc::Status::OK;
 }

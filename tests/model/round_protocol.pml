@@ -18,9 +18,10 @@
  *                        a shard behind `round` skip to it (its live model becomes that round).
  *      Checkpointer    = Checkpointer::SaveIfChanged / ParameterTable::Durable: an atomic copy of
  *                        the live model, last closed round, last cuts and sequences, taken at any
- *                        moment that state changed since the last one (the real one only when the
- *                        live version changed: a superset; copying unchanged state again is a
- *                        no-op, and would hide deadlocks behind an ever-enabled loop).
+ *                        moment that state changed since the last one (the real one only when its
+ *                        durable version changed and once per interval: a superset; copying
+ *                        unchanged state again is a no-op, and would hide deadlocks behind an
+ *                        ever-enabled loop).
  *                        close_results_ is NOT in it. Pending round pushes are not in the
  *                        model's checkpoint, though the code's holds them (one atomic cut holds
  *                        each push either pending or in the model, never both): restored
