@@ -126,9 +126,9 @@ absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
     auto ctx = rpc::ContextWithTimeout(timeout_);
     grpc::Status asked = stubs_[shard]->GetSchema(ctx.get(), v1::GetSchemaRequest(), &schema);
     if (!asked.ok()) {
-      return absl::UnavailableError(absl::StrCat("store ", addresses_[shard],
-                                                 " restarted; asking it which process it is: ",
-                                                 asked.error_message()));
+      return absl::UnavailableError(
+          absl::StrCat("store ", addresses_[shard],
+                       " restarted; asking it which process it is: ", asked.error_message()));
     }
     if (schema.incarnation() != shard_incarnation_[shard]) {
       unsaved.LoseAll();
@@ -144,13 +144,14 @@ absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
   if (reply.epoch() >= 0) {
     std::vector<const std::string*> names;
     for (const auto* t : tensors) names.push_back(&t->first);
-    const int dropped = unsaved.Add(reply.incarnation(), reply.epoch(), header.sequence(),
-                                    header.clock(), header.weight(),
-                                    header.apply_mode() == v1::APPLY_MODE_ROUND, delta, names);
+    const int dropped =
+        unsaved.Add(reply.incarnation(), reply.epoch(), header.sequence(), header.clock(),
+                    header.weight(), header.apply_mode() == v1::APPLY_MODE_ROUND, delta, names);
     if (dropped > 0) {
-      spdlog::warn("store {} has not checkpointed for a long time: {} older push(es) are no "
-                   "longer kept to re-send after a restart",
-                   addresses_[shard], dropped);
+      spdlog::warn(
+          "store {} has not checkpointed for a long time: {} older push(es) are no "
+          "longer kept to re-send after a restart",
+          addresses_[shard], dropped);
     }
   }
   unsaved.Release(reply.incarnation(), reply.durable_epoch());

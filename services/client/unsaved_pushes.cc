@@ -23,9 +23,9 @@ int UnsavedPushes::Add(uint64_t incarnation, int64_t epoch, uint64_t sequence, i
     for (size_t i = 0; i < values.size() && i < acc.size(); ++i) acc[i] += weight * values[i];
   }
   if (by_epoch_.size() <= max_sums_) return 0;
-  auto oldest = std::min_element(by_epoch_.begin(), by_epoch_.end(), [](const auto& a, const auto& b) {
-    return a.second.last_sequence < b.second.last_sequence;
-  });
+  auto oldest = std::min_element(
+      by_epoch_.begin(), by_epoch_.end(),
+      [](const auto& a, const auto& b) { return a.second.last_sequence < b.second.last_sequence; });
   const int dropped = oldest->second.pushes;
   by_epoch_.erase(oldest);
   return dropped;

@@ -50,7 +50,8 @@ class FakeStores final : public StoreControl {
   absl::StatusOr<std::vector<ShardState>> Probe() override {
     absl::MutexLock lock(&mu_);
     // A probe that hangs (a frozen shard) until released, at most 10 s of real time.
-    mu_.AwaitWithTimeout(absl::Condition(+[](bool* held) { return !*held; }, &probes_held_),
+    mu_.AwaitWithTimeout(absl::Condition(
+                             +[](bool* held) { return !*held; }, &probes_held_),
                          absl::Seconds(10));
     if (probes_fail_) return absl::UnavailableError("store down");
     return std::vector<ShardState>{state_};

@@ -180,8 +180,8 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
       auto held = std::find_if(model.specs.begin(), model.specs.end(),
                                [&](const tensor::TensorSpec& s) { return s.name == spec.name; });
       if (held == model.specs.end() || held->shape != spec.shape) {
-        return absl::InvalidArgumentError(absl::StrCat(
-            "a pending push names tensor '", spec.name, "', which the restored model lacks"));
+        return absl::InvalidArgumentError(absl::StrCat("a pending push names tensor '", spec.name,
+                                                       "', which the restored model lacks"));
       }
     }
     const v1::PushHeader& h = push->header;
@@ -239,7 +239,8 @@ DurableState ParameterTable::Durable() {
     for (const PendingPush& p : queue) state.pending.push_back(p.push);
   }
   state.has_membership = has_membership_;
-  for (const auto& [id, incarnation] : member_incarnation_) state.members.push_back({id, incarnation});
+  for (const auto& [id, incarnation] : member_incarnation_)
+    state.members.push_back({id, incarnation});
   std::sort(state.members.begin(), state.members.end());
   state.version = DurableVersionLocked();
   state.epoch = epoch_.fetch_add(1) + 1;

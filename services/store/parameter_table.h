@@ -136,12 +136,12 @@ class ParameterTable {
 
   // Loads a checkpointed state into an empty table: its model becomes the live model and the
   // snapshot of its last closed round (round 0 when none had closed), its cuts, sequences, pending
-  // round pushes and membership the table's (the membership is reported by Members() but serves nothing until the
-  // coordinator's first SetMembers reconciles the shard); later Initialize calls with the same
-  // tensors find it already initialized.
-  // FAILED_PRECONDITION when the table holds tensors already; INVALID_ARGUMENT for a state
-  // without a model or with values missing, or with a pending push that does not fit the model
-  // or its trainer's clock order (nothing is restored then).
+  // round pushes and membership the table's (the membership is reported by Members() but serves
+  // nothing until the coordinator's first SetMembers reconciles the shard); later Initialize calls
+  // with the same tensors find it already initialized. FAILED_PRECONDITION when the table holds
+  // tensors already; INVALID_ARGUMENT for a state without a model or with values missing, or with a
+  // pending push that does not fit the model or its trainer's clock order (nothing is restored
+  // then).
   absl::Status Restore(const DurableState& state);
 
   // The table's DurableState, taken at one instant (a checkpoint's consistent cut), closing the
@@ -162,9 +162,10 @@ class ParameterTable {
   // pending until a round's cut reaches their clock (a `resent` one, behind the trainer's cut,
   // goes into the next round). UNAUTHENTICATED: trainer never a member;
   // FAILED_PRECONDITION: departed trainer, stale incarnation, a ROUND push at or below the
-  // trainer's last cut (its round has closed) that is not `resent`; INVALID_ARGUMENT: no apply mode, a non-finite weight
-  // or a non-positive round weight. A sequence at or below the last accepted one for this (trainer,
-  // incarnation) is acknowledged as a duplicate and not taken again.
+  // trainer's last cut (its round has closed) that is not `resent`; INVALID_ARGUMENT: no apply
+  // mode, a non-finite weight or a non-positive round weight. A sequence at or below the last
+  // accepted one for this (trainer, incarnation) is acknowledged as a duplicate and not taken
+  // again.
   absl::StatusOr<ApplyResult> Apply(StagedPush push);
 
   // Closes round `request.round`: adds the pending pushes its cuts name, aggregated as requested,

@@ -154,9 +154,10 @@ TEST_P(EveryServerRestart, TheJobIsFoundInTheCheckpointsAndGoesOn) {
             0)
       << "trainer 0 never trained or a shard never checkpointed; see " << dir;
   const size_t pushes_before = Pushes(dir, 0);
-  const nlohmann::json summary = KillAndCheckRun(
-      dir, *local, {"coordinator-0", "store-0", "store-1"},
-      {"coordinator 0 exited (killed by", "store 0 exited (killed by", "store 1 exited (killed by"});
+  const nlohmann::json summary =
+      KillAndCheckRun(dir, *local, {"coordinator-0", "store-0", "store-1"},
+                      {"coordinator 0 exited (killed by", "store 0 exited (killed by",
+                       "store 1 exited (killed by"});
   ASSERT_FALSE(summary.is_discarded());
   // (summary.store_restarts counts what a coordinator saw: the new one never knew the old shards.)
   EXPECT_GT(Pushes(dir, 0), pushes_before) << "see " << dir;
@@ -207,6 +208,41 @@ INSTANTIATE_TEST_SUITE_P(EveryModeFamily, CoordinatorRestart,
                          ::testing::Values("bsp", "ssp", "wbsp_overlap", "hybrid", "dssync",
                                            "selmcast_ssp"));
 
+// A 3-trainer run with emulated 5 ms steps and a 3 s eviction timeout, to freeze a process of.
+std::unique_ptr<cli::ChildProcess> StartForFreezing(const std::string& dir,
+                                                    const std::string& mode) {
+  return StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--slowdown=1,1,3", "--step-time=5ms",
+                          "--eviction-timeout=3s", "--target-accuracy=0.80", "--time-limit=150s"});
+}
+
+// Freezes `pid` (SIGSTOP) for twice the eviction timeout, thaws it (SIGCONT), waits for the run and
+// checks that it exits `exit_code` and reaches its target after trainer 0 went on. Returns the
+// summary (discarded on a failure).
+nlohmann::json FreezeAndFinish(const std::string& dir, cli::ChildProcess& local, int pid,
+                               int exit_code) {
+  const size_t grants_before = GrantedClocks(dir, 0).size();
+  if (kill(pid, SIGSTOP) != 0) {
+    ADD_FAILURE() << "cannot freeze " << pid << "; see " << dir;
+    return nlohmann::json::value_t::discarded;
+  }
+  absl::SleepFor(absl::Seconds(6));  // the fault itself: twice the eviction timeout
+  EXPECT_EQ(kill(pid, SIGCONT), 0);
+  const std::optional<int> status = local.Wait(absl::Minutes(3));
+  if (!status) {
+    ADD_FAILURE() << "run did not finish; see " << dir;
+    return nlohmann::json::value_t::discarded;
+  }
+  EXPECT_EQ(ExitCode(*status), exit_code) << cli::DescribeExit(*status) << "; see " << dir;
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  if (summary.is_discarded()) {
+    ADD_FAILURE() << "no summary; see " << dir;
+    return summary;
+  }
+  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  EXPECT_GT(GrantedClocks(dir, 0).size(), grants_before) << "see " << dir;
+  return summary;
+}
+
 // A process frozen (SIGSTOP) for longer than the eviction timeout, then thawed (SIGCONT): a gray
 // failure, as a node under memory pressure or a long GC pause shows it. Nothing died, so nothing
 // may be lost: no trainer is evicted (a frozen coordinator must not hold its own silence against
@@ -221,41 +257,29 @@ class ProcessPause : public ::testing::TestWithParam<Pause> {};
 
 TEST_P(ProcessPause, NothingIsLostAndNobodyIsEvicted) {
   const Pause pause = GetParam();
-  const std::string dir =
-      MakeTempDir(std::string("pause-") + pause.process + "-" + pause.mode);
-  auto local = StartLocal(dir, {std::string("--mode=") + pause.mode, "--trainers=3",
-                                "--slowdown=1,1,3", "--step-time=5ms", "--eviction-timeout=3s",
-                                "--target-accuracy=0.80", "--time-limit=150s"});
+  const std::string dir = MakeTempDir(std::string("pause-") + pause.process + "-" + pause.mode);
+  auto local = StartForFreezing(dir, pause.mode);
   ASSERT_NE(local, nullptr);
   ASSERT_NE(
       PidOnceTraining(dir, 0, [](const std::string& d) { return ReadTrace(d, 0).size() > 60; }), 0)
       << "trainer 0 never trained; see " << dir;
   const nlohmann::json ready = ReadJson(dir + "/" + pause.process + ".ready.json");
   ASSERT_FALSE(ready.is_discarded()) << dir;
-  const int pid = ready["pid"].get<int>();
-  const size_t grants_before = GrantedClocks(dir, 0).size();
-  ASSERT_EQ(kill(pid, SIGSTOP), 0);
-  absl::SleepFor(absl::Seconds(6));  // the fault itself: twice the eviction timeout
-  ASSERT_EQ(kill(pid, SIGCONT), 0);
-  const std::optional<int> status = local->Wait(absl::Minutes(3));
-  ASSERT_TRUE(status.has_value()) << "run did not finish; see " << dir;
-  EXPECT_EQ(ExitCode(*status), 0) << cli::DescribeExit(*status) << "; see " << dir;
-  const nlohmann::json summary = ReadJson(dir + "/summary.json");
-  ASSERT_FALSE(summary.is_discarded()) << dir;
+  const nlohmann::json summary = FreezeAndFinish(dir, *local, ready["pid"].get<int>(), 0);
+  ASSERT_FALSE(summary.is_discarded());
   EXPECT_TRUE(summary["faults"].empty()) << summary["faults"].dump() << "; see " << dir;
-  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
   for (const auto& t : summary["per_trainer"]) {
     EXPECT_EQ(t["state"], "live") << "trainer " << t["rank"] << "; see " << dir;
     EXPECT_EQ(t["evictions"], 0) << "trainer " << t["rank"] << "; see " << dir;
   }
-  EXPECT_GT(GrantedClocks(dir, 0).size(), grants_before) << "see " << dir;
 }
 
 INSTANTIATE_TEST_SUITE_P(CoordinatorAndStore, ProcessPause,
-                         ::testing::Values(Pause{"bsp", "coordinator-0"}, Pause{"ssp", "coordinator-0"},
-                                           Pause{"bsp", "store-0"}),
+                         ::testing::Values(Pause{"bsp", "coordinator-0"},
+                                           Pause{"ssp", "coordinator-0"}, Pause{"bsp", "store-0"}),
                          [](const ::testing::TestParamInfo<Pause>& info) {
-                           std::string name = std::string(info.param.process) + "_" + info.param.mode;
+                           std::string name =
+                               std::string(info.param.process) + "_" + info.param.mode;
                            std::replace(name.begin(), name.end(), '-', '_');
                            return name;
                          });
@@ -265,26 +289,15 @@ INSTANTIATE_TEST_SUITE_P(CoordinatorAndStore, ProcessPause,
 // learns it was evicted and ends (on Kubernetes its pod restarts and joins again).
 TEST(TrainerPause, AFrozenTrainerIsEvictedAndTheOthersGoOn) {
   const std::string dir = MakeTempDir("pause-trainer-bsp");
-  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=3", "--slowdown=1,1,3", "--step-time=5ms",
-                                "--eviction-timeout=3s", "--target-accuracy=0.80",
-                                "--time-limit=150s"});
+  auto local = StartForFreezing(dir, "bsp");
   ASSERT_NE(local, nullptr);
   const int pid =
       PidOnceTraining(dir, 2, [](const std::string& d) { return ReadTrace(d, 2).size() > 20; });
   ASSERT_NE(pid, 0) << "trainer 2 never trained; see " << dir;
-  const size_t grants_before = GrantedClocks(dir, 0).size();
-  ASSERT_EQ(kill(pid, SIGSTOP), 0);
-  absl::SleepFor(absl::Seconds(6));  // the fault itself: twice the eviction timeout
-  ASSERT_EQ(kill(pid, SIGCONT), 0);
-  const std::optional<int> status = local->Wait(absl::Minutes(3));
-  ASSERT_TRUE(status.has_value()) << "run did not finish; see " << dir;
-  EXPECT_EQ(ExitCode(*status), 4) << cli::DescribeExit(*status) << "; see " << dir;
-  const nlohmann::json summary = ReadJson(dir + "/summary.json");
-  ASSERT_FALSE(summary.is_discarded()) << dir;
+  const nlohmann::json summary = FreezeAndFinish(dir, *local, pid, 4);
+  ASSERT_FALSE(summary.is_discarded());
   EXPECT_NE(summary["faults"].dump().find("trainer 2 evicted"), std::string::npos)
       << summary["faults"].dump();
-  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
-  EXPECT_GT(GrantedClocks(dir, 0).size(), grants_before) << "see " << dir;
   for (const auto& t : summary["per_trainer"]) {
     EXPECT_EQ(t["state"], t["rank"] == 2 ? "evicted" : "live") << "see " << dir;
   }

@@ -304,7 +304,7 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
   ASSERT_TRUE(closed.ok()) << closed.status();
   EXPECT_EQ(closed->pushes, 2u);                              // the re-sent sum and push 4
   EXPECT_EQ(Live()["small"], (std::vector<float>{5, 6, 7}));  // 1..4, each once
-  server_->Shutdown();  // before `service` goes
+  server_->Shutdown();                                        // before `service` goes
   server_.reset();
 }
 
