@@ -18,8 +18,10 @@ and at the end reads summary.json and the trainers' traces:
   - grant errors: a trainer granted a clock other than its last + 1 (a grant lost or repeated);
   - push errors: a trainer's pushes not one per clock, in order (a push repeated or skipped);
   - rounds lost: rounds restarted shards skipped (the reported loss window, docs/faults.md);
-  - resent: immediate pushes the trainers re-sent to restarted shards (their logs), sums of them
-    counted by the pushes they hold.
+  - resent: pushes the trainers re-sent to restarted shards (their logs; a re-sent sum counts the
+    pushes it holds);
+  - lost / doubled pushes: the run's audit of exactly once (summary.json push_audit: every shard's
+    final count of each trainer's pushes against the pushes the trainer saw acknowledged).
 
   bench/soak.py --modes=bsp,ssp,wbsp-overlap --events=50 --out=/tmp/soak [--seed=1]
 """
@@ -164,6 +166,10 @@ def soak(mode, events, rng, out, binary, trainers=4, shards=2):
     row["grant_errors"] = sum(out_of_order(clocks(run, r, "start")) for r in range(trainers))
     row["push_errors"] = sum(out_of_order(clocks(run, r, "pushed")) for r in range(trainers))
     row["resent"] = sum(resent_pushes(run, r) for r in range(trainers))
+    audit = summary.get("push_audit", {})
+    row["audited"] = audit.get("pushes", "") if audit.get("audited") else "no"
+    row["lost_pushes"] = audit.get("lost", "")
+    row["doubled_pushes"] = audit.get("doubled", "")
     row["exit"] = local.returncode
     return row
 
@@ -184,7 +190,8 @@ def main():
     rng = random.Random(args.seed)
     rows = [soak(mode, args.events, rng, args.out, args.binary) for mode in args.modes.split(",")]
     columns = ["mode", "events", "kills", "pauses", "restarts", "stalls", "hang", "evicted",
-               "grant_errors", "push_errors", "rounds_lost", "resent", "exit", "failure"]
+               "grant_errors", "push_errors", "rounds_lost", "resent", "audited", "lost_pushes",
+               "doubled_pushes", "exit", "failure"]
     lines = ["| " + " | ".join(columns) + " |", "|" + " --- |" * len(columns)]
     for row in rows:
         lines.append("| " + " | ".join(str(row.get(c, "")) for c in columns) + " |")
@@ -193,7 +200,8 @@ def main():
     with open(os.path.join(args.out, "soak.md"), "w") as f:
         f.write(report + "\n")
     bad = any(r["stalls"] or r["hang"] or r["evicted"] or r.get("grant_errors") or
-              r.get("push_errors") or r.get("failure") for r in rows)
+              r.get("push_errors") or r.get("lost_pushes") or r.get("doubled_pushes") or
+              r.get("failure") for r in rows)
     return 1 if bad else 0
 
 

@@ -1,5 +1,6 @@
 #include "cli/local_command.h"
 
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -16,6 +17,7 @@
 #include "base/flags.h"
 #include "base/signals.h"
 #include "base/status_macros.h"
+#include "cli/push_audit.h"
 
 namespace syncopate::cli {
 namespace {
@@ -44,6 +46,31 @@ std::string ProgressLine(const v1::ClusterStatus& status, double elapsed,
   return absl::StrFormat("[%6.1fs] %s | accuracy %s | clocks%s | live %d", elapsed, status.mode(),
                          accuracy ? absl::StrFormat("%.4f", *accuracy) : "  n/a ", clocks,
                          status.live_trainers());
+}
+
+// Once every process has stopped: exactly once, audited from the shards' final checkpoints and the
+// trainers' traces (store modes). A push lost or taken twice is a fault.
+void AuditPushesOf(const LocalRunOptions& options, const v1::ClusterStatus& status,
+                   RunSummary* summary) {
+  // Peer-to-peer modes push nothing to the stores.
+  if (sync::MakePolicy(options.cluster.policy).value()->push_mode() == sync::PushMode::kNone) return;
+  absl::StatusOr<PushAudit> audit = AuditPushes(
+      options.cluster.run_dir, static_cast<uint32_t>(options.cluster.store_shards), status);
+  if (!audit.ok()) {
+    summary->push_audit_error = std::string(audit.status().message());
+    return;
+  }
+  summary->pushes_audited = true;
+  summary->pushes_compared = audit->pushes;
+  summary->pushes_lost = audit->lost;
+  summary->pushes_doubled = audit->doubled;
+  if (audit->lost > 0 || audit->doubled > 0) {
+    const std::string what =
+        absl::StrCat("push audit: ", audit->lost, " push(es) lost and ", audit->doubled,
+                     " taken twice on the store shards (of ", audit->pushes, ")");
+    summary->faults.emplace_back(summary->wall_seconds, what);
+    std::fprintf(stderr, "%s\n", what.c_str());
+  }
 }
 
 }  // namespace
@@ -231,8 +258,24 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
         absl::StrCat(status.trainers_not_resumed(),
                      " trainer(s) did not resume after the coordinator restarted"));
   }
+  // A trainer that ended on an error its eviction does not already say (refused by a restarted
+  // coordinator, or crashed) is a fault too.
+  for (const Endpoint& e : cluster->endpoints()) {
+    if (e.role != "trainer" || e.process->running()) continue;
+    const std::optional<int> exit = e.process->Wait(absl::ZeroDuration());
+    if (!exit || (WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0)) continue;
+    const bool evicted = std::any_of(
+        status.trainers().begin(), status.trainers().end(), [&](const v1::TrainerStatus& t) {
+          return static_cast<int>(t.rank()) == e.index && t.state() == "evicted";
+        });
+    if (evicted) continue;
+    summary.faults.emplace_back(summary.wall_seconds,
+                                absl::StrCat("trainer ", e.index, " exited (", DescribeExit(*exit),
+                                             "); see ", e.process->log_path()));
+  }
   cluster->Stop();
   if (prometheus) prometheus->Stop();
+  AuditPushesOf(options, status, &summary);
   RETURN_IF_ERROR(WriteReport(options.cluster.run_dir, summary));
   if (!failure.ok()) {
     return absl::Status(failure.code(), absl::StrCat(failure.message(), " (logs in ",

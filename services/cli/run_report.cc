@@ -93,6 +93,12 @@ nlohmann::json ToJson(const RunSummary& s) {
                       {"faults", faults},
                       {"store_restarts", s.store_restarts},
                       {"store_rounds_lost", s.store_rounds_lost},
+                      {"push_audit",
+                       {{"audited", s.pushes_audited},
+                        {"pushes", s.pushes_compared},
+                        {"lost", s.pushes_lost},
+                        {"doubled", s.pushes_doubled},
+                        {"error", s.push_audit_error}}},
                       {"failure", s.failure},
                       {"per_trainer", per_trainer}};
   if (s.time_to_target_seconds) j["time_to_target_seconds"] = *s.time_to_target_seconds;

@@ -58,6 +58,14 @@ struct RunSummary {
   uint32_t store_restarts = 0;    // reconciled by the coordinator
   int64_t store_rounds_lost = 0;  // rounds restarted shards skipped (docs/faults.md)
   std::string failure;            // the coordinator's reason the job could not go on
+  // Exactly once, audited after the run (cli/push_audit.h): pushes compared over trainers and
+  // shards, and those lost or taken twice; audited false in peer-to-peer modes or when a shard's
+  // checkpoint could not be read (push_audit_error says why).
+  bool pushes_audited = false;
+  int64_t pushes_compared = 0;
+  int64_t pushes_lost = 0;
+  int64_t pushes_doubled = 0;
+  std::string push_audit_error;
   bool faulty() const { return !faults.empty() || store_restarts > 0 || !failure.empty(); }
   std::vector<TrainerSummary> per_trainer;
   std::vector<std::pair<double, double>> accuracy;  // (elapsed seconds, accuracy)

@@ -146,7 +146,8 @@ absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
     for (const auto* t : tensors) names.push_back(&t->first);
     const int dropped =
         unsaved.Add(reply.incarnation(), reply.epoch(), header.sequence(), header.clock(),
-                    header.weight(), header.apply_mode() == v1::APPLY_MODE_ROUND, delta, names);
+                    header.weight(), header.apply_mode() == v1::APPLY_MODE_ROUND, delta, names,
+                    static_cast<int>(std::max<uint32_t>(1, header.pushes())));
     if (dropped > 0) {
       spdlog::warn(
           "store {} has not checkpointed for a long time: {} older push(es) are no "
@@ -167,6 +168,7 @@ absl::Status StoreClient::ResendLost(size_t shard, const v1::PushHeader& header)
     h.set_sequence(lost->last_sequence);
     h.set_clock(lost->last_clock);
     h.set_resent(true);
+    h.set_pushes(static_cast<uint32_t>(lost->pushes));
     // The sum holds weight x delta: sent as their weighted mean with their total weight, it
     // weighs in a round as they would have (immediate ones take weight 1 and the sum as it is).
     const tensor::TensorMap* delta = &lost->sum;

@@ -7,11 +7,11 @@ namespace syncopate::client {
 
 int UnsavedPushes::Add(uint64_t incarnation, int64_t epoch, uint64_t sequence, int64_t clock,
                        float weight, bool round, const tensor::TensorMap& delta,
-                       const std::vector<const std::string*>& names) {
+                       const std::vector<const std::string*>& names, int pushes) {
   PushSum& sum = by_epoch_[{incarnation, epoch}];
   sum.last_sequence = std::max(sum.last_sequence, sequence);
   sum.last_clock = std::max(sum.last_clock, clock);
-  ++sum.pushes;
+  sum.pushes += pushes;
   sum.round = round;
   sum.weight_sum += weight;
   for (const std::string* name : names) {

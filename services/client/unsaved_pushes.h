@@ -47,9 +47,11 @@ class UnsavedPushes {
 
   // Records a push the shard process `incarnation` took in `epoch` (its reply says which):
   // `weight` x `delta`, for the tensors named in `names` (those on this shard). `round`: a ROUND
-  // push. Returns the pushes of a sum dropped to stay within the limit (0 almost always).
+  // push; `pushes`: how many it carries (a re-sent sum). Returns the pushes of a sum dropped to
+  // stay within the limit (0 almost always).
   int Add(uint64_t incarnation, int64_t epoch, uint64_t sequence, int64_t clock, float weight,
-          bool round, const tensor::TensorMap& delta, const std::vector<const std::string*>& names);
+          bool round, const tensor::TensorMap& delta, const std::vector<const std::string*>& names,
+          int pushes = 1);
 
   // The shard process `incarnation` has written checkpoints through `durable_epoch`: its sums of
   // earlier epochs are safe.

@@ -68,6 +68,12 @@ absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& che
       c->set_data(chunk.bytes);
     }
   }
+  for (const auto& [trainer, pushes] : state.taken) {
+    v1::PushCount* count = out.add_taken();
+    count->set_trainer_id(trainer.id);
+    count->set_incarnation(trainer.incarnation);
+    count->set_pushes(pushes);
+  }
   out.set_has_membership(state.has_membership);
   for (const TrainerKey& m : state.members) {
     v1::Member* member = out.add_members();
@@ -152,6 +158,9 @@ absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t
           absl::StrCat(path, ": a pending push is not whole: ", push.status().message()));
     }
     out.state.pending.push_back(std::make_shared<const StagedPush>(*std::move(push)));
+  }
+  for (const v1::PushCount& count : checkpoint.taken()) {
+    out.state.taken.push_back({{count.trainer_id(), count.incarnation()}, count.pushes()});
   }
   out.state.has_membership = checkpoint.has_membership();
   for (const v1::Member& m : checkpoint.members()) {

@@ -83,6 +83,11 @@ MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& membe
   return result;
 }
 
+std::vector<std::pair<TrainerKey, int64_t>> ParameterTable::Taken() const {
+  absl::ReaderMutexLock lock(&mu_);
+  return {taken_.begin(), taken_.end()};
+}
+
 Roster ParameterTable::Members() const {
   absl::MutexLock lock(&mu_);
   Roster roster;
@@ -212,6 +217,7 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     last_sequence_[{trainer.id, trainer.incarnation}] = sequence;
     ever_members_.insert(trainer.id);
   }
+  taken_ = {state.taken.begin(), state.taken.end()};
   has_membership_ = state.has_membership;
   for (const TrainerKey& m : state.members) {
     member_incarnation_[m.id] = m.incarnation;
@@ -238,6 +244,7 @@ DurableState ParameterTable::Durable() {
   for (const auto& [trainer, queue] : pending_) {
     for (const PendingPush& p : queue) state.pending.push_back(p.push);
   }
+  state.taken.assign(taken_.begin(), taken_.end());
   state.has_membership = has_membership_;
   for (const auto& [id, incarnation] : member_incarnation_)
     state.members.push_back({id, incarnation});
@@ -254,6 +261,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
   RETURN_IF_ERROR(CheckMember(h));
   ApplyResult result;
   const uint64_t sequence = h.sequence();  // `push` may be moved below
+  const uint32_t pushes = h.pushes();
   const std::pair<uint64_t, uint64_t> trainer{h.trainer_id(), h.incarnation()};
   uint64_t& last = last_sequence_[trainer];
   result.epoch = epoch_.load();
@@ -319,6 +327,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
     last = sequence;
     last_epoch_[trainer] = result.epoch;
   }
+  taken_[TrainerKey{trainer.first, trainer.second}] += std::max<uint32_t>(1, pushes);
   result.live_version = live_version_;
   return result;
 }

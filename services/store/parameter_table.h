@@ -75,6 +75,8 @@ struct DurableState {
   std::vector<std::pair<TrainerKey, uint64_t>> sequences;
   // Pending ROUND pushes, each trainer's in clock order (shared with the table: immutable).
   std::vector<std::shared_ptr<const StagedPush>> pending;
+  // How many pushes of each trainer the table has taken in (ParameterTable::Taken).
+  std::vector<std::pair<TrainerKey, int64_t>> taken;
   bool has_membership = false;  // false until a coordinator first set one
   std::vector<TrainerKey> members;
   int64_t version = 0;  // ParameterTable::durable_version() at the cut
@@ -158,6 +160,11 @@ class ParameterTable {
   // restarted coordinator resumes from.
   Roster Members() const;
 
+  // How many pushes of each trainer this table has taken in (applied, or pending for a round; a
+  // re-sent sum counts the pushes it carries), restored ones included, in trainer order: what an
+  // audit of exactly once compares with the pushes the trainers saw acknowledged.
+  std::vector<std::pair<TrainerKey, int64_t>> Taken() const;
+
   // Takes a validated delta: IMMEDIATE pushes are added to the model at once; ROUND pushes stay
   // pending until a round's cut reaches their clock (a `resent` one, behind the trainer's cut,
   // goes into the next round). UNAUTHENTICATED: trainer never a member;
@@ -221,6 +228,7 @@ class ParameterTable {
   int64_t durable_epoch_ ABSL_GUARDED_BY(mu_) = 0;
   // (trainer id, incarnation) -> the epoch its last applied push went into (none: restored).
   std::map<std::pair<uint64_t, uint64_t>, int64_t> last_epoch_ ABSL_GUARDED_BY(mu_);
+  std::map<TrainerKey, int64_t> taken_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, uint64_t> member_incarnation_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> ever_members_ ABSL_GUARDED_BY(mu_);
   // (trainer id, incarnation) -> last applied sequence.

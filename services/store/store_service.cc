@@ -37,6 +37,12 @@ grpc::Status StoreService::GetSchema(grpc::ServerContext*, const v1::GetSchemaRe
   reply->set_live_version(table_.live_version());
   reply->set_last_closed_round(table_.last_closed_round());
   reply->set_incarnation(incarnation_);
+  for (const auto& [trainer, pushes] : table_.Taken()) {
+    v1::PushCount* count = reply->add_taken();
+    count->set_trainer_id(trainer.id);
+    count->set_incarnation(trainer.incarnation);
+    count->set_pushes(pushes);
+  }
   const Roster roster = table_.Members();
   reply->set_has_membership(roster.has_membership);
   for (const RoundCut& m : roster.members) {
