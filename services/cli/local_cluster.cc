@@ -283,15 +283,29 @@ absl::StatusOr<std::vector<LocalCluster::Restart>> LocalCluster::RestartCrashedS
     auto args = service_args_.find({endpoints_[i].role, endpoints_[i].index});
     if (args == service_args_.end() || endpoints_[i].process->running()) continue;
     const Endpoint crashed = endpoints_[i];
+    RestartBackoff& backoff = restart_backoff_[{crashed.role, crashed.index}];
+    if (absl::Now() < backoff.next_attempt) continue;
     const std::string exit = DescribeExit(*crashed.process->Wait(absl::ZeroDuration()));
     // Launch appends the new endpoint; it takes the crashed one's place.
     absl::Status restarted = Launch(crashed.role, crashed.index, args->second, true,
                                     crashed.grpc_port, crashed.metrics_port);
     if (!restarted.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat(crashed.role, " ", crashed.index, " exited (", exit,
-                       ") and could not be restarted: ", restarted.message()));
+      // As Kubernetes backs off a pod that crashes again at start (a port still held, say).
+      if (++backoff.failures >= kRestartAttempts) {
+        return absl::UnavailableError(absl::StrCat(crashed.role, " ", crashed.index, " exited (",
+                                                   exit, ") and could not be restarted ",
+                                                   backoff.failures, " times: ",
+                                                   restarted.message()));
+      }
+      const absl::Duration delay = absl::Seconds(1 << backoff.failures);
+      backoff.next_attempt = absl::Now() + delay;
+      events.push_back({"retry", absl::StrCat(crashed.role, " ", crashed.index,
+                                              " could not be restarted (", restarted.message(),
+                                              "); trying again in ",
+                                              absl::FormatDuration(delay))});
+      continue;
     }
+    backoff = RestartBackoff();
     endpoints_[i] = endpoints_.back();
     endpoints_.pop_back();
     events.push_back({crashed.role, absl::StrCat(crashed.role, " ", crashed.index, " exited (",

@@ -91,9 +91,10 @@ class LocalCluster {
   // Restarts every store shard and coordinator whose process has exited, on its ports and with its
   // flags, as Kubernetes restarts a crashed pod: a shard restores its checkpoint, a coordinator
   // takes the job over from the stores and the trainers resume with it. Returns what happened, one
-  // per restart; an error when a process cannot be started again.
+  // per restart (and per failed restart, retried with backoff); an error when a process could not
+  // be started again kRestartAttempts times in a row.
   struct Restart {
-    std::string role;  // "store" or "coordinator"
+    std::string role;  // "store" or "coordinator"; "retry": a restart failed and will be retried
     std::string what;  // "store 1 exited (killed by signal 9); restarted on its port"
   };
   absl::StatusOr<std::vector<Restart>> RestartCrashedServices();
@@ -127,6 +128,13 @@ class LocalCluster {
   std::vector<Endpoint> endpoints_;
   // The flags of each store shard and of the coordinator, by (role, index), for restarts.
   std::map<std::pair<std::string, int>, std::vector<std::string>> service_args_;
+  // Restarts that failed in a row, by (role, index): retried with backoff, up to kRestartAttempts.
+  struct RestartBackoff {
+    int failures = 0;
+    absl::Time next_attempt = absl::InfinitePast();
+  };
+  static constexpr int kRestartAttempts = 5;
+  std::map<std::pair<std::string, int>, RestartBackoff> restart_backoff_;
   std::unique_ptr<v1::Coordinator::Stub> coordinator_;
   bool stopped_ = false;
   int next_rank_ = 0;

@@ -180,8 +180,9 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
         break;
       }
       for (const LocalCluster::Restart& restart : *restarts) {
-        summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start), restart.what);
         std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", restart.what.c_str());
+        if (restart.role == "retry") continue;
+        summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start), restart.what);
         if (restart.role == "coordinator") {
           carried_store_restarts += status.store_restarts();
           carried_rounds_lost += status.store_rounds_lost();
