@@ -292,17 +292,15 @@ absl::StatusOr<std::vector<LocalCluster::Restart>> LocalCluster::RestartCrashedS
     if (!restarted.ok()) {
       // As Kubernetes backs off a pod that crashes again at start (a port still held, say).
       if (++backoff.failures >= kRestartAttempts) {
-        return absl::UnavailableError(absl::StrCat(crashed.role, " ", crashed.index, " exited (",
-                                                   exit, ") and could not be restarted ",
-                                                   backoff.failures, " times: ",
-                                                   restarted.message()));
+        return absl::UnavailableError(absl::StrCat(
+            crashed.role, " ", crashed.index, " exited (", exit, ") and could not be restarted ",
+            backoff.failures, " times: ", restarted.message()));
       }
       const absl::Duration delay = absl::Seconds(1 << backoff.failures);
       backoff.next_attempt = absl::Now() + delay;
       events.push_back({"retry", absl::StrCat(crashed.role, " ", crashed.index,
                                               " could not be restarted (", restarted.message(),
-                                              "); trying again in ",
-                                              absl::FormatDuration(delay))});
+                                              "); trying again in ", absl::FormatDuration(delay))});
       continue;
     }
     backoff = RestartBackoff();

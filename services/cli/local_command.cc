@@ -53,7 +53,8 @@ std::string ProgressLine(const v1::ClusterStatus& status, double elapsed,
 void AuditPushesOf(const LocalRunOptions& options, const v1::ClusterStatus& status,
                    RunSummary* summary) {
   // Peer-to-peer modes push nothing to the stores.
-  if (sync::MakePolicy(options.cluster.policy).value()->push_mode() == sync::PushMode::kNone) return;
+  if (sync::MakePolicy(options.cluster.policy).value()->push_mode() == sync::PushMode::kNone)
+    return;
   absl::StatusOr<PushAudit> audit = AuditPushes(
       options.cluster.run_dir, static_cast<uint32_t>(options.cluster.store_shards), status);
   if (!audit.ok()) {

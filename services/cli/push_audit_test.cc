@@ -32,8 +32,8 @@ TEST(PushAuditTest, ReadsTheCheckpointsAndTraces) {
   ASSERT_TRUE(base::MakeDirectories(dir + "/checkpoints").ok());
   store::ParameterTable table;
   table.SetMembers({{5, 2}});
-  ASSERT_TRUE(table.Initialize(store::testing::Stage(store::testing::Header(5, 2, 0), {{"w", {1}}}))
-                  .ok());
+  ASSERT_TRUE(
+      table.Initialize(store::testing::Stage(store::testing::Header(5, 2, 0), {{"w", {1}}})).ok());
   for (uint64_t sequence = 1; sequence <= 3; ++sequence) {
     ASSERT_TRUE(
         table.Apply(store::testing::Stage(store::testing::Header(5, 2, sequence), {{"w", {1}}}))

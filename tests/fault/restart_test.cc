@@ -168,11 +168,13 @@ TEST_P(EveryServerRestart, TheJobIsFoundInTheCheckpointsAndGoesOn) {
                             [&](const std::string& d) {
                               if (!all_training) {
                                 bool all = true;
-                                for (int r = 0; r < 3; ++r) all = all && ReadTrace(d, r).size() > 20;
+                                for (int r = 0; r < 3; ++r)
+                                  all = all && ReadTrace(d, r).size() > 20;
                                 if (all) all_training = absl::Now();
                                 return false;
                               }
-                              return written_since(d + "/checkpoints/shard-0.ckpt", *all_training) &&
+                              return written_since(d + "/checkpoints/shard-0.ckpt",
+                                                   *all_training) &&
                                      written_since(d + "/checkpoints/shard-1.ckpt", *all_training);
                             }),
             0)
