@@ -1,4 +1,5 @@
-// Allocator settings for processes that stream large tensors.
+// Process-wide settings for the serving processes (store, coordinator, trainers) and the client
+// library: allocator thresholds for large tensor buffers and the cost of lock bookkeeping.
 #ifndef SYNCOPATE_BASE_ALLOCATOR_H_
 #define SYNCOPATE_BASE_ALLOCATOR_H_
 
@@ -8,6 +9,12 @@ namespace syncopate::base {
 // page faults on both ends of a stream. Raising the mmap and trim thresholds keeps those buffers in
 // the heap for reuse: measured ~1.6x push+pull throughput (bench/README.md). Call once at start.
 void TuneAllocatorForLargeBuffers();
+
+// Debian builds Abseil without NDEBUG, so every absl::Mutex acquisition also updates a global
+// lock-order graph (deadlock detection): about 2% of a busy trainer's CPU in a BSP round's
+// profile. Serving processes turn it off; unit tests keep it, where it finds lock-order
+// inversions. Call once at start, before any thread takes a lock.
+void SkipMutexDeadlockDetection();
 
 }  // namespace syncopate::base
 

@@ -20,7 +20,12 @@ struct BackoffOptions {
 // Not thread-safe: one retry loop owns it.
 class Backoff {
  public:
-  explicit Backoff(BackoffOptions options = {}, uint64_t seed = std::random_device()());
+  // Without a seed, each Backoff gets its own from a process-wide sequence seeded once (a
+  // std::random_device per retry loop would cost a system call on every call site's hot path).
+  explicit Backoff(BackoffOptions options = {}, uint64_t seed = NextSeed());
+
+  // Distinct seeds for unseeded Backoffs; thread-safe.
+  static uint64_t NextSeed();
 
   // The delay before the next attempt, after a failure: in [step/2, step], where step is
   // initial x multiplier^(failures so far), capped at max.

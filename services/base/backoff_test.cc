@@ -28,5 +28,14 @@ TEST(BackoffTest, JitterSpreadsClientsThatFailTogether) {
   EXPECT_TRUE(differ);
 }
 
+TEST(BackoffTest, UnseededBackoffsGetDistinctSeeds) {
+  EXPECT_NE(Backoff::NextSeed(), Backoff::NextSeed());
+  Backoff a;
+  Backoff b;
+  bool differ = false;
+  for (int i = 0; i < 4; ++i) differ |= a.Next() != b.Next();
+  EXPECT_TRUE(differ);
+}
+
 }  // namespace
 }  // namespace syncopate::base

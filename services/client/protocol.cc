@@ -53,6 +53,7 @@ void Protocol::AddCompute(absl::Duration real, absl::Duration emulated) {
   metrics_.emulated_compute_seconds.Increment(absl::ToDoubleSeconds(emulated));
   metrics_.step_duration.Observe(absl::ToDoubleSeconds(d));
   metrics_.steps.Increment();
+  last_compute_us_ = absl::ToInt64Microseconds(d);
 }
 
 void Protocol::AddWait(absl::Duration d) {
@@ -87,7 +88,9 @@ absl::StatusOr<std::optional<v1::Proceed>> Protocol::AwaitProceed(
       const absl::Duration waited = clock_.Now() - start;
       AddWait(waited);
       metrics_.wait_duration.Observe(absl::ToDoubleSeconds(waited));
-      trace_.Record("start", {{"clock", proceed->clock()}, {"bound", proceed->staleness_bound()}});
+      trace_.Record("start", {{"clock", proceed->clock()},
+                              {"bound", proceed->staleness_bound()},
+                              {"wait_us", absl::ToInt64Microseconds(waited)}});
       push_weight_ = proceed->push_weight();
       return std::optional<v1::Proceed>(*std::move(proceed));
     }
@@ -116,7 +119,9 @@ absl::StatusOr<std::optional<PulledModel>> Protocol::Pull(const v1::Proceed& pro
   metrics_.pull_bytes.Increment(static_cast<double>(pulled.bytes));
   // The round served: a newer one than asked when the store no longer kept `round`.
   if (round >= 0) {
-    trace_.Record("pull", {{"round", pulled.round}, {"checksums", pulled.checksums}});
+    trace_.Record("pull", {{"round", pulled.round},
+                           {"checksums", pulled.checksums},
+                           {"pull_us", absl::ToInt64Microseconds(took)}});
   }
   MaybeEvaluate(proceed, pulled.tensors);
   return std::optional<PulledModel>(std::move(pulled));
@@ -177,7 +182,9 @@ absl::Status Protocol::Push(const tensor::TensorMap& delta, int64_t clock) {
   metrics_.push_seconds.Increment(absl::ToDoubleSeconds(took));
   metrics_.push_duration.Observe(absl::ToDoubleSeconds(took));
   metrics_.push_bytes.Increment(static_cast<double>(bytes));
-  trace_.Record("pushed", {{"clock", clock}});
+  trace_.Record("pushed", {{"clock", clock},
+                           {"compute_us", last_compute_us_.load()},
+                           {"push_us", absl::ToInt64Microseconds(took)}});
   return absl::OkStatus();
 }
 

@@ -105,7 +105,8 @@ class Protocol {
   uint64_t sequence_ = 0;
   double push_weight_ = 0;  // of the last grant (0: none said)
   std::atomic<bool> done_{false};
-  v1::TransferReport transfers_;  // the last exchange's, for the next report
+  std::atomic<int64_t> last_compute_us_{0};  // the last step's, for the trace's push span
+  v1::TransferReport transfers_;             // the last exchange's, for the next report
 
   mutable absl::Mutex mu_;
   SessionTimings timings_ ABSL_GUARDED_BY(mu_);

@@ -475,9 +475,11 @@ void Coordinator::ActionLoop() {
       mu_.AwaitWithTimeout(absl::Condition(&work), options_.tick);
       if (stopping_) return;
     }
+    // What woke the loop goes out first: a round's close and its grants are the job's critical
+    // path, and the periodic scans (Tick, a store probe's round trip) can wait for them.
+    RunPending();
     Tick();
     ProbeStores();
-    RunPending();
   }
 }
 

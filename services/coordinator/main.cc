@@ -3,6 +3,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_join.h"
+#include "base/allocator.h"
 #include "base/clock.h"
 #include "base/flags.h"
 #include "base/logging.h"
@@ -27,6 +28,7 @@ int Fail(const absl::Status& status) {
 
 int main(int argc, char** argv) {
   syncopate::base::BlockTerminationSignals();
+  syncopate::base::SkipMutexDeadlockDetection();
   CLI::App app{"syncopate-coordinator: Syncopate's sync coordinator"};
   std::string listen = "0.0.0.0:7000";
   std::string metrics_listen = "0.0.0.0:9100";

@@ -22,6 +22,7 @@
 int main(int argc, char** argv) {
   syncopate::base::BlockTerminationSignals();
   syncopate::base::TuneAllocatorForLargeBuffers();
+  syncopate::base::SkipMutexDeadlockDetection();
   CLI::App app{"syncopate-store: one shard of Syncopate's parameter store"};
   std::string listen = "0.0.0.0:7070";
   std::string metrics_listen = "0.0.0.0:9100";

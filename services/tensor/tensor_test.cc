@@ -47,6 +47,30 @@ TEST(CheckFinite, FindsNanAndInf) {
   EXPECT_EQ(CheckFinite(v).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(CheckFinite, FindsOneBadValueAtEveryPositionAndLength) {
+  // Lanes and the tail: a bad value is found wherever it sits, in lengths around the lane width.
+  for (size_t n : {1, 15, 16, 17, 33, 100}) {
+    for (size_t at = 0; at < n; ++at) {
+      std::vector<float> v(n, -2.5f);
+      EXPECT_TRUE(CheckFinite(v).ok());
+      v[at] = std::numeric_limits<float>::infinity();
+      EXPECT_FALSE(CheckFinite(v).ok()) << n << " " << at;
+      v[at] = std::numeric_limits<float>::quiet_NaN();
+      EXPECT_FALSE(CheckFinite(v).ok()) << n << " " << at;
+    }
+  }
+  EXPECT_TRUE(CheckFinite({}).ok());
+}
+
+TEST(ChunkCount, MatchesForEachChunk) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{16384}, size_t{16385}, size_t{300000}}) {
+    size_t emitted = 0;
+    ForEachChunk("w", std::vector<float>(n), kMinChunkBytes,
+                 [&](const v1::TensorChunk&) { ++emitted; });
+    EXPECT_EQ(ChunkCount(n, kMinChunkBytes), emitted) << n;
+  }
+}
+
 TEST(Crc32, ChainsAndDetectsChange) {
   std::vector<float> a = {1, 2, 3}, b = {4, 5};
   std::vector<float> ab = {1, 2, 3, 4, 5};

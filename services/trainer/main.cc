@@ -30,6 +30,7 @@ int Fail(const absl::Status& status, int code = kExitError) {
 int main(int argc, char** argv) {
   syncopate::base::BlockTerminationSignals();
   syncopate::base::TuneAllocatorForLargeBuffers();
+  syncopate::base::SkipMutexDeadlockDetection();
   CLI::App app{"syncopate-trainer: one Syncopate trainer"};
   std::string coordinator;
   std::string name;
