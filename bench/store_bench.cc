@@ -111,6 +111,7 @@ int main(int argc, char** argv) {
   if (!client.Initialize(header, model).ok()) return 1;
 
   std::vector<double> store_gbps, tcp_gbps, apply_gbps, add_gbps;
+  std::vector<double> push_gbps, pull_gbps, round_pull_gbps;
   std::vector<float> a(floats, 1.0f), b(floats, 0.5f);
   for (int r = 0; r < repeats; ++r) {
     tcp_gbps.push_back(2.0 * bytes / TcpRoundTripSeconds(bytes) / 1e9);
@@ -118,9 +119,18 @@ int main(int argc, char** argv) {
     header.set_sequence(r + 1);
     const absl::Time start = absl::Now();
     if (!client.Push(header, model).ok()) return 1;
+    const absl::Time pushed = absl::Now();
     absl::StatusOr<client::PulledModel> pulled = client.Pull(-1);
     if (!pulled.ok()) return 1;
-    store_gbps.push_back(2.0 * bytes / absl::ToDoubleSeconds(absl::Now() - start) / 1e9);
+    const absl::Time end = absl::Now();
+    store_gbps.push_back(2.0 * bytes / absl::ToDoubleSeconds(end - start) / 1e9);
+    push_gbps.push_back(bytes / absl::ToDoubleSeconds(pushed - start) / 1e9);
+    pull_gbps.push_back(bytes / absl::ToDoubleSeconds(end - pushed) / 1e9);
+    // A round pull: served from the published snapshot (what every puller of a round shares).
+    const absl::Time round_start = absl::Now();
+    absl::StatusOr<client::PulledModel> round = client.Pull(0);
+    if (!round.ok()) return 1;
+    round_pull_gbps.push_back(bytes / absl::ToDoubleSeconds(absl::Now() - round_start) / 1e9);
 
     // Apply alone: a staged push of the same size straight into the table.
     store::StagedPush staged;
@@ -150,12 +160,17 @@ int main(int argc, char** argv) {
   std::printf("  push+pull through the store   %6.2f GB/s\n", store);
   std::printf("  raw loopback TCP (both ways)  %6.2f GB/s   ratio %.2f (target >= 0.70)\n", tcp,
               store / tcp);
+  std::printf("    push alone                  %6.2f GB/s\n", Median(push_gbps));
+  std::printf("    live pull alone             %6.2f GB/s\n", Median(pull_gbps));
+  std::printf("    round pull alone            %6.2f GB/s\n", Median(round_pull_gbps));
   std::printf("  store apply of a delta        %6.2f GB/s\n", apply);
   std::printf("  in-place float add            %6.2f GB/s   ratio %.2f (target >= 0.80)\n", add,
               apply / add);
   std::printf(
       "{\"model_mib\":%zu,\"store_gbps\":%.3f,\"tcp_gbps\":%.3f,\"transfer_ratio\":%.3f,"
-      "\"apply_gbps\":%.3f,\"add_gbps\":%.3f,\"apply_ratio\":%.3f}\n",
-      mib, store, tcp, store / tcp, apply, add, apply / add);
+      "\"apply_gbps\":%.3f,\"add_gbps\":%.3f,\"apply_ratio\":%.3f,\"push_gbps\":%.3f,"
+      "\"pull_gbps\":%.3f,\"round_pull_gbps\":%.3f}\n",
+      mib, store, tcp, store / tcp, apply, add, apply / add, Median(push_gbps), Median(pull_gbps),
+      Median(round_pull_gbps));
   return 0;
 }
