@@ -7,6 +7,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/backoff.h"
 #include "base/status_macros.h"
+#include "client/pull_decoder.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/spdlog.h"
 
@@ -28,7 +29,9 @@ StoreClient::StoreClient(std::vector<std::string> addresses, absl::Duration time
       limits_(limits),
       retry_for_(retry_for) {
   for (const std::string& address : addresses_) {
-    stubs_.push_back(v1::ParameterStore::NewStub(rpc::MakeChannel(address)));
+    std::shared_ptr<grpc::Channel> channel = rpc::MakeChannel(address);
+    stubs_.push_back(v1::ParameterStore::NewStub(channel));
+    pulls_.emplace_back("/syncopate.v1.ParameterStore/Pull", channel);
   }
   shard_incarnation_.assign(stubs_.size(), 0);
   unsaved_.resize(stubs_.size());
@@ -237,50 +240,25 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
     request.set_newest_if_dropped(true);
   }
   request.set_chunk_bytes(chunk_bytes_);
-  auto reader = stubs_[shard]->Pull(ctx.get(), request);
-  v1::PullMessage message;
-  tensor::TensorMap tensors;
-  uint64_t bytes = 0;
-  bool have_header = false;
+  auto reader = pulls_[shard].Start(ctx.get(), request);
+  PullDecoder decoder;
+  grpc::ByteBuffer message;
   absl::Status bad;
   while (bad.ok() && reader->Read(&message)) {
-    if (message.has_header()) {
-      have_header = true;
-      out->checksums.assign(1, message.header().checksum());
-      out->round = message.header().round();
-      for (const v1::TensorSpec& spec : message.header().tensors()) {
-        tensors[spec.name()].resize(tensor::FromProto(spec).NumElements());
-      }
-      continue;
-    }
-    const v1::TensorChunk& chunk = message.chunk();
-    base::PaceThrough(limits_.ingress, chunk.data().size());
-    auto it = tensors.find(chunk.tensor());
-    absl::Span<const float> values;
-    bad = tensor::ChunkValues(chunk, &values);
-    if (bad.ok() && (it == tensors.end() || chunk.offset() + values.size() > it->second.size())) {
-      bad = absl::DataLossError(
-          absl::StrCat("store ", addresses_[shard], " sent a chunk outside its header's tensors"));
-    }
-    if (bad.ok()) {
-      std::memcpy(it->second.data() + chunk.offset(), values.data(), chunk.data().size());
-      bytes += chunk.data().size();
-    }
+    bad = decoder.Add(message);
+    base::PaceThrough(limits_.ingress, decoder.last_payload());
   }
   if (!bad.ok()) {
     ctx->TryCancel();
     reader->Finish();
-    return bad;
+    return absl::Status(bad.code(), absl::StrCat("store ", addresses_[shard], ": ", bad.message()));
   }
   grpc::Status status = reader->Finish();
   if (!status.ok()) {
     absl::Status s = rpc::FromGrpcStatus(status);
     return absl::Status(s.code(), absl::StrCat("store ", addresses_[shard], ": ", s.message()));
   }
-  if (!have_header) return absl::DataLossError("pull stream without a header");
-  out->tensors = std::move(tensors);
-  out->bytes = bytes;
-  return absl::OkStatus();
+  return decoder.Finish(out);
 }
 
 absl::StatusOr<std::vector<PulledModel>> StoreClient::PullShards(int64_t round, bool newer) {

@@ -13,6 +13,7 @@
 #include "base/token_bucket.h"
 #include "client/links.h"
 #include "client/unsaved_pushes.h"
+#include "rpc/grpc_util.h"
 #include "syncopate/v1/store.grpc.pb.h"
 #include "tensor/tensor.h"
 
@@ -87,6 +88,7 @@ class StoreClient final : public StoreLink {
 
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<v1::ParameterStore::Stub>> stubs_;
+  std::vector<rpc::RawServerStream> pulls_;  // per shard: Pull, read raw (pull_decoder.h)
   absl::Duration timeout_;
   uint32_t chunk_bytes_;
   LinkLimits limits_;

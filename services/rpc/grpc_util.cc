@@ -61,6 +61,17 @@ std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout) 
   return ctx;
 }
 
+RawServerStream::RawServerStream(const char* name, std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)),
+      method_(name, grpc::internal::RpcMethod::SERVER_STREAMING, channel_) {}
+
+std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> RawServerStream::Start(
+    grpc::ClientContext* ctx, const google::protobuf::Message& request) const {
+  return std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>>(
+      grpc::internal::ClientReaderFactory<grpc::ByteBuffer>::Create(channel_.get(), method_, ctx,
+                                                                    request));
+}
+
 absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout) {
   auto stub = grpc::health::v1::Health::NewStub(
       std::shared_ptr<grpc::Channel>(&channel, [](grpc::Channel*) {}));

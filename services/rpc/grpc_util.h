@@ -9,6 +9,7 @@
 
 #include "absl/status/status.h"
 #include "absl/time/time.h"
+#include "google/protobuf/message.h"
 #include "grpcpp/grpcpp.h"
 
 namespace syncopate::rpc {
@@ -28,6 +29,21 @@ void ConfigureServerBuilder(grpc::ServerBuilder& builder);
 
 // A client context whose deadline is `timeout` from now.
 std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout);
+
+// A server-streaming method whose replies a client reads as raw bytes (grpc::ByteBuffer), to
+// decode them without protobuf's copies. gRPC C++ has no public synchronous generic call; this
+// uses the factory the generated stubs use. `name` ("/package.Service/Method") must be a string
+// literal: gRPC keeps the pointer. Create once per channel and reuse.
+class RawServerStream {
+ public:
+  RawServerStream(const char* name, std::shared_ptr<grpc::Channel> channel);
+  std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> Start(
+      grpc::ClientContext* ctx, const google::protobuf::Message& request) const;
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  grpc::internal::RpcMethod method_;
+};
 
 // Builds and starts a server on `address` ("127.0.0.1:0" picks a port) with `services`, gRPC's
 // health service (reporting SERVING) and Syncopate's settings. UNAVAILABLE when it cannot bind.

@@ -1,10 +1,14 @@
 #include "store/store_service.h"
 
+#include <functional>
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/spdlog.h"
+#include "store/pull_frames.h"
 
 namespace syncopate::store {
 
@@ -116,53 +120,84 @@ grpc::Status StoreService::Push(grpc::ServerContext*, grpc::ServerReader<v1::Pus
   return Finish(ReceivePush(reader, /*initialize=*/false, reply));
 }
 
-grpc::Status StoreService::Pull(grpc::ServerContext* ctx, const v1::PullRequest* request,
-                                grpc::ServerWriter<v1::PullMessage>* writer) {
-  const absl::Time start = absl::Now();
-  int64_t round = -1;
-  switch (request->selector_case()) {
+namespace {
+
+// Streams one pull, one message in flight at a time, on gRPC's callback threads; deletes itself
+// when gRPC is done with it. `finished` runs once, with the outcome and the payload bytes sent.
+class PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  using Finished = std::function<grpc::Status(const absl::Status&, uint64_t bytes)>;
+
+  PullReactor(std::shared_ptr<const ModelSnapshot> snapshot, uint32_t chunk_bytes,
+              Finished finished)
+      : frames_(std::move(snapshot), chunk_bytes), finished_(std::move(finished)) {
+    WriteNext();
+  }
+
+  void OnWriteDone(bool ok) override {
+    if (!ok) {
+      Finish(finished_(absl::CancelledError("pull reader went away"), frames_.bytes()));
+      return;
+    }
+    WriteNext();
+  }
+  void OnDone() override { delete this; }
+
+ private:
+  void WriteNext() {
+    if (!frames_.Next(&message_)) {
+      Finish(finished_(absl::OkStatus(), frames_.bytes()));
+      return;
+    }
+    StartWrite(&message_);
+  }
+
+  PullFrames frames_;
+  Finished finished_;
+  grpc::ByteBuffer message_;  // in flight until OnWriteDone
+};
+
+// A pull refused before anything was sent.
+class RefusedPull final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
+ public:
+  explicit RefusedPull(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
+}  // namespace
+
+absl::StatusOr<std::shared_ptr<const ModelSnapshot>> StoreService::PullSnapshot(
+    const v1::PullRequest& request) {
+  switch (request.selector_case()) {
     case v1::PullRequest::kLive:
-      break;
+      return table_.Snapshot(-1, false);
     case v1::PullRequest::kRound:
-      if (request->round() < 0) {
-        return Finish(absl::InvalidArgumentError("negative round in pull"));
-      }
-      round = request->round();
-      break;
+      if (request.round() < 0) return absl::InvalidArgumentError("negative round in pull");
+      return table_.Snapshot(request.round(), request.newest_if_dropped());
     default:
-      return Finish(absl::InvalidArgumentError("pull names neither live nor a round"));
+      return absl::InvalidArgumentError("pull names neither live nor a round");
   }
-  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> snapshot =
-      table_.Snapshot(round, request->newest_if_dropped());
-  if (!snapshot.ok()) return Finish(snapshot.status());
-  const ModelSnapshot& s = **snapshot;
+}
 
-  v1::PullMessage message;
-  v1::PullHeader* header = message.mutable_header();
-  header->set_live_version(s.live_version);
-  header->set_round(s.round);
-  header->set_checksum(s.checksum);
-  for (const tensor::TensorSpec& spec : s.specs) tensor::ToProto(spec, header->add_tensors());
-  if (!writer->Write(message)) return Finish(absl::CancelledError("pull reader went away"));
-
-  bool ok = true;
-  uint64_t bytes = 0;
-  for (size_t i = 0; i < s.specs.size() && ok; ++i) {
-    tensor::ForEachChunk(s.specs[i].name, s.values[i], request->chunk_bytes(),
-                         [&](v1::TensorChunk& chunk) {
-                           if (!ok || ctx->IsCancelled()) {
-                             ok = false;
-                             return;
-                           }
-                           bytes += chunk.data().size();
-                           message.mutable_chunk()->Swap(&chunk);
-                           ok = writer->Write(message);
-                         });
+grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackServerContext*,
+                                                               const grpc::ByteBuffer* raw) {
+  const absl::Time start = absl::Now();
+  v1::PullRequest request;
+  grpc::ByteBuffer bytes = *raw;  // shares the slices; Deserialize consumes its argument
+  if (!grpc::SerializationTraits<v1::PullRequest>::Deserialize(&bytes, &request).ok()) {
+    return new RefusedPull(Finish(absl::InvalidArgumentError("unparsable pull request")));
   }
-  if (!ok) return Finish(absl::CancelledError("pull reader went away"));
-  metrics_.pull_bytes.Increment(static_cast<double>(bytes));
-  metrics_.pull_duration.Observe(absl::ToDoubleSeconds(absl::Now() - start));
-  return grpc::Status::OK;
+  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> snapshot = PullSnapshot(request);
+  if (!snapshot.ok()) return new RefusedPull(Finish(snapshot.status()));
+  return new PullReactor(
+      *std::move(snapshot), request.chunk_bytes(),
+      [this, start](const absl::Status& status, uint64_t bytes) {
+        if (status.ok()) {
+          metrics_.pull_bytes.Increment(static_cast<double>(bytes));
+          metrics_.pull_duration.Observe(absl::ToDoubleSeconds(absl::Now() - start));
+        }
+        return Finish(status);
+      });
 }
 
 grpc::Status StoreService::SetMembership(grpc::ServerContext*, const v1::Membership* request,

@@ -4,6 +4,7 @@
 #define SYNCOPATE_STORE_STORE_SERVICE_H_
 
 #include <cstdint>
+#include <memory>
 
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
@@ -11,8 +12,11 @@
 
 namespace syncopate::store {
 
-// Thread-safe (the table is); `table` and `metrics` must outlive the service.
-class StoreService final : public v1::ParameterStore::Service {
+// Thread-safe (the table is); `table` and `metrics` must outlive the service. Pull is served with
+// gRPC's callback API from shared snapshots (pull_frames.h): no thread per pull, no copy of the
+// model per puller.
+class StoreService final
+    : public v1::ParameterStore::WithRawCallbackMethod_Pull<v1::ParameterStore::Service> {
  public:
   // `incarnation` identifies this process's life of the shard (non-zero, new at every start): the
   // coordinator tells a restart by it.
@@ -25,8 +29,9 @@ class StoreService final : public v1::ParameterStore::Service {
                           v1::PushReply* reply) override;
   grpc::Status Push(grpc::ServerContext* ctx, grpc::ServerReader<v1::PushMessage>* reader,
                     v1::PushReply* reply) override;
-  grpc::Status Pull(grpc::ServerContext* ctx, const v1::PullRequest* request,
-                    grpc::ServerWriter<v1::PullMessage>* writer) override;
+  // A v1::PullRequest in, a stream of v1::PullMessage out (as raw bytes: see pull_frames.h).
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Pull(grpc::CallbackServerContext* ctx,
+                                                   const grpc::ByteBuffer* request) override;
   grpc::Status SetMembership(grpc::ServerContext* ctx, const v1::Membership* request,
                              v1::SetMembershipReply* reply) override;
   grpc::Status CloseRound(grpc::ServerContext* ctx, const v1::CloseRoundRequest* request,
@@ -36,6 +41,8 @@ class StoreService final : public v1::ParameterStore::Service {
   // Reads a whole push stream; `initialize` selects Initialize's rules.
   absl::Status ReceivePush(grpc::ServerReader<v1::PushMessage>* reader, bool initialize,
                            v1::PushReply* reply);
+  // The snapshot a pull asks for.
+  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> PullSnapshot(const v1::PullRequest& request);
   // Counts a failure and converts it for the wire.
   grpc::Status Finish(const absl::Status& status);
   void UpdateGauges();
