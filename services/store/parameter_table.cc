@@ -432,11 +432,13 @@ std::shared_ptr<const ModelSnapshot> ParameterTable::MakeSnapshot(int64_t round)
   auto s = std::make_shared<ModelSnapshot>();
   s->round = round;
   s->live_version = live_version_;
+  tensor::ModelChecksum checksum;
   for (const auto& [name, t] : tensors_) {
     s->specs.push_back(t.spec);
     s->values.push_back(t.values);
-    if (round >= 0) s->checksum = tensor::Crc32(t.values, s->checksum);
+    if (round >= 0) checksum.Add(t.values);
   }
+  if (round >= 0) s->checksum = checksum.value();
   return s;
 }
 

@@ -28,7 +28,7 @@ struct ModelSnapshot {
   int64_t live_version = 0;
   std::vector<tensor::TensorSpec> specs;   // name order
   std::vector<std::vector<float>> values;  // parallel to specs
-  uint32_t checksum = 0;                   // CRC-32 over values in order; 0 for live copies
+  uint32_t checksum = 0;  // tensor::ModelChecksum over values in order; 0 for live copies
 };
 
 struct ApplyResult {

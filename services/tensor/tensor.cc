@@ -1,5 +1,6 @@
 #include "tensor/tensor.h"
 
+#include <xxhash.h>
 #include <zlib.h>
 
 #include <algorithm>
@@ -85,6 +86,19 @@ absl::Status CheckFinite(absl::Span<const float> values) {
     }
   }
   return absl::OkStatus();
+}
+
+ModelChecksum::ModelChecksum() : state_(XXH3_createState()) { XXH3_64bits_reset(state_); }
+
+ModelChecksum::~ModelChecksum() { XXH3_freeState(state_); }
+
+void ModelChecksum::Add(absl::Span<const float> values) {
+  XXH3_64bits_update(state_, values.data(), values.size() * sizeof(float));
+}
+
+uint32_t ModelChecksum::value() const {
+  const uint64_t h = XXH3_64bits_digest(state_);
+  return static_cast<uint32_t>(h ^ (h >> 32));
 }
 
 uint32_t Crc32(absl::Span<const float> values, uint32_t previous) {

@@ -71,6 +71,22 @@ TEST(ChunkCount, MatchesForEachChunk) {
   }
 }
 
+TEST(ModelChecksum, CoversTheBytesInOrderAndDetectsChange) {
+  std::vector<float> a = {1, 2, 3}, b = {4, 5};
+  std::vector<float> ab = {1, 2, 3, 4, 5};
+  auto of = [](const std::vector<std::vector<float>>& tensors) {
+    ModelChecksum c;
+    for (const auto& t : tensors) c.Add(t);
+    return c.value();
+  };
+  EXPECT_EQ(of({a, b}), of({ab}));  // tensor boundaries do not matter, order does
+  EXPECT_NE(of({a, b}), of({b, a}));
+  std::vector<float> changed = ab;
+  changed[4] = 5.0001f;
+  EXPECT_NE(of({ab}), of({changed}));
+  EXPECT_EQ(of({ab}), of({ab}));
+}
+
 TEST(Crc32, ChainsAndDetectsChange) {
   std::vector<float> a = {1, 2, 3}, b = {4, 5};
   std::vector<float> ab = {1, 2, 3, 4, 5};
