@@ -34,6 +34,8 @@ StoreMetrics::StoreMetrics(prometheus::Registry& r)
                                           "Last published round snapshot (0: initial model).")),
       model_bytes(metrics::AddGauge(r, "syncopate_store_model_bytes",
                                     "Bytes of float32 parameters held by this shard.")),
+      streams_open(metrics::AddGauge(r, "syncopate_store_streams_open",
+                                     "Push and pull streams being served.")),
       checkpoints_written(metrics::AddCounter(r, "syncopate_store_checkpoints_written_total",
                                               "Checkpoints of the shard's model written.")),
       checkpoint_failures(metrics::AddCounter(r, "syncopate_store_checkpoint_failures_total",

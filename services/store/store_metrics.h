@@ -31,6 +31,7 @@ struct StoreMetrics {
   prometheus::Gauge& live_version;
   prometheus::Gauge& last_closed_round;
   prometheus::Gauge& model_bytes;
+  prometheus::Gauge& streams_open;
   prometheus::Counter& checkpoints_written;
   prometheus::Counter& checkpoint_failures;
   prometheus::Gauge& last_checkpoint_time;

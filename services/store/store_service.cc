@@ -58,17 +58,8 @@ grpc::Status StoreService::GetSchema(grpc::ServerContext*, const v1::GetSchemaRe
   return grpc::Status::OK;
 }
 
-absl::Status StoreService::ReceivePush(grpc::ServerReader<v1::PushMessage>* reader, bool initialize,
-                                       v1::PushReply* reply) {
-  const absl::Time start = absl::Now();
-  SpecLookup lookup;
-  if (!initialize) lookup = [this](const std::string& name) { return table_.Spec(name); };
-  PushAssembler assembler(std::move(lookup));
-  v1::PushMessage message;
-  while (reader->Read(&message)) {
-    RETURN_IF_ERROR(assembler.Add(message));
-  }
-  ASSIGN_OR_RETURN(StagedPush push, assembler.Finish());
+absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time start,
+                                    v1::PushReply* reply) {
   if (initialize) {
     for (const tensor::TensorSpec& spec : push.tensors) {
       if (tensor::ShardOf(spec.name, shard_count_) != shard_) {
@@ -109,15 +100,68 @@ absl::Status StoreService::ReceivePush(grpc::ServerReader<v1::PushMessage>* read
   return absl::OkStatus();
 }
 
-grpc::Status StoreService::Initialize(grpc::ServerContext*,
-                                      grpc::ServerReader<v1::PushMessage>* reader,
-                                      v1::PushReply* reply) {
-  return Finish(ReceivePush(reader, /*initialize=*/true, reply));
+namespace {
+
+// Reads one push stream into a PushAssembler, one message at a time, on gRPC's callback threads;
+// `take` runs once with the assembled push (or the first error) and gives the call's status.
+// Deletes itself when gRPC is done with it.
+class PushReactor final : public grpc::ServerReadReactor<v1::PushMessage> {
+ public:
+  using Take = std::function<grpc::Status(absl::StatusOr<StagedPush>)>;
+
+  PushReactor(SpecLookup lookup, Take take, prometheus::Gauge& open)
+      : assembler_(std::move(lookup)), take_(std::move(take)), open_(open) {
+    open_.Increment();
+    StartRead(&message_);
+  }
+
+  void OnReadDone(bool ok) override {
+    if (!ok) {  // the client's half-close, or the stream broke (the assembler then sees it cut)
+      Finish(take_(assembler_.Finish()));
+      return;
+    }
+    if (absl::Status added = assembler_.Add(message_); !added.ok()) {
+      Finish(take_(added));
+      return;
+    }
+    StartRead(&message_);
+  }
+  void OnDone() override {
+    open_.Decrement();
+    delete this;
+  }
+
+ private:
+  PushAssembler assembler_;
+  Take take_;
+  prometheus::Gauge& open_;
+  v1::PushMessage message_;
+};
+
+}  // namespace
+
+grpc::ServerReadReactor<v1::PushMessage>* StoreService::Initialize(grpc::CallbackServerContext*,
+                                                                   v1::PushReply* reply) {
+  const absl::Time start = absl::Now();
+  return new PushReactor(
+      SpecLookup(),
+      [this, start, reply](absl::StatusOr<StagedPush> push) {
+        if (!push.ok()) return Finish(push.status());
+        return Finish(TakePush(*std::move(push), /*initialize=*/true, start, reply));
+      },
+      metrics_.streams_open);
 }
 
-grpc::Status StoreService::Push(grpc::ServerContext*, grpc::ServerReader<v1::PushMessage>* reader,
-                                v1::PushReply* reply) {
-  return Finish(ReceivePush(reader, /*initialize=*/false, reply));
+grpc::ServerReadReactor<v1::PushMessage>* StoreService::Push(grpc::CallbackServerContext*,
+                                                             v1::PushReply* reply) {
+  const absl::Time start = absl::Now();
+  return new PushReactor(
+      [this](const std::string& name) { return table_.Spec(name); },
+      [this, start, reply](absl::StatusOr<StagedPush> push) {
+        if (!push.ok()) return Finish(push.status());
+        return Finish(TakePush(*std::move(push), /*initialize=*/false, start, reply));
+      },
+      metrics_.streams_open);
 }
 
 namespace {
@@ -129,8 +173,9 @@ class PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   using Finished = std::function<grpc::Status(const absl::Status&, uint64_t bytes)>;
 
   PullReactor(std::shared_ptr<const ModelSnapshot> snapshot, uint32_t chunk_bytes,
-              Finished finished)
-      : frames_(std::move(snapshot), chunk_bytes), finished_(std::move(finished)) {
+              Finished finished, prometheus::Gauge& open)
+      : frames_(std::move(snapshot), chunk_bytes), finished_(std::move(finished)), open_(open) {
+    open_.Increment();
     WriteNext();
   }
 
@@ -141,7 +186,10 @@ class PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
     }
     WriteNext();
   }
-  void OnDone() override { delete this; }
+  void OnDone() override {
+    open_.Decrement();
+    delete this;
+  }
 
  private:
   void WriteNext() {
@@ -154,6 +202,7 @@ class PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
   PullFrames frames_;
   Finished finished_;
+  prometheus::Gauge& open_;
   grpc::ByteBuffer message_;  // in flight until OnWriteDone
 };
 
@@ -197,7 +246,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackSer
           metrics_.pull_duration.Observe(absl::ToDoubleSeconds(absl::Now() - start));
         }
         return Finish(status);
-      });
+      },
+      metrics_.streams_open);
 }
 
 grpc::Status StoreService::SetMembership(grpc::ServerContext*, const v1::Membership* request,

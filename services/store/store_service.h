@@ -7,16 +7,19 @@
 #include <memory>
 
 #include "store/parameter_table.h"
+#include "store/push_assembler.h"
 #include "store/store_metrics.h"
 #include "syncopate/v1/store.grpc.pb.h"
 
 namespace syncopate::store {
 
-// Thread-safe (the table is); `table` and `metrics` must outlive the service. Pull is served with
-// gRPC's callback API from shared snapshots (pull_frames.h): no thread per pull, no copy of the
-// model per puller.
+// Thread-safe (the table is); `table` and `metrics` must outlive the service. Pushes and pulls are
+// served with gRPC's callback API, so no thread is held per stream; pulls from shared snapshots
+// (pull_frames.h), with no copy of the model per puller.
 class StoreService final
-    : public v1::ParameterStore::WithRawCallbackMethod_Pull<v1::ParameterStore::Service> {
+    : public v1::ParameterStore::WithCallbackMethod_Initialize<
+          v1::ParameterStore::WithCallbackMethod_Push<
+              v1::ParameterStore::WithRawCallbackMethod_Pull<v1::ParameterStore::Service>>> {
  public:
   // `incarnation` identifies this process's life of the shard (non-zero, new at every start): the
   // coordinator tells a restart by it.
@@ -25,10 +28,10 @@ class StoreService final
 
   grpc::Status GetSchema(grpc::ServerContext* ctx, const v1::GetSchemaRequest* request,
                          v1::Schema* reply) override;
-  grpc::Status Initialize(grpc::ServerContext* ctx, grpc::ServerReader<v1::PushMessage>* reader,
-                          v1::PushReply* reply) override;
-  grpc::Status Push(grpc::ServerContext* ctx, grpc::ServerReader<v1::PushMessage>* reader,
-                    v1::PushReply* reply) override;
+  grpc::ServerReadReactor<v1::PushMessage>* Initialize(grpc::CallbackServerContext* ctx,
+                                                       v1::PushReply* reply) override;
+  grpc::ServerReadReactor<v1::PushMessage>* Push(grpc::CallbackServerContext* ctx,
+                                                 v1::PushReply* reply) override;
   // A v1::PullRequest in, a stream of v1::PullMessage out (as raw bytes: see pull_frames.h).
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Pull(grpc::CallbackServerContext* ctx,
                                                    const grpc::ByteBuffer* request) override;
@@ -38,9 +41,8 @@ class StoreService final
                           v1::CloseRoundReply* reply) override;
 
  private:
-  // Reads a whole push stream; `initialize` selects Initialize's rules.
-  absl::Status ReceivePush(grpc::ServerReader<v1::PushMessage>* reader, bool initialize,
-                           v1::PushReply* reply);
+  // Takes in a whole push stream, assembled; `initialize` selects Initialize's rules.
+  absl::Status TakePush(StagedPush push, bool initialize, absl::Time start, v1::PushReply* reply);
   // The snapshot a pull asks for.
   absl::StatusOr<std::shared_ptr<const ModelSnapshot>> PullSnapshot(const v1::PullRequest& request);
   // Counts a failure and converts it for the wire.

@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <filesystem>
 #include <limits>
 #include <thread>
 
@@ -75,6 +76,48 @@ class StoreServiceTest : public ::testing::Test {
   std::unique_ptr<v1::ParameterStore::Stub> stub_;
   tensor::TensorMap model_;
 };
+
+int ThreadCount() {
+  int threads = 0;
+  for ([[maybe_unused]] const auto& entry :
+       std::filesystem::directory_iterator("/proc/self/task")) {
+    ++threads;
+  }
+  return threads;
+}
+
+TEST_F(StoreServiceTest, OpenStreamsHoldNoThreadEach) {
+  // 200 push streams that send their header and then wait: a thread-per-stream server would hold
+  // 200 threads until they end.
+  const int before = ThreadCount();
+  constexpr int kStreams = 200;
+  std::vector<std::unique_ptr<grpc::ClientContext>> contexts;
+  std::vector<v1::PushReply> replies(kStreams);
+  std::vector<std::unique_ptr<grpc::ClientWriter<v1::PushMessage>>> writers;
+  for (int i = 0; i < kStreams; ++i) {
+    contexts.push_back(rpc::ContextWithTimeout(absl::Seconds(30)));
+    writers.push_back(stub_->Push(contexts.back().get(), &replies[i]));
+    v1::PushMessage header;
+    *header.mutable_header() = Header(100 + i);
+    tensor::ToProto({"small", {3}}, header.mutable_header()->add_tensors());
+    ASSERT_TRUE(writers.back()->Write(header));
+  }
+  // Every stream has reached the server (polled, with a deadline).
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (metrics_.streams_open.Value() < kStreams && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  ASSERT_EQ(metrics_.streams_open.Value(), kStreams);
+  EXPECT_LT(ThreadCount() - before, 32) << "threads before: " << before;
+  for (auto& ctx : contexts) ctx->TryCancel();
+  for (auto& writer : writers) EXPECT_FALSE(writer->Finish().ok());
+  const absl::Time drained = absl::Now() + absl::Seconds(20);
+  while (metrics_.streams_open.Value() > 0 && absl::Now() < drained) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(metrics_.streams_open.Value(), 0);
+  EXPECT_EQ(Live()["small"], (std::vector<float>{1, 2, 3}));  // nothing applied
+}
 
 TEST_F(StoreServiceTest, ServesHealthAndRoundTripsLargeTensors) {
   EXPECT_TRUE(rpc::CheckHealth(*rpc::MakeChannel(address_), absl::Seconds(5)).ok());
