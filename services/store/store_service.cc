@@ -33,8 +33,35 @@ void StoreService::UpdateGauges() {
   metrics_.last_closed_round.Set(static_cast<double>(table_.last_closed_round()));
 }
 
-grpc::Status StoreService::GetSchema(grpc::ServerContext*, const v1::GetSchemaRequest*,
-                                     v1::Schema* reply) {
+namespace {
+
+// Answers a unary call at once, on the thread that read it.
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* StoreService::GetSchema(grpc::CallbackServerContext* ctx,
+                                                  const v1::GetSchemaRequest*, v1::Schema* reply) {
+  return Answer(ctx, Schema(reply));
+}
+
+grpc::ServerUnaryReactor* StoreService::SetMembership(grpc::CallbackServerContext* ctx,
+                                                      const v1::Membership* request,
+                                                      v1::SetMembershipReply* reply) {
+  return Answer(ctx, ChangeMembership(*request, reply));
+}
+
+grpc::ServerUnaryReactor* StoreService::CloseRound(grpc::CallbackServerContext* ctx,
+                                                   const v1::CloseRoundRequest* request,
+                                                   v1::CloseRoundReply* reply) {
+  return Answer(ctx, Close(*request, reply));
+}
+
+grpc::Status StoreService::Schema(v1::Schema* reply) {
   reply->set_shard(shard_);
   reply->set_shard_count(shard_count_);
   for (const tensor::TensorSpec& spec : table_.Specs()) tensor::ToProto(spec, reply->add_tensors());
@@ -250,13 +277,13 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackSer
       metrics_.streams_open);
 }
 
-grpc::Status StoreService::SetMembership(grpc::ServerContext*, const v1::Membership* request,
-                                         v1::SetMembershipReply* reply) {
+grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
+                                            v1::SetMembershipReply* reply) {
   std::vector<TrainerKey> members;
-  for (const v1::Member& m : request->members()) {
+  for (const v1::Member& m : request.members()) {
     members.push_back(TrainerKey{m.trainer_id(), m.incarnation()});
   }
-  const MembershipResult result = table_.SetMembers(members, request->round());
+  const MembershipResult result = table_.SetMembers(members, request.round());
   if (result.rounds_skipped > 0) {
     spdlog::warn("caught up with the job's round {}: rounds {} to {} are lost on this shard",
                  result.last_closed_round, result.last_closed_round - result.rounds_skipped + 1,
@@ -271,13 +298,12 @@ grpc::Status StoreService::SetMembership(grpc::ServerContext*, const v1::Members
   return grpc::Status::OK;
 }
 
-grpc::Status StoreService::CloseRound(grpc::ServerContext*, const v1::CloseRoundRequest* request,
-                                      v1::CloseRoundReply* reply) {
+grpc::Status StoreService::Close(const v1::CloseRoundRequest& request, v1::CloseRoundReply* reply) {
   CloseRequest close;
-  close.round = request->round();
-  close.aggregation = request->aggregation();
-  close.scale = request->scale();
-  for (const v1::PushCut& cut : request->cuts()) {
+  close.round = request.round();
+  close.aggregation = request.aggregation();
+  close.scale = request.scale();
+  for (const v1::PushCut& cut : request.cuts()) {
     close.cuts.push_back({{cut.trainer_id(), cut.incarnation()}, cut.clock()});
   }
   absl::StatusOr<CloseResult> result = table_.CloseRound(close);

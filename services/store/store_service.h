@@ -13,21 +13,21 @@
 
 namespace syncopate::store {
 
-// Thread-safe (the table is); `table` and `metrics` must outlive the service. Pushes and pulls are
-// served with gRPC's callback API, so no thread is held per stream; pulls from shared snapshots
+// Thread-safe (the table is); `table` and `metrics` must outlive the service. Every method is
+// served with gRPC's callback API, on gRPC's own threads: no thread is held per call or stream,
+// and a unary call is answered on the thread that read it. Pulls go out from shared snapshots
 // (pull_frames.h), with no copy of the model per puller.
 class StoreService final
-    : public v1::ParameterStore::WithCallbackMethod_Initialize<
-          v1::ParameterStore::WithCallbackMethod_Push<
-              v1::ParameterStore::WithRawCallbackMethod_Pull<v1::ParameterStore::Service>>> {
+    : public v1::ParameterStore::WithRawCallbackMethod_Pull<v1::ParameterStore::CallbackService> {
  public:
   // `incarnation` identifies this process's life of the shard (non-zero, new at every start): the
   // coordinator tells a restart by it.
   StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard, uint32_t shard_count,
                uint64_t incarnation);
 
-  grpc::Status GetSchema(grpc::ServerContext* ctx, const v1::GetSchemaRequest* request,
-                         v1::Schema* reply) override;
+  grpc::ServerUnaryReactor* GetSchema(grpc::CallbackServerContext* ctx,
+                                      const v1::GetSchemaRequest* request,
+                                      v1::Schema* reply) override;
   grpc::ServerReadReactor<v1::PushMessage>* Initialize(grpc::CallbackServerContext* ctx,
                                                        v1::PushReply* reply) override;
   grpc::ServerReadReactor<v1::PushMessage>* Push(grpc::CallbackServerContext* ctx,
@@ -35,14 +35,20 @@ class StoreService final
   // A v1::PullRequest in, a stream of v1::PullMessage out (as raw bytes: see pull_frames.h).
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Pull(grpc::CallbackServerContext* ctx,
                                                    const grpc::ByteBuffer* request) override;
-  grpc::Status SetMembership(grpc::ServerContext* ctx, const v1::Membership* request,
-                             v1::SetMembershipReply* reply) override;
-  grpc::Status CloseRound(grpc::ServerContext* ctx, const v1::CloseRoundRequest* request,
-                          v1::CloseRoundReply* reply) override;
+  grpc::ServerUnaryReactor* SetMembership(grpc::CallbackServerContext* ctx,
+                                          const v1::Membership* request,
+                                          v1::SetMembershipReply* reply) override;
+  grpc::ServerUnaryReactor* CloseRound(grpc::CallbackServerContext* ctx,
+                                       const v1::CloseRoundRequest* request,
+                                       v1::CloseRoundReply* reply) override;
 
  private:
   // Takes in a whole push stream, assembled; `initialize` selects Initialize's rules.
   absl::Status TakePush(StagedPush push, bool initialize, absl::Time start, v1::PushReply* reply);
+  // The unary calls' work.
+  grpc::Status Schema(v1::Schema* reply);
+  grpc::Status ChangeMembership(const v1::Membership& request, v1::SetMembershipReply* reply);
+  grpc::Status Close(const v1::CloseRoundRequest& request, v1::CloseRoundReply* reply);
   // The snapshot a pull asks for.
   absl::StatusOr<std::shared_ptr<const ModelSnapshot>> PullSnapshot(const v1::PullRequest& request);
   // Counts a failure and converts it for the wire.
