@@ -17,6 +17,10 @@ For every step of every trainer the traces give (protocol.cc):
 prints the round's critical path: from the last trainer's acknowledged push of clock c to the
 last grant of clock c ("close+grant"), and from there to the last acknowledged push of clock
 c + 1 ("round"). The first --skip steps (start-up) and the last five are left out.
+
+Meant for the sequential worker path (every store mode but wbsp-overlap). With overlapped
+communication the push runs beside the next step, so a push's compute_us may be the next step's
+and the phases overlap rather than add up.
 """
 import argparse
 import glob

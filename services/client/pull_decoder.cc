@@ -184,7 +184,8 @@ absl::Status PullDecoder::Add(const grpc::ByteBuffer& message) {
     }
   }
   if (header) return AddHeader(Copy(in, *header));
-  if (!chunk) return absl::OkStatus();  // an empty message: protobuf parses it to nothing
+  // A message with neither (protobuf parses it to an empty chunk): what the protobuf path refused.
+  if (!chunk) return absl::DataLossError("pull message with neither a header nor a chunk");
 
   // The chunk's fields, from a reader limited to the chunk.
   std::string name;
@@ -209,7 +210,7 @@ absl::Status PullDecoder::Add(const grpc::ByteBuffer& message) {
   const uint64_t count = data.size / sizeof(float);
   if (it == model_.tensors.end() || offset > it->second.size() ||
       count > it->second.size() - offset) {
-    return absl::DataLossError("the store sent a chunk outside its header's tensors");
+    return absl::DataLossError("sent a chunk outside its header's tensors");
   }
   walk.CopyFrom(data.at, data.size, reinterpret_cast<char*>(it->second.data() + offset));
   model_.bytes += data.size;

@@ -115,6 +115,7 @@ TEST(PullDecoderTest, RefusesWhatTheProtobufPathRefused) {
   EXPECT_EQ(code({header, "\x12"}), absl::StatusCode::kDataLoss);
   EXPECT_EQ(code({header, std::string("\x12\x05\x0a\x01", 4)}), absl::StatusCode::kDataLoss);
   EXPECT_EQ(code({header, "\x0f"}), absl::StatusCode::kDataLoss);
+  EXPECT_EQ(code({header, ""}), absl::StatusCode::kDataLoss);  // neither header nor chunk
   // A well-formed stream still passes.
   EXPECT_EQ(code({header, Chunk("w", 0, {1, 2, 3, 4})}), absl::StatusCode::kOk);
 }

@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <new>
 
 #include "absl/strings/str_cat.h"
 
@@ -88,7 +89,10 @@ absl::Status CheckFinite(absl::Span<const float> values) {
   return absl::OkStatus();
 }
 
-ModelChecksum::ModelChecksum() : state_(XXH3_createState()) { XXH3_64bits_reset(state_); }
+ModelChecksum::ModelChecksum() : state_(XXH3_createState()) {
+  if (state_ == nullptr) throw std::bad_alloc();
+  XXH3_64bits_reset(state_);
+}
 
 ModelChecksum::~ModelChecksum() { XXH3_freeState(state_); }
 
