@@ -37,11 +37,6 @@ uint32_t ClampChunkBytes(uint32_t requested) {
   return requested;
 }
 
-size_t ChunkCount(size_t values, uint32_t chunk_bytes) {
-  const size_t per_chunk = ClampChunkBytes(chunk_bytes) / sizeof(float);
-  return std::max<size_t>(1, (values + per_chunk - 1) / per_chunk);
-}
-
 void ForEachChunk(const std::string& name, absl::Span<const float> values, uint32_t chunk_bytes,
                   const std::function<void(v1::TensorChunk&)>& emit) {
   const size_t per_chunk = ClampChunkBytes(chunk_bytes) / sizeof(float);

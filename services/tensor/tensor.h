@@ -34,9 +34,6 @@ inline constexpr uint32_t kMinChunkBytes = 64 << 10;
 inline constexpr uint32_t kMaxChunkBytes = 4 << 20;
 uint32_t ClampChunkBytes(uint32_t requested);
 
-// The number of chunks ForEachChunk emits for `values` floats: at least one.
-size_t ChunkCount(size_t values, uint32_t chunk_bytes);
-
 // Calls `emit` once per chunk of `values`, in order; each chunk carries at most `chunk_bytes`
 // bytes. `emit` may Swap the chunk into a message instead of copying it: every field is set again
 // before each call, so the swapped-back buffer is simply reused. A zero-length tensor emits one

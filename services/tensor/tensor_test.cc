@@ -62,15 +62,6 @@ TEST(CheckFinite, FindsOneBadValueAtEveryPositionAndLength) {
   EXPECT_TRUE(CheckFinite({}).ok());
 }
 
-TEST(ChunkCount, MatchesForEachChunk) {
-  for (size_t n : {size_t{0}, size_t{1}, size_t{16384}, size_t{16385}, size_t{300000}}) {
-    size_t emitted = 0;
-    ForEachChunk("w", std::vector<float>(n), kMinChunkBytes,
-                 [&](const v1::TensorChunk&) { ++emitted; });
-    EXPECT_EQ(ChunkCount(n, kMinChunkBytes), emitted) << n;
-  }
-}
-
 TEST(ModelChecksum, CoversTheBytesInOrderAndDetectsChange) {
   std::vector<float> a = {1, 2, 3}, b = {4, 5};
   std::vector<float> ab = {1, 2, 3, 4, 5};
