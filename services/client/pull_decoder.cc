@@ -7,21 +7,24 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "syncopate/v1/store.pb.h"
 #include "tensor/tensor.h"
 
 namespace syncopate::client {
 namespace {
 
-// Field numbers of PullMessage and TensorChunk (store.proto, tensor.proto); the decoder tests
-// encode with protobuf, so a renumbering fails there.
-constexpr uint32_t kMessageHeader = 1;
-constexpr uint32_t kMessageChunk = 2;
-constexpr uint32_t kChunkTensor = 1;
-constexpr uint32_t kChunkOffset = 2;
-constexpr uint32_t kChunkData = 3;
-
-enum WireType : uint32_t { kVarint = 0, kFixed64 = 1, kLengthDelimited = 2, kFixed32 = 5 };
+// Field numbers from the generated code, wire types from protobuf's own definitions.
+using google::protobuf::internal::WireFormatLite;
+constexpr uint32_t kMessageHeader = v1::PullMessage::kHeaderFieldNumber;
+constexpr uint32_t kMessageChunk = v1::PullMessage::kChunkFieldNumber;
+constexpr uint32_t kChunkTensor = v1::TensorChunk::kTensorFieldNumber;
+constexpr uint32_t kChunkOffset = v1::TensorChunk::kOffsetFieldNumber;
+constexpr uint32_t kChunkData = v1::TensorChunk::kDataFieldNumber;
+constexpr uint32_t kVarint = WireFormatLite::WIRETYPE_VARINT;
+constexpr uint32_t kFixed64 = WireFormatLite::WIRETYPE_FIXED64;
+constexpr uint32_t kLengthDelimited = WireFormatLite::WIRETYPE_LENGTH_DELIMITED;
+constexpr uint32_t kFixed32 = WireFormatLite::WIRETYPE_FIXED32;
 
 absl::Status Malformed(const std::string& what) {
   return absl::DataLossError(absl::StrCat("malformed pull message: ", what));

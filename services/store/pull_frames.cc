@@ -15,12 +15,10 @@ namespace {
 using google::protobuf::internal::WireFormatLite;
 using google::protobuf::io::CodedOutputStream;
 
-// Field numbers of store.proto's PullMessage.chunk and tensor.proto's TensorChunk; the round-trip
-// tests parse every encoding with protobuf, so a renumbering fails there.
-constexpr int kPullMessageChunk = 2;
-constexpr int kChunkTensor = 1;
-constexpr int kChunkOffset = 2;
-constexpr int kChunkData = 3;
+constexpr int kPullMessageChunk = v1::PullMessage::kChunkFieldNumber;
+constexpr int kChunkTensor = v1::TensorChunk::kTensorFieldNumber;
+constexpr int kChunkOffset = v1::TensorChunk::kOffsetFieldNumber;
+constexpr int kChunkData = v1::TensorChunk::kDataFieldNumber;
 
 uint32_t LengthTag(int field) {
   return WireFormatLite::MakeTag(field, WireFormatLite::WIRETYPE_LENGTH_DELIMITED);
