@@ -21,6 +21,16 @@ v1::ApplyMode ApplyModeOf(sync::PushMode mode) {
   return v1::APPLY_MODE_UNSPECIFIED;
 }
 
+// Copies a trainer's gauges into its status (kept there once it departed).
+void RecordGauge(v1::TrainerStatus& status, const TrainerGauge& gauge) {
+  status.set_staleness_bound(gauge.staleness_bound);
+  status.set_group(gauge.group);
+  if (gauge.link) {
+    status.set_upload_bytes_per_second(gauge.link->upload);
+    status.set_download_bytes_per_second(gauge.link->download);
+  }
+}
+
 }  // namespace
 
 Coordinator::Coordinator(CoordinatorOptions options, std::unique_ptr<sync::SyncPolicy> policy,
@@ -140,7 +150,8 @@ absl::StatusOr<SessionKey> Coordinator::Resume(const v1::Join& join,
 SessionKey Coordinator::Admit(const sync::Member& member, const v1::Join& join,
                               std::shared_ptr<Outbox> outbox, int64_t start_clock,
                               sync::Decisions decisions) {
-  sessions_[member.id] = Session{member.incarnation, outbox, join.peer_address()};
+  sessions_[member.id] = Session{member.incarnation, outbox, join.peer_address(), join.rank()};
+  by_rank_.emplace(join.rank(), member.id);
   names_[member.id] = member.name;
   last_progress_[member.id] = clock_.Now();
 
@@ -339,6 +350,7 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
       it->second.outbox->Send(std::move(evicted));
     }
     it->second.outbox->Close();
+    by_rank_.erase({it->second.rank, key.id});
     sessions_.erase(it);
   }
   report_arrival_.erase(key.id);
@@ -350,13 +362,7 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
     status.set_evictions(status.evictions() + 1);
     status.set_eviction_reason(reason);
   }
-  for (auto* family : {&metrics_.trainer_staleness_bound, &metrics_.trainer_group}) {
-    family->Remove(&family->Add({{"trainer", name}}));
-  }
-  for (const char* direction : {"upload", "download"}) {
-    auto& family = metrics_.trainer_link_rate;
-    family.Remove(&family.Add({{"trainer", name}, {"direction", direction}}));
-  }
+  RecordGauge(status, GaugeOf(key.id));
   UpdateGauges();
 }
 
@@ -379,32 +385,27 @@ void Coordinator::UpdateGauges() {
   metrics_.live_trainers.Set(static_cast<double>(membership_.live_count()));
   metrics_.min_clock.Set(static_cast<double>(policy_->MinClock().value_or(0)));
   metrics_.groups.Set(policy_->group_count());
-  for (const auto& [id, session] : sessions_) {
-    const std::string& name = names_[id];
-    const int64_t bound = policy_->BoundOf(id);
-    const int group = policy_->GroupOf(id);
-    metrics_.trainer_staleness_bound.Add({{"trainer", name}}).Set(static_cast<double>(bound));
-    metrics_.trainer_group.Add({{"trainer", name}}).Set(group);
-    v1::TrainerStatus& status = trainer_status_[name];
-    status.set_staleness_bound(bound);
-    status.set_group(group);
-    if (std::optional<sync::LinkRates> link = policy_->MeasuredLinkOf(id)) {
-      metrics_.trainer_link_rate.Add({{"trainer", name}, {"direction", "upload"}})
-          .Set(link->upload);
-      metrics_.trainer_link_rate.Add({{"trainer", name}, {"direction", "download"}})
-          .Set(link->download);
-      status.set_upload_bytes_per_second(link->upload);
-      status.set_download_bytes_per_second(link->download);
-    }
-  }
+}
+
+TrainerGauge Coordinator::GaugeOf(sync::TrainerId id) const {
+  TrainerGauge gauge;
+  if (auto name = names_.find(id); name != names_.end()) gauge.name = name->second;
+  gauge.staleness_bound = policy_->BoundOf(id);
+  gauge.group = policy_->GroupOf(id);
+  gauge.link = policy_->MeasuredLinkOf(id);
+  return gauge;
+}
+
+std::vector<TrainerGauge> Coordinator::TrainerGauges() const {
+  absl::MutexLock lock(&mu_);
+  std::vector<TrainerGauge> gauges;
+  gauges.reserve(sessions_.size());
+  for (const auto& [id, session] : sessions_) gauges.push_back(GaugeOf(id));
+  return gauges;
 }
 
 sync::TrainerId Coordinator::Evaluator() const {
-  std::optional<sync::Member> best;
-  for (const sync::Member& m : membership_.Live()) {
-    if (!best || m.rank < best->rank) best = m;
-  }
-  return best ? best->id : 0;
+  return by_rank_.empty() ? 0 : by_rank_.begin()->second;
 }
 
 void Coordinator::Enqueue(Action action) {
@@ -732,6 +733,10 @@ v1::ClusterStatus Coordinator::Status() const {
   status.set_staleness_bound(policy_->staleness_bound());
   status.set_uptime_seconds(absl::ToDoubleSeconds(clock_.Now() - started_at_));
   for (const auto& [name, t] : trainer_status_) *status.add_trainers() = t;
+  // Live trainers' bounds, groups and links as they are now (departed ones keep their last).
+  for (v1::TrainerStatus& t : *status.mutable_trainers()) {
+    if (t.state() == "live") RecordGauge(t, GaugeOf(t.trainer_id()));
+  }
   status.set_min_live_clock(policy_->MinClock().value_or(0));
   status.set_rounds_closed(rounds_closed_);
   if (accuracy_) {

@@ -8,6 +8,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <thread>
 
@@ -88,6 +89,8 @@ class Coordinator {
   void Disconnected(const SessionKey& key);
 
   v1::ClusterStatus Status() const;
+  // The live trainers' gauges, computed now (O(live trainers)): what a scrape serves.
+  std::vector<TrainerGauge> TrainerGauges() const;
 
  private:
   // Where this coordinator stands with the job: it has not heard from the stores yet, it took over
@@ -107,6 +110,7 @@ class Coordinator {
     uint64_t incarnation = 0;
     std::shared_ptr<Outbox> outbox;
     std::string peer_address;  // peer-to-peer modes
+    uint32_t rank = 0;
   };
 
   // A trainer of the job taken over resumes (Join with resume).
@@ -135,7 +139,11 @@ class Coordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateTimings(sync::TrainerId id, const v1::TrainerTimings& timings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job-wide gauges (O(1): per-trainer ones are computed when scraped).
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // A live trainer's gauges as the policy has them now.
+  TrainerGauge GaugeOf(sync::TrainerId id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+
   // Peer-to-peer modes: tells every remaining trainer that `id` is gone.
   void TellPeersGone(sync::TrainerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues a Done directive for `outbox`.
@@ -184,6 +192,8 @@ class Coordinator {
   std::unique_ptr<sync::SyncPolicy> policy_ ABSL_GUARDED_BY(mu_);
   sync::Membership membership_ ABSL_GUARDED_BY(mu_);
   std::map<sync::TrainerId, Session> sessions_ ABSL_GUARDED_BY(mu_);
+  // The sessions by (rank, id): the first is the evaluator.
+  std::set<std::pair<uint32_t, sync::TrainerId>> by_rank_ ABSL_GUARDED_BY(mu_);
   // Trainers awaiting their grant: when their report arrived.
   std::map<sync::TrainerId, absl::Time> report_arrival_ ABSL_GUARDED_BY(mu_);
   // Every live trainer: when it last reported a clock (or joined).

@@ -56,20 +56,44 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
                                   "restart, keeping identity and clock.")),
       pauses(metrics::AddCounter(r, "syncopate_coordinator_pauses_total",
                                  "Times the coordinator found it had not run for a while (frozen "
-                                 "or starved) and excused the trainers' silence meanwhile.")),
-      trainer_staleness_bound(
-          prometheus::BuildGauge()
-              .Name("syncopate_coordinator_trainer_staleness_bound")
-              .Help("Staleness bound in force for each live trainer (DSSP varies it; -1: none).")
-              .Register(r)),
-      trainer_group(prometheus::BuildGauge()
-                        .Name("syncopate_coordinator_trainer_group")
-                        .Help("Group of each live trainer (hybrid); -1 when the mode has none.")
-                        .Register(r)),
-      trainer_link_rate(prometheus::BuildGauge()
-                            .Name("syncopate_coordinator_trainer_link_bytes_per_second")
-                            .Help("Each trainer's smoothed measured link rate in the peer-to-peer "
-                                  "modes, by direction (upload, download).")
-                            .Register(r)) {}
+                                 "or starved) and excused the trainers' silence meanwhile.")) {}
+
+std::vector<prometheus::MetricFamily> TrainerFamilies(const std::vector<TrainerGauge>& trainers) {
+  auto family = [](const char* name, const char* help) {
+    prometheus::MetricFamily f;
+    f.name = name;
+    f.help = help;
+    f.type = prometheus::MetricType::Gauge;
+    return f;
+  };
+  auto add = [](prometheus::MetricFamily& f, std::vector<prometheus::ClientMetric::Label> labels,
+                double value) {
+    prometheus::ClientMetric m;
+    m.label = std::move(labels);
+    m.gauge.value = value;
+    f.metric.push_back(std::move(m));
+  };
+  prometheus::MetricFamily bound =
+      family("syncopate_coordinator_trainer_staleness_bound",
+             "Staleness bound in force for each live trainer (DSSP varies it; -1: none).");
+  prometheus::MetricFamily group =
+      family("syncopate_coordinator_trainer_group",
+             "Group of each live trainer (hybrid); -1 when the mode has none.");
+  prometheus::MetricFamily link =
+      family("syncopate_coordinator_trainer_link_bytes_per_second",
+             "Each trainer's smoothed measured link rate in the peer-to-peer modes, by direction "
+             "(upload, download).");
+  for (const TrainerGauge& t : trainers) {
+    add(bound, {{"trainer", t.name}}, static_cast<double>(t.staleness_bound));
+    add(group, {{"trainer", t.name}}, t.group);
+    if (t.link) {
+      add(link, {{"direction", "download"}, {"trainer", t.name}}, t.link->download);
+      add(link, {{"direction", "upload"}, {"trainer", t.name}}, t.link->upload);
+    }
+  }
+  std::vector<prometheus::MetricFamily> families{std::move(bound), std::move(group)};
+  if (!link.metric.empty()) families.push_back(std::move(link));
+  return families;
+}
 
 }  // namespace syncopate::coordinator

@@ -2,11 +2,17 @@
 #ifndef SYNCOPATE_COORDINATOR_COORDINATOR_METRICS_H_
 #define SYNCOPATE_COORDINATOR_COORDINATOR_METRICS_H_
 
+#include <optional>
+#include <string>
+#include <vector>
+
 #include "prometheus/counter.h"
 #include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
+#include "sync/policy.h"
 
 namespace syncopate::coordinator {
 
@@ -32,11 +38,20 @@ struct CoordinatorMetrics {
   prometheus::Counter& recoveries;
   prometheus::Counter& resumes;
   prometheus::Counter& pauses;
-  // Per live trainer (label trainer = its name; bounded by the job's trainers).
-  prometheus::Family<prometheus::Gauge>& trainer_staleness_bound;
-  prometheus::Family<prometheus::Gauge>& trainer_group;
-  prometheus::Family<prometheus::Gauge>& trainer_link_rate;
 };
+
+// One live trainer's gauges. They are computed when scraped (TrainerFamilies), not kept current
+// at every event: a report then costs the same with 10 trainers or 10,000.
+struct TrainerGauge {
+  std::string name;
+  int64_t staleness_bound = -1;
+  int group = -1;
+  std::optional<sync::LinkRates> link;  // peer-to-peer modes, once measured
+};
+
+// The per-trainer families (label trainer = its name): staleness bound, group and, where
+// measured, link rate by direction.
+std::vector<prometheus::MetricFamily> TrainerFamilies(const std::vector<TrainerGauge>& trainers);
 
 }  // namespace syncopate::coordinator
 

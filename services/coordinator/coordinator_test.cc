@@ -545,5 +545,37 @@ TEST_F(CoordinatorTest, ASlowTrainerThatHoldsNobodyUpStays) {
   EXPECT_EQ(coordinator_->Status().live_trainers(), 2u);
 }
 
+// Per-trainer gauges are read when scraped, for the live trainers only; a departed trainer keeps
+// its last values in the status, and the evaluator passes to the next rank.
+TEST_F(CoordinatorTest, TrainerGaugesAreReadWhenScrapedAndTheEvaluatorFollowsRanks) {
+  Make("ssp", 2);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  std::vector<TrainerGauge> gauges = coordinator_->TrainerGauges();
+  ASSERT_EQ(gauges.size(), 2u);
+  EXPECT_EQ(gauges[0].name, "a");
+  EXPECT_EQ(gauges[0].staleness_bound, 3);
+  EXPECT_EQ(gauges[1].group, -1);
+  EXPECT_FALSE(gauges[1].link);
+  const std::vector<prometheus::MetricFamily> families = TrainerFamilies(gauges);
+  ASSERT_EQ(families.size(), 2u) << "no link family where nothing was measured";
+  EXPECT_EQ(families[0].name, "syncopate_coordinator_trainer_staleness_bound");
+  ASSERT_EQ(families[0].metric.size(), 2u);
+  EXPECT_EQ(families[0].metric[1].label[0].value, "b");
+  EXPECT_EQ(families[0].metric[1].gauge.value, 3);
+
+  coordinator_->Leave(a, "bye");
+  gauges = coordinator_->TrainerGauges();
+  ASSERT_EQ(gauges.size(), 1u);
+  EXPECT_EQ(gauges[0].name, "b");
+  const v1::ClusterStatus status = coordinator_->Status();
+  ASSERT_EQ(status.trainers_size(), 2);
+  EXPECT_EQ(status.trainers(0).state(), "left");
+  EXPECT_EQ(status.trainers(0).staleness_bound(), 3);
+  Report(b, 1);
+  const v1::Directive granted = Next(*out_b);
+  ASSERT_TRUE(granted.has_proceed());
+  EXPECT_TRUE(granted.proceed().evaluate()) << "b has the lowest rank left";
+}
+
 }  // namespace
 }  // namespace syncopate::coordinator

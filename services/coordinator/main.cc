@@ -114,6 +114,9 @@ int main(int argc, char** argv) {
   syncopate::coordinator::GrpcStoreControl store_control(store_addresses, absl::Seconds(3));
   syncopate::coordinator::Coordinator coordinator(options, *std::move(policy), store_control,
                                                   syncopate::base::MonotonicClock::Get(), metrics);
+  (*metrics_server)->AddCollector([&coordinator] {
+    return syncopate::coordinator::TrainerFamilies(coordinator.TrainerGauges());
+  });
   coordinator.Start();
   syncopate::coordinator::SessionService service(coordinator);
   std::unique_ptr<grpc::Server> server;
@@ -136,5 +139,7 @@ int main(int argc, char** argv) {
   spdlog::info("shutting down");
   coordinator.Stop();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
+  // No scrape may reach the coordinator once it is gone.
+  metrics_server->reset();
   return 0;
 }

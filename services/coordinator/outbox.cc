@@ -3,13 +3,20 @@
 namespace syncopate::coordinator {
 
 void Outbox::Send(v1::Directive directive) {
-  absl::MutexLock lock(&mu_);
-  if (!closed_) queue_.push_back(std::move(directive));
+  {
+    absl::MutexLock lock(&mu_);
+    if (closed_) return;
+    queue_.push_back(std::move(directive));
+  }
+  Notify();
 }
 
 void Outbox::Close() {
-  absl::MutexLock lock(&mu_);
-  closed_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    closed_ = true;
+  }
+  Notify();
 }
 
 bool Outbox::closed() const {
@@ -25,6 +32,18 @@ bool Outbox::Pop(v1::Directive* directive, absl::Duration timeout) {
   *directive = std::move(queue_.front());
   queue_.pop_front();
   return true;
+}
+
+bool Outbox::TryPop(v1::Directive* directive) { return Pop(directive, absl::ZeroDuration()); }
+
+void Outbox::SetListener(Listener listener) {
+  absl::MutexLock lock(&listener_mu_);
+  listener_ = std::move(listener);
+}
+
+void Outbox::Notify() {
+  absl::MutexLock lock(&listener_mu_);
+  if (listener_) listener_();
 }
 
 }  // namespace syncopate::coordinator

@@ -1,61 +1,151 @@
 #include "coordinator/session_service.h"
 
-#include <thread>
+#include <memory>
+#include <optional>
 
+#include "absl/synchronization/mutex.h"
 #include "rpc/grpc_util.h"
 
 namespace syncopate::coordinator {
+namespace {
 
-grpc::Status SessionService::Session(
-    grpc::ServerContext* ctx, grpc::ServerReaderWriter<v1::Directive, v1::SessionRequest>* stream) {
-  v1::SessionRequest request;
-  if (!stream->Read(&request)) return grpc::Status::OK;
-  if (!request.has_join()) {
-    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a session must start with Join");
+// One trainer's session. Reads run one at a time on gRPC's threads and call into the coordinator
+// with no lock of this reactor held; writes are started by whichever thread finds the outbox
+// non-empty and no write in flight (the coordinator's, through the outbox listener, or gRPC's
+// after a write completes). Lock order: outbox listener, then mu_, then the outbox's queue.
+class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive> {
+ public:
+  explicit SessionReactor(Coordinator& coordinator) : coordinator_(coordinator) {
+    StartRead(&request_);
   }
-  auto outbox = std::make_shared<Outbox>();
-  absl::StatusOr<SessionKey> key = coordinator_.Join(request.join(), outbox);
-  if (!key.ok()) return rpc::ToGrpcStatus(key.status());
 
-  // gRPC allows one reader and one writer at a time on a stream: this thread writes, the handler's
-  // thread reads.
-  std::thread writer([&] {
-    v1::Directive directive;
-    while (!ctx->IsCancelled()) {
-      if (outbox->Pop(&directive, absl::Milliseconds(200))) {
-        if (!stream->Write(directive)) break;
-      } else if (outbox->closed()) {
-        break;
-      }
+  void OnReadDone(bool ok) override {
+    if (!ok) {
+      EndReads(/*left=*/false);
+      return;
     }
-  });
-  bool left = false;
-  while (!left && stream->Read(&request)) {
-    switch (request.kind_case()) {
+    if (!key_) {
+      Join();
+      return;
+    }
+    switch (request_.kind_case()) {
       case v1::SessionRequest::kClock:
-        coordinator_.Report(*key, request.clock());
+        coordinator_.Report(*key_, request_.clock());
         break;
       case v1::SessionRequest::kHeartbeat:
-        coordinator_.Heartbeat(*key, request.heartbeat());
+        coordinator_.Heartbeat(*key_, request_.heartbeat());
         break;
       case v1::SessionRequest::kLeave:
-        coordinator_.Leave(*key, request.leave().reason());
-        left = true;
-        break;
+        coordinator_.Leave(*key_, request_.leave().reason());
+        EndReads(/*left=*/true);
+        return;
       default:
         break;  // a second Join or an empty message: ignored
     }
+    StartRead(&request_);
   }
-  if (!left) coordinator_.Disconnected(*key);
-  outbox->Close();
-  writer.join();
-  return grpc::Status::OK;
+
+  void OnWriteDone(bool ok) override {
+    absl::MutexLock lock(&mu_);
+    writing_ = false;
+    if (!ok) write_failed_ = true;  // the stream broke: the reads end too
+    WriteNextLocked();
+  }
+
+  void OnDone() override {
+    // After this the outbox no longer calls into this reactor (SetListener waits for a running
+    // listener), so it may go.
+    if (outbox_) outbox_->SetListener(nullptr);
+    delete this;
+  }
+
+ private:
+  void Join() {
+    if (!request_.has_join()) {
+      FinishOnce(
+          grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a session must start with Join"));
+      return;
+    }
+    auto outbox = std::make_shared<Outbox>();
+    absl::StatusOr<SessionKey> key = coordinator_.Join(request_.join(), outbox);
+    if (!key.ok()) {
+      FinishOnce(rpc::ToGrpcStatus(key.status()));
+      return;
+    }
+    key_ = *key;
+    outbox_ = outbox;
+    outbox_->SetListener([this] {
+      absl::MutexLock lock(&mu_);
+      WriteNextLocked();
+    });
+    {
+      absl::MutexLock lock(&mu_);
+      WriteNextLocked();  // what was queued before the listener was set
+    }
+    StartRead(&request_);
+  }
+
+  // No more reads: the trainer left, or its half of the stream ended. A session that ends
+  // without Leave is a departure the coordinator must hear of at once.
+  void EndReads(bool left) {
+    if (!key_) {
+      FinishOnce(grpc::Status::OK);  // it went before joining
+      return;
+    }
+    if (!left) coordinator_.Disconnected(*key_);
+    {
+      absl::MutexLock lock(&mu_);
+      reads_done_ = true;
+    }
+    outbox_->Close();  // its listener writes what is left, then finishes
+  }
+
+  // Starts the next write, or finishes once nothing is left to write and nothing to read.
+  void WriteNextLocked() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (writing_ || finished_) return;
+    if (!write_failed_ && outbox_->TryPop(&directive_)) {
+      writing_ = true;
+      StartWrite(&directive_);
+      return;
+    }
+    if (reads_done_ && (write_failed_ || outbox_->closed())) {
+      finished_ = true;
+      Finish(grpc::Status::OK);
+    }
+  }
+
+  void FinishOnce(const grpc::Status& status) {
+    absl::MutexLock lock(&mu_);
+    if (finished_) return;
+    finished_ = true;
+    Finish(status);
+  }
+
+  Coordinator& coordinator_;
+  v1::SessionRequest request_;      // touched only by the read in flight
+  std::optional<SessionKey> key_;   // set by the first read, before any other
+  std::shared_ptr<Outbox> outbox_;  // likewise
+
+  absl::Mutex mu_;
+  v1::Directive directive_ ABSL_GUARDED_BY(mu_);  // the write in flight
+  bool writing_ ABSL_GUARDED_BY(mu_) = false;
+  bool write_failed_ ABSL_GUARDED_BY(mu_) = false;
+  bool reads_done_ ABSL_GUARDED_BY(mu_) = false;
+  bool finished_ ABSL_GUARDED_BY(mu_) = false;
+};
+
+}  // namespace
+
+grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive>* SessionService::Session(
+    grpc::CallbackServerContext*) {
+  return new SessionReactor(coordinator_);
 }
 
-grpc::Status SessionService::GetStatus(grpc::ServerContext*, const v1::GetStatusRequest*,
-                                       v1::ClusterStatus* reply) {
+grpc::ServerUnaryReactor* SessionService::GetStatus(grpc::CallbackServerContext* ctx,
+                                                    const v1::GetStatusRequest*,
+                                                    v1::ClusterStatus* reply) {
   *reply = coordinator_.Status();
-  return grpc::Status::OK;
+  return rpc::Answer(ctx, grpc::Status::OK);
 }
 
 }  // namespace syncopate::coordinator

@@ -1,5 +1,6 @@
 // The gRPC face of the coordinator: one Session stream per trainer (messages in become Coordinator
-// events; the trainer's Outbox is written back), and GetStatus.
+// events; the trainer's Outbox is written back), and GetStatus. Served with gRPC's callback API:
+// a session holds no thread while it waits, so the threads do not grow with the trainers.
 #ifndef SYNCOPATE_COORDINATOR_SESSION_SERVICE_H_
 #define SYNCOPATE_COORDINATOR_SESSION_SERVICE_H_
 
@@ -9,15 +10,18 @@
 namespace syncopate::coordinator {
 
 // Thread-safe; `coordinator` must outlive the service.
-class SessionService final : public v1::Coordinator::Service {
+class SessionService final : public v1::Coordinator::CallbackService {
  public:
   explicit SessionService(Coordinator& coordinator) : coordinator_(coordinator) {}
 
-  grpc::Status Session(
-      grpc::ServerContext* ctx,
-      grpc::ServerReaderWriter<v1::Directive, v1::SessionRequest>* stream) override;
-  grpc::Status GetStatus(grpc::ServerContext* ctx, const v1::GetStatusRequest* request,
-                         v1::ClusterStatus* reply) override;
+  // The first message must be a Join (else INVALID_ARGUMENT); a refused join ends the stream with
+  // the coordinator's status. Directives are written as the coordinator queues them. The stream
+  // ends OK once the trainer left (or its stream broke) and its outbox is closed and written.
+  grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive>* Session(
+      grpc::CallbackServerContext* ctx) override;
+  grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
+                                      const v1::GetStatusRequest* request,
+                                      v1::ClusterStatus* reply) override;
 
  private:
   Coordinator& coordinator_;

@@ -6,6 +6,19 @@
 #include "prometheus/text_serializer.h"
 
 namespace syncopate::metrics {
+namespace {
+
+class FunctionCollectable final : public prometheus::Collectable {
+ public:
+  explicit FunctionCollectable(std::function<std::vector<prometheus::MetricFamily>()> collect)
+      : collect_(std::move(collect)) {}
+  std::vector<prometheus::MetricFamily> Collect() const override { return collect_(); }
+
+ private:
+  std::function<std::vector<prometheus::MetricFamily>()> collect_;
+};
+
+}  // namespace
 
 MetricsServer::MetricsServer(std::unique_ptr<prometheus::Exposer> exposer,
                              std::shared_ptr<prometheus::Registry> registry, int port)
@@ -26,6 +39,11 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
     return absl::UnavailableError(absl::StrCat("metrics not listening: ", address));
   return std::unique_ptr<MetricsServer>(
       new MetricsServer(std::move(exposer), std::move(registry), ports.front()));
+}
+
+void MetricsServer::AddCollector(std::function<std::vector<prometheus::MetricFamily>()> collect) {
+  collectors_.push_back(std::make_shared<FunctionCollectable>(std::move(collect)));
+  exposer_->RegisterCollectable(collectors_.back());
 }
 
 prometheus::Counter& AddCounter(prometheus::Registry& registry, const std::string& name,

@@ -2,6 +2,7 @@
 #ifndef SYNCOPATE_METRICS_METRICS_SERVER_H_
 #define SYNCOPATE_METRICS_METRICS_SERVER_H_
 
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -11,6 +12,7 @@
 #include "prometheus/exposer.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
+#include "prometheus/metric_family.h"
 #include "prometheus/registry.h"
 
 namespace syncopate::metrics {
@@ -23,6 +25,10 @@ class MetricsServer {
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& address);
 
   prometheus::Registry& registry() { return *registry_; }
+  // Serves, beside the registry, the families `collect` returns at each scrape (on the scraping
+  // thread): for metrics cheaper to compute when read than to keep current at every event.
+  // `collect` must stay callable while this server lives.
+  void AddCollector(std::function<std::vector<prometheus::MetricFamily>()> collect);
   std::shared_ptr<prometheus::Registry> shared_registry() { return registry_; }
   int port() const { return port_; }
 
@@ -32,6 +38,7 @@ class MetricsServer {
 
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::shared_ptr<prometheus::Registry> registry_;
+  std::vector<std::shared_ptr<prometheus::Collectable>> collectors_;
   int port_;
 };
 

@@ -55,6 +55,12 @@ absl::Status StartServer(const std::string& address, const std::vector<grpc::Ser
   return absl::OkStatus();
 }
 
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(status);
+  return reactor;
+}
+
 std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout) {
   auto ctx = std::make_unique<grpc::ClientContext>();
   ctx->set_deadline(absl::ToChronoTime(absl::Now() + timeout));

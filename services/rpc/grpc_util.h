@@ -50,6 +50,9 @@ class RawServerStream {
 absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
                          std::unique_ptr<grpc::Server>* server, int* port);
 
+// A callback-API unary method's answer, given at once on the thread that read the request.
+grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::Status& status);
+
 // Calls grpc.health.v1.Health/Check on `channel`; OK when the server reports SERVING.
 absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout);
 

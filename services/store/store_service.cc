@@ -33,32 +33,21 @@ void StoreService::UpdateGauges() {
   metrics_.last_closed_round.Set(static_cast<double>(table_.last_closed_round()));
 }
 
-namespace {
-
-// Answers a unary call at once, on the thread that read it.
-grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::Status& status) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(status);
-  return reactor;
-}
-
-}  // namespace
-
 grpc::ServerUnaryReactor* StoreService::GetSchema(grpc::CallbackServerContext* ctx,
                                                   const v1::GetSchemaRequest*, v1::Schema* reply) {
-  return Answer(ctx, Schema(reply));
+  return rpc::Answer(ctx, Schema(reply));
 }
 
 grpc::ServerUnaryReactor* StoreService::SetMembership(grpc::CallbackServerContext* ctx,
                                                       const v1::Membership* request,
                                                       v1::SetMembershipReply* reply) {
-  return Answer(ctx, ChangeMembership(*request, reply));
+  return rpc::Answer(ctx, ChangeMembership(*request, reply));
 }
 
 grpc::ServerUnaryReactor* StoreService::CloseRound(grpc::CallbackServerContext* ctx,
                                                    const v1::CloseRoundRequest* request,
                                                    v1::CloseRoundReply* reply) {
-  return Answer(ctx, Close(*request, reply));
+  return rpc::Answer(ctx, Close(*request, reply));
 }
 
 grpc::Status StoreService::Schema(v1::Schema* reply) {

@@ -3,7 +3,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <filesystem>
 #include <limits>
 #include <thread>
 
@@ -14,6 +13,7 @@
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
 #include "tensor/tensor.h"
+#include "thread_count.h"
 
 namespace syncopate {
 namespace {
@@ -76,15 +76,6 @@ class StoreServiceTest : public ::testing::Test {
   std::unique_ptr<v1::ParameterStore::Stub> stub_;
   tensor::TensorMap model_;
 };
-
-int ThreadCount() {
-  int threads = 0;
-  for ([[maybe_unused]] const auto& entry :
-       std::filesystem::directory_iterator("/proc/self/task")) {
-    ++threads;
-  }
-  return threads;
-}
 
 TEST_F(StoreServiceTest, OpenStreamsHoldNoThreadEach) {
   // 200 push streams that send their header and then wait: a thread-per-stream server would hold
