@@ -6,13 +6,10 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "rpc/grpc_util.h"
+#include "store/push_reactor.h"
 
 namespace syncopate::client {
 namespace {
-
-size_t PayloadBytes(const v1::PushMessage& message) {
-  return message.has_chunk() ? message.chunk().data().size() : 0;
-}
 
 tensor::TensorMap ToTensorMap(const store::StagedPush& push) {
   tensor::TensorMap model;
@@ -118,25 +115,21 @@ PeerService::PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::T
                          TransferMeter& received)
     : inbox_(inbox), lookup_(std::move(lookup)), ingress_(ingress), received_(received) {}
 
-grpc::Status PeerService::Exchange(grpc::ServerContext*,
-                                   grpc::ServerReader<v1::PushMessage>* reader,
-                                   v1::ExchangeReply*) {
+grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackServerContext*,
+                                                                v1::ExchangeReply*) {
   const absl::Time start = absl::Now();
-  store::PushAssembler assembler(lookup_);
-  v1::PushMessage message;
-  uint64_t bytes = 0;
-  while (reader->Read(&message)) {
-    const size_t payload = PayloadBytes(message);
-    bytes += payload;
-    // Reading slower than the link holds the sender back through TCP flow control.
-    base::PaceThrough(ingress_, payload);
-    if (absl::Status s = assembler.Add(message); !s.ok()) return rpc::ToGrpcStatus(s);
-  }
-  absl::StatusOr<store::StagedPush> push = assembler.Finish();
-  if (!push.ok()) return rpc::ToGrpcStatus(push.status());
-  received_.Record(bytes, start, absl::Now());
-  return rpc::ToGrpcStatus(
-      inbox_.Deposit(push->header.clock(), push->header.trainer_id(), ToTensorMap(*push)));
+  return new store::PushReactor(
+      lookup_,
+      [this, start](absl::StatusOr<store::StagedPush> push) {
+        if (!push.ok()) return rpc::ToGrpcStatus(push.status());
+        uint64_t bytes = 0;
+        for (const store::StagedChunk& chunk : push->chunks) bytes += chunk.bytes.size();
+        received_.Record(bytes, start, absl::Now());
+        return rpc::ToGrpcStatus(
+            inbox_.Deposit(push->header.clock(), push->header.trainer_id(), ToTensorMap(*push)));
+      },
+      /*open=*/nullptr,
+      [this](size_t payload) { return ingress_ ? ingress_->Take(payload) : absl::ZeroDuration(); });
 }
 
 PeerSender::PeerSender(base::TokenBucket* egress, TransferMeter& sent, uint32_t chunk_bytes)

@@ -75,13 +75,14 @@ store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 
 // Receives peers' models into an inbox. `lookup` gives this trainer's tensor shapes; a stream whose
 // tensors do not match is refused (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited.
-class PeerService final : public v1::Peer::Service {
+// Served with gRPC's callback API: a stream paced by `ingress` waits on a timer, not a thread.
+class PeerService final : public v1::Peer::CallbackService {
  public:
   PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,
               TransferMeter& received);
 
-  grpc::Status Exchange(grpc::ServerContext* context, grpc::ServerReader<v1::PushMessage>* reader,
-                        v1::ExchangeReply* reply) override;
+  grpc::ServerReadReactor<v1::PushMessage>* Exchange(grpc::CallbackServerContext* context,
+                                                     v1::ExchangeReply* reply) override;
 
  private:
   ExchangeInbox& inbox_;

@@ -409,7 +409,14 @@ sync::TrainerId Coordinator::Evaluator() const {
 }
 
 void Coordinator::Enqueue(Action action) {
-  action.created = clock_.Now();
+  // Nothing to wait for (no round to close, nothing queued or in flight before it, the stores'
+  // membership current): delivered at once, on this thread, sparing a hand-off to the action
+  // thread per report in the modes that close no rounds.
+  if (action.close_rounds.empty() && pending_.empty() && !membership_dirty_ && !syncing_members_ &&
+      !backing_off_ && !stopping_) {
+    Deliver(action);
+    return;
+  }
   pending_.push_back(std::move(action));
 }
 
@@ -633,6 +640,7 @@ void Coordinator::RunPending() {
         members = StoreMembers();
         membership_dirty_ = false;
         sync_members = true;
+        syncing_members_ = true;
       } else if (pending_.empty()) {
         return;
       } else {
@@ -642,6 +650,7 @@ void Coordinator::RunPending() {
     if (sync_members) {
       absl::StatusOr<std::vector<ShardState>> shards = stores_.SetMembership(members, last_round);
       absl::MutexLock lock(&mu_);
+      syncing_members_ = false;
       if (!shards.ok()) {
         StoreCallFailed("updating the stores' membership", shards.status());
         return;
@@ -669,38 +678,42 @@ void Coordinator::RunPending() {
     }
     absl::MutexLock lock(&mu_);
     pending_.pop_front();
-    const sync::TrainerId evaluator = Evaluator();
-    const absl::Time now = clock_.Now();
-    for (auto& [outbox, directive] : action.sends) outbox->Send(std::move(directive));
-    for (const sync::Grant& g : action.grants) {
-      auto it = sessions_.find(g.trainer);
-      if (it == sessions_.end()) continue;  // departed since the decision
-      v1::Directive directive;
-      v1::Proceed* p = directive.mutable_proceed();
-      p->set_clock(g.clock);
-      switch (g.pull.kind) {
-        case sync::PullSpec::Kind::kRound:
-          p->mutable_pull()->set_round(g.pull.round);
-          p->mutable_pull()->set_includes_clock(g.pull.includes_clock);
-          break;
-        case sync::PullSpec::Kind::kLive:
-          p->mutable_pull()->set_live(true);
-          break;
-        case sync::PullSpec::Kind::kNone:
-          p->mutable_pull()->set_none(true);
-          break;
-      }
-      p->set_staleness_bound(g.staleness_bound);
-      p->set_push_weight(policy_->PushWeight(static_cast<int>(membership_.live_count())));
-      p->set_group(g.group);
-      p->set_evaluate(g.trainer == evaluator);
-      if (g.exchange) *p->mutable_exchange() = ExchangeOf(*g.exchange);
-      it->second.outbox->Send(std::move(directive));
-      metrics_.grants.Increment();
-      if (auto arrival = report_arrival_.find(g.trainer); arrival != report_arrival_.end()) {
-        metrics_.directive_latency.Observe(absl::ToDoubleSeconds(now - arrival->second));
-        report_arrival_.erase(arrival);
-      }
+    Deliver(action);
+  }
+}
+
+void Coordinator::Deliver(Action& action) {
+  const sync::TrainerId evaluator = Evaluator();
+  const absl::Time now = clock_.Now();
+  for (auto& [outbox, directive] : action.sends) outbox->Send(std::move(directive));
+  for (const sync::Grant& g : action.grants) {
+    auto it = sessions_.find(g.trainer);
+    if (it == sessions_.end()) continue;  // departed since the decision
+    v1::Directive directive;
+    v1::Proceed* p = directive.mutable_proceed();
+    p->set_clock(g.clock);
+    switch (g.pull.kind) {
+      case sync::PullSpec::Kind::kRound:
+        p->mutable_pull()->set_round(g.pull.round);
+        p->mutable_pull()->set_includes_clock(g.pull.includes_clock);
+        break;
+      case sync::PullSpec::Kind::kLive:
+        p->mutable_pull()->set_live(true);
+        break;
+      case sync::PullSpec::Kind::kNone:
+        p->mutable_pull()->set_none(true);
+        break;
+    }
+    p->set_staleness_bound(g.staleness_bound);
+    p->set_push_weight(policy_->PushWeight(static_cast<int>(membership_.live_count())));
+    p->set_group(g.group);
+    p->set_evaluate(g.trainer == evaluator);
+    if (g.exchange) *p->mutable_exchange() = ExchangeOf(*g.exchange);
+    it->second.outbox->Send(std::move(directive));
+    metrics_.grants.Increment();
+    if (auto arrival = report_arrival_.find(g.trainer); arrival != report_arrival_.end()) {
+      metrics_.directive_latency.Observe(absl::ToDoubleSeconds(now - arrival->second));
+      report_arrival_.erase(arrival);
     }
   }
 }

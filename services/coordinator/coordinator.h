@@ -104,7 +104,6 @@ class Coordinator {
     // Directives for a specific session (welcome, peer left, stop sending, done), sent after the
     // rounds close and before the grants.
     std::vector<std::pair<std::shared_ptr<Outbox>, v1::Directive>> sends;
-    absl::Time created;
   };
   struct Session {
     uint64_t incarnation = 0;
@@ -129,7 +128,11 @@ class Coordinator {
   // Who may push: the live trainers and, while recovering, those expected to resume.
   std::vector<sync::Member> StoreMembers() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
+  // Queues an action for the action thread, or delivers it at once when it closes no round and
+  // nothing waits before it.
   void Enqueue(Action action) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Sends an action's directives and grants (its rounds are closed).
+  void Deliver(Action& action) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EnqueueDecisions(sync::Decisions decisions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes a live trainer (leave, eviction) and re-evaluates the policy.
   void Depart(const SessionKey& key, const std::string& state, const std::string& reason)
@@ -200,6 +203,7 @@ class Coordinator {
   std::map<sync::TrainerId, absl::Time> last_progress_ ABSL_GUARDED_BY(mu_);
   std::deque<Action> pending_ ABSL_GUARDED_BY(mu_);
   bool membership_dirty_ ABSL_GUARDED_BY(mu_) = false;
+  bool syncing_members_ ABSL_GUARDED_BY(mu_) = false;  // the action thread is telling the stores
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   // Status of every trainer ever seen, by name (bounded by the job's trainers).
   std::map<std::string, v1::TrainerStatus> trainer_status_ ABSL_GUARDED_BY(mu_);

@@ -9,6 +9,7 @@
 #include "rpc/grpc_util.h"
 #include "spdlog/spdlog.h"
 #include "store/pull_frames.h"
+#include "store/push_reactor.h"
 
 namespace syncopate::store {
 
@@ -116,46 +117,6 @@ absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time
   return absl::OkStatus();
 }
 
-namespace {
-
-// Reads one push stream into a PushAssembler, one message at a time, on gRPC's callback threads;
-// `take` runs once with the assembled push (or the first error) and gives the call's status.
-// Deletes itself when gRPC is done with it.
-class PushReactor final : public grpc::ServerReadReactor<v1::PushMessage> {
- public:
-  using Take = std::function<grpc::Status(absl::StatusOr<StagedPush>)>;
-
-  PushReactor(SpecLookup lookup, Take take, prometheus::Gauge& open)
-      : assembler_(std::move(lookup)), take_(std::move(take)), open_(open) {
-    open_.Increment();
-    StartRead(&message_);
-  }
-
-  void OnReadDone(bool ok) override {
-    if (!ok) {  // the client's half-close, or the stream broke (the assembler then sees it cut)
-      Finish(take_(assembler_.Finish()));
-      return;
-    }
-    if (absl::Status added = assembler_.Add(message_); !added.ok()) {
-      Finish(take_(added));
-      return;
-    }
-    StartRead(&message_);
-  }
-  void OnDone() override {
-    open_.Decrement();
-    delete this;
-  }
-
- private:
-  PushAssembler assembler_;
-  Take take_;
-  prometheus::Gauge& open_;
-  v1::PushMessage message_;
-};
-
-}  // namespace
-
 grpc::ServerReadReactor<v1::PushMessage>* StoreService::Initialize(grpc::CallbackServerContext*,
                                                                    v1::PushReply* reply) {
   const absl::Time start = absl::Now();
@@ -165,7 +126,7 @@ grpc::ServerReadReactor<v1::PushMessage>* StoreService::Initialize(grpc::Callbac
         if (!push.ok()) return Finish(push.status());
         return Finish(TakePush(*std::move(push), /*initialize=*/true, start, reply));
       },
-      metrics_.streams_open);
+      &metrics_.streams_open);
 }
 
 grpc::ServerReadReactor<v1::PushMessage>* StoreService::Push(grpc::CallbackServerContext*,
@@ -177,7 +138,7 @@ grpc::ServerReadReactor<v1::PushMessage>* StoreService::Push(grpc::CallbackServe
         if (!push.ok()) return Finish(push.status());
         return Finish(TakePush(*std::move(push), /*initialize=*/false, start, reply));
       },
-      metrics_.streams_open);
+      &metrics_.streams_open);
 }
 
 namespace {

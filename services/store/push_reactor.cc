@@ -1,0 +1,36 @@
+#include "store/push_reactor.h"
+
+#include "absl/time/clock.h"
+
+namespace syncopate::store {
+
+PushReactor::PushReactor(SpecLookup lookup, Take take, prometheus::Gauge* open, Pace pace)
+    : assembler_(std::move(lookup)), take_(std::move(take)), open_(open), pace_(std::move(pace)) {
+  if (open_) open_->Increment();
+  StartRead(&message_);
+}
+
+void PushReactor::OnReadDone(bool ok) {
+  if (!ok) {  // the client's half-close, or the stream broke (the assembler then sees it cut)
+    Finish(take_(assembler_.Finish()));
+    return;
+  }
+  const size_t payload = message_.has_chunk() ? message_.chunk().data().size() : 0;
+  if (absl::Status added = assembler_.Add(message_); !added.ok()) {
+    Finish(take_(added));
+    return;
+  }
+  const absl::Duration wait = pace_ ? pace_(payload) : absl::ZeroDuration();
+  if (wait <= absl::ZeroDuration()) {
+    StartRead(&message_);
+    return;
+  }
+  alarm_.Set(absl::ToChronoTime(absl::Now() + wait), [this](bool) { StartRead(&message_); });
+}
+
+void PushReactor::OnDone() {
+  if (open_) open_->Decrement();
+  delete this;
+}
+
+}  // namespace syncopate::store

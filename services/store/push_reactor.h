@@ -1,0 +1,46 @@
+// A client stream of PushMessages (the store's Initialize and Push, a trainer's peer Exchange)
+// served with gRPC's callback API: no thread waits on it between messages.
+#ifndef SYNCOPATE_STORE_PUSH_REACTOR_H_
+#define SYNCOPATE_STORE_PUSH_REACTOR_H_
+
+#include <functional>
+#include <memory>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "grpcpp/alarm.h"
+#include "grpcpp/grpcpp.h"
+#include "prometheus/gauge.h"
+#include "store/push_assembler.h"
+#include "syncopate/v1/store.pb.h"
+
+namespace syncopate::store {
+
+// Messages go into a PushAssembler as they arrive. When the stream ends, or at the first message
+// the assembler refuses, `take` gets the assembled push or the refusal, and the status it returns
+// ends the call. Deletes itself when gRPC is done with it.
+class PushReactor final : public grpc::ServerReadReactor<v1::PushMessage> {
+ public:
+  using Take = std::function<grpc::Status(absl::StatusOr<StagedPush>)>;
+  // How long to wait before reading on after a message that carried `payload` bytes: an emulated
+  // link's pace (reading slower holds the sender back through TCP flow control).
+  using Pace = std::function<absl::Duration(size_t payload)>;
+
+  // `open` (may be null) counts the streams open; `pace` may be null (read at once).
+  PushReactor(SpecLookup lookup, Take take, prometheus::Gauge* open, Pace pace = nullptr);
+
+  void OnReadDone(bool ok) override;
+  void OnDone() override;
+
+ private:
+  PushAssembler assembler_;
+  Take take_;
+  prometheus::Gauge* open_;
+  Pace pace_;
+  v1::PushMessage message_;
+  grpc::Alarm alarm_;  // the paced next read; a read always follows, so it is done before OnDone
+};
+
+}  // namespace syncopate::store
+
+#endif  // SYNCOPATE_STORE_PUSH_REACTOR_H_
