@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "base/flags.h"
 #include "base/signals.h"
+#include "cli/cluster_sim_command.h"
 #include "cli/compare_command.h"
 #include "cli/local_command.h"
 #include "cli/sim_command.h"
@@ -237,6 +238,38 @@ int main(int argc, char** argv) {
   sim_cmd->add_option("--seed", sim.seed, "Seed of the bandwidths and of Orpheus's choices");
   sim_cmd->add_option("--json", sim.json_out, "Also write the figures here as JSON");
 
+  syncopate::cli::ClusterSimCommand cluster_sim;
+  std::string cluster_modes = absl::StrJoin(syncopate::sync::SupportedModes(), ",");
+  std::string cluster_step = "100ms", directive_latency = "0.5ms", close_latency = "2ms";
+  double link_gbps = 10;
+  CLI::App* cluster_cmd = sim_cmd->add_subcommand(
+      "cluster",
+      "Simulate a whole job under each mode with the coordinator's own policies: round time, "
+      "compute-time ratio, staleness, policy cost per event (no processes)");
+  cluster_cmd->add_option("--mode", cluster_modes, "Modes, comma-separated (default: all)");
+  cluster_cmd->add_option("--trainers", cluster_sim.sim.trainers, "Simulated trainers");
+  cluster_cmd->add_option("--stragglers", cluster_sim.sim.stragglers,
+                          "How many trainers are slow (the first ones)");
+  cluster_cmd->add_option("--slowdown", cluster_sim.sim.straggler_slowdown,
+                          "How much slower the stragglers are");
+  cluster_cmd->add_option("--step", cluster_step, "Step time of a trainer at slowdown 1");
+  cluster_cmd->add_option("--jitter", cluster_sim.sim.jitter_sigma,
+                          "Log-normal sigma of each step's time");
+  cluster_cmd->add_option("--model-bytes", cluster_sim.sim.model_bytes, "Model size in bytes");
+  cluster_cmd->add_option("--link-gbps", link_gbps, "Every trainer's link rate, Gbit/s");
+  cluster_cmd->add_option("--directive-latency", directive_latency,
+                          "Report to grant when no round closes");
+  cluster_cmd->add_option("--close-latency", close_latency, "One round close on the stores");
+  cluster_cmd->add_option("--clocks", cluster_sim.sim.clocks, "Stop once every trainer got here");
+  cluster_cmd->add_option("--leave-at", cluster_sim.sim.leave_at_clock,
+                          "The last trainer leaves at this clock (0: never)");
+  cluster_cmd->add_option(
+      "--rejoin-at", cluster_sim.sim.rejoin_at_clock,
+      "...and a new one joins once every trainer reached this clock (0: never)");
+  cluster_cmd->add_option("--staleness", cluster_sim.sim.policy.staleness,
+                          "SSP's bound s, DSSP's lower bound");
+  cluster_cmd->add_option("--seed", cluster_sim.sim.seed, "Seed of the step times and the modes");
+
   std::string coordinator = "127.0.0.1:7000";
   CLI::App* status_cmd = app.add_subcommand("status", "Show a running coordinator's cluster state");
   status_cmd->add_option("--coordinator", coordinator, "Coordinator address host:port");
@@ -244,6 +277,24 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (status_cmd->parsed()) return Status(coordinator);
+
+  if (cluster_cmd->parsed()) {
+    for (auto [text, out] : {std::pair{&cluster_step, &cluster_sim.sim.step},
+                             std::pair{&directive_latency, &cluster_sim.sim.directive_latency},
+                             std::pair{&close_latency, &cluster_sim.sim.close_latency}}) {
+      absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
+      if (!d.ok()) return Fail(d.status(), 2);
+      *out = *d;
+    }
+    cluster_sim.sim.link_bytes_per_second = link_gbps * 1e9 / 8;
+    cluster_sim.sim.policy.seed = cluster_sim.sim.seed;
+    cluster_sim.modes = syncopate::base::SplitList(cluster_modes);
+    absl::StatusOr<std::vector<syncopate::sync::ClusterSimResult>> rows =
+        syncopate::cli::RunClusterSim(cluster_sim);
+    if (!rows.ok()) return Fail(rows.status(), ExitCodeOf(rows.status()));
+    std::printf("%s", syncopate::cli::FormatClusterSim(*rows).c_str());
+    return 0;
+  }
 
   if (sim_cmd->parsed()) {
     sim.modes = syncopate::base::SplitList(sim_modes);

@@ -1,5 +1,7 @@
 #include "sync/bounded_staleness_policy.h"
 
+#include <limits>
+
 #include "absl/strings/str_cat.h"
 
 namespace syncopate::sync {
@@ -16,24 +18,24 @@ absl::StatusOr<int64_t> BoundedStalenessPolicy::OnJoin(TrainerId trainer, absl::
   // never ahead (it would break the bound). Under BSP that clock is the last closed round.
   const int64_t start = clocks_.Min().value_or(floor_clock_);
   clocks_.Set(trainer, start);
-  waiting_.insert(trainer);
+  waiting_.Add(trainer, start);
   decisions->Append(Evaluate(now));
   return start;
 }
 
 absl::StatusOr<Decisions> BoundedStalenessPolicy::OnClock(TrainerId trainer, int64_t clock,
                                                           absl::Time now) {
-  if (absl::Status s = CheckReport(trainer, clock, waiting_.count(trainer) > 0); !s.ok()) return s;
+  if (absl::Status s = CheckReport(trainer, clock, waiting_.Contains(trainer)); !s.ok()) return s;
   clocks_.Set(trainer, clock);
   cuts_.Record(trainer, clock);
-  waiting_.insert(trainer);
+  waiting_.Add(trainer, clock);
   return Evaluate(now);
 }
 
 Decisions BoundedStalenessPolicy::OnLeave(TrainerId trainer, absl::Time now) {
   if (!clocks_.Get(trainer)) return {};
   clocks_.Erase(trainer);
-  waiting_.erase(trainer);
+  waiting_.Remove(trainer);
   return Evaluate(now);
 }
 
@@ -45,7 +47,7 @@ void BoundedStalenessPolicy::RecoverRounds(int64_t last_closed_round) {
 
 void BoundedStalenessPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
   if (config_.round_snapshots) cuts_.Resume(r.trainer, r.last_cut, r.clock);
-  if (r.awaiting_grant) waiting_.insert(r.trainer);
+  if (r.awaiting_grant) waiting_.Add(r.trainer, r.clock);
   decisions->Append(Evaluate(now));
 }
 
@@ -63,16 +65,13 @@ Decisions BoundedStalenessPolicy::Evaluate(absl::Time now) {
                                                   static_cast<int>(clocks_.size())});
     }
   }
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    const int64_t clock = *clocks_.Get(*it);
-    if (config_.staleness >= 0 && clock - *min > config_.staleness) {
-      ++it;
-      continue;
-    }
-    const PullSpec pull =
-        config_.round_snapshots ? PullSpec::Round(clock, cuts_.last_taken(*it)) : PullSpec::Live();
-    decisions.grants.push_back(Grant{*it, clock, pull, config_.staleness});
-    it = waiting_.erase(it);
+  const int64_t max_clock =
+      config_.staleness >= 0 ? *min + config_.staleness : std::numeric_limits<int64_t>::max();
+  for (const auto& [trainer, clock] : waiting_.TakeUpTo(max_clock)) {
+    const PullSpec pull = config_.round_snapshots
+                              ? PullSpec::Round(clock, cuts_.last_taken(trainer))
+                              : PullSpec::Live();
+    decisions.grants.push_back(Grant{trainer, clock, pull, config_.staleness});
   }
   return decisions;
 }

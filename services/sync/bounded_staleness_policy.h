@@ -8,6 +8,7 @@
 
 #include "sync/policy.h"
 #include "sync/round_cuts.h"
+#include "sync/waiting_room.h"
 
 namespace syncopate::sync {
 
@@ -48,11 +49,12 @@ class BoundedStalenessPolicy final : public ClockedPolicy {
  private:
   void RecoverRounds(int64_t last_closed_round) override;
   void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) override;
-  // Closes every round that all live trainers have pushed and grants every waiter within the bound.
+  // Closes every round that all live trainers have pushed and grants every waiter within the bound
+  // (furthest behind first), touching only the waiters it grants.
   Decisions Evaluate(absl::Time now);
 
   const BoundedStalenessConfig config_;
-  std::set<TrainerId> waiting_;
+  WaitingRoom waiting_;
   RoundCuts cuts_;
   // Round 0 is the initial model.
   int64_t last_closed_round_ = 0;

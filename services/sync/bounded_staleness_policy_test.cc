@@ -77,10 +77,11 @@ TEST(Ssp, BoundZeroIsLockstepWithoutSnapshots) {
 TEST(Ssp, BoundOneAllowsExactlyOneClockAhead) {
   auto p = Make("ssp", 1);
   JoinAll(*p, 3);
-  EXPECT_THAT(Granted(*p->OnClock(1, 1, kT0)), ElementsAre(1));     // 1 - 0 <= 1
-  EXPECT_THAT(Granted(*p->OnClock(1, 2, kT0)), IsEmpty());          // 2 - 0 > 1
-  EXPECT_THAT(Granted(*p->OnClock(2, 1, kT0)), ElementsAre(2));     // min still 0 (trainer 3)
-  EXPECT_THAT(Granted(*p->OnClock(3, 1, kT0)), ElementsAre(1, 3));  // min 1: 2 - 1 <= 1
+  EXPECT_THAT(Granted(*p->OnClock(1, 1, kT0)), ElementsAre(1));  // 1 - 0 <= 1
+  EXPECT_THAT(Granted(*p->OnClock(1, 2, kT0)), IsEmpty());       // 2 - 0 > 1
+  EXPECT_THAT(Granted(*p->OnClock(2, 1, kT0)), ElementsAre(2));  // min still 0 (trainer 3)
+  // min 1: 2 - 1 <= 1; waiters are granted furthest behind first.
+  EXPECT_THAT(Granted(*p->OnClock(3, 1, kT0)), ElementsAre(3, 1));
 }
 
 TEST(Ssp, BoundThree) {
@@ -88,7 +89,7 @@ TEST(Ssp, BoundThree) {
   JoinAll(*p, 2);
   for (int64_t c = 1; c <= 3; ++c) EXPECT_THAT(Granted(*p->OnClock(1, c, kT0)), ElementsAre(1));
   EXPECT_THAT(Granted(*p->OnClock(1, 4, kT0)), IsEmpty());
-  EXPECT_THAT(Granted(*p->OnClock(2, 1, kT0)), ElementsAre(1, 2));
+  EXPECT_THAT(Granted(*p->OnClock(2, 1, kT0)), ElementsAre(2, 1));  // furthest behind first
 }
 
 TEST(Ssp, LeaveReevaluatesEveryWaiterNotOnlyThePusher) {

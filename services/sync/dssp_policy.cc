@@ -21,13 +21,13 @@ absl::StatusOr<int64_t> DsspPolicy::OnJoin(TrainerId trainer, absl::Time now,
   const int64_t start = clocks_.Min().value_or(floor_clock_);
   clocks_.Set(trainer, start);
   trainers_[trainer] = Trainer{{}, 0, config_.s_lo};
-  waiting_.insert(trainer);
+  waiting_.Add(trainer, start);
   GrantWaiters(now, decisions);
   return start;
 }
 
 absl::StatusOr<Decisions> DsspPolicy::OnClock(TrainerId trainer, int64_t clock, absl::Time now) {
-  if (absl::Status s = CheckReport(trainer, clock, waiting_.count(trainer) > 0); !s.ok()) return s;
+  if (absl::Status s = CheckReport(trainer, clock, waiting_.Contains(trainer)); !s.ok()) return s;
   clocks_.Set(trainer, clock);
   trainers_[trainer].pushes.Record(now);
   Decisions decisions;
@@ -35,7 +35,7 @@ absl::StatusOr<Decisions> DsspPolicy::OnClock(TrainerId trainer, int64_t clock, 
   if (std::optional<Grant> grant = Decide(trainer)) {
     decisions.grants.push_back(*grant);
   } else {
-    waiting_.insert(trainer);
+    waiting_.Add(trainer, clock);
   }
   // The push may have lifted the minimum and freed others.
   GrantWaiters(now, &decisions);
@@ -47,7 +47,7 @@ Decisions DsspPolicy::OnLeave(TrainerId trainer, absl::Time now) {
   if (!clocks_.Get(trainer)) return decisions;
   clocks_.Erase(trainer);
   trainers_.erase(trainer);
-  waiting_.erase(trainer);
+  waiting_.Remove(trainer);
   GrantWaiters(now, &decisions);
   return decisions;
 }
@@ -60,7 +60,7 @@ Decisions DsspPolicy::OnTick(absl::Time now) {
 
 void DsspPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
   trainers_[r.trainer] = Trainer{{}, 0, config_.s_lo};
-  if (r.awaiting_grant) waiting_.insert(r.trainer);
+  if (r.awaiting_grant) waiting_.Add(r.trainer, r.clock);
   GrantWaiters(now, decisions);
 }
 
@@ -113,17 +113,11 @@ void DsspPolicy::GrantWaiters(absl::Time now, Decisions* decisions) {
   std::optional<int64_t> min = clocks_.Min();
   if (!min) return;
   floor_clock_ = *min;
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    const int64_t clock = *clocks_.Get(*it);
-    if (clock - *min > config_.s_lo) {
-      ++it;
-      continue;
-    }
-    Trainer& t = trainers_[*it];
+  for (const auto& [trainer, clock] : waiting_.TakeUpTo(*min + config_.s_lo)) {
+    Trainer& t = trainers_[trainer];
     t.remaining = 0;
     t.bound = config_.s_lo;
-    decisions->grants.push_back(Grant{*it, clock, PullSpec::Live(), t.bound});
-    it = waiting_.erase(it);
+    decisions->grants.push_back(Grant{trainer, clock, PullSpec::Live(), t.bound});
   }
 }
 

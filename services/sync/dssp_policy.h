@@ -12,6 +12,7 @@
 
 #include "sync/dssp_controller.h"
 #include "sync/policy.h"
+#include "sync/waiting_room.h"
 
 namespace syncopate::sync {
 
@@ -64,7 +65,7 @@ class DsspPolicy final : public ClockedPolicy {
 
   const DsspConfig config_;
   std::map<TrainerId, Trainer> trainers_;
-  std::set<TrainerId> waiting_;
+  WaitingRoom waiting_;
   int64_t floor_clock_ = 0;
 };
 

@@ -1,0 +1,270 @@
+#include "sync/cluster_sim.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <queue>
+#include <random>
+
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
+
+namespace syncopate::sync {
+namespace {
+
+using SteadyClock = std::chrono::steady_clock;
+
+struct SimTrainer {
+  TrainerId id = 0;
+  double slowdown = 1;
+  bool live = true;
+  absl::Time joined;
+  absl::Time left = absl::InfiniteFuture();
+  double compute_seconds = 0;
+  Grant grant;               // the grant on its way or being worked on
+  TransferSample transfers;  // the last exchange's, told with the next report
+};
+
+class Simulation {
+ public:
+  explicit Simulation(const ClusterSimOptions& options, std::unique_ptr<SyncPolicy> policy)
+      : o_(options), policy_(std::move(policy)), random_(options.seed) {
+    p2p_ = policy_->push_mode() == PushMode::kNone;
+    hidden_communication_ = policy_->overlap_communication() || policy_->exchange_in_background();
+  }
+
+  // Calls the policy, counting the call and its wall-clock time.
+  template <typename F>
+  auto Timed(F&& call) -> decltype(call()) {
+    const SteadyClock::time_point start = SteadyClock::now();
+    auto result = call();
+    policy_time_ += SteadyClock::now() - start;
+    ++events_;
+    return result;
+  }
+
+  absl::StatusOr<ClusterSimResult> Run() {
+    const SteadyClock::time_point wall_start = SteadyClock::now();
+    for (int i = 0; i < o_.trainers; ++i) {
+      RETURN_IF_ERROR(Join(i < o_.stragglers ? o_.straggler_slowdown : 1.0));
+    }
+    Schedule(kStart + kTick, Kind::kTick, 0);
+    while (!done_) {
+      if (queue_.empty()) {
+        return absl::InternalError(absl::StrCat(policy_->name(), ": no trainer can go on at clock ",
+                                                policy_->MinClock().value_or(-1),
+                                                " (the policy granted nothing)"));
+      }
+      const Event e = queue_.top();
+      queue_.pop();
+      now_ = e.at;
+      switch (e.kind) {
+        case Kind::kTick:
+          Handle(Timed([&] { return policy_->OnTick(now_); }));
+          Schedule(now_ + kTick, Kind::kTick, 0);
+          break;
+        case Kind::kGrant:
+          StartStep(trainers_[e.trainer]);
+          break;
+        case Kind::kReport:
+          RETURN_IF_ERROR(Report(e.trainer));
+          break;
+      }
+      const std::optional<int64_t> min = policy_->MinClock();
+      done_ = min && *min >= o_.clocks;
+    }
+    return Result(std::chrono::duration<double>(SteadyClock::now() - wall_start).count());
+  }
+
+ private:
+  enum class Kind { kTick, kGrant, kReport };
+  struct Event {
+    absl::Time at;
+    uint64_t seq = 0;
+    Kind kind = Kind::kTick;
+    size_t trainer = 0;  // index into trainers_
+    bool operator>(const Event& e) const { return std::tie(at, seq) > std::tie(e.at, e.seq); }
+  };
+  static constexpr absl::Time kStart = absl::UnixEpoch();
+  static constexpr absl::Duration kTick = absl::Milliseconds(100);
+
+  void Schedule(absl::Time at, Kind kind, size_t trainer) {
+    queue_.push(Event{at, seq_++, kind, trainer});
+  }
+
+  absl::Status Join(double slowdown) {
+    SimTrainer t;
+    t.id = trainers_.size() + 1;
+    t.slowdown = slowdown;
+    t.joined = now_;
+    index_[t.id] = trainers_.size();
+    trainers_.push_back(t);
+    Decisions decisions;
+    absl::StatusOr<int64_t> start = Timed([&] { return policy_->OnJoin(t.id, now_, &decisions); });
+    if (!start.ok()) return absl::InternalError(start.status().ToString());
+    Handle(std::move(decisions));
+    return absl::OkStatus();
+  }
+
+  // Carries decisions out as the coordinator's action thread does: one action at a time, a round
+  // close costing close_latency before the grants that follow it go out.
+  void Handle(Decisions decisions) {
+    if (decisions.empty()) return;
+    absl::Time at = std::max(now_, actions_free_);
+    at += o_.close_latency * static_cast<double>(decisions.close_rounds.size());
+    rounds_closed_ += static_cast<int64_t>(decisions.close_rounds.size());
+    actions_free_ = at;
+    at += o_.directive_latency;
+    const int64_t min = policy_->MinClock().value_or(0);
+    for (Grant& g : decisions.grants) {
+      auto it = index_.find(g.trainer);
+      if (it == index_.end() || !trainers_[it->second].live) continue;
+      ++staleness_[g.clock - min];
+      ++grants_;
+      trainers_[it->second].grant = std::move(g);
+      Schedule(at, Kind::kGrant, it->second);
+    }
+  }
+
+  double TransferSeconds(double models) const {
+    return models * o_.model_bytes / o_.link_bytes_per_second;
+  }
+
+  // The grant arrived: communicate (pull or exchange), compute, push, then report.
+  void StartStep(SimTrainer& t) {
+    if (!t.live) return;
+    double communicate = 0;
+    if (t.grant.exchange) {
+      const double out = static_cast<double>(t.grant.exchange->send_to.size());
+      const double in = static_cast<double>(t.grant.exchange->receive_from.size());
+      communicate = TransferSeconds(std::max(out, in));
+      t.transfers = TransferSample{out * o_.model_bytes, TransferSeconds(out), in * o_.model_bytes,
+                                   TransferSeconds(in), static_cast<int>(out)};
+    } else if (t.grant.pull.kind != PullSpec::Kind::kNone) {
+      communicate = TransferSeconds(1);
+    }
+    const double push = p2p_ ? 0 : TransferSeconds(1);
+    if (hidden_communication_) communicate = 0;
+    std::lognormal_distribution<double> jitter(0, o_.jitter_sigma);
+    const double compute = absl::ToDoubleSeconds(o_.step) * t.slowdown * jitter(random_);
+    t.compute_seconds += compute;
+    const double until_report = communicate + compute + (hidden_communication_ ? 0 : push);
+    Schedule(now_ + absl::Seconds(until_report), Kind::kReport, index_[t.id]);
+  }
+
+  absl::Status Report(size_t index) {
+    SimTrainer& t = trainers_[index];
+    if (!t.live) return absl::OkStatus();
+    const int64_t clock = t.grant.clock + 1;
+    if (o_.leave_at_clock > 0 && index + 1 == static_cast<size_t>(o_.trainers) &&
+        clock == o_.leave_at_clock) {
+      t.live = false;
+      t.left = now_;
+      Handle(Timed([&] { return policy_->OnLeave(t.id, now_); }));
+      return absl::OkStatus();
+    }
+    policy_->ObserveCompute(t.id, clock, t.compute_seconds);
+    if (p2p_) policy_->ObserveTransfers(t.id, t.transfers);
+    absl::StatusOr<Decisions> decisions =
+        Timed([&] { return policy_->OnClock(t.id, clock, now_); });
+    if (!decisions.ok()) {
+      return absl::InternalError(absl::StrCat(policy_->name(), " refused trainer ", t.id,
+                                              "'s report of clock ", clock, ": ",
+                                              decisions.status().ToString()));
+    }
+    Handle(*std::move(decisions));
+    if (o_.rejoin_at_clock > 0 && !rejoined_ && trainers_.size() > 0 &&
+        !trainers_[static_cast<size_t>(o_.trainers) - 1].live &&
+        policy_->MinClock().value_or(0) >= o_.rejoin_at_clock) {
+      rejoined_ = true;
+      return Join(1.0);
+    }
+    return absl::OkStatus();
+  }
+
+  ClusterSimResult Result(double wall_seconds) const {
+    ClusterSimResult r;
+    r.mode = policy_->name();
+    r.trainers = o_.trainers;
+    r.simulated_seconds = absl::ToDoubleSeconds(now_ - kStart);
+    r.seconds_per_clock = r.simulated_seconds / static_cast<double>(o_.clocks);
+    double compute = 0, present = 0;
+    for (const SimTrainer& t : trainers_) {
+      compute += t.compute_seconds;
+      present += absl::ToDoubleSeconds(std::min(t.left, now_) - t.joined);
+    }
+    r.compute_time_ratio = present > 0 ? std::min(1.0, compute / present) : 0;
+    auto percentile = [&](double q) {
+      const double want = q * static_cast<double>(grants_);
+      int64_t seen = 0;
+      for (const auto& [staleness, count] : staleness_) {
+        seen += count;
+        if (static_cast<double>(seen) >= want) return static_cast<double>(staleness);
+      }
+      return 0.0;
+    };
+    r.staleness_p50 = percentile(0.5);
+    r.staleness_p99 = percentile(0.99);
+    r.staleness_max = staleness_.empty() ? 0 : static_cast<double>(staleness_.rbegin()->first);
+    r.rounds_closed = rounds_closed_;
+    r.events = events_;
+    r.grants = grants_;
+    r.policy_us_per_event = events_ > 0
+                                ? 1e6 * std::chrono::duration<double>(policy_time_).count() /
+                                      static_cast<double>(events_)
+                                : 0;
+    r.wall_seconds = wall_seconds;
+    return r;
+  }
+
+  const ClusterSimOptions& o_;
+  std::unique_ptr<SyncPolicy> policy_;
+  std::mt19937_64 random_;
+  bool p2p_ = false;
+  bool hidden_communication_ = false;
+  std::vector<SimTrainer> trainers_;
+  std::map<TrainerId, size_t> index_;
+  std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
+  uint64_t seq_ = 0;
+  absl::Time now_ = kStart;
+  absl::Time actions_free_ = kStart;
+  bool done_ = false;
+  bool rejoined_ = false;
+  std::map<int64_t, int64_t> staleness_;  // staleness at grant -> grants
+  int64_t grants_ = 0;
+  int64_t rounds_closed_ = 0;
+  int64_t events_ = 0;
+  SteadyClock::duration policy_time_{};
+};
+
+}  // namespace
+
+absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options) {
+  if (options.trainers < 1 || options.trainers > 1'000'000) {
+    return absl::InvalidArgumentError("trainers must be between 1 and 1,000,000");
+  }
+  if (options.stragglers < 0 || options.stragglers > options.trainers) {
+    return absl::InvalidArgumentError("stragglers must be between 0 and the trainers");
+  }
+  if (!(options.straggler_slowdown >= 1) || !(options.jitter_sigma >= 0) ||
+      !(options.model_bytes >= 0) || !(options.link_bytes_per_second > 0) ||
+      options.step <= absl::ZeroDuration() || options.directive_latency < absl::ZeroDuration() ||
+      options.close_latency < absl::ZeroDuration() || options.clocks < 1) {
+    return absl::InvalidArgumentError(
+        "need slowdown >= 1, jitter >= 0, model bytes >= 0, a positive link rate and step, "
+        "latencies >= 0 and clocks >= 1");
+  }
+  if (options.rejoin_at_clock > 0 && options.rejoin_at_clock <= options.leave_at_clock) {
+    return absl::InvalidArgumentError("a trainer rejoins after it left: rejoin_at > leave_at");
+  }
+  PolicyOptions policy = options.policy;
+  policy.min_trainers = options.trainers;
+  absl::StatusOr<std::unique_ptr<SyncPolicy>> made = MakePolicy(policy);
+  if (!made.ok()) return made.status();
+  Simulation simulation(options, *std::move(made));
+  return simulation.Run();
+}
+
+}  // namespace syncopate::sync

@@ -1,0 +1,68 @@
+// A discrete-event simulation of a whole job under one sync mode: the real policy classes (the
+// code the coordinator runs) fed by simulated trainers instead of gRPC sessions. Each trainer
+// computes for its step time (a base step, times its slowdown, times a seeded log-normal jitter),
+// pushes, reports, waits for its grant, pulls (or exchanges with its peers), and computes again.
+// Transfers take model bytes over the trainer's link; the control plane costs a fixed latency per
+// directive and per round close, one action at a time, as the coordinator's action thread does.
+// Simulated time only: nothing sleeps, and the same options give the same figures (except the
+// measured cost of the policy calls).
+#ifndef SYNCOPATE_SYNC_CLUSTER_SIM_H_
+#define SYNCOPATE_SYNC_CLUSTER_SIM_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "sync/policy_factory.h"
+
+namespace syncopate::sync {
+
+struct ClusterSimOptions {
+  PolicyOptions policy;  // its min_trainers is set to `trainers` (every trainer starts together)
+  int trainers = 100;
+  // The first `stragglers` trainers are `straggler_slowdown` times slower than the rest.
+  int stragglers = 1;
+  double straggler_slowdown = 4;
+  absl::Duration step = absl::Milliseconds(100);
+  double jitter_sigma = 0.1;  // log-normal sigma of each step's time
+  double model_bytes = 400e3;
+  double link_bytes_per_second = 1.25e9;  // every trainer's link, both directions
+  // Report -> grant delivery when no round closes; and one round close on the stores.
+  absl::Duration directive_latency = absl::Milliseconds(0.5);
+  absl::Duration close_latency = absl::Milliseconds(2);
+  // Stops once every trainer reached this clock.
+  int64_t clocks = 1000;
+  // At clock `leave_at_clock` (0: never) the last trainer leaves; at `rejoin_at_clock` (0: never)
+  // it joins again.
+  int64_t leave_at_clock = 0;
+  int64_t rejoin_at_clock = 0;
+  uint64_t seed = 1;
+};
+
+struct ClusterSimResult {
+  std::string mode;
+  int trainers = 0;
+  double simulated_seconds = 0;
+  // Simulated seconds per clock of the slowest trainer.
+  double seconds_per_clock = 0;
+  // Compute time over time in the job, over all trainers.
+  double compute_time_ratio = 0;
+  // Staleness at each grant: the granted clock minus the minimum clock then.
+  double staleness_p50 = 0, staleness_p99 = 0, staleness_max = 0;
+  int64_t rounds_closed = 0;
+  int64_t events = 0;  // policy calls: joins, reports, leaves, ticks
+  int64_t grants = 0;
+  // Measured (wall clock) cost of the policy calls, mean per call.
+  double policy_us_per_event = 0;
+  double wall_seconds = 0;  // the whole simulation
+};
+
+// INVALID_ARGUMENT for options out of range or a mode MakePolicy refuses; INTERNAL when the policy
+// refuses an event the simulated trainers make correctly (a policy bug).
+absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options);
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_CLUSTER_SIM_H_

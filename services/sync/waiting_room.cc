@@ -1,0 +1,29 @@
+#include "sync/waiting_room.h"
+
+namespace syncopate::sync {
+
+void WaitingRoom::Add(TrainerId trainer, int64_t clock) {
+  Remove(trainer);
+  ordered_.emplace(clock, trainer);
+  clock_of_[trainer] = clock;
+}
+
+void WaitingRoom::Remove(TrainerId trainer) {
+  auto it = clock_of_.find(trainer);
+  if (it == clock_of_.end()) return;
+  ordered_.erase({it->second, trainer});
+  clock_of_.erase(it);
+}
+
+std::vector<std::pair<TrainerId, int64_t>> WaitingRoom::TakeUpTo(int64_t max_clock) {
+  std::vector<std::pair<TrainerId, int64_t>> taken;
+  auto it = ordered_.begin();
+  for (; it != ordered_.end() && it->first <= max_clock; ++it) {
+    taken.emplace_back(it->second, it->first);
+    clock_of_.erase(it->second);
+  }
+  ordered_.erase(ordered_.begin(), it);
+  return taken;
+}
+
+}  // namespace syncopate::sync

@@ -1,0 +1,37 @@
+// Trainers that reported a clock and await their grant, ordered by that clock, so that a policy
+// granting "every waiter within the bound" touches only those it grants: O(log n) per waiter,
+// however many others wait.
+#ifndef SYNCOPATE_SYNC_WAITING_ROOM_H_
+#define SYNCOPATE_SYNC_WAITING_ROOM_H_
+
+#include <cstdint>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "absl/container/flat_hash_map.h"
+#include "sync/clock_table.h"
+
+namespace syncopate::sync {
+
+// Not thread-safe; owned by one policy.
+class WaitingRoom {
+ public:
+  // `trainer` waits at `clock` (replacing any earlier wait of it).
+  void Add(TrainerId trainer, int64_t clock);
+  // A no-op for a trainer that does not wait.
+  void Remove(TrainerId trainer);
+  bool Contains(TrainerId trainer) const { return clock_of_.contains(trainer); }
+  size_t size() const { return clock_of_.size(); }
+  // Removes and returns every waiter at a clock <= `max_clock`, as (trainer, clock), in clock
+  // order and, within a clock, in trainer order.
+  std::vector<std::pair<TrainerId, int64_t>> TakeUpTo(int64_t max_clock);
+
+ private:
+  std::set<std::pair<int64_t, TrainerId>> ordered_;
+  absl::flat_hash_map<TrainerId, int64_t> clock_of_;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_WAITING_ROOM_H_
