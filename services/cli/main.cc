@@ -268,6 +268,12 @@ int main(int argc, char** argv) {
       "...and a new one joins once every trainer reached this clock (0: never)");
   cluster_cmd->add_option("--staleness", cluster_sim.sim.policy.staleness,
                           "SSP's bound s, DSSP's lower bound");
+  cluster_cmd->add_option("--groups", cluster_sim.sim.policy.groups,
+                          "hybrid: at most this many groups; dssync: this many groups");
+  cluster_cmd->add_option("--p", cluster_sim.sim.policy.min_receivers_fraction,
+                          "selmcast(-ssp), orpheus: minimum receivers as a fraction of n");
+  cluster_cmd->add_option("--k", cluster_sim.sim.policy.k,
+                          "selmcast(-ssp), orpheus: every pair exchanges once per k+1 rounds");
   cluster_cmd->add_option("--seed", cluster_sim.sim.seed, "Seed of the step times and the modes");
 
   std::string coordinator = "127.0.0.1:7000";

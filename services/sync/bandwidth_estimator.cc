@@ -32,6 +32,7 @@ absl::Status BandwidthEstimator::Add(TrainerId trainer, double bytes, double sec
   const double rate = bytes / seconds;
   std::optional<double>& smoothed = rates_[trainer].*direction;
   smoothed = smoothed ? (1 - weight_) * *smoothed + weight_ * rate : rate;
+  means_.reset();
   return absl::OkStatus();
 }
 
@@ -51,8 +52,12 @@ double BandwidthEstimator::MeanOf(std::optional<double> Smoothed::*direction,
 LinkRates BandwidthEstimator::Estimate(TrainerId trainer) const {
   Smoothed smoothed;
   if (auto it = rates_.find(trainer); it != rates_.end()) smoothed = it->second;
-  return {smoothed.upload.value_or(MeanOf(&Smoothed::upload, initial_.upload)),
-          smoothed.download.value_or(MeanOf(&Smoothed::download, initial_.download))};
+  if (smoothed.upload && smoothed.download) return {*smoothed.upload, *smoothed.download};
+  if (!means_) {
+    means_ = LinkRates{MeanOf(&Smoothed::upload, initial_.upload),
+                       MeanOf(&Smoothed::download, initial_.download)};
+  }
+  return {smoothed.upload.value_or(means_->upload), smoothed.download.value_or(means_->download)};
 }
 
 bool BandwidthEstimator::Measured(TrainerId trainer) const {

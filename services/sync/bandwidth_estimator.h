@@ -52,7 +52,10 @@ class BandwidthEstimator {
     if (!Measured(trainer)) return std::nullopt;
     return Estimate(trainer);
   }
-  void Forget(TrainerId trainer) { rates_.erase(trainer); }
+  void Forget(TrainerId trainer) {
+    rates_.erase(trainer);
+    means_.reset();
+  }
 
   static constexpr double kMinSampleBytes = 64 * 1024;
 
@@ -68,6 +71,9 @@ class BandwidthEstimator {
   const double weight_;
   const LinkRates initial_;
   std::map<TrainerId, Smoothed> rates_;
+  // Both directions' means, computed when first needed after a change (a round's plan asks for
+  // every unmeasured trainer's estimate: O(n) once, not per trainer).
+  mutable std::optional<LinkRates> means_;
 };
 
 }  // namespace syncopate::sync

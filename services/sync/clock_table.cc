@@ -7,16 +7,16 @@ namespace syncopate::sync {
 void ClockTable::Set(TrainerId trainer, int64_t clock) {
   auto [it, inserted] = clocks_.try_emplace(trainer, clock);
   if (!inserted) {
-    ordered_.erase(ordered_.find(it->second));
+    ordered_.erase({it->second, trainer});
     it->second = clock;
   }
-  ordered_.insert(clock);
+  ordered_.emplace(clock, trainer);
 }
 
 void ClockTable::Erase(TrainerId trainer) {
   auto it = clocks_.find(trainer);
   if (it == clocks_.end()) return;
-  ordered_.erase(ordered_.find(it->second));
+  ordered_.erase({it->second, trainer});
   clocks_.erase(it);
 }
 
@@ -28,12 +28,21 @@ std::optional<int64_t> ClockTable::Get(TrainerId trainer) const {
 
 std::optional<int64_t> ClockTable::Min() const {
   if (ordered_.empty()) return std::nullopt;
-  return *ordered_.begin();
+  return ordered_.begin()->first;
 }
 
 std::optional<int64_t> ClockTable::Max() const {
   if (ordered_.empty()) return std::nullopt;
-  return *ordered_.rbegin();
+  return ordered_.rbegin()->first;
+}
+
+std::vector<TrainerId> ClockTable::At(int64_t clock) const {
+  std::vector<TrainerId> at;
+  for (auto it = ordered_.lower_bound({clock, 0}); it != ordered_.end() && it->first == clock;
+       ++it) {
+    at.push_back(it->second);
+  }
+  return at;
 }
 
 std::vector<TrainerId> ClockTable::Members() const {

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <set>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_map.h"
@@ -28,10 +29,12 @@ class ClockTable {
   size_t size() const { return clocks_.size(); }
   // The trainers in the table, in increasing id order.
   std::vector<TrainerId> Members() const;
+  // The trainers at `clock`, in increasing id order. O(log n + their number).
+  std::vector<TrainerId> At(int64_t clock) const;
 
  private:
   absl::flat_hash_map<TrainerId, int64_t> clocks_;
-  std::multiset<int64_t> ordered_;
+  std::set<std::pair<int64_t, TrainerId>> ordered_;  // (clock, trainer)
 };
 
 }  // namespace syncopate::sync

@@ -96,8 +96,8 @@ TrainerId DsspPolicy::Slowest() const {
   const int64_t min = *clocks_.Min();
   TrainerId slowest = 0;
   std::optional<absl::Time> latest;
-  for (const auto& [id, t] : trainers_) {
-    if (*clocks_.Get(id) != min) continue;
+  for (TrainerId id : clocks_.At(min)) {
+    const Trainer& t = trainers_.at(id);
     if (!t.pushes.has_interval()) return id;  // unknown pace: the controller cold-starts
     const absl::Time next = *t.pushes.last + t.pushes.interval();
     if (!latest || next > *latest) {

@@ -41,10 +41,39 @@ int HybridPolicy::GroupOf(TrainerId trainer) const {
   return it == group_.end() ? -1 : it->second;
 }
 
-int HybridPolicy::group_count() const {
-  std::set<int> groups;
-  for (const auto& [id, g] : group_) groups.insert(g);
-  return static_cast<int>(groups.size());
+int HybridPolicy::group_count() const { return static_cast<int>(members_.size()); }
+
+void HybridPolicy::Assign(TrainerId trainer, int group) {
+  const bool reported = reported_.count(trainer) > 0;
+  if (group_.count(trainer) > 0) {
+    ClearReported(trainer);
+    Unassign(trainer);
+  }
+  group_[trainer] = group;
+  members_[group].insert(trainer);
+  if (reported) MarkReported(trainer);
+}
+
+void HybridPolicy::Unassign(TrainerId trainer) {
+  auto it = group_.find(trainer);
+  if (it == group_.end()) return;
+  ClearReported(trainer);
+  const int group = it->second;
+  group_.erase(it);
+  std::set<TrainerId>& members = members_[group];
+  members.erase(trainer);
+  if (members.empty()) {
+    members_.erase(group);
+    reported_in_.erase(group);
+  }
+}
+
+void HybridPolicy::MarkReported(TrainerId trainer) {
+  if (reported_.insert(trainer).second) ++reported_in_[group_.at(trainer)];
+}
+
+void HybridPolicy::ClearReported(TrainerId trainer) {
+  if (reported_.erase(trainer) > 0) --reported_in_[group_.at(trainer)];
 }
 
 std::optional<double> HybridPolicy::StepSeconds(TrainerId trainer) const {
@@ -62,7 +91,7 @@ absl::StatusOr<int64_t> HybridPolicy::OnJoin(TrainerId trainer, absl::Time now,
   // Before the start everyone forms group 0 (BSP while speeds are measured); a late joiner is a
   // group of its own, so it can hold up nobody.
   const bool started = gate_.Open(clocks_.size() - 1, now);
-  group_[trainer] = started ? next_group_++ : 0;
+  Assign(trainer, started ? next_group_++ : 0);
   newcomers_.insert(trainer);
   decisions->Append(Evaluate(now));
   return 0;
@@ -75,17 +104,16 @@ absl::StatusOr<Decisions> HybridPolicy::OnClock(TrainerId trainer, int64_t clock
     return s;
   clocks_.Set(trainer, clock);
   cuts_.Record(trainer, clock);
-  reported_.insert(trainer);
+  MarkReported(trainer);
   return Evaluate(now);
 }
 
 Decisions HybridPolicy::OnLeave(TrainerId trainer, absl::Time now) {
   if (!clocks_.Get(trainer)) return {};
   clocks_.Erase(trainer);
-  group_.erase(trainer);
+  Unassign(trainer);
   speed_.erase(trainer);
   newcomers_.erase(trainer);
-  reported_.erase(trainer);
   // Its reported pushes stay in cuts_ and go into the next round that closes.
   return Evaluate(now);
 }
@@ -98,11 +126,11 @@ void HybridPolicy::RecoverRounds(int64_t last_closed_round) {
 
 void HybridPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
   cuts_.Resume(r.trainer, r.last_cut, r.clock);
-  group_[r.trainer] = 0;
+  Assign(r.trainer, 0);
   if (r.awaiting_grant) {
     // Pushes no round took yet wait for the group's round; otherwise the grant was lost.
     if (r.clock > r.last_cut) {
-      reported_.insert(r.trainer);
+      MarkReported(r.trainer);
     } else {
       newcomers_.insert(r.trainer);
     }
@@ -142,19 +170,15 @@ Decisions HybridPolicy::Evaluate(absl::Time now) {
 }
 
 void HybridPolicy::CloseCompleteGroups(Decisions* decisions) {
-  std::map<int, std::vector<TrainerId>> members;
-  for (const auto& [id, g] : group_) members[g].push_back(id);
-  for (const auto& [g, ids] : members) {
-    const bool complete =
-        std::all_of(ids.begin(), ids.end(), [&](TrainerId id) { return reported_.count(id) > 0; });
-    if (!complete) continue;
+  for (const auto& [g, ids] : members_) {
+    if (reported_in_[g] < ids.size()) continue;
     // The group's members, plus departed trainers whose reported pushes no round took yet.
     RoundClose close{++last_closed_round_, cuts_.Take([&](TrainerId id) {
-                       return !clocks_.Get(id) || std::count(ids.begin(), ids.end(), id) > 0;
+                       return !clocks_.Get(id) || ids.count(id) > 0;
                      }),
                      config_.aggregation, static_cast<int>(group_.size())};
     for (TrainerId id : ids) {
-      reported_.erase(id);
+      ClearReported(id);
       decisions->grants.push_back(
           Grant{id, *clocks_.Get(id), PullSpec::Round(close.round, cuts_.last_taken(id)), 0, g});
     }
@@ -187,7 +211,7 @@ void HybridPolicy::MaybeRegroup() {
   }
   proposal_.reset();
   for (size_t g = 0; g < proposal.size(); ++g) {
-    for (TrainerId id : proposal[g]) group_[id] = static_cast<int>(g);
+    for (TrainerId id : proposal[g]) Assign(id, static_cast<int>(g));
   }
   next_group_ = static_cast<int>(proposal.size());
 }

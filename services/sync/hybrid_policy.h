@@ -74,16 +74,23 @@ class HybridPolicy final : public ClockedPolicy {
   };
 
   Decisions Evaluate(absl::Time now);
-  // Closes every group whose live members have all reported.
+  // Closes every group whose live members have all reported: O(groups) to find them.
   void CloseCompleteGroups(Decisions* decisions);
   void MaybeRegroup();
+  // Keep group_, members_, reported_ and reported_in_ in step.
+  void Assign(TrainerId trainer, int group);
+  void Unassign(TrainerId trainer);
+  void MarkReported(TrainerId trainer);
+  void ClearReported(TrainerId trainer);
 
   const HybridConfig config_;
   RoundCuts cuts_;
   std::map<TrainerId, int> group_;
   std::map<TrainerId, Speed> speed_;
-  std::set<TrainerId> newcomers_;  // joined, first grant not yet sent
-  std::set<TrainerId> reported_;   // pushed and waiting for their group's round
+  std::set<TrainerId> newcomers_;               // joined, first grant not yet sent
+  std::set<TrainerId> reported_;                // pushed and waiting for their group's round
+  std::map<int, std::set<TrainerId>> members_;  // group -> its live members (no empty group)
+  std::map<int, size_t> reported_in_;           // group -> how many of them are in reported_
   std::optional<std::set<std::set<TrainerId>>> proposal_;
   int next_group_ = 1;
   int closes_since_regroup_ = 0;

@@ -1,6 +1,7 @@
 #include "sync/peer_round_policy.h"
 
 #include <algorithm>
+#include <limits>
 
 #include "sync/dssync_grouping.h"
 
@@ -23,11 +24,7 @@ int PeerRoundPolicy::GroupOf(TrainerId trainer) const {
   return it == group_of_.end() ? -1 : it->second;
 }
 
-int PeerRoundPolicy::group_count() const {
-  int groups = 0;
-  for (const auto& [id, group] : group_of_) groups = std::max(groups, group + 1);
-  return groups;
-}
+int PeerRoundPolicy::group_count() const { return group_count_; }
 
 absl::StatusOr<int64_t> PeerRoundPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                                 Decisions* decisions) {
@@ -41,10 +38,10 @@ absl::StatusOr<int64_t> PeerRoundPolicy::OnJoin(TrainerId trainer, absl::Time no
 
 absl::StatusOr<Decisions> PeerRoundPolicy::OnClock(TrainerId trainer, int64_t clock,
                                                    absl::Time now) {
-  const bool awaiting = newcomers_.count(trainer) > 0 || waiting_.count(trainer) > 0;
+  const bool awaiting = newcomers_.count(trainer) > 0 || waiting_.Contains(trainer);
   if (absl::Status s = CheckReport(trainer, clock, awaiting); !s.ok()) return s;
   clocks_.Set(trainer, clock);
-  waiting_.insert(trainer);
+  waiting_.Add(trainer, clock);
   Decisions decisions;
   MaybeRelease(&decisions);
   GrantNewcomers(now, &decisions);
@@ -56,8 +53,10 @@ Decisions PeerRoundPolicy::OnLeave(TrainerId trainer, absl::Time now) {
   if (!clocks_.Get(trainer)) return decisions;
   clocks_.Erase(trainer);
   newcomers_.erase(trainer);
-  waiting_.erase(trainer);
+  waiting_.Remove(trainer);
   group_of_.erase(trainer);
+  group_count_ = 0;
+  for (const auto& [id, group] : group_of_) group_count_ = std::max(group_count_, group + 1);
   bandwidth_.Forget(trainer);
   MaybeRelease(&decisions);
   GrantNewcomers(now, &decisions);
@@ -75,7 +74,7 @@ void PeerRoundPolicy::Resume(const Resumption& r, absl::Time now, Decisions* dec
   if (r.awaiting_grant) {
     // It reported r.clock and waits for that round's release (granted so far: r.clock - 1).
     granted_clock_ = std::max(granted_clock_, r.clock - 1);
-    waiting_.insert(r.trainer);
+    waiting_.Add(r.trainer, r.clock);
   } else {
     granted_clock_ = std::max(granted_clock_, r.clock);
   }
@@ -90,14 +89,9 @@ void PeerRoundPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& 
 void PeerRoundPolicy::GrantNewcomers(absl::Time now, Decisions* decisions) {
   if (!gate_.Open(clocks_.size(), now)) return;
   // Resumed waiters whose round was released before the restart: their grant was lost.
-  for (auto it = waiting_.begin(); it != waiting_.end();) {
-    if (*clocks_.Get(*it) > granted_clock_) {
-      ++it;
-      continue;
-    }
-    newcomers_.insert(*it);
-    resumed_.insert(*it);
-    it = waiting_.erase(it);
+  for (const auto& [trainer, clock] : waiting_.TakeUpTo(granted_clock_)) {
+    newcomers_.insert(trainer);
+    resumed_.insert(trainer);
   }
   for (TrainerId t : newcomers_) {
     const PullSpec pull = resumed_.count(t) > 0 ? PullSpec::None() : PullSpec::Live();
@@ -111,8 +105,12 @@ void PeerRoundPolicy::MaybeRelease(Decisions* decisions) {
   if (!gate_.is_open()) return;  // a recovery waits for everyone expected back
   // Every member that has been granted must be waiting at the next clock.
   const size_t granted_members = clocks_.size() - newcomers_.size();
-  if (waiting_.empty() || waiting_.size() < granted_members) return;
-  const std::vector<TrainerId> members(waiting_.begin(), waiting_.end());
+  if (waiting_.size() == 0 || waiting_.size() < granted_members) return;
+  std::vector<TrainerId> members;
+  for (const auto& [trainer, clock] : waiting_.TakeUpTo(std::numeric_limits<int64_t>::max())) {
+    members.push_back(trainer);
+  }
+  std::sort(members.begin(), members.end());
   const int64_t round = granted_clock_ + 1;
   last_plan_ =
       config_.planner == "dssync" ? PlanGroups(members, round) : PlanMulticast(members, round);
@@ -120,7 +118,6 @@ void PeerRoundPolicy::MaybeRelease(Decisions* decisions) {
     decisions->grants.push_back(Grant{t, round, PullSpec::None(), 0, GroupOf(t), last_plan_[t]});
   }
   granted_clock_ = round;
-  waiting_.clear();
 }
 
 std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
@@ -182,6 +179,7 @@ std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanGroups(const std::vector<
   group_of_.clear();
   const std::vector<std::vector<TrainerId>> groups =
       DsSyncGroups(members, config_.seed, round, options);
+  group_count_ = static_cast<int>(groups.size());
   for (size_t g = 0; g < groups.size(); ++g) {
     for (TrainerId t : groups[g]) {
       group_of_[t] = static_cast<int>(g);

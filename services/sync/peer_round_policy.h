@@ -24,6 +24,7 @@
 #include "sync/bandwidth_estimator.h"
 #include "sync/multicast_selection.h"
 #include "sync/policy.h"
+#include "sync/waiting_room.h"
 
 namespace syncopate::sync {
 
@@ -83,12 +84,13 @@ class PeerRoundPolicy final : public ClockedPolicy {
   std::mt19937_64 rng_;
   std::set<TrainerId> newcomers_;  // joined, first grant not yet sent
   std::set<TrainerId> resumed_;    // of newcomers_: resumed, so they keep their model
-  std::set<TrainerId> waiting_;    // reported the barrier clock, not granted yet
+  WaitingRoom waiting_;            // reported the barrier clock, not granted yet
   int64_t granted_clock_ = 0;      // the clock every member was last granted at
   // The k-round rule's memory across membership changes: last round (sender, receiver) exchanged.
   std::map<std::pair<TrainerId, TrainerId>, int64_t> last_exchanged_;
   std::map<TrainerId, PeerExchange> last_plan_;
   std::map<TrainerId, int> group_of_;
+  int group_count_ = 0;  // 1 + the largest group in group_of_ (0: none)
 };
 
 }  // namespace syncopate::sync
