@@ -177,7 +177,7 @@ struct QuotedCommand {
 std::vector<QuotedCommand> QuotedCommands(const std::string& file) {
   static const std::regex kStart(
       "^(?:\\./build/bin/)?(syncopate(?:-store|-coordinator|-trainer)?)(?= |$)(?: (local|compare|"
-      "sim|status)(?= |$))?");
+      "sim(?: cluster)?|status)(?= |$))?");
   static const std::regex kFlag("--[a-z][a-z0-9-]*");
   std::vector<QuotedCommand> commands;
   bool fenced = false;
@@ -223,14 +223,15 @@ TEST(ReadmeE2E, EveryQuotedFlagIsKnownToItsBinary) {
   for (const QuotedCommand& c : commands) binaries.insert(c.binary + " " + c.subcommand);
   // Not vacuous: the README quotes every binary and every subcommand.
   for (const std::string b : {"syncopate local", "syncopate compare", "syncopate sim",
+                              "syncopate sim cluster",
                               "syncopate-store ", "syncopate-coordinator ", "syncopate-trainer "}) {
     EXPECT_TRUE(binaries.count(b)) << "no quoted '" << b << "' found";
   }
   const std::string dir = MakeTempDir("help");
   for (size_t i = 0; i < commands.size(); ++i) {
     const QuotedCommand& c = commands[i];
-    std::vector<std::string> args;
-    if (!c.subcommand.empty()) args.push_back(c.subcommand);
+    // A nested subcommand ("sim cluster") is one word per level.
+    std::vector<std::string> args = absl::StrSplit(c.subcommand, ' ', absl::SkipEmpty());
     args.push_back("--help");
     const std::string log = absl::StrCat(dir, "/help-", i, ".out");
     ASSERT_EQ(ExitCode(RunBinary(c.binary, args, log)), 0) << c.binary << " " << c.subcommand;
