@@ -105,17 +105,21 @@ class Scheduler {
 
 // What every simulated trainer records, for the measured window only.
 struct Stats {
+  struct Clock {
+    absl::Time last_report, last_grant;
+    int reports = 0;  // written inside the window
+  };
   absl::Mutex mu;
-  absl::Time window_start = absl::InfiniteFuture();
-  absl::Time window_end = absl::InfiniteFuture();
+  // Set once, before the trainers start reporting, read by gRPC's threads.
+  std::atomic<absl::Time> window_start{absl::InfiniteFuture()};
+  std::atomic<absl::Time> window_end{absl::InfiniteFuture()};
   std::vector<double> report_to_grant_ms ABSL_GUARDED_BY(mu);
-  // Per clock: when its last report was written and its last grant read.
-  std::map<int64_t, std::pair<absl::Time, absl::Time>> clocks ABSL_GUARDED_BY(mu);
+  std::map<int64_t, Clock> clocks ABSL_GUARDED_BY(mu);
   int64_t reports ABSL_GUARDED_BY(mu) = 0;
   std::atomic<int64_t> heartbeats{0};
   std::atomic<int> welcomed{0}, ended{0}, failed{0};
 
-  bool InWindow(absl::Time t) const { return t >= window_start && t < window_end; }
+  bool InWindow(absl::Time t) const { return t >= window_start.load() && t < window_end.load(); }
 };
 
 // One trainer: a Session stream that reports its next clock as soon as (or --step after) each
@@ -171,8 +175,8 @@ class SimTrainer final : public grpc::ClientBidiReactor<v1::SessionRequest, v1::
       if (reported_clock_ == clock && stats_.InWindow(reported_at_)) {
         absl::MutexLock s(&stats_.mu);
         stats_.report_to_grant_ms.push_back(absl::ToDoubleMilliseconds(now - reported_at_));
-        auto& [last_report, last_grant] = stats_.clocks[clock];
-        last_grant = std::max(last_grant, now);
+        Stats::Clock& c = stats_.clocks[clock];
+        c.last_grant = std::max(c.last_grant, now);
       }
       if (!go_.load()) {
         held_grant_ = clock;
@@ -234,8 +238,9 @@ class SimTrainer final : public grpc::ClientBidiReactor<v1::SessionRequest, v1::
     if (stats_.InWindow(reported_at_)) {
       absl::MutexLock s(&stats_.mu);
       ++stats_.reports;
-      auto& [last_report, last_grant] = stats_.clocks[reported_clock_];
-      last_report = std::max(last_report, reported_at_);
+      Stats::Clock& c = stats_.clocks[reported_clock_];
+      c.last_report = std::max(c.last_report, reported_at_);
+      ++c.reports;
     }
     SendLocked(std::move(report));
   }
@@ -345,8 +350,8 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
     stubs.push_back(v1::Coordinator::NewStub(
         grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args)));
   }
-  // Destroyed in reverse: the scheduler (whose callbacks name trainers) before the trainers,
-  // and every stream ended (or its reactor leaked) before its trainer.
+  // Destroyed in reverse: every stream ended (or its reactor leaked) first, then the scheduler
+  // (whose callbacks name trainers), then the trainers.
   Stats stats;
   std::atomic<bool> go{false};
   std::vector<std::unique_ptr<SimTrainer>> sims;
@@ -363,8 +368,9 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
     }
     std::vector<std::unique_ptr<SimTrainer>>& sims;
     Stats& stats;
-  } end_streams{sims, stats};
+  };
   Scheduler scheduler;
+  EndStreams end_streams{sims, stats};
   for (int i = 0; i < trainers; ++i) {
     sims.push_back(std::make_unique<SimTrainer>(*stubs[i % kChannels], absl::StrCat("sim-", i),
                                                 static_cast<uint32_t>(i), stats, scheduler, step,
@@ -397,7 +403,7 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
 
   const absl::Duration warmup = absl::Seconds(1);
   stats.window_start = absl::Now() + warmup;
-  stats.window_end = stats.window_start + window;
+  stats.window_end = stats.window_start.load() + window;
   go.store(true);
   for (auto& sim : sims) sim->Begin();
   absl::SleepFor(warmup);
@@ -428,9 +434,11 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
   row.grant_p99_ms = Percentile(stats.report_to_grant_ms, 0.99);
   std::vector<double> closes;
   const bool rounds = mode == "bsp" || mode == "hybrid" || mode.rfind("wbsp", 0) == 0;
-  for (const auto& [clock, times] : stats.clocks) {
-    if (rounds && times.second > times.first) {
-      closes.push_back(absl::ToDoubleMilliseconds(times.second - times.first));
+  for (const auto& [clock, c] : stats.clocks) {
+    // Only rounds whose every report fell inside the window: the one it cuts would seem to close
+    // early.
+    if (rounds && c.reports == trainers && c.last_grant > c.last_report) {
+      closes.push_back(absl::ToDoubleMilliseconds(c.last_grant - c.last_report));
     }
   }
   row.close_p50_ms = Percentile(closes, 0.5);

@@ -99,7 +99,10 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
   if (!joined.ok()) return joined.status();
   const sync::Member& member = joined->member;
   if (joined->replaced) {
-    // A restarted trainer came back before its old incarnation was evicted.
+    // A restarted trainer came back before its old incarnation was evicted. The stores hear of
+    // the new incarnation before anyone is told of the old one's departure.
+    membership_dirty_ = true;
+    KeepGauges(member.id);
     EnqueueDecisions(policy_->OnLeave(member.id, now));
     CloseSession({member.id, joined->replaced->incarnation}, "evicted",
                  "replaced by a new incarnation");
@@ -323,6 +326,7 @@ void Coordinator::Depart(const SessionKey& key, const std::string& state,
                          const std::string& reason) {
   if (!membership_.Remove(key.id, key.incarnation).ok()) return;
   membership_dirty_ = true;
+  KeepGauges(key.id);
   EnqueueDecisions(policy_->OnLeave(key.id, clock_.Now()));
   CloseSession(key, state, reason);
   TellPeersGone(key.id);
@@ -362,7 +366,6 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
     status.set_evictions(status.evictions() + 1);
     status.set_eviction_reason(reason);
   }
-  RecordGauge(status, GaugeOf(key.id));
   UpdateGauges();
 }
 
@@ -394,6 +397,12 @@ TrainerGauge Coordinator::GaugeOf(sync::TrainerId id) const {
   gauge.group = policy_->GroupOf(id);
   gauge.link = policy_->MeasuredLinkOf(id);
   return gauge;
+}
+
+void Coordinator::KeepGauges(sync::TrainerId id) {
+  if (auto name = names_.find(id); name != names_.end()) {
+    RecordGauge(trainer_status_[name->second], GaugeOf(id));
+  }
 }
 
 std::vector<TrainerGauge> Coordinator::TrainerGauges() const {

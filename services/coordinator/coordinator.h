@@ -146,6 +146,9 @@ class Coordinator {
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A live trainer's gauges as the policy has them now.
   TrainerGauge GaugeOf(sync::TrainerId id) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Copies a live trainer's gauges into its status, where they stay once it departs. Call before
+  // the policy forgets it.
+  void KeepGauges(sync::TrainerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   // Peer-to-peer modes: tells every remaining trainer that `id` is gone.
   void TellPeersGone(sync::TrainerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

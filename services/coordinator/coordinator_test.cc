@@ -545,8 +545,8 @@ TEST_F(CoordinatorTest, ASlowTrainerThatHoldsNobodyUpStays) {
   EXPECT_EQ(coordinator_->Status().live_trainers(), 2u);
 }
 
-// Per-trainer gauges are read when scraped, for the live trainers only; a departed trainer keeps
-// its last values in the status, and the evaluator passes to the next rank.
+// Per-trainer gauges are read when scraped, for the live trainers only, and the evaluator passes
+// to the next rank.
 TEST_F(CoordinatorTest, TrainerGaugesAreReadWhenScrapedAndTheEvaluatorFollowsRanks) {
   Make("ssp", 2);
   auto [a, out_a, b, out_b] = JoinTwoAndStart();
@@ -575,6 +575,20 @@ TEST_F(CoordinatorTest, TrainerGaugesAreReadWhenScrapedAndTheEvaluatorFollowsRan
   const v1::Directive granted = Next(*out_b);
   ASSERT_TRUE(granted.has_proceed());
   EXPECT_TRUE(granted.proceed().evaluate()) << "b has the lowest rank left";
+}
+
+// A departed trainer keeps its last gauges in the status (the policy forgets it: hybrid would say
+// group -1).
+TEST_F(CoordinatorTest, ADepartedTrainerKeepsItsLastGauges) {
+  Make("hybrid", 2);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  coordinator_->Leave(a, "bye");
+  const v1::ClusterStatus status = coordinator_->Status();
+  ASSERT_EQ(status.trainers_size(), 2);
+  EXPECT_EQ(status.trainers(0).name(), "a");
+  EXPECT_EQ(status.trainers(0).state(), "left");
+  EXPECT_EQ(status.trainers(0).group(), 0);
+  EXPECT_EQ(status.trainers(1).group(), 0);
 }
 
 }  // namespace

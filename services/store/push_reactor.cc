@@ -28,6 +28,8 @@ void PushReactor::OnReadDone(bool ok) {
   alarm_.Set(absl::ToChronoTime(absl::Now() + wait), [this](bool) { StartRead(&message_); });
 }
 
+void PushReactor::OnCancel() { alarm_.Cancel(); }
+
 void PushReactor::OnDone() {
   if (open_) open_->Decrement();
   delete this;

@@ -30,6 +30,8 @@ class PushReactor final : public grpc::ServerReadReactor<v1::PushMessage> {
   PushReactor(SpecLookup lookup, Take take, prometheus::Gauge* open, Pace pace = nullptr);
 
   void OnReadDone(bool ok) override;
+  // A paced read waiting on the alarm starts at once (and fails: the call is cancelled).
+  void OnCancel() override;
   void OnDone() override;
 
  private:

@@ -1,7 +1,5 @@
 #include "sync/bounded_staleness_policy.h"
 
-#include <limits>
-
 #include "absl/strings/str_cat.h"
 
 namespace syncopate::sync {
@@ -65,9 +63,7 @@ Decisions BoundedStalenessPolicy::Evaluate(absl::Time now) {
                                                   static_cast<int>(clocks_.size())});
     }
   }
-  const int64_t max_clock =
-      config_.staleness >= 0 ? *min + config_.staleness : std::numeric_limits<int64_t>::max();
-  for (const auto& [trainer, clock] : waiting_.TakeUpTo(max_clock)) {
+  for (const auto& [trainer, clock] : waiting_.TakeWithin(*min, config_.staleness)) {
     const PullSpec pull = config_.round_snapshots
                               ? PullSpec::Round(clock, cuts_.last_taken(trainer))
                               : PullSpec::Live();

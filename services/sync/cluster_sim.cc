@@ -52,19 +52,24 @@ class Simulation {
     }
     Schedule(kStart + kTick, Kind::kTick, 0);
     while (!done_) {
-      if (queue_.empty()) {
-        return absl::InternalError(absl::StrCat(policy_->name(), ": no trainer can go on at clock ",
-                                                policy_->MinClock().value_or(-1),
-                                                " (the policy granted nothing)"));
-      }
       const Event e = queue_.top();
       queue_.pop();
       now_ = e.at;
       switch (e.kind) {
-        case Kind::kTick:
-          Handle(Timed([&] { return policy_->OnTick(now_); }));
+        case Kind::kTick: {
+          Decisions decisions = Timed([&] { return policy_->OnTick(now_); });
+          // Only the ticks are left and they decide nothing: no trainer will ever go on.
+          idle_ticks_ = queue_.empty() && decisions.empty() ? idle_ticks_ + 1 : 0;
+          if (idle_ticks_ > kStallTicks) {
+            return absl::InternalError(
+                absl::StrCat(policy_->name(), ": no trainer can go on at clock ",
+                             policy_->MinClock().value_or(-1), " (the policy granted nothing for ",
+                             absl::FormatDuration(kTick * kStallTicks), " of simulated time)"));
+          }
+          Handle(std::move(decisions));
           Schedule(now_ + kTick, Kind::kTick, 0);
           break;
+        }
         case Kind::kGrant:
           StartStep(trainers_[e.trainer]);
           break;
@@ -89,6 +94,8 @@ class Simulation {
   };
   static constexpr absl::Time kStart = absl::UnixEpoch();
   static constexpr absl::Duration kTick = absl::Milliseconds(100);
+  // Longer than any start timeout a policy could still be waiting out.
+  static constexpr int kStallTicks = 3000;
 
   void Schedule(absl::Time at, Kind kind, size_t trainer) {
     queue_.push(Event{at, seq_++, kind, trainer});
@@ -146,11 +153,12 @@ class Simulation {
       communicate = TransferSeconds(1);
     }
     const double push = p2p_ ? 0 : TransferSeconds(1);
-    if (hidden_communication_) communicate = 0;
     std::lognormal_distribution<double> jitter(0, o_.jitter_sigma);
     const double compute = absl::ToDoubleSeconds(o_.step) * t.slowdown * jitter(random_);
     t.compute_seconds += compute;
-    const double until_report = communicate + compute + (hidden_communication_ ? 0 : push);
+    // Overlapped and background modes communicate beside the step: the longer of the two.
+    const double until_report = hidden_communication_ ? std::max(compute, communicate + push)
+                                                      : communicate + compute + push;
     Schedule(now_ + absl::Seconds(until_report), Kind::kReport, index_[t.id]);
   }
 
@@ -232,6 +240,7 @@ class Simulation {
   absl::Time actions_free_ = kStart;
   bool done_ = false;
   bool rejoined_ = false;
+  int idle_ticks_ = 0;
   std::map<int64_t, int64_t> staleness_;  // staleness at grant -> grants
   int64_t grants_ = 0;
   int64_t rounds_closed_ = 0;
@@ -255,6 +264,9 @@ absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& option
     return absl::InvalidArgumentError(
         "need slowdown >= 1, jitter >= 0, model bytes >= 0, a positive link rate and step, "
         "latencies >= 0 and clocks >= 1");
+  }
+  if (options.leave_at_clock > 0 && options.trainers < 2) {
+    return absl::InvalidArgumentError("a trainer can leave only a job of two or more");
   }
   if (options.rejoin_at_clock > 0 && options.rejoin_at_clock <= options.leave_at_clock) {
     return absl::InvalidArgumentError("a trainer rejoins after it left: rejoin_at > leave_at");

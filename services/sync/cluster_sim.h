@@ -60,7 +60,8 @@ struct ClusterSimResult {
 };
 
 // INVALID_ARGUMENT for options out of range or a mode MakePolicy refuses; INTERNAL when the policy
-// refuses an event the simulated trainers make correctly (a policy bug).
+// refuses an event the simulated trainers make correctly, or grants nothing for 300 s of
+// simulated time while every trainer waits (a policy bug).
 absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options);
 
 }  // namespace syncopate::sync

@@ -83,6 +83,10 @@ TEST(ClusterSimTest, BadOptionsAreRefused) {
   o.leave_at_clock = 5;
   o.rejoin_at_clock = 5;
   EXPECT_EQ(SimulateCluster(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o = Scenario("bsp", /*trainers=*/1);
+  o.stragglers = 0;
+  o.leave_at_clock = 5;
+  EXPECT_EQ(SimulateCluster(o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -113,7 +113,7 @@ void DsspPolicy::GrantWaiters(absl::Time now, Decisions* decisions) {
   std::optional<int64_t> min = clocks_.Min();
   if (!min) return;
   floor_clock_ = *min;
-  for (const auto& [trainer, clock] : waiting_.TakeUpTo(*min + config_.s_lo)) {
+  for (const auto& [trainer, clock] : waiting_.TakeWithin(*min, config_.s_lo)) {
     Trainer& t = trainers_[trainer];
     t.remaining = 0;
     t.bound = config_.s_lo;

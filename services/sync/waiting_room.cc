@@ -1,5 +1,7 @@
 #include "sync/waiting_room.h"
 
+#include <limits>
+
 namespace syncopate::sync {
 
 void WaitingRoom::Add(TrainerId trainer, int64_t clock) {
@@ -24,6 +26,11 @@ std::vector<std::pair<TrainerId, int64_t>> WaitingRoom::TakeUpTo(int64_t max_clo
   }
   ordered_.erase(ordered_.begin(), it);
   return taken;
+}
+
+std::vector<std::pair<TrainerId, int64_t>> WaitingRoom::TakeWithin(int64_t min, int64_t bound) {
+  constexpr int64_t kMax = std::numeric_limits<int64_t>::max();
+  return TakeUpTo(bound < 0 || min > kMax - bound ? kMax : min + bound);
 }
 
 }  // namespace syncopate::sync

@@ -26,6 +26,9 @@ class WaitingRoom {
   // Removes and returns every waiter at a clock <= `max_clock`, as (trainer, clock), in clock
   // order and, within a clock, in trainer order.
   std::vector<std::pair<TrainerId, int64_t>> TakeUpTo(int64_t max_clock);
+  // Every waiter within `bound` clocks of `min` (bound < 0: every waiter), as TakeUpTo; no
+  // overflow for large bounds.
+  std::vector<std::pair<TrainerId, int64_t>> TakeWithin(int64_t min, int64_t bound);
 
  private:
   std::set<std::pair<int64_t, TrainerId>> ordered_;

@@ -37,5 +37,17 @@ TEST(WaitingRoomTest, AddMovesAWaiterAndRemoveForgetsIt) {
   EXPECT_THAT(room.TakeUpTo(100), ElementsAre(Pair(1, 2)));
 }
 
+TEST(WaitingRoomTest, TakeWithinABoundOfTheMinimumNeverOverflows) {
+  WaitingRoom room;
+  room.Add(1, 5);
+  room.Add(2, 9);
+  room.Add(3, std::numeric_limits<int64_t>::max());
+  EXPECT_THAT(room.TakeWithin(4, 1), ElementsAre(Pair(1, 5)));
+  EXPECT_THAT(room.TakeWithin(8, std::numeric_limits<int64_t>::max()),
+              ElementsAre(Pair(2, 9), Pair(3, std::numeric_limits<int64_t>::max())));
+  room.Add(4, 100);
+  EXPECT_THAT(room.TakeWithin(0, -1), ElementsAre(Pair(4, 100)));  // unbounded
+}
+
 }  // namespace
 }  // namespace syncopate::sync

@@ -9,11 +9,9 @@
 #include "coordinator/session_service.h"
 #include "coordinator/store_control.h"
 #include "gtest/gtest.h"
+#include "local_store.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
-#include "store/parameter_table.h"
-#include "store/store_metrics.h"
-#include "store/store_service.h"
 #include "sync/policy_factory.h"
 
 namespace syncopate {
@@ -54,9 +52,8 @@ struct CoordinatorServer {
 class SessionResumeTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(
-        rpc::StartServer("127.0.0.1:0", {&store_service_}, &store_server_, &store_port_).ok());
-    store_ = "127.0.0.1:" + std::to_string(store_port_);
+    ASSERT_TRUE(local_store_.Start().ok());
+    store_ = local_store_.address();
     first_ = std::make_unique<CoordinatorServer>(store_, "127.0.0.1:0");
     ASSERT_TRUE(first_->status.ok()) << first_->status;
     address_ = "127.0.0.1:" + std::to_string(first_->port);
@@ -75,7 +72,7 @@ class SessionResumeTest : public ::testing::Test {
     for (auto* c : {first_.get(), second_.get()}) {
       if (c && c->server) c->Kill();
     }
-    store_server_->Shutdown();
+    local_store_.Stop();
   }
 
   static v1::ClockReport Report(int64_t clock) {
@@ -99,12 +96,7 @@ class SessionResumeTest : public ::testing::Test {
     ASSERT_TRUE(second_->status.ok()) << second_->status;
   }
 
-  prometheus::Registry registry_;
-  store::StoreMetrics store_metrics_{registry_};
-  store::ParameterTable table_;
-  store::StoreService store_service_{table_, store_metrics_, 0, 1, /*incarnation=*/1};
-  std::unique_ptr<grpc::Server> store_server_;
-  int store_port_ = 0;
+  LocalStore local_store_;
   std::string store_;
   std::unique_ptr<CoordinatorServer> first_, second_;
   std::string address_;
@@ -131,7 +123,7 @@ TEST_F(SessionResumeTest, TheSessionResumesWithItsIdentityAndClock) {
 }
 
 TEST_F(SessionResumeTest, ACoordinatorThatDoesNotKnowTheTrainerRefusesTheResume) {
-  table_.SetMembers({});  // the job this trainer was in is gone from the store
+  local_store_.table.SetMembers({});  // the job this trainer was in is gone from the store
   Restart();
   absl::StatusOr<v1::Proceed> proceed = absl::DeadlineExceededError("none yet");
   for (int i = 0; i < 60 && absl::IsDeadlineExceeded(proceed.status()); ++i) {

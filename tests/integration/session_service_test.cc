@@ -9,11 +9,9 @@
 #include "coordinator/coordinator.h"
 #include "coordinator/store_control.h"
 #include "gtest/gtest.h"
+#include "local_store.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
-#include "store/parameter_table.h"
-#include "store/store_metrics.h"
-#include "store/store_service.h"
 #include "sync/policy_factory.h"
 #include "thread_count.h"
 
@@ -25,10 +23,9 @@ using Stream = grpc::ClientReaderWriter<v1::SessionRequest, v1::Directive>;
 class SessionServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(
-        rpc::StartServer("127.0.0.1:0", {&store_service_}, &store_server_, &store_port_).ok());
+    ASSERT_TRUE(store_.Start().ok());
     stores_ = std::make_unique<coordinator::GrpcStoreControl>(
-        std::vector<std::string>{"127.0.0.1:" + std::to_string(store_port_)}, absl::Seconds(5));
+        std::vector<std::string>{store_.address()}, absl::Seconds(5));
     sync::PolicyOptions policy;
     policy.mode = "ssp";
     engine_ = std::make_unique<coordinator::Coordinator>(coordinator::CoordinatorOptions{},
@@ -43,7 +40,7 @@ class SessionServiceTest : public ::testing::Test {
   void TearDown() override {
     engine_->Stop();
     server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
-    store_server_->Shutdown();
+    store_.Stop();
   }
 
   struct Session {
@@ -98,12 +95,8 @@ class SessionServiceTest : public ::testing::Test {
     return state;
   }
 
+  LocalStore store_;
   prometheus::Registry registry_;
-  store::StoreMetrics store_metrics_{registry_};
-  store::ParameterTable table_;
-  store::StoreService store_service_{table_, store_metrics_, 0, 1, /*incarnation=*/1};
-  std::unique_ptr<grpc::Server> store_server_;
-  int store_port_ = 0;
   coordinator::CoordinatorMetrics metrics_{registry_};
   std::unique_ptr<coordinator::GrpcStoreControl> stores_;
   std::unique_ptr<coordinator::Coordinator> engine_;

@@ -1,0 +1,36 @@
+// One store shard served in this process on 127.0.0.1 (a port picked by the system), for tests
+// that need a real store behind a coordinator.
+#ifndef SYNCOPATE_TESTS_INTEGRATION_LOCAL_STORE_H_
+#define SYNCOPATE_TESTS_INTEGRATION_LOCAL_STORE_H_
+
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "prometheus/registry.h"
+#include "rpc/grpc_util.h"
+#include "store/parameter_table.h"
+#include "store/store_metrics.h"
+#include "store/store_service.h"
+
+namespace syncopate {
+
+struct LocalStore {
+  // Serves the shard; its address is then address().
+  absl::Status Start() { return rpc::StartServer("127.0.0.1:0", {&service}, &server, &port); }
+  void Stop() {
+    if (server) server->Shutdown();
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port); }
+
+  prometheus::Registry registry;
+  store::StoreMetrics metrics{registry};
+  store::ParameterTable table;
+  store::StoreService service{table, metrics, 0, 1, /*incarnation=*/1};
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+};
+
+}  // namespace syncopate
+
+#endif  // SYNCOPATE_TESTS_INTEGRATION_LOCAL_STORE_H_
