@@ -263,12 +263,17 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
 
 absl::StatusOr<std::vector<PulledModel>> StoreClient::PullShards(int64_t round, bool newer) {
   std::vector<PulledModel> parts(stubs_.size());
+  // Shards that could not be reached during this pull: they were down, and restarted.
+  std::vector<char> restarted(stubs_.size(), 0);
   absl::Status status =
       ForEachShard(round < 0 ? "live pull" : absl::StrCat("pull of round ", round), [&](size_t s) {
         absl::Status pulled = PullFrom(s, round, &parts[s]);
-        // Another shard already closed this round: this one is about to (the coordinator closes
-        // a round on every shard), so its "not closed yet" is worth waiting out.
-        if (newer && absl::IsFailedPrecondition(pulled)) {
+        if (absl::IsUnavailable(pulled)) restarted[s] = 1;
+        // "Not closed yet" is worth waiting out where another shard already closed this round
+        // (the coordinator closes a round on every shard: this one is about to), and where this
+        // shard restarted from a checkpoint older than the round (the coordinator reconciles it
+        // and closes the job's rounds again).
+        if ((newer || restarted[s]) && absl::IsFailedPrecondition(pulled)) {
           return absl::UnavailableError(pulled.message());
         }
         return pulled;
