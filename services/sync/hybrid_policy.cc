@@ -45,10 +45,7 @@ int HybridPolicy::group_count() const { return static_cast<int>(members_.size())
 
 void HybridPolicy::Assign(TrainerId trainer, int group) {
   const bool reported = reported_.count(trainer) > 0;
-  if (group_.count(trainer) > 0) {
-    ClearReported(trainer);
-    Unassign(trainer);
-  }
+  Unassign(trainer);  // a no-op for a trainer in no group yet
   group_[trainer] = group;
   members_[group].insert(trainer);
   if (reported) MarkReported(trainer);

@@ -222,9 +222,9 @@ TEST(ReadmeE2E, EveryQuotedFlagIsKnownToItsBinary) {
   std::set<std::string> binaries;
   for (const QuotedCommand& c : commands) binaries.insert(c.binary + " " + c.subcommand);
   // Not vacuous: the README quotes every binary and every subcommand.
-  for (const std::string b : {"syncopate local", "syncopate compare", "syncopate sim",
-                              "syncopate sim cluster",
-                              "syncopate-store ", "syncopate-coordinator ", "syncopate-trainer "}) {
+  for (const std::string b :
+       {"syncopate local", "syncopate compare", "syncopate sim", "syncopate sim cluster",
+        "syncopate-store ", "syncopate-coordinator ", "syncopate-trainer "}) {
     EXPECT_TRUE(binaries.count(b)) << "no quoted '" << b << "' found";
   }
   const std::string dir = MakeTempDir("help");

@@ -8,6 +8,7 @@
 
 #include "client/store_client.h"
 #include "gtest/gtest.h"
+#include "local_store.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
 #include "store/parameter_table.h"
@@ -23,20 +24,18 @@ constexpr uint64_t kTrainer = 7;
 class StoreServiceTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&service_}, &server_, &port_).ok());
-    address_ = "127.0.0.1:" + std::to_string(port_);
+    ASSERT_TRUE(store_.Start().ok());
+    address_ = store_.address();
     client_ = std::make_unique<client::StoreClient>(std::vector<std::string>{address_},
                                                     absl::Seconds(10));
     stub_ = v1::ParameterStore::NewStub(rpc::MakeChannel(address_));
-    table_.SetMembers({{kTrainer, 1}});
+    store_.table.SetMembers({{kTrainer, 1}});
     model_["big"] = std::vector<float>(3'000'000);  // 12 MiB: needs chunking under 4 MiB limits
     for (size_t i = 0; i < model_["big"].size(); ++i) model_["big"][i] = 0.001f * (i % 1000);
     model_["small"] = {1, 2, 3};
     ASSERT_TRUE(client_->Initialize(Header(0), model_).ok());
   }
-  void TearDown() override {
-    if (server_) server_->Shutdown();
-  }
+  void TearDown() override { store_.Stop(); }
 
   static v1::PushHeader Header(uint64_t sequence, uint64_t trainer = kTrainer,
                                uint64_t incarnation = 1) {
@@ -65,12 +64,7 @@ class StoreServiceTest : public ::testing::Test {
     return writer->Finish().error_code();
   }
 
-  prometheus::Registry registry_;
-  store::StoreMetrics metrics_{registry_};
-  store::ParameterTable table_;
-  store::StoreService service_{table_, metrics_, 0, 1, /*incarnation=*/1};
-  std::unique_ptr<grpc::Server> server_;
-  int port_ = 0;
+  LocalStore store_;
   std::string address_;
   std::unique_ptr<client::StoreClient> client_;
   std::unique_ptr<v1::ParameterStore::Stub> stub_;
@@ -95,18 +89,18 @@ TEST_F(StoreServiceTest, OpenStreamsHoldNoThreadEach) {
   }
   // Every stream has reached the server (polled, with a deadline).
   const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (metrics_.streams_open.Value() < kStreams && absl::Now() < deadline) {
+  while (store_.metrics.streams_open.Value() < kStreams && absl::Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(10));
   }
-  ASSERT_EQ(metrics_.streams_open.Value(), kStreams);
+  ASSERT_EQ(store_.metrics.streams_open.Value(), kStreams);
   EXPECT_LT(ThreadCount() - before, 32) << "threads before: " << before;
   for (auto& ctx : contexts) ctx->TryCancel();
   for (auto& writer : writers) EXPECT_FALSE(writer->Finish().ok());
   const absl::Time drained = absl::Now() + absl::Seconds(20);
-  while (metrics_.streams_open.Value() > 0 && absl::Now() < drained) {
+  while (store_.metrics.streams_open.Value() > 0 && absl::Now() < drained) {
     absl::SleepFor(absl::Milliseconds(10));
   }
-  EXPECT_EQ(metrics_.streams_open.Value(), 0);
+  EXPECT_EQ(store_.metrics.streams_open.Value(), 0);
   EXPECT_EQ(Live()["small"], (std::vector<float>{1, 2, 3}));  // nothing applied
 }
 
@@ -155,7 +149,7 @@ TEST_F(StoreServiceTest, EveryBadPushGetsItsErrorAndLeavesTheModelUntouched) {
   }
   const std::string text = [&] {
     std::string out;
-    for (const auto& f : registry_.Collect()) {
+    for (const auto& f : store_.registry.Collect()) {
       if (f.name == "syncopate_store_requests_rejected_total")
         out += std::to_string(f.metric.size());
     }
@@ -215,8 +209,8 @@ TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
 // arrives, applied once.
 TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   ASSERT_TRUE(client_->Push(Header(1), {{"small", {1, 1, 1}}}).ok());
-  store::DurableState state = table_.Durable();
-  server_->Shutdown();
+  store::DurableState state = store_.table.Durable();
+  store_.server->Shutdown();
 
   prometheus::Registry registry;
   store::StoreMetrics metrics(registry);
@@ -224,8 +218,8 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   ASSERT_TRUE(restarted.Restore(state).ok());
   store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2);
   int port = 0;
-  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &server_, &port).ok());
-  ASSERT_EQ(port, port_);
+  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &store_.server, &port).ok());
+  ASSERT_EQ(port, store_.port);
 
   absl::Status pushed = absl::UnknownError("not yet");
   std::thread trainer([&] { pushed = client_->Push(Header(2), {{"small", {1, 1, 1}}}).status(); });
@@ -240,8 +234,8 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   // The retried sequence 1 stays applied once.
   EXPECT_TRUE(client_->Push(Header(1), {{"small", {1, 1, 1}}}).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{3, 4, 5}));
-  server_->Shutdown();  // before `service` goes
-  server_.reset();
+  store_.server->Shutdown();  // before `service` goes
+  store_.server.reset();
 }
 
 // Exactly once across a restart: pushes the shard applied after its last checkpoint are lost
@@ -250,13 +244,13 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
 // as pushed, then the push itself.
 TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
   ASSERT_TRUE(client_->Push(Header(1), {{"small", {1, 1, 1}}}).ok());
-  store::DurableState state = table_.Durable();  // the checkpoint holds push 1...
-  table_.Saved(state.epoch);
+  store::DurableState state = store_.table.Durable();  // the checkpoint holds push 1...
+  store_.table.Saved(state.epoch);
   v1::PushHeader half = Header(2);
   half.set_weight(0.5f);
   ASSERT_TRUE(client_->Push(half, {{"small", {2, 2, 2}}}).ok());  // ...not pushes 2 and 3
   ASSERT_TRUE(client_->Push(Header(3), {{"small", {1, 1, 1}}}).ok());
-  server_->Shutdown();
+  store_.server->Shutdown();
 
   prometheus::Registry registry;
   store::StoreMetrics metrics(registry);
@@ -268,8 +262,8 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
   for (int i = 0; i < 3; ++i) restarted.Saved(restarted.Durable().epoch);
   store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2);
   int port = 0;
-  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &server_, &port).ok());
-  ASSERT_EQ(port, port_);
+  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &store_.server, &port).ok());
+  ASSERT_EQ(port, store_.port);
 
   // A push that expects the old incarnation is refused whole.
   v1::PushMessage stale;
@@ -293,8 +287,8 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
   // Sequence 3 went in with the re-sent sum: a retry of it is a duplicate.
   ASSERT_TRUE(client_->Push(Header(3), {{"small", {1, 1, 1}}}).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{6, 7, 8}));
-  server_->Shutdown();  // before `service` goes
-  server_.reset();
+  store_.server->Shutdown();  // before `service` goes
+  store_.server.reset();
 }
 
 // Round pushes too: the restarted shard lost round 2 (closed after its checkpoint) and the pending
@@ -313,13 +307,13 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
   };
   const tensor::TensorMap one = {{"small", {1, 1, 1}}};
   ASSERT_TRUE(client_->Push(round_push(1), one).ok());
-  ASSERT_TRUE(close(table_, 1, 1).ok());
-  store::DurableState state = table_.Durable();  // round 1, nothing pending
-  table_.Saved(state.epoch);
+  ASSERT_TRUE(close(store_.table, 1, 1).ok());
+  store::DurableState state = store_.table.Durable();  // round 1, nothing pending
+  store_.table.Saved(state.epoch);
   ASSERT_TRUE(client_->Push(round_push(2), one).ok());
-  ASSERT_TRUE(close(table_, 2, 2).ok());
+  ASSERT_TRUE(close(store_.table, 2, 2).ok());
   ASSERT_TRUE(client_->Push(round_push(3), one).ok());  // pending when the shard dies
-  server_->Shutdown();
+  store_.server->Shutdown();
 
   prometheus::Registry registry;
   store::StoreMetrics metrics(registry);
@@ -329,8 +323,8 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
   ASSERT_TRUE(close(restarted, 3, 3).ok());  // the job's round 3: clock 3 is lost here
   store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2);
   int port = 0;
-  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &server_, &port).ok());
-  ASSERT_EQ(port, port_);
+  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &store_.server, &port).ok());
+  ASSERT_EQ(port, store_.port);
   EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));  // push 1 only
 
   ASSERT_TRUE(client_->Push(round_push(4), one).ok());
@@ -338,8 +332,8 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
   ASSERT_TRUE(closed.ok()) << closed.status();
   EXPECT_EQ(closed->pushes, 2u);                              // the re-sent sum and push 4
   EXPECT_EQ(Live()["small"], (std::vector<float>{5, 6, 7}));  // 1..4, each once
-  server_->Shutdown();                                        // before `service` goes
-  server_.reset();
+  store_.server->Shutdown();                                  // before `service` goes
+  store_.server.reset();
 }
 
 // Two shards that keep different numbers of round snapshots, as after a slow group fell behind:
