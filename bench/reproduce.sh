@@ -67,6 +67,9 @@ run_claim() {
       dssp)
         mkdir -p "$dir"
         compare "$dir/dssp-asp" "$model" --modes=dssp,asp --staleness=3 --staleness-max=15
+        # Algorithm 1 as published, without the hard cap at s_hi (docs/modes.md).
+        compare "$dir/dssp-paper" "$model" --modes=dssp --staleness=3 --staleness-max=15 \
+          --dssp-rule=paper
         local s
         for s in ${SSP_BOUNDS//,/ }; do
           compare "$dir/ssp-s$s" "$model" --modes=ssp --staleness="$s"

@@ -110,6 +110,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                         absl::StrCat("--staleness=", options.policy.Staleness()),
                         absl::StrCat("--eta=", options.policy.eta),
                         absl::StrCat("--staleness-max=", options.policy.staleness_max),
+                        absl::StrCat("--dssp-rule=", options.policy.dssp_rule),
                         absl::StrCat("--aggregation=", options.policy.aggregation),
                         absl::StrCat("--groups=", options.policy.groups),
                         absl::StrCat("--split-ratio=", options.policy.split_ratio),

@@ -84,6 +84,9 @@ struct ScenarioFlags {
         "--staleness", p.staleness,
         "SSP and selmcast-ssp bound s (default 3; selmcast-ssp 4); DSSP lower bound s_lo");
     cmd->add_option("--staleness-max", p.staleness_max, "DSSP upper bound s_hi");
+    cmd->add_option("--dssp-rule", p.dssp_rule,
+                    "DSSP: capped (default: no trainer more than s_hi ahead of the slowest) or "
+                    "paper (as published: the fastest trainer's lead is not bounded)");
     cmd->add_option(
         "--aggregation", p.aggregation,
         "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "
@@ -252,6 +255,9 @@ int main(int argc, char** argv) {
                           "How many trainers are slow (the first ones)");
   cluster_cmd->add_option("--slowdown", cluster_sim.sim.straggler_slowdown,
                           "How much slower the stragglers are");
+  std::string cluster_profile;
+  cluster_cmd->add_option("--profile", cluster_profile,
+                          "One slowdown per trainer instead, e.g. 1,2,4,6 (as many as --trainers)");
   cluster_cmd->add_option("--step", cluster_step, "Step time of a trainer at slowdown 1");
   cluster_cmd->add_option("--jitter", cluster_sim.sim.jitter_sigma,
                           "Log-normal sigma of each step's time");
@@ -268,6 +274,10 @@ int main(int argc, char** argv) {
       "...and a new one joins once every trainer reached this clock (0: never)");
   cluster_cmd->add_option("--staleness", cluster_sim.sim.policy.staleness,
                           "SSP's bound s, DSSP's lower bound");
+  cluster_cmd->add_option("--staleness-max", cluster_sim.sim.policy.staleness_max,
+                          "DSSP's upper bound s_hi");
+  cluster_cmd->add_option("--dssp-rule", cluster_sim.sim.policy.dssp_rule,
+                          "DSSP: capped (default) or paper (the fastest trainer's lead unbounded)");
   cluster_cmd->add_option("--groups", cluster_sim.sim.policy.groups,
                           "hybrid: at most this many groups; dssync: this many groups");
   cluster_cmd->add_option("--p", cluster_sim.sim.policy.min_receivers_fraction,
@@ -291,6 +301,12 @@ int main(int argc, char** argv) {
       absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
       if (!d.ok()) return Fail(d.status(), 2);
       *out = *d;
+    }
+    if (!cluster_profile.empty()) {
+      absl::StatusOr<std::vector<double>> profile =
+          syncopate::base::ParseDoubleList(cluster_profile);
+      if (!profile.ok()) return Fail(profile.status(), 2);
+      cluster_sim.sim.slowdowns = *profile;
     }
     cluster_sim.sim.link_bytes_per_second = link_gbps * 1e9 / 8;
     cluster_sim.sim.policy.seed = cluster_sim.sim.seed;

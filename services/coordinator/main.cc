@@ -53,6 +53,9 @@ int main(int argc, char** argv) {
   app.add_option("--staleness", policy_options.staleness,
                  "SSP and selmcast-ssp bound s (default 3; selmcast-ssp 4); DSSP lower bound s_lo");
   app.add_option("--staleness-max", policy_options.staleness_max, "DSSP upper bound s_hi");
+  app.add_option("--dssp-rule", policy_options.dssp_rule,
+                 "DSSP: capped (default: no trainer more than s_hi ahead of the slowest) or paper "
+                 "(as published: the fastest trainer's lead is not bounded)");
   app.add_option(
       "--aggregation", policy_options.aggregation,
       "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "

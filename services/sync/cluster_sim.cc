@@ -48,7 +48,10 @@ class Simulation {
   absl::StatusOr<ClusterSimResult> Run() {
     const SteadyClock::time_point wall_start = SteadyClock::now();
     for (int i = 0; i < o_.trainers; ++i) {
-      RETURN_IF_ERROR(Join(i < o_.stragglers ? o_.straggler_slowdown : 1.0));
+      const double slowdown = !o_.slowdowns.empty() ? o_.slowdowns[i]
+                              : i < o_.stragglers  ? o_.straggler_slowdown
+                                                   : 1.0;
+      RETURN_IF_ERROR(Join(slowdown));
     }
     Schedule(kStart + kTick, Kind::kTick, 0);
     while (!done_) {
@@ -264,6 +267,16 @@ absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& option
     return absl::InvalidArgumentError(
         "need slowdown >= 1, jitter >= 0, model bytes >= 0, a positive link rate and step, "
         "latencies >= 0 and clocks >= 1");
+  }
+  if (!options.slowdowns.empty()) {
+    if (static_cast<int>(options.slowdowns.size()) != options.trainers) {
+      return absl::InvalidArgumentError(absl::StrCat("the profile has ", options.slowdowns.size(),
+                                                     " slowdowns for ", options.trainers,
+                                                     " trainers: give one per trainer"));
+    }
+    for (double s : options.slowdowns) {
+      if (!(s >= 1)) return absl::InvalidArgumentError("every slowdown of the profile is >= 1");
+    }
   }
   if (options.leave_at_clock > 0 && options.trainers < 2) {
     return absl::InvalidArgumentError("a trainer can leave only a job of two or more");

@@ -25,6 +25,8 @@ struct ClusterSimOptions {
   // The first `stragglers` trainers are `straggler_slowdown` times slower than the rest.
   int stragglers = 1;
   double straggler_slowdown = 4;
+  // One slowdown per trainer instead (e.g. 1,2,4,6); when set, its size must be `trainers`.
+  std::vector<double> slowdowns;
   absl::Duration step = absl::Milliseconds(100);
   double jitter_sigma = 0.1;  // log-normal sigma of each step's time
   double model_bytes = 400e3;

@@ -74,7 +74,8 @@ std::optional<Grant> DsspPolicy::Decide(TrainerId trainer) {
     t.bound = config_.s_lo;
     return Grant{trainer, clock, PullSpec::Live(), t.bound};
   }
-  if (gap > config_.s_hi) {
+  const bool capped = config_.rule == DsspRule::kCapped;
+  if (capped && gap > config_.s_hi) {
     t.remaining = 0;  // the hard cap, whatever the controller granted
     return std::nullopt;
   }
@@ -83,8 +84,9 @@ std::optional<Grant> DsspPolicy::Decide(TrainerId trainer) {
     return Grant{trainer, clock, PullSpec::Live(), t.bound};
   }
   if (clock != *clocks_.Max()) return std::nullopt;  // not the fastest: wait for s_lo
-  // r* grants keep the gap at grant time <= gap + r* - 1, which must stay <= s_hi.
-  const int64_t r_max = std::min(config_.s_hi - config_.s_lo, config_.s_hi - gap + 1);
+  // r* grants keep the gap at grant time <= gap + r* - 1, which the cap keeps <= s_hi.
+  int64_t r_max = config_.s_hi - config_.s_lo;
+  if (capped) r_max = std::min(r_max, config_.s_hi - gap + 1);
   const int64_t r = ChooseExtraIterations(t.pushes, trainers_[Slowest()].pushes, r_max);
   if (r == 0) return std::nullopt;
   t.remaining = r - 1;

@@ -2,8 +2,16 @@
 // Staleness is counted in pushes (clocks). A trainer within s_lo of the slowest proceeds. The
 // fastest trainer, on the push that takes it past s_lo, asks the controller for r* extra
 // iterations (0..s_hi - s_lo) from push intervals on the coordinator's clock; others wait until
-// they are back within s_lo. Beyond the paper's pseudocode: a hard cap at s_hi, exactly one grant
-// per report, r* = 0 on cold start, and every waiter re-evaluated when a trainer leaves.
+// they are back within s_lo. Beyond the paper's pseudocode: exactly one grant per report, r* = 0
+// on cold start, every waiter re-evaluated when a trainer leaves, and, under the default rule, a
+// hard cap at s_hi.
+//
+// The two rules (docs/modes.md): kCapped never lets a trainer run more than s_hi clocks ahead of
+// the slowest. kPaper is Algorithm 1 as published: when the fastest trainer has used its extra
+// iterations and is still past s_lo, the controller is asked again, so the fastest trainer's lead
+// has no bound (only trainers that are not the fastest are held at s_lo). Under a persistent
+// straggler kCapped paces every trainer at the straggler's rate, like SSP(s_hi); kPaper lets the
+// fastest run free, like ASP.
 #ifndef SYNCOPATE_SYNC_DSSP_POLICY_H_
 #define SYNCOPATE_SYNC_DSSP_POLICY_H_
 
@@ -16,6 +24,8 @@
 
 namespace syncopate::sync {
 
+enum class DsspRule { kCapped, kPaper };
+
 struct DsspConfig {
   int64_t s_lo = 3;
   int64_t s_hi = 15;
@@ -23,6 +33,7 @@ struct DsspConfig {
   absl::Duration start_timeout = absl::Seconds(30);
   // The step-size rule: kSumOverN, or kSum as published.
   Aggregation aggregation = Aggregation::kSumOverN;
+  DsspRule rule = DsspRule::kCapped;
 };
 
 class DsspPolicy final : public ClockedPolicy {
@@ -32,8 +43,10 @@ class DsspPolicy final : public ClockedPolicy {
 
   std::string name() const override { return "dssp"; }
   PushMode push_mode() const override { return PushMode::kImmediate; }
-  // The hard cap.
-  int64_t staleness_bound() const override { return config_.s_hi; }
+  // The hard cap; -1 (none) under the paper's rule.
+  int64_t staleness_bound() const override {
+    return config_.rule == DsspRule::kCapped ? config_.s_hi : -1;
+  }
   int64_t BoundOf(TrainerId trainer) const override;
   double PushWeight(int live_trainers) const override {
     return ImmediatePushWeight(config_.aggregation, live_trainers);

@@ -1,5 +1,7 @@
 #include "sync/dssp_policy.h"
 
+#include <map>
+
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "sync/policy_test_util.h"
@@ -111,6 +113,59 @@ TEST_F(DsspPolicyTest, HardCapHoldsWhateverTheController) {
     ASSERT_LT(clock, 100) << "never stopped";
   }
   EXPECT_LE(clock - *policy_.MinClock(), 6);
+}
+
+TEST(DsspPaperRule, TheFastestRunsPastTheCapWhileOthersAreHeldAtTheLowerBound) {
+  // s_lo = 1, s_hi = 5, as published: trainer 1 is fast (0.1 s a step), 2 slower (0.5 s), 3 the
+  // straggler (10 s). The controller is asked again whenever trainer 1's extra iterations run out.
+  DsspPolicy policy(DsspConfig{1, 5, 1, absl::Seconds(30), Aggregation::kSumOverN,
+                               DsspRule::kPaper});
+  EXPECT_EQ(policy.staleness_bound(), -1);
+  Decisions d;
+  for (TrainerId t : {1, 2, 3}) ASSERT_TRUE(policy.OnJoin(t, At(90), &d).ok());
+  ASSERT_TRUE(policy.OnClock(3, 1, At(90)).ok());
+  ASSERT_TRUE(policy.OnClock(3, 2, At(100)).ok());  // its interval: 10 s
+  const std::map<TrainerId, absl::Duration> step = {{1, absl::Seconds(0.1)},
+                                                    {2, absl::Seconds(0.5)}};
+  std::map<TrainerId, int64_t> clock = {{1, 0}, {2, 0}};
+  std::map<TrainerId, absl::Time> next = {{1, At(100.1)}, {2, At(100.5)}};
+  int64_t max_gap_of_2 = 0;
+  // Trainers 1 and 2 report a step after each grant; trainer 3 does not report again.
+  for (int events = 0; events < 100; ++events) {
+    const TrainerId t = next[1] <= next[2] ? 1 : 2;
+    if (next[t] == absl::InfiniteFuture()) break;
+    const absl::Time now = next[t];
+    absl::StatusOr<Decisions> out = policy.OnClock(t, ++clock[t], now);
+    ASSERT_TRUE(out.ok()) << out.status();
+    next[t] = absl::InfiniteFuture();
+    for (const Grant& g : out->grants) {
+      if (g.trainer == 3) continue;
+      next[g.trainer] = now + step.at(g.trainer);
+      if (g.trainer == 2) max_gap_of_2 = std::max(max_gap_of_2, g.clock - *policy.MinClock());
+    }
+  }
+  // Trainer 3 is at clock 2. Trainer 1 went far past s_hi; trainer 2, never the fastest, was held
+  // within s_lo.
+  EXPECT_GT(clock[1] - 2, 5 + 1);
+  EXPECT_LE(max_gap_of_2, 1);
+  EXPECT_LE(clock[2] - 2, 2);
+}
+
+TEST(DsspCappedRule, TheSameScheduleStopsTheFastestAtTheCap) {
+  DsspPolicy policy(DsspConfig{1, 5, 1, absl::Seconds(30)});
+  EXPECT_EQ(policy.staleness_bound(), 5);
+  Decisions d;
+  for (TrainerId t : {1, 2}) ASSERT_TRUE(policy.OnJoin(t, At(90), &d).ok());
+  ASSERT_TRUE(policy.OnClock(2, 1, At(90)).ok());
+  ASSERT_TRUE(policy.OnClock(2, 2, At(100)).ok());
+  int64_t clock = 0;
+  for (double t = 90.1;; t += 0.1) {
+    absl::StatusOr<Decisions> out = policy.OnClock(1, ++clock, At(t));
+    ASSERT_TRUE(out.ok()) << out.status();
+    if (Granted(*out).empty()) break;
+    ASSERT_LT(clock, 100) << "never stopped";
+  }
+  EXPECT_LE(clock - 2, 5 + 1);  // the report that waits may be one past the cap
 }
 
 TEST_F(DsspPolicyTest, LeaveAndJoinDuringAWait) {

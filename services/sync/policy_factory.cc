@@ -78,13 +78,22 @@ absl::StatusOr<Aggregation> ResolveAggregation(const PolicyOptions& o) {
       ")"));
 }
 
+absl::StatusOr<DsspRule> ResolveDsspRule(const PolicyOptions& o) {
+  if (o.dssp_rule == "capped") return DsspRule::kCapped;
+  if (o.dssp_rule == "paper") return DsspRule::kPaper;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown dssp rule '", o.dssp_rule, "' (supported: capped, paper)"));
+}
+
 std::string DescribeMode(const PolicyOptions& o) {
   if (!IsPeerToPeer(o.mode)) {
     absl::StatusOr<Aggregation> rule = ResolveAggregation(o);
     const std::string deltas = rule.ok() ? AggregationName(*rule) : o.aggregation;
     if (o.mode == "ssp") return absl::StrCat("s=", o.Staleness(), ", deltas ", deltas);
     if (o.mode == "dssp") {
-      return absl::StrCat("s=", o.Staleness(), "..", o.staleness_max, ", deltas ", deltas);
+      const bool paper = o.dssp_rule == "paper";
+      return absl::StrCat("s=", o.Staleness(), "..", o.staleness_max,
+                          paper ? " uncapped (paper)" : "", ", deltas ", deltas);
     }
     if (o.mode == "hybrid") {
       return absl::StrCat("groups<=", o.groups, ", split ratio ", o.split_ratio, ", regroup every ",
@@ -112,6 +121,8 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
   }
   absl::StatusOr<Aggregation> aggregation = ResolveAggregation(options);
   if (!aggregation.ok()) return aggregation.status();
+  absl::StatusOr<DsspRule> dssp_rule = ResolveDsspRule(options);
+  if (!dssp_rule.ok()) return dssp_rule.status();
   if (mode == "bsp" || mode == "asp" || mode == "ssp") {
     BoundedStalenessConfig config;
     config.name = mode;
@@ -137,7 +148,7 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     }
     return std::make_unique<DsspPolicy>(DsspConfig{options.Staleness(), options.staleness_max,
                                                    options.min_trainers, options.start_timeout,
-                                                   *aggregation});
+                                                   *aggregation, *dssp_rule});
   }
   if (mode == "wbsp" || mode == "wbsp-overlap") {
     WbspConfig config;

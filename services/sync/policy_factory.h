@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "sync/dssp_policy.h"
 #include "sync/policy.h"
 
 namespace syncopate::sync {
@@ -17,8 +18,12 @@ struct PolicyOptions {
   // SSP's and selmcast-ssp's bound s; DSSP's lower bound s_lo. Unset: the mode's default
   // (DefaultStaleness).
   std::optional<int64_t> staleness;
-  // DSSP's upper bound s_hi (the hard cap).
+  // DSSP's upper bound s_hi (the hard cap under the default rule).
   int64_t staleness_max = 15;
+  // DSSP's rule (docs/modes.md): "capped" (default: no trainer more than s_hi clocks ahead of the
+  // slowest) or "paper" (Algorithm 1 as published: the fastest trainer's lead is not bounded).
+  // Other modes ignore it, but an unknown name is refused in every mode.
+  std::string dssp_rule = "capped";
   // The step-size rule of the store modes (docs/modes.md): "sum/n", the default of every mode
   // (each delta weighs 1/N, N live trainers); "mean" (round modes: the mean of a round's pushes);
   // "sum" (immediate modes: weight 1); or "paper", the mode's published rule (bsp, hybrid: mean;
@@ -56,12 +61,16 @@ int64_t DefaultStaleness(const std::string& mode);
 // INVALID_ARGUMENT for an unknown name or one the mode cannot use. Peer-to-peer modes: kSumOverN.
 absl::StatusOr<Aggregation> ResolveAggregation(const PolicyOptions& options);
 
+// The DSSP rule options.dssp_rule names; INVALID_ARGUMENT for an unknown name.
+absl::StatusOr<DsspRule> ResolveDsspRule(const PolicyOptions& options);
+
 // The parameters that matter for options.mode, for reports ("s=3, deltas sum/n",
-// "s=3..15, deltas sum/n", "deltas mean", "groups=2", ...).
+// "s=3..15, deltas sum/n", "s=3..15 uncapped (paper), deltas sum/n", "deltas mean", "groups=2",
+// ...).
 std::string DescribeMode(const PolicyOptions& options);
 
 // INVALID_ARGUMENT for an unknown mode or an option the mode cannot use (a negative bound,
-// s_hi < s_lo, an unknown aggregation, fewer than one group, a split ratio <= 1, ...).
+// s_hi < s_lo, an unknown aggregation or DSSP rule, fewer than one group, a split ratio <= 1, ...).
 absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& options);
 
 }  // namespace syncopate::sync

@@ -21,6 +21,20 @@ TEST(PolicyFactory, BuildsEverySupportedMode) {
   }
 }
 
+TEST(PolicyFactory, DsspTakesThePapersUncappedRuleOnRequest) {
+  PolicyOptions o;
+  o.mode = "dssp";
+  absl::StatusOr<std::unique_ptr<SyncPolicy>> capped = MakePolicy(o);
+  ASSERT_TRUE(capped.ok()) << capped.status();
+  EXPECT_EQ((*capped)->staleness_bound(), 15);
+  EXPECT_EQ(DescribeMode(o), "s=3..15, deltas sum/n");
+  o.dssp_rule = "paper";
+  absl::StatusOr<std::unique_ptr<SyncPolicy>> paper = MakePolicy(o);
+  ASSERT_TRUE(paper.ok()) << paper.status();
+  EXPECT_EQ((*paper)->staleness_bound(), -1);
+  EXPECT_EQ(DescribeMode(o), "s=3..15 uncapped (paper), deltas sum/n");
+}
+
 TEST(PolicyFactory, RejectsUnknownModesAndBadOptions) {
   auto rejects = [](PolicyOptions o) {
     return MakePolicy(o).status().code() == absl::StatusCode::kInvalidArgument;
@@ -39,6 +53,12 @@ TEST(PolicyFactory, RejectsUnknownModesAndBadOptions) {
   o.mode = "wbsp";
   o.aggregation = "median";
   EXPECT_TRUE(rejects(o));
+  for (const std::string mode : {"dssp", "ssp"}) {
+    o = PolicyOptions();
+    o.mode = mode;
+    o.dssp_rule = "uncapped";  // a typo is refused even where the rule does not apply
+    EXPECT_TRUE(rejects(o)) << mode;
+  }
   o = PolicyOptions();
   o.mode = "hybrid";
   o.groups = 0;
