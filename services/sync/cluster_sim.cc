@@ -49,8 +49,8 @@ class Simulation {
     const SteadyClock::time_point wall_start = SteadyClock::now();
     for (int i = 0; i < o_.trainers; ++i) {
       const double slowdown = !o_.slowdowns.empty() ? o_.slowdowns[i]
-                              : i < o_.stragglers  ? o_.straggler_slowdown
-                                                   : 1.0;
+                              : i < o_.stragglers   ? o_.straggler_slowdown
+                                                    : 1.0;
       RETURN_IF_ERROR(Join(slowdown));
     }
     Schedule(kStart + kTick, Kind::kTick, 0);

@@ -118,8 +118,8 @@ TEST_F(DsspPolicyTest, HardCapHoldsWhateverTheController) {
 TEST(DsspPaperRule, TheFastestRunsPastTheCapWhileOthersAreHeldAtTheLowerBound) {
   // s_lo = 1, s_hi = 5, as published: trainer 1 is fast (0.1 s a step), 2 slower (0.5 s), 3 the
   // straggler (10 s). The controller is asked again whenever trainer 1's extra iterations run out.
-  DsspPolicy policy(DsspConfig{1, 5, 1, absl::Seconds(30), Aggregation::kSumOverN,
-                               DsspRule::kPaper});
+  DsspPolicy policy(
+      DsspConfig{1, 5, 1, absl::Seconds(30), Aggregation::kSumOverN, DsspRule::kPaper});
   EXPECT_EQ(policy.staleness_bound(), -1);
   Decisions d;
   for (TrainerId t : {1, 2, 3}) ASSERT_TRUE(policy.OnJoin(t, At(90), &d).ok());
