@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "absl/strings/str_cat.h"
+#include "coordinator/trainer_input.h"
 #include "spdlog/spdlog.h"
 
 namespace syncopate::coordinator {
@@ -76,6 +77,7 @@ void Coordinator::Stop() {
 }
 
 absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_ptr<Outbox> outbox) {
+  if (absl::Status s = CheckJoin(join); !s.ok()) return s;
   const absl::Time now = clock_.Now();
   absl::MutexLock lock(&mu_);
   // Checked before anything changes: a refused join leaves the membership as it was.
@@ -264,8 +266,11 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
   if (!membership_.Touch(key.id, key.incarnation, now).ok()) return;
   report_arrival_[key.id] = now;
   last_progress_[key.id] = now;
-  policy_->ObserveCompute(key.id, report.clock(), report.timings().compute_seconds());
-  if (report.has_transfers()) {
+  const bool timings_valid = Accept(key.id, "timings", CheckTimings(report.timings()));
+  if (timings_valid) {
+    policy_->ObserveCompute(key.id, report.clock(), report.timings().compute_seconds());
+  }
+  if (report.has_transfers() && Accept(key.id, "transfers", CheckTransfers(report.transfers()))) {
     const v1::TransferReport& t = report.transfers();
     policy_->ObserveTransfers(
         key.id, sync::TransferSample{t.sent_bytes(), t.send_seconds(), t.received_bytes(),
@@ -280,14 +285,17 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
   }
   v1::TrainerStatus& status = trainer_status_[names_[key.id]];
   status.set_clock(report.clock());
-  UpdateTimings(key.id, report.timings());
+  if (timings_valid) UpdateTimings(key.id, report.timings());
   if (report.has_test_accuracy()) {
-    accuracy_ = report.test_accuracy();
-    // When the evaluated model was taken, not when its accuracy arrived (an age that is not a
-    // finite, non-negative number counts as 0).
     const double age = report.test_accuracy_age_seconds();
-    accuracy_at_ = std::max(0.0, absl::ToDoubleSeconds(now - started_at_) -
-                                     (std::isfinite(age) && age > 0 ? age : 0.0));
+    if (key.id != Evaluator()) {
+      // Only the evaluator's word counts (one that was replaced may still send its last one).
+      metrics_.refused.Add({{"what", "accuracy_not_evaluator"}}).Increment();
+    } else if (Accept(key.id, "accuracy", CheckAccuracy(report.test_accuracy(), age))) {
+      accuracy_ = report.test_accuracy();
+      // When the evaluated model was taken, not when its accuracy arrived.
+      accuracy_at_ = std::max(0.0, absl::ToDoubleSeconds(now - started_at_) - age);
+    }
   }
   EnqueueDecisions(*std::move(decisions));
   if (done_reason_.empty() && options_.target_accuracy > 0 && accuracy_ &&
@@ -303,7 +311,20 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
 void Coordinator::Heartbeat(const SessionKey& key, const v1::Heartbeat& heartbeat) {
   absl::MutexLock lock(&mu_);
   if (!membership_.Touch(key.id, key.incarnation, clock_.Now()).ok()) return;
-  UpdateTimings(key.id, heartbeat.timings());
+  if (Accept(key.id, "timings", CheckTimings(heartbeat.timings()))) {
+    UpdateTimings(key.id, heartbeat.timings());
+  }
+}
+
+bool Coordinator::Accept(sync::TrainerId id, const char* what, const absl::Status& check) {
+  if (check.ok()) return true;
+  metrics_.refused.Add({{"what", what}}).Increment();
+  // Logged once per trainer and kind: a trainer that keeps sending them cannot flood the log.
+  if (refusals_logged_.insert({id, what}).second) {
+    spdlog::warn("trainer {} ('{}') reported invalid {}, ignored (and from now on silently): {}",
+                 id, names_[id], what, std::string(check.message()));
+  }
+  return false;
 }
 
 void Coordinator::Leave(const SessionKey& key, const std::string& reason) {
@@ -637,7 +658,7 @@ void Coordinator::EvictStalled(absl::Time now) {
 
 void Coordinator::RunPending() {
   while (true) {
-    std::vector<sync::Member> members;
+    StoreMembership membership;
     bool sync_members = false;
     int64_t last_round = 0;
     Action action;
@@ -646,7 +667,11 @@ void Coordinator::RunPending() {
       if (stopping_ || backing_off_) return;
       last_round = last_round_;
       if (membership_dirty_) {
-        members = StoreMembers();
+        membership.members = StoreMembers();
+        membership.round = last_round;
+        membership.apply_mode = ApplyModeOf(policy_->push_mode());
+        membership.immediate_weight =
+            static_cast<float>(policy_->PushWeight(static_cast<int>(membership_.live_count())));
         membership_dirty_ = false;
         sync_members = true;
         syncing_members_ = true;
@@ -657,7 +682,7 @@ void Coordinator::RunPending() {
       }
     }
     if (sync_members) {
-      absl::StatusOr<std::vector<ShardState>> shards = stores_.SetMembership(members, last_round);
+      absl::StatusOr<std::vector<ShardState>> shards = stores_.SetMembership(membership);
       absl::MutexLock lock(&mu_);
       syncing_members_ = false;
       if (!shards.ok()) {

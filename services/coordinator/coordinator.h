@@ -142,6 +142,10 @@ class Coordinator {
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void UpdateTimings(sync::TrainerId id, const v1::TrainerTimings& timings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Whether a value trainer `id` stated passed `check`; a refusal is counted (label `what`) and
+  // logged once per trainer and kind.
+  bool Accept(sync::TrainerId id, const char* what, const absl::Status& check)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job-wide gauges (O(1): per-trainer ones are computed when scraped).
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A live trainer's gauges as the policy has them now.
@@ -211,6 +215,8 @@ class Coordinator {
   // Status of every trainer ever seen, by name (bounded by the job's trainers).
   std::map<std::string, v1::TrainerStatus> trainer_status_ ABSL_GUARDED_BY(mu_);
   std::map<sync::TrainerId, std::string> names_ ABSL_GUARDED_BY(mu_);
+  // (trainer, what) whose refused values were logged (Accept).
+  std::set<std::pair<sync::TrainerId, std::string>> refusals_logged_ ABSL_GUARDED_BY(mu_);
   int64_t rounds_closed_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<double> accuracy_ ABSL_GUARDED_BY(mu_);
   std::string done_reason_ ABSL_GUARDED_BY(mu_);  // non-empty once training is done

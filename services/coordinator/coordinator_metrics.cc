@@ -56,7 +56,12 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
                                   "restart, keeping identity and clock.")),
       pauses(metrics::AddCounter(r, "syncopate_coordinator_pauses_total",
                                  "Times the coordinator found it had not run for a while (frozen "
-                                 "or starved) and excused the trainers' silence meanwhile.")) {}
+                                 "or starved) and excused the trainers' silence meanwhile.")),
+      refused(prometheus::BuildCounter()
+                  .Name("syncopate_coordinator_refused_values_total")
+                  .Help("Values trainers reported that were refused and ignored, by what "
+                        "(timings, transfers, accuracy, accuracy_not_evaluator).")
+                  .Register(r)) {}
 
 std::vector<prometheus::MetricFamily> TrainerFamilies(const std::vector<TrainerGauge>& trainers) {
   auto family = [](const char* name, const char* help) {

@@ -38,6 +38,9 @@ struct CoordinatorMetrics {
   prometheus::Counter& recoveries;
   prometheus::Counter& resumes;
   prometheus::Counter& pauses;
+  // Values a trainer stated that the coordinator refused and ignored, label what = timings,
+  // transfers, accuracy (invalid) or accuracy_not_evaluator.
+  prometheus::Family<prometheus::Counter>& refused;
 };
 
 // One live trainer's gauges. They are computed when scraped (TrainerFamilies), not kept current

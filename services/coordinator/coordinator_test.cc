@@ -1,5 +1,7 @@
 #include "coordinator/coordinator.h"
 
+#include <cmath>
+#include <limits>
 #include <tuple>
 
 #include "gtest/gtest.h"
@@ -13,14 +15,17 @@ namespace {
 // rounds old, or without its model).
 class FakeStores final : public StoreControl {
  public:
-  absl::StatusOr<std::vector<ShardState>> SetMembership(const std::vector<sync::Member>& members,
-                                                        int64_t round) override {
+  absl::StatusOr<std::vector<ShardState>> SetMembership(
+      const StoreMembership& membership) override {
+    const std::vector<sync::Member>& members = membership.members;
+    const int64_t round = membership.round;
     absl::MutexLock lock(&mu_);
     if (failures_left_ > 0) {
       --failures_left_;
       return absl::UnavailableError("store down");
     }
     log_.push_back("members:" + std::to_string(members.size()) + "@" + std::to_string(round));
+    last_membership_ = membership;
     ShardState state = state_;
     if (state_.holds_model && round > state_.last_closed_round) {
       state.rounds_skipped = round - state_.last_closed_round;
@@ -83,6 +88,10 @@ class FakeStores final : public StoreControl {
     absl::MutexLock lock(&mu_);
     return log_;
   }
+  StoreMembership last_membership() const {
+    absl::MutexLock lock(&mu_);
+    return last_membership_;
+  }
   void FailNext(int n) {
     absl::MutexLock lock(&mu_);
     failures_left_ = n;
@@ -91,6 +100,7 @@ class FakeStores final : public StoreControl {
  private:
   mutable absl::Mutex mu_;
   std::vector<std::string> log_;
+  StoreMembership last_membership_;
   int failures_left_ = 0;
   bool probes_fail_ = false;
   bool probes_held_ = false;
@@ -338,6 +348,106 @@ TEST_F(CoordinatorTest, ReachingTheTargetTellsEveryTrainerItIsDone) {
   bool done = false;
   while (!done && out_c->Pop(&d, absl::Seconds(5))) done = d.has_done();
   EXPECT_TRUE(done);
+}
+
+TEST_F(CoordinatorTest, OnlyTheEvaluatorsValidAccuracyCounts) {
+  Make("asp", 2, /*target_accuracy=*/0.8);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();  // a has rank 0: the evaluator
+  auto report = [&](const SessionKey& key, int64_t clock, double accuracy, double age = 0) {
+    v1::ClockReport r;
+    r.set_clock(clock);
+    r.set_test_accuracy(accuracy);
+    r.set_test_accuracy_age_seconds(age);
+    coordinator_->Report(key, r);
+  };
+  report(b, 1, 0.99);  // not the evaluator
+  report(a, 1, 1.5);
+  report(a, 2, std::nan(""));
+  report(a, 3, 0.9, -1.0);  // a negative age
+  report(a, 4, 0.9, std::numeric_limits<double>::infinity());
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_FALSE(status.done()) << status.done_reason();
+  EXPECT_FALSE(status.has_test_accuracy());
+  EXPECT_EQ(metrics_.refused.Add({{"what", "accuracy_not_evaluator"}}).Value(), 1);
+  EXPECT_EQ(metrics_.refused.Add({{"what", "accuracy"}}).Value(), 4);
+  report(a, 5, 0.9);
+  EXPECT_TRUE(coordinator_->Status().done());
+  EXPECT_EQ(coordinator_->Status().test_accuracy(), 0.9);
+}
+
+TEST_F(CoordinatorTest, ImpossibleTimingsAreIgnoredNotStored) {
+  Make("asp", 2);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  auto timings = [](double compute, double wall, double emulated = 0) {
+    v1::TrainerTimings t;
+    t.set_compute_seconds(compute);
+    t.set_wall_seconds(wall);
+    t.set_emulated_compute_seconds(emulated);
+    return t;
+  };
+  auto heartbeat = [&](const v1::TrainerTimings& t) {
+    v1::Heartbeat h;
+    *h.mutable_timings() = t;
+    coordinator_->Heartbeat(a, h);
+  };
+  auto compute_of_a = [&] {
+    const v1::ClusterStatus status = coordinator_->Status();
+    for (const v1::TrainerStatus& t : status.trainers()) {
+      if (t.name() == "a") return t.timings().compute_seconds();
+    }
+    return -1.0;
+  };
+  heartbeat(timings(2, 4));
+  EXPECT_EQ(compute_of_a(), 2);
+  heartbeat(timings(std::nan(""), 5));
+  heartbeat(timings(-1, 5));
+  heartbeat(timings(50, 5));     // more compute than wall time
+  heartbeat(timings(1, 5, 3));   // more emulated than all compute
+  heartbeat(timings(3, 1e300));  // beyond any job
+  v1::ClockReport r;
+  r.set_clock(1);
+  *r.mutable_timings() = timings(std::numeric_limits<double>::infinity(), 5);
+  coordinator_->Report(a, r);
+  EXPECT_TRUE(Next(*out_a).has_proceed()) << "the report itself still counts";
+  EXPECT_EQ(compute_of_a(), 2);
+  EXPECT_EQ(metrics_.refused.Add({{"what", "timings"}}).Value(), 6);
+  EXPECT_EQ(coordinator_->Status().live_trainers(), 2u) << "refusing a value evicts nobody";
+}
+
+TEST_F(CoordinatorTest, JoinsWithNamesUnsafeForLogsAreRefused) {
+  for (const std::string& name :
+       {std::string(), std::string("a b"), std::string("forged\nINFO line"),
+        std::string("new\nline"), std::string(254, 'x'), std::string("caf\xc3\xa9")}) {
+    v1::Join join;
+    join.set_name(name);
+    absl::StatusOr<SessionKey> key = coordinator_->Join(join, std::make_shared<Outbox>());
+    EXPECT_EQ(key.status().code(), absl::StatusCode::kInvalidArgument) << name;
+  }
+  v1::Join join;
+  join.set_name("trainer-0");
+  join.set_slowdown(std::nan(""));
+  EXPECT_EQ(coordinator_->Join(join, std::make_shared<Outbox>()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  join.set_slowdown(1);
+  join.set_peer_address(std::string(300, '1'));
+  EXPECT_EQ(coordinator_->Join(join, std::make_shared<Outbox>()).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(coordinator_->Status().live_trainers(), 0u);
+  v1::Join longest;
+  longest.set_name(std::string(253, 'x'));
+  EXPECT_TRUE(coordinator_->Join(longest, std::make_shared<Outbox>()).ok());
+}
+
+TEST_F(CoordinatorTest, TheStoresAreToldTheJobsPushRule) {
+  Make("asp", 2);
+  JoinTwoAndStart();
+  StoreMembership m = stores_.last_membership();
+  EXPECT_EQ(m.members.size(), 2u);
+  EXPECT_EQ(m.apply_mode, v1::APPLY_MODE_IMMEDIATE);
+  EXPECT_FLOAT_EQ(m.immediate_weight, 0.5f) << "1/N under the default step-size rule";
+  Make("bsp", 2);
+  JoinTwoAndStart();
+  EXPECT_EQ(stores_.last_membership().apply_mode, v1::APPLY_MODE_ROUND);
 }
 
 TEST_F(CoordinatorTest, PeerToPeerJoinsNeedAPeerAddressAndDeparturesAreAnnounced) {

@@ -30,14 +30,16 @@ absl::Status GrpcStoreControl::OnEveryShard(
 }
 
 absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::SetMembership(
-    const std::vector<sync::Member>& members, int64_t round) {
+    const StoreMembership& membership) {
   v1::Membership request;
-  for (const sync::Member& m : members) {
+  for (const sync::Member& m : membership.members) {
     v1::Member* out = request.add_members();
     out->set_trainer_id(m.id);
     out->set_incarnation(m.incarnation);
   }
-  request.set_round(round);
+  request.set_round(membership.round);
+  request.set_apply_mode(membership.apply_mode);
+  request.set_immediate_weight(membership.immediate_weight);
   std::vector<ShardState> shards(stubs_.size());
   RETURN_IF_ERROR(OnEveryShard(
       "SetMembership", [&](size_t i, v1::ParameterStore::Stub& stub, grpc::ClientContext* ctx) {

@@ -33,15 +33,28 @@ struct ShardState {
   std::vector<ShardMember> members;
 };
 
+// What every shard is told whenever the membership changes.
+struct StoreMembership {
+  std::vector<sync::Member> members;
+  // The last round the coordinator closed on every shard: a shard behind it catches up.
+  int64_t round = 0;
+  // How the job applies pushes (UNSPECIFIED: it takes none), and the weight of one immediate push
+  // (1/N under the default step-size rule, 1 under "sum"): the shards weigh pushes by these, not by
+  // what a push states.
+  v1::ApplyMode apply_mode = v1::APPLY_MODE_UNSPECIFIED;
+  float immediate_weight = 1;
+};
+
 // Implementations are called from the coordinator's action thread only.
 class StoreControl {
  public:
   virtual ~StoreControl() = default;
-  // Replaces the push membership on every shard, and brings a shard behind `round` (restarted
-  // from a checkpoint) up to it. The shards' states, in shard order; an error unless every shard
-  // accepted it (it is idempotent, so a retry after a partial failure is safe).
+  // Replaces the push membership and rule on every shard, and brings a shard behind
+  // `membership.round` (restarted from a checkpoint) up to it. The shards' states, in shard order;
+  // an error unless every shard accepted it (it is idempotent, so a retry after a partial failure
+  // is safe).
   virtual absl::StatusOr<std::vector<ShardState>> SetMembership(
-      const std::vector<sync::Member>& members, int64_t round) = 0;
+      const StoreMembership& membership) = 0;
   // Closes a round on every shard. OK only when every shard closed it (closing is idempotent, so a
   // retry after a partial failure is safe).
   virtual absl::Status CloseRound(const v1::CloseRoundRequest& request) = 0;
@@ -56,8 +69,7 @@ class GrpcStoreControl final : public StoreControl {
  public:
   GrpcStoreControl(std::vector<std::string> addresses, absl::Duration timeout);
 
-  absl::StatusOr<std::vector<ShardState>> SetMembership(const std::vector<sync::Member>& members,
-                                                        int64_t round) override;
+  absl::StatusOr<std::vector<ShardState>> SetMembership(const StoreMembership& membership) override;
   absl::Status CloseRound(const v1::CloseRoundRequest& request) override;
   absl::StatusOr<std::vector<ShardState>> Probe() override;
   std::vector<std::string> addresses() const override { return addresses_; }

@@ -60,9 +60,11 @@ void ParameterTable::Saved(int64_t epoch) {
   durable_epoch_ = std::max(durable_epoch_, epoch);
 }
 
-MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& members, int64_t round) {
+MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& members, int64_t round,
+                                            std::optional<PushRule> rule) {
   absl::MutexLock lock(&mu_);
   membership_received_ = true;
+  rule_ = rule;
   absl::flat_hash_map<uint64_t, uint64_t> incarnations;
   for (const TrainerKey& m : members) {
     incarnations[m.id] = m.incarnation;
@@ -254,11 +256,52 @@ DurableState ParameterTable::Durable() {
   return state;
 }
 
+absl::Status ParameterTable::TakeJobsWeight(v1::PushHeader& h) const {
+  if (!rule_) {
+    if (!std::isfinite(h.weight())) return absl::InvalidArgumentError("non-finite push weight");
+    return absl::OkStatus();
+  }
+  if (h.apply_mode() != rule_->apply_mode) {
+    if (rule_->apply_mode == v1::APPLY_MODE_UNSPECIFIED) {
+      return absl::FailedPreconditionError(
+          "this job takes no pushes: its trainers exchange models with each other");
+    }
+    return absl::FailedPreconditionError(
+        absl::StrCat("this job applies pushes ", v1::ApplyMode_Name(rule_->apply_mode), ", not ",
+                     v1::ApplyMode_Name(h.apply_mode())));
+  }
+  const float carried = static_cast<float>(std::max<uint32_t>(1, h.pushes()));
+  if (h.apply_mode() == v1::APPLY_MODE_IMMEDIATE) {
+    h.set_weight(h.resent() ? 1.0f : rule_->immediate_weight);
+  } else {
+    h.set_weight(h.resent() ? carried : 1.0f);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ParameterTable::CheckStaysFinite(const StagedPush& push) const {
+  // A ROUND push weighs at most 1 per push it carries in its round's aggregate; checked at that
+  // weight against the live model (its round's base), so no single push can overflow the model.
+  const float weight =
+      push.header.apply_mode() == v1::APPLY_MODE_ROUND ? 1.0f : push.header.weight();
+  for (const StagedChunk& chunk : push.chunks) {
+    const std::string& name = push.tensors[chunk.tensor_index].name;
+    const std::vector<float>& values = tensors_.at(name).values;
+    if (!tensor::ScaledSumIsFinite(absl::MakeConstSpan(values.data() + chunk.offset, chunk.size()),
+                                   absl::MakeConstSpan(chunk.values(), chunk.size()), weight)) {
+      return absl::InvalidArgumentError(absl::StrCat("the push would make tensor '", name,
+                                                     "' non-finite (from element ", chunk.offset,
+                                                     "): refused whole"));
+    }
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
-  const v1::PushHeader& h = push.header;
-  if (!std::isfinite(h.weight())) return absl::InvalidArgumentError("non-finite push weight");
+  v1::PushHeader& h = push.header;
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckMember(h));
+  RETURN_IF_ERROR(TakeJobsWeight(h));
   ApplyResult result;
   const uint64_t sequence = h.sequence();  // `push` may be moved below
   const uint32_t pushes = h.pushes();
@@ -279,6 +322,9 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
     if (it == tensors_.end() || it->second.spec.shape != spec.shape) {
       return absl::NotFoundError(absl::StrCat("tensor '", spec.name, "' is not held here"));
     }
+  }
+  if (h.apply_mode() == v1::APPLY_MODE_IMMEDIATE || h.apply_mode() == v1::APPLY_MODE_ROUND) {
+    RETURN_IF_ERROR(CheckStaysFinite(push));
   }
   switch (h.apply_mode()) {
     case v1::APPLY_MODE_IMMEDIATE:

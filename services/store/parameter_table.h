@@ -99,6 +99,16 @@ struct Roster {
   std::vector<RoundCut> members;
 };
 
+// How the job applies pushes, as the coordinator states it with the membership. A push in another
+// apply mode is refused, and a push's weight is the job's, never the header's: IMMEDIATE pushes
+// weigh `immediate_weight` (1/N under sum/n, 1 under sum), a re-sent IMMEDIATE sum 1 (its trainer
+// summed weight x delta); ROUND pushes weigh 1, a re-sent ROUND sum the pushes it carries.
+struct PushRule {
+  // APPLY_MODE_UNSPECIFIED: the job takes no pushes (the peer-to-peer modes exchange models).
+  v1::ApplyMode apply_mode = v1::APPLY_MODE_UNSPECIFIED;
+  float immediate_weight = 1;
+};
+
 struct CloseRequest {
   int64_t round = 0;
   std::vector<RoundCut> cuts;
@@ -129,7 +139,10 @@ class ParameterTable {
   // from a checkpoint) publishes its live model as that round's snapshot and skips the rounds in
   // between; a table at or past it ignores it. Until the first call, pushes and pulls are
   // UNAVAILABLE: a shard that just (re)started waits for the coordinator to reconcile it.
-  MembershipResult SetMembers(const std::vector<TrainerKey>& members, int64_t round = 0);
+  // `rule` is how the job applies pushes (the store service always passes the coordinator's);
+  // without one the table takes each push's own apply mode and weight (tests of the table alone).
+  MembershipResult SetMembers(const std::vector<TrainerKey>& members, int64_t round = 0,
+                              std::optional<PushRule> rule = std::nullopt);
 
   // Creates the push's tensors with its values as initial model. Tensors that exist with the same
   // shape are left untouched; a different shape is FAILED_PRECONDITION (and nothing is created).
@@ -167,12 +180,13 @@ class ParameterTable {
 
   // Takes a validated delta: IMMEDIATE pushes are added to the model at once; ROUND pushes stay
   // pending until a round's cut reaches their clock (a `resent` one, behind the trainer's cut,
-  // goes into the next round). UNAUTHENTICATED: trainer never a member;
-  // FAILED_PRECONDITION: departed trainer, stale incarnation, a ROUND push at or below the
-  // trainer's last cut (its round has closed) that is not `resent`; INVALID_ARGUMENT: no apply
-  // mode, a non-finite weight or a non-positive round weight. A sequence at or below the last
-  // accepted one for this (trainer, incarnation) is acknowledged as a duplicate and not taken
-  // again.
+  // goes into the next round). The weight is the job's (PushRule). UNAUTHENTICATED: trainer never
+  // a member; FAILED_PRECONDITION: departed trainer, stale incarnation, a ROUND push at or below
+  // the trainer's last cut (its round has closed) that is not `resent`, an apply mode the job does
+  // not use; INVALID_ARGUMENT: no apply mode, a non-finite weight or a non-positive round weight
+  // (without a rule), or a delta that would make the model non-finite (checked against the live
+  // model for ROUND pushes too; nothing is taken). A sequence at or below the last accepted one
+  // for this (trainer, incarnation) is acknowledged as a duplicate and not taken again.
   absl::StatusOr<ApplyResult> Apply(StagedPush push);
 
   // Closes round `request.round`: adds the pending pushes its cuts name, aggregated as requested,
@@ -202,6 +216,10 @@ class ParameterTable {
   };
 
   absl::Status CheckMember(const v1::PushHeader& header) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Sets the header's weight to the job's (rule_); errors as Apply's for the mode and the weight.
+  absl::Status TakeJobsWeight(v1::PushHeader& header) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // INVALID_ARGUMENT when adding the push at its weight would make a tensor non-finite.
+  absl::Status CheckStaysFinite(const StagedPush& push) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckReconciled() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int64_t DurableVersionLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ModelSnapshot> MakeSnapshot(int64_t round) const
@@ -219,7 +237,8 @@ class ParameterTable {
   std::deque<std::shared_ptr<const ModelSnapshot>> snapshots_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, CloseResult> close_results_ ABSL_GUARDED_BY(mu_);
   bool membership_received_ ABSL_GUARDED_BY(mu_) = false;  // reconciled since this start
-  bool has_membership_ ABSL_GUARDED_BY(mu_) = false;       // set now or restored
+  std::optional<PushRule> rule_ ABSL_GUARDED_BY(mu_);
+  bool has_membership_ ABSL_GUARDED_BY(mu_) = false;  // set now or restored
   int64_t membership_changes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t round_pushes_taken_in_ ABSL_GUARDED_BY(mu_) = 0;
   // The open checkpoint epoch: moved by Durable() under the shared lock, read by pushes under the

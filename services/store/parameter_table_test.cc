@@ -51,6 +51,65 @@ TEST_F(ParameterTableTest, RetriedPushIsAppliedOnce) {
   EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 3}));
 }
 
+TEST_F(ParameterTableTest, TheJobsRuleDecidesTheApplyModeAndTheWeight) {
+  table_.SetMembers({{1, 1}, {2, 1}}, 0, PushRule{v1::APPLY_MODE_IMMEDIATE, 0.25f});
+  // The header's weight is not trusted: the job's 1/N is applied.
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 1e30f), {{"a", {4, 8}}})).ok());
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 4}));
+  // A ROUND push in an immediate job changes nothing.
+  EXPECT_EQ(table_.Apply(Stage(Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 1), {{"a", {1, 1}}}))
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  // A re-sent immediate sum is already weighted: it weighs 1.
+  v1::PushHeader resent = Header(2, 1, 2, v1::APPLY_MODE_IMMEDIATE, 7);
+  resent.set_resent(true);
+  resent.set_pushes(3);
+  ASSERT_TRUE(table_.Apply(Stage(resent, {{"a", {1, 1}}})).ok());
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{3, 5}));
+  // A peer-to-peer job takes no pushes at all.
+  table_.SetMembers({{1, 1}, {2, 1}}, 0, PushRule{});
+  EXPECT_EQ(table_.Apply(Stage(Header(1, 1, 2), {{"a", {1, 1}}})).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{3, 5}));
+}
+
+TEST_F(ParameterTableTest, RoundPushesWeighOneOrThePushesTheyCarry) {
+  table_.SetMembers({{1, 1}, {2, 1}}, 0, PushRule{v1::APPLY_MODE_ROUND, 1});
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_ROUND, 1000, 1), {{"a", {3, 3}}})).ok());
+  v1::PushHeader resent = Header(2, 1, 1, v1::APPLY_MODE_ROUND, 0.001f, 1);
+  resent.set_resent(true);
+  resent.set_pushes(2);
+  ASSERT_TRUE(table_.Apply(Stage(resent, {{"a", {6, 6}}})).ok());
+  ASSERT_TRUE(table_.CloseRound({1, {{{1, 1}, 1}, {{2, 1}, 1}}, v1::AGGREGATION_MEAN, 1.0}).ok());
+  // The mean weighs the re-sent sum as the two pushes it carries: (3 + 2 * 6) / 3 = 5.
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{6, 7}));
+}
+
+TEST_F(ParameterTableTest, APushThatWouldMakeTheModelNonFiniteIsRefusedWhole) {
+  ASSERT_TRUE(table_.Apply(Stage(Header(1, 1, 1), {{"b", {3e38f}}})).ok());  // b = 3e38 + 10
+  const int64_t version = table_.live_version();
+  // "a" is fine, "b" would overflow: neither changes, and the sequence is not used up.
+  EXPECT_EQ(table_.Apply(Stage(Header(1, 1, 2), {{"a", {1, 1}}, {"b", {3e38f}}})).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{1, 2}));
+  EXPECT_EQ(table_.live_version(), version);
+  EXPECT_EQ(table_.Apply(Stage(Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 1), {{"b", {1e38f}}}))
+                .status()
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  absl::StatusOr<CloseResult> closed =
+      table_.CloseRound({1, {{{2, 1}, 1}}, v1::AGGREGATION_MEAN, 1.0});
+  ASSERT_TRUE(closed.ok()) << closed.status();
+  EXPECT_EQ(closed->pushes, 0u) << "the refused round push was not taken";
+  auto retried = table_.Apply(Stage(Header(1, 1, 2), {{"a", {1, 1}}, {"b", {-3e38f}}}));
+  ASSERT_TRUE(retried.ok()) << retried.status();
+  EXPECT_FALSE(retried->duplicate);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 3}));
+}
+
 TEST(ParameterTableStartTest, NothingIsServedBeforeTheFirstMembership) {
   ParameterTable table;
   EXPECT_EQ(table.Initialize(Stage(Header(1, 1, 0), {{"a", {1}}})).status().code(),

@@ -22,10 +22,8 @@ absl::Status PushAssembler::AddHeader(v1::PushHeader& header) {
   for (const v1::TensorSpec& proto : header.tensors()) {
     tensor::TensorSpec spec = tensor::FromProto(proto);
     RETURN_IF_ERROR(tensor::ValidateSpec(spec));
-    for (const tensor::TensorSpec& seen : push_.tensors) {
-      if (seen.name == spec.name) {
-        return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' named twice"));
-      }
+    if (!index_.emplace(spec.name, push_.tensors.size()).second) {
+      return absl::InvalidArgumentError(absl::StrCat("tensor '", spec.name, "' named twice"));
     }
     if (lookup_) {
       std::optional<tensor::TensorSpec> held = lookup_(spec.name);
@@ -49,14 +47,12 @@ absl::Status PushAssembler::AddHeader(v1::PushHeader& header) {
 
 absl::Status PushAssembler::AddChunk(v1::TensorChunk& chunk) {
   if (!have_header_) return absl::InvalidArgumentError("push stream must start with a header");
-  size_t index = push_.tensors.size();
-  for (size_t i = 0; i < push_.tensors.size(); ++i) {
-    if (push_.tensors[i].name == chunk.tensor()) index = i;
-  }
-  if (index == push_.tensors.size()) {
+  auto named = index_.find(chunk.tensor());
+  if (named == index_.end()) {
     return absl::InvalidArgumentError(
         absl::StrCat("chunk for tensor '", chunk.tensor(), "' that the header does not name"));
   }
+  const size_t index = named->second;
   absl::Span<const float> values;
   RETURN_IF_ERROR(tensor::ChunkValues(chunk, &values));
   const uint64_t total = push_.tensors[index].NumElements();

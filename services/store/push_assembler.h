@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "syncopate/v1/store.pb.h"
@@ -59,6 +60,8 @@ class PushAssembler {
   SpecLookup lookup_;
   bool have_header_ = false;
   StagedPush push_;
+  // Tensor name -> index into push_.tensors: every check is linear in the stream's size.
+  absl::flat_hash_map<std::string, size_t> index_;
   std::vector<uint64_t> filled_;  // elements received per tensor
 };
 

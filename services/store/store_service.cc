@@ -229,11 +229,17 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackSer
 
 grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
                                             v1::SetMembershipReply* reply) {
+  const float weight = request.immediate_weight();
+  if (request.apply_mode() == v1::APPLY_MODE_IMMEDIATE && !(weight > 0 && weight <= 1)) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("an immediate push weight must be in (0, 1], got ", weight));
+  }
   std::vector<TrainerKey> members;
   for (const v1::Member& m : request.members()) {
     members.push_back(TrainerKey{m.trainer_id(), m.incarnation()});
   }
-  const MembershipResult result = table_.SetMembers(members, request.round());
+  const MembershipResult result =
+      table_.SetMembers(members, request.round(), PushRule{request.apply_mode(), weight});
   if (result.rounds_skipped > 0) {
     spdlog::warn("caught up with the job's round {}: rounds {} to {} are lost on this shard",
                  result.last_closed_round, result.last_closed_round - result.rounds_skipped + 1,

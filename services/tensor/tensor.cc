@@ -84,6 +84,20 @@ absl::Status CheckFinite(absl::Span<const float> values) {
   return absl::OkStatus();
 }
 
+bool ScaledSumIsFinite(absl::Span<const float> base, absl::Span<const float> delta, float scale) {
+  const size_t n = std::min(base.size(), delta.size());
+  const float* __restrict b = base.data();
+  const float* __restrict d = delta.data();
+  uint32_t largest = 0;
+  for (size_t i = 0; i < n; ++i) {
+    const float v = b[i] + scale * d[i];
+    uint32_t bits;
+    std::memcpy(&bits, &v, sizeof bits);
+    largest = std::max(largest, bits & 0x7fffffffu);
+  }
+  return largest < 0x7f800000u;
+}
+
 ModelChecksum::ModelChecksum() : state_(XXH3_createState()) {
   if (state_ == nullptr) throw std::bad_alloc();
   XXH3_64bits_reset(state_);

@@ -47,6 +47,10 @@ absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* 
 // INVALID_ARGUMENT naming the first NaN or infinity in `values`.
 absl::Status CheckFinite(absl::Span<const float> values);
 
+// Whether base[i] + scale * delta[i] is finite for every i (the spans have the same size): whether
+// adding a finite delta would keep a finite model finite. One vectorised pass, as CheckFinite.
+bool ScaledSumIsFinite(absl::Span<const float> base, absl::Span<const float> delta, float scale);
+
 // A checksum over a model's float bytes, tensor after tensor (64-bit XXH3, folded to 32 bits):
 // names a round snapshot, so that every puller can tell it got the same model. Not a defence
 // against tampering. A snapshot's checksum is computed at every round's close, under the table's

@@ -158,6 +158,36 @@ TEST_F(StoreServiceTest, EveryBadPushGetsItsErrorAndLeavesTheModelUntouched) {
   EXPECT_EQ(text, "4") << "rejections are counted by code";
 }
 
+// The coordinator states the job's push rule with the membership; pushes are weighed by it.
+TEST_F(StoreServiceTest, TheJobsRuleNotThePushDecidesHowItIsApplied) {
+  auto set_membership = [&](v1::ApplyMode mode, float weight) {
+    v1::Membership m;
+    v1::Member* member = m.add_members();
+    member->set_trainer_id(kTrainer);
+    member->set_incarnation(1);
+    m.set_apply_mode(mode);
+    m.set_immediate_weight(weight);
+    grpc::ClientContext ctx;
+    v1::SetMembershipReply reply;
+    return stub_->SetMembership(&ctx, m, &reply).error_code();
+  };
+  const tensor::TensorMap before = Live();
+  for (float bad : {0.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()}) {
+    EXPECT_EQ(set_membership(v1::APPLY_MODE_IMMEDIATE, bad), grpc::StatusCode::INVALID_ARGUMENT)
+        << bad;
+  }
+  ASSERT_EQ(set_membership(v1::APPLY_MODE_IMMEDIATE, 0.5f), grpc::StatusCode::OK);
+  v1::PushHeader greedy = Header(1);
+  greedy.set_weight(1e30f);  // a push may claim any weight: it gets the job's 1/N
+  ASSERT_TRUE(client_->Push(greedy, {{"small", {2, 2, 2}}}).ok());
+  EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));
+  ASSERT_EQ(set_membership(v1::APPLY_MODE_ROUND, 1), grpc::StatusCode::OK);
+  absl::StatusOr<uint64_t> immediate = client_->Push(Header(2), {{"small", {1, 1, 1}}});
+  EXPECT_EQ(immediate.status().code(), absl::StatusCode::kFailedPrecondition) << immediate.status();
+  EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));
+  EXPECT_EQ(Live()["big"], before.at("big"));
+}
+
 TEST_F(StoreServiceTest, TruncatedAndMalformedStreamsAreRejected) {
   const tensor::TensorMap before = Live();
   v1::PushMessage header;

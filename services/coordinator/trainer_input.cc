@@ -1,0 +1,113 @@
+#include "coordinator/trainer_input.h"
+
+#include <cmath>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+
+namespace syncopate::coordinator {
+namespace {
+
+// `text` escaped for a message, cut to 64 characters.
+std::string Quoted(absl::string_view text) {
+  const bool cut = text.size() > 64;
+  return absl::StrCat("'", absl::CHexEscape(text.substr(0, 64)), cut ? "...'" : "'");
+}
+
+bool NameCharacter(char c) {
+  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
+         c == '_' || c == '-';
+}
+
+absl::Status CheckSeconds(const char* field, double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxReportedSeconds) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        field, " must be finite, in [0, ", kMaxReportedSeconds, "] seconds; got ", seconds));
+  }
+  return absl::OkStatus();
+}
+
+// `part` <= `whole` up to rounding between the trainer's clocks.
+absl::Status CheckWithin(const char* part_field, double part, const char* whole_field,
+                         double whole) {
+  if (part > whole * 1.01 + 1.0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat(part_field, " (", part, " s) exceeds ", whole_field, " (", whole, " s)"));
+  }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::Status CheckTrainerName(absl::string_view name) {
+  if (name.empty() || name.size() > kMaxTrainerNameLength) {
+    return absl::InvalidArgumentError(absl::StrCat("a trainer name has 1 to ",
+                                                   kMaxTrainerNameLength, " characters; got ",
+                                                   name.size(), ": ", Quoted(name)));
+  }
+  for (char c : name) {
+    if (!NameCharacter(c)) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "a trainer name takes only letters, digits, '.', '_' and '-': ", Quoted(name)));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckJoin(const v1::Join& join) {
+  if (absl::Status s = CheckTrainerName(join.name()); !s.ok()) return s;
+  const std::string& address = join.peer_address();
+  bool printable = address.size() <= kMaxPeerAddressLength;
+  for (char c : address) printable = printable && c > ' ' && c < 0x7f;
+  if (!printable) {
+    return absl::InvalidArgumentError(absl::StrCat("a peer address is host:port, at most ",
+                                                   kMaxPeerAddressLength,
+                                                   " printable characters: ", Quoted(address)));
+  }
+  if (!std::isfinite(join.slowdown()) || join.slowdown() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("slowdown must be finite and not negative; got ", join.slowdown()));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckTimings(const v1::TrainerTimings& t) {
+  for (auto [field, seconds] : {std::pair{"compute_seconds", t.compute_seconds()},
+                                {"wait_seconds", t.wait_seconds()},
+                                {"communication_seconds", t.communication_seconds()},
+                                {"wall_seconds", t.wall_seconds()},
+                                {"emulated_compute_seconds", t.emulated_compute_seconds()}}) {
+    if (absl::Status s = CheckSeconds(field, seconds); !s.ok()) return s;
+  }
+  for (auto [field, seconds] : {std::pair{"compute_seconds", t.compute_seconds()},
+                                {"wait_seconds", t.wait_seconds()},
+                                {"communication_seconds", t.communication_seconds()}}) {
+    if (absl::Status s = CheckWithin(field, seconds, "wall_seconds", t.wall_seconds()); !s.ok()) {
+      return s;
+    }
+  }
+  return CheckWithin("emulated_compute_seconds", t.emulated_compute_seconds(), "compute_seconds",
+                     t.compute_seconds());
+}
+
+absl::Status CheckTransfers(const v1::TransferReport& t) {
+  for (auto [field, bytes] :
+       {std::pair{"sent_bytes", t.sent_bytes()}, {"received_bytes", t.received_bytes()}}) {
+    if (!std::isfinite(bytes) || bytes < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(field, " must be finite and not negative; got ", bytes));
+    }
+  }
+  if (absl::Status s = CheckSeconds("send_seconds", t.send_seconds()); !s.ok()) return s;
+  return CheckSeconds("receive_seconds", t.receive_seconds());
+}
+
+absl::Status CheckAccuracy(double accuracy, double age_seconds) {
+  if (!(accuracy >= 0 && accuracy <= 1)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("test accuracy must be in [0, 1]; got ", accuracy));
+  }
+  return CheckSeconds("test_accuracy_age_seconds", age_seconds);
+}
+
+}  // namespace syncopate::coordinator
