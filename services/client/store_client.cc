@@ -147,9 +147,12 @@ absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
   if (reply.epoch() >= 0) {
     std::vector<const std::string*> names;
     for (const auto* t : tensors) names.push_back(&t->first);
+    // Kept at the weight the shard applied (the job's), which a re-send must match; a duplicate's
+    // reply has none, and the grant's stands in.
+    const float weight = reply.applied_weight() > 0 ? reply.applied_weight() : header.weight();
     const int dropped =
-        unsaved.Add(reply.incarnation(), reply.epoch(), header.sequence(), header.clock(),
-                    header.weight(), header.apply_mode() == v1::APPLY_MODE_ROUND, delta, names,
+        unsaved.Add(reply.incarnation(), reply.epoch(), header.sequence(), header.clock(), weight,
+                    header.apply_mode() == v1::APPLY_MODE_ROUND, delta, names,
                     static_cast<int>(std::max<uint32_t>(1, header.pushes())));
     if (dropped > 0) {
       spdlog::warn(

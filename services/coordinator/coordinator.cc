@@ -247,6 +247,10 @@ void Coordinator::EndRecovery() {
                trainers_not_resumed_);
 }
 
+int Coordinator::JobSize() const {
+  return static_cast<int>(membership_.live_count() + expected_.size());
+}
+
 std::vector<sync::Member> Coordinator::StoreMembers() const {
   std::vector<sync::Member> members = membership_.Live();
   for (const auto& [id, m] : expected_) {
@@ -386,6 +390,14 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
   if (state == "evicted") {
     status.set_evictions(status.evictions() + 1);
     status.set_eviction_reason(reason);
+  }
+  // The status keeps the most recent departures only: joins under ever new names cannot grow it
+  // (and GetStatus) without bound.
+  departed_.push_back(name);
+  while (departed_.size() > kDepartedStatusesKept) {
+    auto old = trainer_status_.find(departed_.front());
+    if (old != trainer_status_.end() && old->second.state() != "live") trainer_status_.erase(old);
+    departed_.pop_front();
   }
   UpdateGauges();
 }
@@ -669,9 +681,10 @@ void Coordinator::RunPending() {
       if (membership_dirty_) {
         membership.members = StoreMembers();
         membership.round = last_round;
-        membership.apply_mode = ApplyModeOf(policy_->push_mode());
-        membership.immediate_weight =
-            static_cast<float>(policy_->PushWeight(static_cast<int>(membership_.live_count())));
+        membership.apply_mode = policy_->push_mode() == sync::PushMode::kNone
+                                    ? v1::APPLY_MODE_NONE
+                                    : ApplyModeOf(policy_->push_mode());
+        membership.immediate_weight = static_cast<float>(policy_->PushWeight(JobSize()));
         membership_dirty_ = false;
         sync_members = true;
         syncing_members_ = true;
@@ -739,7 +752,7 @@ void Coordinator::Deliver(Action& action) {
         break;
     }
     p->set_staleness_bound(g.staleness_bound);
-    p->set_push_weight(policy_->PushWeight(static_cast<int>(membership_.live_count())));
+    p->set_push_weight(policy_->PushWeight(JobSize()));
     p->set_group(g.group);
     p->set_evaluate(g.trainer == evaluator);
     if (g.exchange) *p->mutable_exchange() = ExchangeOf(*g.exchange);

@@ -127,6 +127,8 @@ class Coordinator {
   void EndRecovery() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Who may push: the live trainers and, while recovering, those expected to resume.
   std::vector<sync::Member> StoreMembers() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // How many trainers the job has (N of the step-size rule): those, live or expected.
+  int JobSize() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
   // Queues an action for the action thread, or delivers it at once when it closes no round and
   // nothing waits before it.
@@ -212,8 +214,10 @@ class Coordinator {
   bool membership_dirty_ ABSL_GUARDED_BY(mu_) = false;
   bool syncing_members_ ABSL_GUARDED_BY(mu_) = false;  // the action thread is telling the stores
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Status of every trainer ever seen, by name (bounded by the job's trainers).
+  // Status of every live trainer and of the kDepartedStatusesKept last departed, by name.
+  static constexpr size_t kDepartedStatusesKept = 1000;
   std::map<std::string, v1::TrainerStatus> trainer_status_ ABSL_GUARDED_BY(mu_);
+  std::deque<std::string> departed_ ABSL_GUARDED_BY(mu_);  // names, in departure order
   std::map<sync::TrainerId, std::string> names_ ABSL_GUARDED_BY(mu_);
   // (trainer, what) whose refused values were logged (Accept).
   std::set<std::pair<sync::TrainerId, std::string>> refusals_logged_ ABSL_GUARDED_BY(mu_);

@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <set>
 #include <tuple>
 
 #include "gtest/gtest.h"
@@ -438,6 +439,24 @@ TEST_F(CoordinatorTest, JoinsWithNamesUnsafeForLogsAreRefused) {
   EXPECT_TRUE(coordinator_->Join(longest, std::make_shared<Outbox>()).ok());
 }
 
+TEST_F(CoordinatorTest, TheStatusKeepsOnlyTheLastThousandDepartures) {
+  Make("asp", 1);
+  for (int i = 0; i < 1005; ++i) {
+    auto [key, out] = Join("t" + std::to_string(i), static_cast<uint32_t>(i));
+    coordinator_->Leave(key, "done");
+  }
+  auto [live, out] = Join("live", 0);
+  const v1::ClusterStatus status = coordinator_->Status();
+  ASSERT_EQ(status.trainers_size(), 1001);
+  std::set<std::string> names;
+  for (const v1::TrainerStatus& t : status.trainers()) names.insert(t.name());
+  EXPECT_EQ(names.count("t0"), 0u) << "the oldest departures are forgotten";
+  EXPECT_EQ(names.count("t4"), 0u);
+  EXPECT_EQ(names.count("t5"), 1u);
+  EXPECT_EQ(names.count("t1004"), 1u);
+  EXPECT_EQ(names.count("live"), 1u);
+}
+
 TEST_F(CoordinatorTest, TheStoresAreToldTheJobsPushRule) {
   Make("asp", 2);
   JoinTwoAndStart();
@@ -448,6 +467,15 @@ TEST_F(CoordinatorTest, TheStoresAreToldTheJobsPushRule) {
   Make("bsp", 2);
   JoinTwoAndStart();
   EXPECT_EQ(stores_.last_membership().apply_mode, v1::APPLY_MODE_ROUND);
+  Make("dssync", 1);
+  v1::Join join;
+  join.set_name("p");
+  join.set_peer_address("127.0.0.1:1");
+  auto out = std::make_shared<Outbox>();
+  ASSERT_TRUE(coordinator_->Join(join, out).ok());
+  ASSERT_TRUE(Next(*out).has_welcome());
+  ASSERT_TRUE(Next(*out).has_proceed());  // after the stores heard of the membership
+  EXPECT_EQ(stores_.last_membership().apply_mode, v1::APPLY_MODE_NONE);
 }
 
 TEST_F(CoordinatorTest, PeerToPeerJoinsNeedAPeerAddressAndDeparturesAreAnnounced) {
@@ -527,6 +555,21 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorTakesTheJobOverAndTrainersResume) {
   EXPECT_EQ(status.trainers_resumed(), 2u);
   EXPECT_EQ(status.trainers_not_resumed(), 0u);
   EXPECT_TRUE(coordinator_->Join(join, c).ok()) << "new trainers join once the job goes on";
+}
+
+TEST_F(CoordinatorTest, ATakeOverTellsTheStoresTheWeightOfEveryTrainerExpected) {
+  stores_.HoldJob(0, {{1, 1, -1}, {2, 1, -1}});
+  Make("asp", 2);
+  // While the job's trainers are expected back, N counts them: a push weighs 1/2, not 1.
+  auto out_a = std::make_shared<Outbox>();
+  ASSERT_TRUE(Resume("a", 0, 1, 3, true, out_a).ok());
+  auto out_b = std::make_shared<Outbox>();
+  ASSERT_TRUE(Resume("b", 1, 2, 3, true, out_b).ok());
+  ASSERT_TRUE(Next(*out_a).has_welcome());
+  ASSERT_TRUE(Next(*out_a).has_proceed());
+  const StoreMembership m = stores_.last_membership();
+  EXPECT_EQ(m.apply_mode, v1::APPLY_MODE_IMMEDIATE);
+  EXPECT_FLOAT_EQ(m.immediate_weight, 0.5f);
 }
 
 TEST_F(CoordinatorTest, TrainersThatDoNotResumeWithinTheWindowAreDropped) {

@@ -38,10 +38,10 @@ struct StoreMembership {
   std::vector<sync::Member> members;
   // The last round the coordinator closed on every shard: a shard behind it catches up.
   int64_t round = 0;
-  // How the job applies pushes (UNSPECIFIED: it takes none), and the weight of one immediate push
+  // How the job applies pushes (NONE: it takes none), and the weight of one immediate push
   // (1/N under the default step-size rule, 1 under "sum"): the shards weigh pushes by these, not by
   // what a push states.
-  v1::ApplyMode apply_mode = v1::APPLY_MODE_UNSPECIFIED;
+  v1::ApplyMode apply_mode = v1::APPLY_MODE_NONE;
   float immediate_weight = 1;
 };
 

@@ -261,17 +261,18 @@ absl::Status ParameterTable::TakeJobsWeight(v1::PushHeader& h) const {
     if (!std::isfinite(h.weight())) return absl::InvalidArgumentError("non-finite push weight");
     return absl::OkStatus();
   }
-  if (h.apply_mode() != rule_->apply_mode) {
-    if (rule_->apply_mode == v1::APPLY_MODE_UNSPECIFIED) {
-      return absl::FailedPreconditionError(
-          "this job takes no pushes: its trainers exchange models with each other");
-    }
+  const v1::ApplyMode job = rule_->apply_mode;
+  if (job != v1::APPLY_MODE_IMMEDIATE && job != v1::APPLY_MODE_ROUND) {
     return absl::FailedPreconditionError(
-        absl::StrCat("this job applies pushes ", v1::ApplyMode_Name(rule_->apply_mode), ", not ",
-                     v1::ApplyMode_Name(h.apply_mode())));
+        "this job takes no pushes: its trainers exchange models with each other");
+  }
+  if (h.apply_mode() != job) {
+    return absl::FailedPreconditionError(absl::StrCat("this job applies pushes ",
+                                                      v1::ApplyMode_Name(job), ", not ",
+                                                      v1::ApplyMode_Name(h.apply_mode())));
   }
   const float carried = static_cast<float>(std::max<uint32_t>(1, h.pushes()));
-  if (h.apply_mode() == v1::APPLY_MODE_IMMEDIATE) {
+  if (job == v1::APPLY_MODE_IMMEDIATE) {
     h.set_weight(h.resent() ? 1.0f : rule_->immediate_weight);
   } else {
     h.set_weight(h.resent() ? carried : 1.0f);
@@ -279,11 +280,7 @@ absl::Status ParameterTable::TakeJobsWeight(v1::PushHeader& h) const {
   return absl::OkStatus();
 }
 
-absl::Status ParameterTable::CheckStaysFinite(const StagedPush& push) const {
-  // A ROUND push weighs at most 1 per push it carries in its round's aggregate; checked at that
-  // weight against the live model (its round's base), so no single push can overflow the model.
-  const float weight =
-      push.header.apply_mode() == v1::APPLY_MODE_ROUND ? 1.0f : push.header.weight();
+absl::Status ParameterTable::CheckStaysFinite(const StagedPush& push, float weight) const {
   for (const StagedChunk& chunk : push.chunks) {
     const std::string& name = push.tensors[chunk.tensor_index].name;
     const std::vector<float>& values = tensors_.at(name).values;
@@ -301,7 +298,6 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
   v1::PushHeader& h = push.header;
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckMember(h));
-  RETURN_IF_ERROR(TakeJobsWeight(h));
   ApplyResult result;
   const uint64_t sequence = h.sequence();  // `push` may be moved below
   const uint32_t pushes = h.pushes();
@@ -316,6 +312,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
     result.epoch = sequence == last && applied != last_epoch_.end() ? applied->second : -1;
     return result;
   }
+  RETURN_IF_ERROR(TakeJobsWeight(h));
   // Every tensor is checked before any is changed: the push applies entirely or not at all.
   for (const tensor::TensorSpec& spec : push.tensors) {
     auto it = tensors_.find(spec.name);
@@ -323,11 +320,10 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
       return absl::NotFoundError(absl::StrCat("tensor '", spec.name, "' is not held here"));
     }
   }
-  if (h.apply_mode() == v1::APPLY_MODE_IMMEDIATE || h.apply_mode() == v1::APPLY_MODE_ROUND) {
-    RETURN_IF_ERROR(CheckStaysFinite(push));
-  }
   switch (h.apply_mode()) {
     case v1::APPLY_MODE_IMMEDIATE:
+      RETURN_IF_ERROR(CheckStaysFinite(push, h.weight()));
+      result.weight = h.weight();
       for (const StagedChunk& chunk : push.chunks) {
         Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
         ScaledAdd(t.values.data() + chunk.offset, chunk.values(), chunk.size(), h.weight());
@@ -361,6 +357,10 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
         return absl::FailedPreconditionError(
             absl::StrCat("push of clock ", clock, " after clock ", queue.back().clock));
       }
+      // Its round weighs it at most 1 per push it carries (a mean, or 1/N of a sum): checked at 1
+      // against the live model, its round's base, so no single push can overflow the model.
+      RETURN_IF_ERROR(CheckStaysFinite(push, 1.0f));
+      result.weight = h.weight();
       push.header.set_clock(clock);  // as a checkpoint keeps it
       queue.insert(at, PendingPush{clock, std::make_shared<const StagedPush>(std::move(push))});
       ++round_pushes_taken_in_;

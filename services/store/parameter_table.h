@@ -39,6 +39,7 @@ struct ApplyResult {
   // trainer's last push, else -1), and the epoch below which every push is in a written checkpoint.
   int64_t epoch = 0;
   int64_t durable_epoch = 0;
+  float weight = 0;  // the weight the push was taken at (0: a duplicate)
 };
 
 struct CloseResult {
@@ -104,8 +105,9 @@ struct Roster {
 // weigh `immediate_weight` (1/N under sum/n, 1 under sum), a re-sent IMMEDIATE sum 1 (its trainer
 // summed weight x delta); ROUND pushes weigh 1, a re-sent ROUND sum the pushes it carries.
 struct PushRule {
-  // APPLY_MODE_UNSPECIFIED: the job takes no pushes (the peer-to-peer modes exchange models).
-  v1::ApplyMode apply_mode = v1::APPLY_MODE_UNSPECIFIED;
+  // APPLY_MODE_NONE (or UNSPECIFIED): the job takes no pushes (the peer-to-peer modes exchange
+  // models).
+  v1::ApplyMode apply_mode = v1::APPLY_MODE_NONE;
   float immediate_weight = 1;
 };
 
@@ -217,9 +219,11 @@ class ParameterTable {
 
   absl::Status CheckMember(const v1::PushHeader& header) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Sets the header's weight to the job's (rule_); errors as Apply's for the mode and the weight.
+  // Runs after the duplicate check, so a retry is acknowledged as before.
   absl::Status TakeJobsWeight(v1::PushHeader& header) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // INVALID_ARGUMENT when adding the push at its weight would make a tensor non-finite.
-  absl::Status CheckStaysFinite(const StagedPush& push) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // INVALID_ARGUMENT when adding the push at `weight` would make a tensor non-finite.
+  absl::Status CheckStaysFinite(const StagedPush& push, float weight) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckReconciled() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int64_t DurableVersionLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ModelSnapshot> MakeSnapshot(int64_t round) const

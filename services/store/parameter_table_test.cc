@@ -53,9 +53,11 @@ TEST_F(ParameterTableTest, RetriedPushIsAppliedOnce) {
 
 TEST_F(ParameterTableTest, TheJobsRuleDecidesTheApplyModeAndTheWeight) {
   table_.SetMembers({{1, 1}, {2, 1}}, 0, PushRule{v1::APPLY_MODE_IMMEDIATE, 0.25f});
-  // The header's weight is not trusted: the job's 1/N is applied.
-  ASSERT_TRUE(
-      table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 1e30f), {{"a", {4, 8}}})).ok());
+  // The header's weight is not trusted: the job's 1/N is applied, and the reply says so.
+  absl::StatusOr<ApplyResult> applied =
+      table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 1e30f), {{"a", {4, 8}}}));
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(applied->weight, 0.25f);
   EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 4}));
   // A ROUND push in an immediate job changes nothing.
   EXPECT_EQ(table_.Apply(Stage(Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 1), {{"a", {1, 1}}}))

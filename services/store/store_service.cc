@@ -112,6 +112,7 @@ absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time
   reply->set_incarnation(incarnation_);
   reply->set_epoch(result.epoch);
   reply->set_durable_epoch(result.durable_epoch);
+  reply->set_applied_weight(result.weight);
   metrics_.push_duration.Observe(absl::ToDoubleSeconds(absl::Now() - start));
   UpdateGauges();
   return absl::OkStatus();
@@ -230,6 +231,11 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackSer
 grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
                                             v1::SetMembershipReply* reply) {
   const float weight = request.immediate_weight();
+  if (request.apply_mode() == v1::APPLY_MODE_UNSPECIFIED) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        "a membership states the job's apply mode (NONE in peer-to-peer modes): "
+                        "is the coordinator older than this store?");
+  }
   if (request.apply_mode() == v1::APPLY_MODE_IMMEDIATE && !(weight > 0 && weight <= 1)) {
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("an immediate push weight must be in (0, 1], got ", weight));

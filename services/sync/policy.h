@@ -43,8 +43,9 @@ struct PullSpec {
 
 // The step-size rule: how far one trainer's delta moves the global model (docs/modes.md).
 enum class Aggregation {
-  // Each delta weighs 1/N, N = live trainers (at a round's close, or when an immediate push is
-  // granted): N trainer steps move the model as far as one step along their mean, whatever the
+  // Each delta weighs 1/N, N = the job's trainers (at a round's close; for an immediate push, as
+  // the coordinator last told the stores, which apply it): N trainer steps move the model as far as
+  // one step along their mean, whatever the
   // mode. The default of every store mode (and WBSP as published).
   kSumOverN,
   // Round modes: sum(delta) / pushes in the round (BSP and hybrid as published).

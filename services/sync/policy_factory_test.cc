@@ -53,7 +53,7 @@ TEST(PolicyFactory, RejectsUnknownModesAndBadOptions) {
   o.mode = "wbsp";
   o.aggregation = "median";
   EXPECT_TRUE(rejects(o));
-  for (const std::string mode : {"dssp", "ssp"}) {
+  for (const char* mode : {"dssp", "ssp"}) {
     o = PolicyOptions();
     o.mode = mode;
     o.dssp_rule = "uncapped";  // a typo is refused even where the rule does not apply

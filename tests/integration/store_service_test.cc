@@ -176,6 +176,8 @@ TEST_F(StoreServiceTest, TheJobsRuleNotThePushDecidesHowItIsApplied) {
     EXPECT_EQ(set_membership(v1::APPLY_MODE_IMMEDIATE, bad), grpc::StatusCode::INVALID_ARGUMENT)
         << bad;
   }
+  EXPECT_EQ(set_membership(v1::APPLY_MODE_UNSPECIFIED, 1), grpc::StatusCode::INVALID_ARGUMENT)
+      << "a coordinator that states no rule (an older one) is refused, not obeyed";
   ASSERT_EQ(set_membership(v1::APPLY_MODE_IMMEDIATE, 0.5f), grpc::StatusCode::OK);
   v1::PushHeader greedy = Header(1);
   greedy.set_weight(1e30f);  // a push may claim any weight: it gets the job's 1/N
