@@ -49,11 +49,19 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
     return absl::FailedPreconditionError(
         absl::StrCat("round ", round, " arrived after its exchange ended"));
   }
-  auto [it, inserted] = rounds_[round].try_emplace(sender, std::move(model));
-  if (!inserted) {
+  if (auto it = rounds_.find(round); it != rounds_.end() && it->second.count(sender) > 0) {
     return absl::AlreadyExistsError(
         absl::StrCat("trainer ", sender, " already sent its model for round ", round));
   }
+  int& from_sender = pending_by_sender_[sender];
+  if (from_sender >= kMaxPendingPerSender || pending_ >= kMaxPending) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "inbox full: trainer ", sender, " has ", from_sender, " models waiting (at most ",
+        kMaxPendingPerSender, "), ", pending_, " in all (at most ", kMaxPending, ")"));
+  }
+  rounds_[round].emplace(sender, std::move(model));
+  ++from_sender;
+  ++pending_;
   return absl::OkStatus();
 }
 
@@ -79,7 +87,14 @@ std::map<uint64_t, tensor::TensorMap> ExchangeInbox::Collect(int64_t round,
       if (auto m = it->second.find(s); m != it->second.end()) out.emplace(s, std::move(m->second));
     }
   }
-  rounds_.erase(rounds_.begin(), rounds_.upper_bound(round));
+  const auto done = rounds_.upper_bound(round);
+  for (auto it = rounds_.begin(); it != done; ++it) {
+    for (const auto& [sender, model] : it->second) {
+      if (--pending_by_sender_[sender] == 0) pending_by_sender_.erase(sender);
+      --pending_;
+    }
+  }
+  rounds_.erase(rounds_.begin(), done);
   done_round_ = std::max(done_round_, round);
   return out;
 }
@@ -96,6 +111,8 @@ std::map<uint64_t, tensor::TensorMap> ExchangeInbox::TakeLatest() {
     for (auto& [sender, model] : models) latest[sender] = std::move(model);
   }
   rounds_.clear();
+  pending_by_sender_.clear();
+  pending_ = 0;
   return latest;
 }
 

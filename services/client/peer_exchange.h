@@ -48,8 +48,14 @@ class TransferMeter {
 // Models received from peers, by round and sender. Thread-safe.
 class ExchangeInbox {
  public:
+  // Models that may wait for the worker, per sender and in all: a peer cannot fill this trainer's
+  // memory with rounds to come (honest peers are a round or two ahead at most).
+  static constexpr int kMaxPendingPerSender = 8;
+  static constexpr int kMaxPending = 512;
+
   // ALREADY_EXISTS when `sender` already delivered round `round`; FAILED_PRECONDITION for a
-  // round the worker has moved past.
+  // round the worker has moved past; RESOURCE_EXHAUSTED when `sender` has kMaxPendingPerSender
+  // models waiting or the inbox kMaxPending (nothing is kept then).
   absl::Status Deposit(int64_t round, uint64_t sender, tensor::TensorMap model);
   // Waits until every sender in `senders` delivered round `round` or is gone (MarkGone), or until
   // `deadline`; returns what arrived (possibly less) and forgets every round up to `round`.
@@ -68,6 +74,8 @@ class ExchangeInbox {
   std::optional<int64_t> collecting_ ABSL_GUARDED_BY(mu_);  // the round Collect waits for
   std::map<uint64_t, int64_t> gone_ ABSL_GUARDED_BY(mu_);   // sender -> last round not to wait
   std::map<int64_t, std::map<uint64_t, tensor::TensorMap>> rounds_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, int> pending_by_sender_ ABSL_GUARDED_BY(mu_);  // models in rounds_
+  int pending_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
 // Looks tensors up in `model`'s shapes (each a vector of its element count), for PeerService.

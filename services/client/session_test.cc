@@ -464,7 +464,10 @@ TEST_P(ComputeAccountingTest, ComputeIsExactlyTheStepsAndApplyingIsNot) {
   for (int64_t c = 0; c < 50; ++c) {
     if (path.peer_to_peer) {
       coordinator.Script({Exchange(c, c, 9), absl::Seconds(1)});
-      ASSERT_TRUE(peers.inbox.Deposit(c, 9, {{"w", {1, 1}}}).ok());
+      // The 4 steps take a few rounds; a sender may have only so many waiting.
+      if (c < ExchangeInbox::kMaxPendingPerSender) {
+        ASSERT_TRUE(peers.inbox.Deposit(c, 9, {{"w", {1, 1}}}).ok());
+      }
     } else {
       coordinator.Script({Grant(c, c, c), path.overlap ? absl::ZeroDuration() : absl::Seconds(1)});
     }

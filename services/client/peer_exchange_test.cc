@@ -1,0 +1,42 @@
+#include "client/peer_exchange.h"
+
+#include "gtest/gtest.h"
+
+namespace syncopate::client {
+namespace {
+
+TEST(ExchangeInbox, ASenderCannotFillTheInbox) {
+  ExchangeInbox inbox;
+  for (int round = 0; round < ExchangeInbox::kMaxPendingPerSender; ++round) {
+    ASSERT_TRUE(inbox.Deposit(round, 7, {{"w", {1}}}).ok()) << round;
+  }
+  const absl::Status full = inbox.Deposit(ExchangeInbox::kMaxPendingPerSender, 7, {{"w", {1}}});
+  EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
+  EXPECT_TRUE(inbox.Deposit(0, 8, {{"w", {2}}}).ok()) << "another sender is not held back";
+  // Collecting round 0 frees that round's place: the sender may send one more.
+  std::map<uint64_t, tensor::TensorMap> got = inbox.Collect(0, {7, 8}, absl::InfinitePast());
+  EXPECT_EQ(got.size(), 2u);
+  EXPECT_TRUE(inbox.Deposit(ExchangeInbox::kMaxPendingPerSender, 7, {{"w", {1}}}).ok());
+  EXPECT_EQ(inbox.Deposit(ExchangeInbox::kMaxPendingPerSender + 1, 7, {{"w", {1}}}).code(),
+            absl::StatusCode::kResourceExhausted);
+  // A background exchange takes everything: every place is free again.
+  EXPECT_EQ(inbox.TakeLatest().size(), 1u);
+  EXPECT_TRUE(inbox.Deposit(100, 7, {{"w", {1}}}).ok());
+}
+
+TEST(ExchangeInbox, TheInboxAsAWholeIsBounded) {
+  ExchangeInbox inbox;
+  const int senders = ExchangeInbox::kMaxPending / ExchangeInbox::kMaxPendingPerSender;
+  for (int s = 0; s < senders; ++s) {
+    for (int round = 0; round < ExchangeInbox::kMaxPendingPerSender; ++round) {
+      ASSERT_TRUE(inbox.Deposit(round, static_cast<uint64_t>(s), {{"w", {1}}}).ok());
+    }
+  }
+  EXPECT_EQ(inbox.Deposit(0, 100000, {{"w", {1}}}).code(), absl::StatusCode::kResourceExhausted)
+      << "a new sender finds the inbox full";
+  EXPECT_EQ(inbox.Deposit(0, 0, {{"w", {1}}}).code(), absl::StatusCode::kAlreadyExists)
+      << "a duplicate is still named as one";
+}
+
+}  // namespace
+}  // namespace syncopate::client
