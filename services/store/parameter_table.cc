@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 #include <iterator>
+#include <limits>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -19,6 +20,9 @@ void ScaledAdd(float* __restrict dst, const float* __restrict src, size_t n, flo
     for (size_t i = 0; i < n; ++i) dst[i] += scale * src[i];
   }
 }
+
+// Below this bound on |model| + |weight x delta| no element can overflow float (about 3.4e38).
+constexpr double kSafeMagnitude = 1e38;
 
 }  // namespace
 
@@ -166,6 +170,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Initialize(const StagedPush& push) {
     Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
     std::memcpy(t.values.data() + chunk.offset, chunk.values(), chunk.bytes.size());
   }
+  model_bound_ = std::max<double>(model_bound_, push.max_magnitude);
   ++live_version_;
   last_closed_round_ = 0;
   snapshots_.clear();
@@ -225,6 +230,7 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     member_incarnation_[m.id] = m.incarnation;
     ever_members_.insert(m.id);
   }
+  model_bound_ = ExactMagnitude();
   snapshots_.clear();
   Publish(MakeSnapshot(last_closed_round_));
   return absl::OkStatus();
@@ -280,6 +286,20 @@ absl::Status ParameterTable::TakeJobsWeight(v1::PushHeader& h) const {
   return absl::OkStatus();
 }
 
+bool ParameterTable::NearTheLimit(double grows) const {
+  return model_bound_ + grows >= kSafeMagnitude;
+}
+
+double ParameterTable::ExactMagnitude() const {
+  double largest = 0;
+  for (const auto& [name, t] : tensors_) {
+    float m = 0;
+    if (!tensor::CheckFinite(t.values, &m).ok()) return std::numeric_limits<double>::infinity();
+    largest = std::max<double>(largest, m);
+  }
+  return largest;
+}
+
 absl::Status ParameterTable::CheckStaysFinite(const StagedPush& push, float weight) const {
   for (const StagedChunk& chunk : push.chunks) {
     const std::string& name = push.tensors[chunk.tensor_index].name;
@@ -321,15 +341,20 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
     }
   }
   switch (h.apply_mode()) {
-    case v1::APPLY_MODE_IMMEDIATE:
-      RETURN_IF_ERROR(CheckStaysFinite(push, h.weight()));
+    case v1::APPLY_MODE_IMMEDIATE: {
+      const double grows = std::fabs(static_cast<double>(h.weight())) * push.max_magnitude;
+      const bool near_limit = NearTheLimit(grows);
+      if (near_limit) RETURN_IF_ERROR(CheckStaysFinite(push, h.weight()));
       result.weight = h.weight();
       for (const StagedChunk& chunk : push.chunks) {
         Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
         ScaledAdd(t.values.data() + chunk.offset, chunk.values(), chunk.size(), h.weight());
       }
+      // Near the limit the bound is made exact again, so that it does not stay there.
+      model_bound_ = near_limit ? ExactMagnitude() : model_bound_ + grows;
       ++live_version_;
       break;
+    }
     case v1::APPLY_MODE_ROUND: {
       if (h.weight() <= 0) return absl::InvalidArgumentError("round pushes need a positive weight");
       const TrainerKey key{h.trainer_id(), h.incarnation()};
@@ -359,7 +384,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
       }
       // Its round weighs it at most 1 per push it carries (a mean, or 1/N of a sum): checked at 1
       // against the live model, its round's base, so no single push can overflow the model.
-      RETURN_IF_ERROR(CheckStaysFinite(push, 1.0f));
+      if (NearTheLimit(push.max_magnitude)) RETURN_IF_ERROR(CheckStaysFinite(push, 1.0f));
       result.weight = h.weight();
       push.header.set_clock(clock);  // as a checkpoint keeps it
       queue.insert(at, PendingPush{clock, std::make_shared<const StagedPush>(std::move(push))});
@@ -436,13 +461,16 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
   const double factor = request.aggregation == v1::AGGREGATION_MEAN
                             ? (weight_sum > 0 ? 1.0 / weight_sum : 0.0)
                             : request.scale;
+  double grows = 0;
   for (const PendingPush& p : taken) {
     const float scale = static_cast<float>(factor * p.push->header.weight());
     for (const StagedChunk& chunk : p.push->chunks) {
       Tensor& t = tensors_[p.push->tensors[chunk.tensor_index].name];
       ScaledAdd(t.values.data() + chunk.offset, chunk.values(), chunk.size(), scale);
     }
+    grows += std::fabs(static_cast<double>(scale)) * p.push->max_magnitude;
   }
+  model_bound_ = NearTheLimit(grows) ? ExactMagnitude() : model_bound_ + grows;
   last_closed_round_ = round;
   ++live_version_;
   auto snapshot = MakeSnapshot(round);

@@ -221,9 +221,14 @@ class ParameterTable {
   // Sets the header's weight to the job's (rule_); errors as Apply's for the mode and the weight.
   // Runs after the duplicate check, so a retry is acknowledged as before.
   absl::Status TakeJobsWeight(v1::PushHeader& header) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // INVALID_ARGUMENT when adding the push at `weight` would make a tensor non-finite.
+  // INVALID_ARGUMENT when adding the push at `weight` would make a tensor non-finite. Only called
+  // when model_bound_ says it might: an element-wise pass over the push and the model.
   absl::Status CheckStaysFinite(const StagedPush& push, float weight) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether adding `grows` more magnitude to the live model could overflow it.
+  bool NearTheLimit(double grows) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The largest |value| of the live model (infinity if it holds a non-finite one): one pass.
+  double ExactMagnitude() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   absl::Status CheckReconciled() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   int64_t DurableVersionLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ModelSnapshot> MakeSnapshot(int64_t round) const
@@ -233,6 +238,9 @@ class ParameterTable {
   const int snapshots_kept_;
   mutable absl::Mutex mu_;
   std::map<std::string, Tensor> tensors_ ABSL_GUARDED_BY(mu_);
+  // At least the largest |value| of the live model: grown by |weight| x the largest |value| of
+  // every delta applied, so a push far from float's limit needs no element-wise check.
+  double model_bound_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t live_version_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_closed_round_ ABSL_GUARDED_BY(mu_) = -1;
   // ROUND pushes not yet taken by a round, in clock order, and each trainer's last cut.

@@ -1,5 +1,7 @@
 #include "store/push_assembler.h"
 
+#include <algorithm>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 
@@ -65,11 +67,13 @@ absl::Status PushAssembler::AddChunk(v1::TensorChunk& chunk) {
                                                    "' has the wrong length: data runs to ",
                                                    chunk.offset() + values.size(), " of ", total));
   }
-  absl::Status finite = tensor::CheckFinite(values);
+  float largest = 0;
+  absl::Status finite = tensor::CheckFinite(values, &largest);
   if (!finite.ok()) {
     return absl::InvalidArgumentError(
         absl::StrCat("tensor '", chunk.tensor(), "': ", finite.message()));
   }
+  push_.max_magnitude = std::max(push_.max_magnitude, largest);
   filled_[index] += values.size();
   push_.payload_bytes += chunk.data().size();
   push_.chunks.push_back(StagedChunk{index, chunk.offset(), std::move(*chunk.mutable_data())});

@@ -33,6 +33,7 @@ struct StagedPush {
   std::vector<tensor::TensorSpec> tensors;
   std::vector<StagedChunk> chunks;
   uint64_t payload_bytes = 0;
+  float max_magnitude = 0;  // the largest |value| the chunks carry
 };
 
 // Looks up the store's shape of a tensor; nullopt when the store does not hold it.

@@ -63,7 +63,7 @@ absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* 
   return absl::OkStatus();
 }
 
-absl::Status CheckFinite(absl::Span<const float> values) {
+absl::Status CheckFinite(absl::Span<const float> values, float* largest_magnitude) {
   // A float is NaN or infinite exactly when its exponent bits are all ones, that is when its
   // magnitude bits are at least 0x7f800000. One max over the magnitudes checks the common (all
   // finite) case in a single integer pass, which the compiler vectorises (a float sum would be a
@@ -74,7 +74,11 @@ absl::Status CheckFinite(absl::Span<const float> values) {
     std::memcpy(&bits, &v, sizeof bits);
     largest = std::max(largest, bits & 0x7fffffffu);
   }
-  if (largest < 0x7f800000u) return absl::OkStatus();
+  if (largest < 0x7f800000u) {
+    // The magnitude bits of a finite float order as its magnitude does.
+    if (largest_magnitude != nullptr) std::memcpy(largest_magnitude, &largest, sizeof largest);
+    return absl::OkStatus();
+  }
   for (size_t i = 0; i < values.size(); ++i) {
     if (!std::isfinite(values[i])) {
       return absl::InvalidArgumentError(

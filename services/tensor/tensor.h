@@ -44,8 +44,9 @@ void ForEachChunk(const std::string& name, absl::Span<const float> values, uint3
 // The float values a chunk carries; INVALID_ARGUMENT when its byte length is not a multiple of 4.
 absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* values);
 
-// INVALID_ARGUMENT naming the first NaN or infinity in `values`.
-absl::Status CheckFinite(absl::Span<const float> values);
+// INVALID_ARGUMENT naming the first NaN or infinity in `values`. When they are all finite and
+// `largest` is given, it gets the largest magnitude among them (0 for none), from the same pass.
+absl::Status CheckFinite(absl::Span<const float> values, float* largest = nullptr);
 
 // Whether base[i] + scale * delta[i] is finite for every i (the spans have the same size): whether
 // adding a finite delta would keep a finite model finite. One vectorised pass, as CheckFinite.

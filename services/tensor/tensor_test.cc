@@ -47,6 +47,26 @@ TEST(CheckFinite, FindsNanAndInf) {
   EXPECT_EQ(CheckFinite(v).code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(CheckFinite, GivesTheLargestMagnitudeFromTheSamePass) {
+  float largest = -1;
+  EXPECT_TRUE(CheckFinite({}, &largest).ok());
+  EXPECT_EQ(largest, 0.0f);
+  std::vector<float> v = {0.5f, -7.25f, 3.0f, -0.0f, 1e-30f};
+  EXPECT_TRUE(CheckFinite(v, &largest).ok());
+  EXPECT_EQ(largest, 7.25f);
+  v.push_back(3.4e38f);
+  EXPECT_TRUE(CheckFinite(v, &largest).ok());
+  EXPECT_EQ(largest, 3.4e38f);
+}
+
+TEST(ScaledSumIsFinite, IsFalseExactlyWhereTheSumOverflows) {
+  const std::vector<float> base = {1, -3e38f, 2};
+  EXPECT_TRUE(ScaledSumIsFinite(base, std::vector<float>{1, -1e37f, 1}, 1.0f));
+  EXPECT_FALSE(ScaledSumIsFinite(base, std::vector<float>{1, -1e38f, 1}, 1.0f));
+  EXPECT_TRUE(ScaledSumIsFinite(base, std::vector<float>{1, -1e38f, 1}, 0.25f));
+  EXPECT_FALSE(ScaledSumIsFinite(base, std::vector<float>{1, 1, 3e38f}, 2.0f));
+}
+
 TEST(CheckFinite, FindsOneBadValueAtEveryPositionAndLength) {
   // Lanes and the tail: a bad value is found wherever it sits, in lengths around the lane width.
   for (size_t n : {1, 15, 16, 17, 33, 100}) {
