@@ -53,14 +53,15 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
     return absl::AlreadyExistsError(
         absl::StrCat("trainer ", sender, " already sent its model for round ", round));
   }
-  int& from_sender = pending_by_sender_[sender];
+  auto waiting = pending_by_sender_.find(sender);
+  const int from_sender = waiting == pending_by_sender_.end() ? 0 : waiting->second;
   if (from_sender >= kMaxPendingPerSender || pending_ >= kMaxPending) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "inbox full: trainer ", sender, " has ", from_sender, " models waiting (at most ",
         kMaxPendingPerSender, "), ", pending_, " in all (at most ", kMaxPending, ")"));
   }
   rounds_[round].emplace(sender, std::move(model));
-  ++from_sender;
+  ++pending_by_sender_[sender];
   ++pending_;
   return absl::OkStatus();
 }

@@ -48,8 +48,10 @@ class TransferMeter {
 // Models received from peers, by round and sender. Thread-safe.
 class ExchangeInbox {
  public:
-  // Models that may wait for the worker, per sender and in all: a peer cannot fill this trainer's
-  // memory with rounds to come (honest peers are a round or two ahead at most).
+  // Models that may wait for the worker, per sender and in all: a peer cannot grow this trainer's
+  // memory without bound with rounds to come (honest peers are a round or two ahead at most).
+  // 512 models of a large model is still a lot of memory; and until peers are authenticated a
+  // sender can claim other ids, fill the inbox with far-off rounds and lock honest ones out.
   static constexpr int kMaxPendingPerSender = 8;
   static constexpr int kMaxPending = 512;
 

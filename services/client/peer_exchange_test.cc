@@ -36,6 +36,12 @@ TEST(ExchangeInbox, TheInboxAsAWholeIsBounded) {
       << "a new sender finds the inbox full";
   EXPECT_EQ(inbox.Deposit(0, 0, {{"w", {1}}}).code(), absl::StatusCode::kAlreadyExists)
       << "a duplicate is still named as one";
+  // Refusals keep nothing: after the worker collects round 0, each sender has one place again.
+  for (uint64_t id = 200000; id < 200100; ++id) {
+    EXPECT_EQ(inbox.Deposit(1, id, {{"w", {1}}}).code(), absl::StatusCode::kResourceExhausted);
+  }
+  inbox.Collect(0, {}, absl::InfinitePast());
+  EXPECT_TRUE(inbox.Deposit(1, 200000, {{"w", {1}}}).ok());
 }
 
 }  // namespace

@@ -287,7 +287,7 @@ absl::Status ParameterTable::TakeJobsWeight(v1::PushHeader& h) const {
 }
 
 bool ParameterTable::NearTheLimit(double grows) const {
-  return model_bound_ + grows >= kSafeMagnitude;
+  return !(model_bound_ + grows < kSafeMagnitude);
 }
 
 double ParameterTable::ExactMagnitude() const {
@@ -350,8 +350,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
         Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
         ScaledAdd(t.values.data() + chunk.offset, chunk.values(), chunk.size(), h.weight());
       }
-      // Near the limit the bound is made exact again, so that it does not stay there.
-      model_bound_ = near_limit ? ExactMagnitude() : model_bound_ + grows;
+      model_bound_ += grows;
       ++live_version_;
       break;
     }
@@ -433,7 +432,9 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
       request.aggregation != v1::AGGREGATION_SCALED) {
     return absl::InvalidArgumentError("close without an aggregation");
   }
-  if (!std::isfinite(request.scale)) return absl::InvalidArgumentError("non-finite round scale");
+  if (!(std::fabs(request.scale) <= std::numeric_limits<float>::max())) {
+    return absl::InvalidArgumentError("round scale beyond float's range");
+  }
 
   // Take the pushes the cuts name.
   std::vector<PendingPush> taken;
@@ -470,7 +471,7 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
     }
     grows += std::fabs(static_cast<double>(scale)) * p.push->max_magnitude;
   }
-  model_bound_ = NearTheLimit(grows) ? ExactMagnitude() : model_bound_ + grows;
+  model_bound_ += grows;
   last_closed_round_ = round;
   ++live_version_;
   auto snapshot = MakeSnapshot(round);

@@ -225,7 +225,8 @@ class ParameterTable {
   // when model_bound_ says it might: an element-wise pass over the push and the model.
   absl::Status CheckStaysFinite(const StagedPush& push, float weight) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
-  // Whether adding `grows` more magnitude to the live model could overflow it.
+  // Whether adding `grows` more magnitude to the live model could overflow it (true when either is
+  // NaN).
   bool NearTheLimit(double grows) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // The largest |value| of the live model (infinity if it holds a non-finite one): one pass.
   double ExactMagnitude() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -238,8 +239,10 @@ class ParameterTable {
   const int snapshots_kept_;
   mutable absl::Mutex mu_;
   std::map<std::string, Tensor> tensors_ ABSL_GUARDED_BY(mu_);
-  // At least the largest |value| of the live model: grown by |weight| x the largest |value| of
-  // every delta applied, so a push far from float's limit needs no element-wise check.
+  // At least the largest |value| of the live model, up to float rounding (which the margin of
+  // kSafeMagnitude, 1e38 against float's 3.4e38, absorbs): grown by |weight| x the largest |value|
+  // of every delta applied, so a push far from float's limit needs no element-wise check. Once it
+  // is near the limit every push is checked element by element (it never shrinks but at Restore).
   double model_bound_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t live_version_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t last_closed_round_ ABSL_GUARDED_BY(mu_) = -1;

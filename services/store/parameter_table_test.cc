@@ -299,6 +299,10 @@ TEST_F(ParameterTableTest, BadCloseChangesNothing) {
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(table_.CloseRound(Close(1, {{{1, 1}, 1}}, v1::AGGREGATION_SCALED, NAN)).status().code(),
             absl::StatusCode::kInvalidArgument);
+  // Finite as a double, infinite as the float it is applied as.
+  EXPECT_EQ(
+      table_.CloseRound(Close(1, {{{1, 1}, 1}}, v1::AGGREGATION_SCALED, 1e300)).status().code(),
+      absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(table_.last_closed_round(), 0);
   EXPECT_EQ(table_.CloseRound(Close(1, {{{1, 1}, 1}}))->pushes, 1u);
 }
