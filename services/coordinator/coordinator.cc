@@ -19,7 +19,7 @@ v1::ApplyMode ApplyModeOf(sync::PushMode mode) {
     case sync::PushMode::kNone:
       break;
   }
-  return v1::APPLY_MODE_UNSPECIFIED;
+  return v1::APPLY_MODE_NONE;
 }
 
 // Copies a trainer's gauges into its status (kept there once it departed).
@@ -681,9 +681,7 @@ void Coordinator::RunPending() {
       if (membership_dirty_) {
         membership.members = StoreMembers();
         membership.round = last_round;
-        membership.apply_mode = policy_->push_mode() == sync::PushMode::kNone
-                                    ? v1::APPLY_MODE_NONE
-                                    : ApplyModeOf(policy_->push_mode());
+        membership.apply_mode = ApplyModeOf(policy_->push_mode());
         membership.immediate_weight = static_cast<float>(policy_->PushWeight(JobSize()));
         membership_dirty_ = false;
         sync_members = true;

@@ -10,8 +10,9 @@
 // the slowest. kPaper is Algorithm 1 as published: when the fastest trainer has used its extra
 // iterations and is still past s_lo, the controller is asked again, so the fastest trainer's lead
 // has no bound (only trainers that are not the fastest are held at s_lo). Under a persistent
-// straggler kCapped paces every trainer at the straggler's rate, like SSP(s_hi); kPaper lets the
-// fastest run free, like ASP.
+// straggler neither beats SSP: kCapped paces every trainer at the straggler's rate, like SSP(s_hi);
+// under kPaper the fastest runs far ahead, but each r* = 0 makes it wait until it is back within
+// s_lo (bench/README.md, "DSSP claim").
 #ifndef SYNCOPATE_SYNC_DSSP_POLICY_H_
 #define SYNCOPATE_SYNC_DSSP_POLICY_H_
 

@@ -45,8 +45,8 @@ struct PullSpec {
 enum class Aggregation {
   // Each delta weighs 1/N, N = the job's trainers (at a round's close; for an immediate push, as
   // the coordinator last told the stores, which apply it): N trainer steps move the model as far as
-  // one step along their mean, whatever the
-  // mode. The default of every store mode (and WBSP as published).
+  // one step along their mean, whatever the mode. The default of every store mode (and WBSP as
+  // published).
   kSumOverN,
   // Round modes: sum(delta) / pushes in the round (BSP and hybrid as published).
   kMean,

@@ -63,20 +63,26 @@ absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* 
   return absl::OkStatus();
 }
 
-absl::Status CheckFinite(absl::Span<const float> values, float* largest_magnitude) {
-  // A float is NaN or infinite exactly when its exponent bits are all ones, that is when its
-  // magnitude bits are at least 0x7f800000. One max over the magnitudes checks the common (all
-  // finite) case in a single integer pass, which the compiler vectorises (a float sum would be a
-  // chain of dependent adds); the slow scan below only names the culprit.
-  uint32_t largest = 0;
-  for (float v : values) {
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    largest = std::max(largest, bits & 0x7fffffffu);
-  }
-  if (largest < 0x7f800000u) {
-    // The magnitude bits of a finite float order as its magnitude does.
-    if (largest_magnitude != nullptr) std::memcpy(largest_magnitude, &largest, sizeof largest);
+namespace {
+
+// A float's magnitude bits: they order as its magnitude does, and reach 0x7f800000 exactly when it
+// is NaN or infinite. A max over them vectorises as one integer pass.
+inline uint32_t MagnitudeBits(float v) {
+  uint32_t bits;
+  std::memcpy(&bits, &v, sizeof bits);
+  return bits & 0x7fffffffu;
+}
+constexpr uint32_t kNonFiniteBits = 0x7f800000u;
+
+}  // namespace
+
+absl::Status CheckFinite(absl::Span<const float> values, float* largest) {
+  // One max over the magnitude bits checks the common (all finite) case in a single integer pass
+  // (a float sum would be a chain of dependent adds); the slow scan below only names the culprit.
+  uint32_t bits = 0;
+  for (float v : values) bits = std::max(bits, MagnitudeBits(v));
+  if (bits < kNonFiniteBits) {
+    if (largest != nullptr) std::memcpy(largest, &bits, sizeof bits);
     return absl::OkStatus();
   }
   for (size_t i = 0; i < values.size(); ++i) {
@@ -92,14 +98,9 @@ bool ScaledSumIsFinite(absl::Span<const float> base, absl::Span<const float> del
   const size_t n = std::min(base.size(), delta.size());
   const float* __restrict b = base.data();
   const float* __restrict d = delta.data();
-  uint32_t largest = 0;
-  for (size_t i = 0; i < n; ++i) {
-    const float v = b[i] + scale * d[i];
-    uint32_t bits;
-    std::memcpy(&bits, &v, sizeof bits);
-    largest = std::max(largest, bits & 0x7fffffffu);
-  }
-  return largest < 0x7f800000u;
+  uint32_t bits = 0;
+  for (size_t i = 0; i < n; ++i) bits = std::max(bits, MagnitudeBits(b[i] + scale * d[i]));
+  return bits < kNonFiniteBits;
 }
 
 ModelChecksum::ModelChecksum() : state_(XXH3_createState()) {
