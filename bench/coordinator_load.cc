@@ -323,7 +323,7 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
       auto store,
       cli::ChildProcess::Spawn(
           {bin_dir + "/syncopate-store", "--listen=127.0.0.1:0", "--metrics-listen=127.0.0.1:0",
-           "--ready-file=" + dir + "/store.ready.json", "--log-level=warn"},
+           "--ready-file=" + dir + "/store.ready.json", "--log-level=warn", "--insecure"},
           {}, dir + "/store.log"));
   ASSIGN_OR_RETURN(base::ReadyInfo store_ready,
                    base::WaitForReadyFile(dir + "/store.ready.json", deadline));
@@ -334,7 +334,9 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
                         "--metrics-listen=127.0.0.1:0", "--stores=" + store_address,
                         "--mode=" + mode, absl::StrCat("--min-trainers=", trainers),
                         "--start-timeout=300s", "--eviction-timeout=60s", "--heartbeat-interval=1s",
-                        "--ready-file=" + dir + "/coordinator.ready.json", "--log-level=warn"},
+                        "--ready-file=" + dir + "/coordinator.ready.json", "--log-level=warn",
+                        // Plaintext: this measures the coordinator's own cost per event.
+                        "--insecure"},
                        {}, dir + "/coordinator.log"));
   ASSIGN_OR_RETURN(base::ReadyInfo coordinator_ready,
                    base::WaitForReadyFile(dir + "/coordinator.ready.json", deadline));
@@ -395,7 +397,8 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
                                                     " simulated trainers joined; see ", dir));
   }
   // Round modes close rounds on a store that holds a model: offer a one-float one.
-  client::StoreClient store_client({store_address}, absl::Seconds(10));
+  client::StoreClient store_client({store_address}, rpc::Credentials::Insecure(),
+                                   absl::Seconds(10));
   v1::PushHeader header;
   header.set_trainer_id(sims[0]->welcome().trainer_id());
   header.set_incarnation(sims[0]->welcome().incarnation());

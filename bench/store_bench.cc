@@ -92,12 +92,16 @@ int main(int argc, char** argv) {
   prometheus::Registry registry;
   store::StoreMetrics metrics(registry);
   store::ParameterTable table;
-  store::StoreService service(table, metrics, 0, 1, /*incarnation=*/1);
+  store::StoreService service(table, metrics, 0, 1, /*incarnation=*/1,
+                              rpc::Authorizer(false, nullptr));
   std::unique_ptr<grpc::Server> server;
   int port = 0;
-  if (!rpc::StartServer("127.0.0.1:0", {&service}, &server, &port).ok()) return 1;
+  if (!rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server, &port)
+           .ok())
+    return 1;
   table.SetMembers({{1, 1}});
-  client::StoreClient client({"127.0.0.1:" + std::to_string(port)}, absl::Minutes(2));
+  client::StoreClient client({"127.0.0.1:" + std::to_string(port)}, rpc::Credentials::Insecure(),
+                             absl::Minutes(2));
 
   // A model of four tensors, as a real one has several.
   tensor::TensorMap model;

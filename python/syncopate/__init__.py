@@ -46,6 +46,8 @@ ENVIRONMENT = {
     "rpc_timeout": "SYNCOPATE_RPC_TIMEOUT",  # seconds per store RPC (default 30)
     "join_timeout": "SYNCOPATE_JOIN_TIMEOUT",  # seconds to reach the coordinator (default 30)
     "directive_timeout": "SYNCOPATE_DIRECTIVE_TIMEOUT",  # seconds without a directive (120)
+    "tls_dir": "SYNCOPATE_TLS_DIR",  # ca.crt, tls.crt, tls.key: mutual TLS (docs/security.md)
+    "insecure": "SYNCOPATE_INSECURE",  # true: no TLS (one of tls_dir and insecure is required)
 }
 
 _DEFAULTS = {
@@ -66,6 +68,8 @@ _DEFAULTS = {
     "rpc_timeout": 30.0,
     "join_timeout": 30.0,
     "directive_timeout": 120.0,
+    "tls_dir": "",
+    "insecure": False,
 }
 
 
@@ -89,6 +93,18 @@ def _seconds(value) -> float:
     return float(value)
 
 
+def _flag(value) -> bool:
+    """A boolean from True/False or an environment string: 1/true/yes/on or 0/false/no/off/""."""
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on"):
+        return True
+    if text in ("", "0", "false", "no", "off"):
+        return False
+    raise ValueError(value)
+
+
 def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
     options = {}
     for key, default in _DEFAULTS.items():
@@ -96,7 +112,12 @@ def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
         if value is None:
             value = os.environ.get(ENVIRONMENT[key], default)
         try:
-            options[key] = _seconds(value) if key.endswith(("_interval", "_timeout", "_time")) else type(default)(value)
+            if isinstance(default, bool):
+                options[key] = _flag(value)
+            elif key.endswith(("_interval", "_timeout", "_time")):
+                options[key] = _seconds(value)
+            else:
+                options[key] = type(default)(value)
         except (TypeError, ValueError):
             raise SyncopateError(
                 "INVALID_ARGUMENT", f"{key} (or {ENVIRONMENT[key]}) is not a {type(default).__name__}: {value!r}"
@@ -104,6 +125,11 @@ def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
     if not options["coordinator"]:
         raise SyncopateError(
             "INVALID_ARGUMENT", "no coordinator address: pass coordinator= or set SYNCOPATE_COORDINATOR"
+        )
+    if bool(options["tls_dir"]) == options["insecure"]:
+        raise SyncopateError(
+            "INVALID_ARGUMENT",
+            "give either tls_dir= (SYNCOPATE_TLS_DIR: mutual TLS) or insecure=True (SYNCOPATE_INSECURE=1: none)",
         )
     if not options["name"]:
         options["name"] = f"trainer-{options['rank']}"
@@ -157,6 +183,8 @@ class Session:
         rpc_timeout: Optional[float] = None,
         join_timeout: Optional[float] = None,
         directive_timeout: Optional[float] = None,
+        tls_dir: Optional[str] = None,
+        insecure: Optional[bool] = None,
         handle_sigterm: bool = True,
     ):
         given = dict(locals())

@@ -1,5 +1,7 @@
 """A real store shard and coordinator on 127.0.0.1:0 for each test, from the built binaries
-(SYNCOPATE_BIN_DIR, set by CTest)."""
+(SYNCOPATE_BIN_DIR, set by CTest), with mutual TLS as in a real job: one CA per test run
+(`syncopate certs`), and the tests' sessions hold a trainer pool certificate (any trainer name) through
+SYNCOPATE_TLS_DIR."""
 
 import json
 import os
@@ -24,16 +26,40 @@ def _await_ready(process, path, log, deadline_s=30.0):
     raise RuntimeError(f"{path} did not appear within {deadline_s} s; see {log}")
 
 
+def _certs(*args):
+    subprocess.run([os.path.join(BIN_DIR, "syncopate"), "certs", *args], check=True, capture_output=True)
+
+
+@pytest.fixture(scope="session")
+def tls_dirs(tmp_path_factory):
+    """Certificate directories by role: the store's, the coordinator's, a trainer pool's."""
+    root = tmp_path_factory.mktemp("tls")
+    _certs("ca", f"--ca-dir={root}/ca")
+    dirs = {}
+    for role, who in (("store", "--name=store-0"), ("coordinator", "--name=coordinator-0"), ("trainer", "--pool")):
+        dirs[role] = str(root / role)
+        _certs("issue", f"--ca-dir={root}/ca", f"--role={role}", who, f"--out={dirs[role]}")
+    return dirs
+
+
+@pytest.fixture(autouse=True)
+def trainer_certificate(tls_dirs, monkeypatch):
+    monkeypatch.setenv("SYNCOPATE_TLS_DIR", tls_dirs["trainer"])
+    monkeypatch.delenv("SYNCOPATE_INSECURE", raising=False)
+
+
 class Cluster:
-    def __init__(self, tmp_path):
+    def __init__(self, tmp_path, tls_dirs):
         self.tmp_path = tmp_path
+        self.tls_dirs = tls_dirs
         self.processes = []
 
     def _spawn(self, role, args):
         ready = str(self.tmp_path / f"{role}.ready.json")
         log = str(self.tmp_path / f"{role}.log")
         argv = [os.path.join(BIN_DIR, f"syncopate-{role}"), "--listen=127.0.0.1:0",
-                "--metrics-listen=127.0.0.1:0", f"--ready-file={ready}"] + args
+                "--metrics-listen=127.0.0.1:0", f"--ready-file={ready}",
+                f"--tls-dir={self.tls_dirs[role]}"] + args
         with open(log, "w") as out:
             process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
         self.processes.append(process)
@@ -64,7 +90,7 @@ class Cluster:
 
 
 @pytest.fixture
-def cluster(tmp_path):
-    c = Cluster(tmp_path)
+def cluster(tmp_path, tls_dirs):
+    c = Cluster(tmp_path, tls_dirs)
     yield c
     c.stop()

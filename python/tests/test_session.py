@@ -50,6 +50,28 @@ def test_options_come_from_arguments_or_the_environment(monkeypatch):
     assert options["slowdown"] == 2.5
 
 
+def test_tls_or_insecure_must_be_chosen(monkeypatch):
+    monkeypatch.delenv("SYNCOPATE_TLS_DIR")
+    with pytest.raises(syncopate.SyncopateError) as e:
+        syncopate.Session(coordinator="127.0.0.1:1")
+    assert e.value.code == "INVALID_ARGUMENT" and "insecure" in e.value.message
+    with pytest.raises(syncopate.SyncopateError):
+        syncopate.Session(coordinator="127.0.0.1:1", tls_dir="/x", insecure=True)
+    monkeypatch.setenv("SYNCOPATE_INSECURE", "true")
+    assert syncopate.Session(coordinator="127.0.0.1:1").options["insecure"] is True
+    monkeypatch.setenv("SYNCOPATE_INSECURE", "maybe")
+    with pytest.raises(syncopate.SyncopateError) as e:
+        syncopate.Session(coordinator="127.0.0.1:1")
+    assert "SYNCOPATE_INSECURE" in e.value.message
+
+
+def test_a_session_whose_certificate_directory_is_missing_fails_to_start(tmp_path):
+    session = syncopate.Session({"w": w(0)}, coordinator="127.0.0.1:1", tls_dir=str(tmp_path / "none"))
+    with pytest.raises(syncopate.SyncopateError) as e:
+        session.start()
+    assert e.value.code == "NOT_FOUND" and "ca.crt" in e.value.message
+
+
 def test_bad_timeouts_and_limits_are_refused():
     for bad in ({"rpc_timeout": 0}, {"join_timeout": -1}, {"directive_timeout": "0s"}, {"max_steps": -1}):
         with pytest.raises(syncopate.SyncopateError) as e:

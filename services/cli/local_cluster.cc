@@ -95,17 +95,29 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
   RETURN_IF_ERROR(Validate(options));
   std::unique_ptr<LocalCluster> cluster(new LocalCluster(options));
   absl::Status status = [&]() -> absl::Status {
+    if (!options.insecure) {
+      ASSIGN_OR_RETURN(cluster->ca_,
+                       CertificateAuthority::Create(absl::StrCat(options.run_dir, "/tls/ca"),
+                                                    rpc::kDefaultTrustDomain));
+      const std::string operator_dir = absl::StrCat(options.run_dir, "/tls/operator");
+      RETURN_IF_ERROR(cluster->ca_->Issue({rpc::Role::kOperator, "local"}, operator_dir));
+      ASSIGN_OR_RETURN(cluster->credentials_, rpc::Credentials::FromDirectory(operator_dir));
+    }
     std::vector<std::string> stores;
     for (int s = 0; s < options.store_shards; ++s) {
+      ASSIGN_OR_RETURN(auto credentials, cluster->CredentialsFlag(rpc::Role::kStore, s));
       std::vector<std::string>& args = cluster->service_args_[{"store", s}];
       args = {absl::StrCat("--shard=", s), absl::StrCat("--shard-count=", options.store_shards),
               absl::StrCat("--checkpoint-dir=", options.run_dir, "/checkpoints"),
-              absl::StrCat("--checkpoint-interval=", Seconds(options.checkpoint_interval))};
+              absl::StrCat("--checkpoint-interval=", Seconds(options.checkpoint_interval)),
+              absl::StrCat("--", credentials.first, "=", credentials.second)};
       RETURN_IF_ERROR(cluster->Launch("store", s, args, true));
       stores.push_back(absl::StrCat("127.0.0.1:", cluster->endpoints_.back().grpc_port));
     }
+    ASSIGN_OR_RETURN(auto credentials, cluster->CredentialsFlag(rpc::Role::kCoordinator, 0));
     std::vector<std::string>& coordinator_args = cluster->service_args_[{"coordinator", 0}];
-    coordinator_args = {absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
+    coordinator_args = {absl::StrCat("--", credentials.first, "=", credentials.second),
+                        absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
                         absl::StrCat("--mode=", options.policy.mode),
                         absl::StrCat("--staleness=", options.policy.Staleness()),
                         absl::StrCat("--eta=", options.policy.eta),
@@ -123,8 +135,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                         absl::StrCat("--min-trainers=", options.trainers),
                         absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))};
     RETURN_IF_ERROR(cluster->Launch("coordinator", 0, coordinator_args, true));
-    cluster->coordinator_ =
-        v1::Coordinator::NewStub(rpc::MakeChannel(cluster->coordinator_address()));
+    cluster->coordinator_ = v1::Coordinator::NewStub(rpc::MakeChannel(
+        cluster->coordinator_address(), cluster->credentials_, rpc::Role::kCoordinator));
     for (int r = 0; r < options.trainers; ++r) {
       RETURN_IF_ERROR(cluster->LaunchTrainer(r, options.slowdowns[r]));
     }
@@ -178,7 +190,17 @@ std::vector<std::pair<std::string, std::string>> LocalCluster::TrainerSettings(
   return settings;
 }
 
-absl::Status LocalCluster::LaunchCommand(int rank, double slowdown) {
+absl::StatusOr<std::pair<std::string, std::string>> LocalCluster::CredentialsFlag(rpc::Role role,
+                                                                                  int index) {
+  if (!ca_) return std::pair<std::string, std::string>{"insecure", "true"};
+  const std::string name = absl::StrCat(rpc::RoleName(role), "-", index);
+  const std::string dir = absl::StrCat(options_.run_dir, "/tls/", name);
+  RETURN_IF_ERROR(ca_->Issue({role, name}, dir));
+  return std::pair<std::string, std::string>{"tls-dir", dir};
+}
+
+absl::Status LocalCluster::LaunchCommand(int rank, double slowdown,
+                                         const std::pair<std::string, std::string>& credentials) {
   const LocalClusterOptions& o = options_;
   const char* pythonpath = getenv("PYTHONPATH");
   std::map<std::string, std::string> env = {
@@ -191,7 +213,9 @@ absl::Status LocalCluster::LaunchCommand(int rank, double slowdown) {
       {"OPENBLAS_NUM_THREADS", "1"}};
   // The built-in trainer's flags as the client library's variables: --data-shard is
   // SYNCOPATE_DATA_SHARD.
-  for (auto [key, value] : TrainerSettings(rank, slowdown)) {
+  std::vector<std::pair<std::string, std::string>> settings = TrainerSettings(rank, slowdown);
+  settings.push_back(credentials);
+  for (auto [key, value] : settings) {
     std::string name = "SYNCOPATE_" + key;
     for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));
     env[name] = value;
@@ -201,8 +225,10 @@ absl::Status LocalCluster::LaunchCommand(int rank, double slowdown) {
 
 absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
   next_rank_ = std::max(next_rank_, rank + 1);
-  if (RunsCommand(rank)) return LaunchCommand(rank, slowdown);
-  std::vector<std::string> args = {absl::StrCat("--model=", options_.model)};
+  ASSIGN_OR_RETURN(auto credentials, CredentialsFlag(rpc::Role::kTrainer, rank));
+  if (RunsCommand(rank)) return LaunchCommand(rank, slowdown, credentials);
+  std::vector<std::string> args = {absl::StrCat("--model=", options_.model),
+                                   absl::StrCat("--", credentials.first, "=", credentials.second)};
   for (const auto& [key, value] : TrainerSettings(rank, slowdown)) {
     args.push_back(absl::StrCat("--", key, "=", value));
   }

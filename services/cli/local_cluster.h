@@ -5,13 +5,16 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "cli/certificates.h"
 #include "cli/child_process.h"
+#include "rpc/credentials.h"
 #include "sync/policy_factory.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 
@@ -53,6 +56,11 @@ struct LocalClusterOptions {
   // built Python package.
   std::string trainer_command;
   std::vector<int> command_ranks;
+  // No TLS: every process runs --insecure. Otherwise (the default) a throw-away CA in
+  // run_dir/tls/ca issues each process a certificate in run_dir/tls/<role>-<index> (the CLI's own,
+  // for its status calls, in run_dir/tls/operator), and every channel is mutual TLS
+  // (docs/security.md).
+  bool insecure = false;
   // Every store shard checkpoints into run_dir/checkpoints this often (and at shutdown), so a
   // restarted shard resumes from at most this long ago (docs/faults.md).
   absl::Duration checkpoint_interval = absl::Seconds(2);
@@ -112,8 +120,10 @@ class LocalCluster {
   // What trainer `rank` is told, as (flag name, value): --flag=value for the built-in trainer,
   // SYNCOPATE_FLAG=value for a trainer command.
   std::vector<std::pair<std::string, std::string>> TrainerSettings(int rank, double slowdown) const;
-  // A user's trainer program (trainer_command) as trainer `rank`.
-  absl::Status LaunchCommand(int rank, double slowdown);
+  // A user's trainer program (trainer_command) as trainer `rank`, with `credentials` (see
+  // CredentialsFlag) among its settings.
+  absl::Status LaunchCommand(int rank, double slowdown,
+                             const std::pair<std::string, std::string>& credentials);
   bool RunsCommand(int rank) const;
   // Launches syncopate-`role` with `args`, serving on `grpc_port` and `metrics_port` (0: any).
   absl::Status Launch(const std::string& role, int index, std::vector<std::string> args,
@@ -122,6 +132,9 @@ class LocalCluster {
   // Waits until trainer `e` is ready and records its metrics port.
   absl::Status AwaitTrainer(Endpoint& e);
   absl::Status WriteClusterFile() const;
+  // The flag that gives process `role`-`index` its credentials, issuing its certificate first
+  // (TLS): ("tls-dir", directory) or ("insecure", "true").
+  absl::StatusOr<std::pair<std::string, std::string>> CredentialsFlag(rpc::Role role, int index);
 
   LocalClusterOptions options_;
   std::vector<std::unique_ptr<ChildProcess>> processes_;
@@ -135,6 +148,8 @@ class LocalCluster {
   };
   static constexpr int kRestartAttempts = 5;
   std::map<std::pair<std::string, int>, RestartBackoff> restart_backoff_;
+  std::optional<CertificateAuthority> ca_;  // with TLS
+  rpc::Credentials credentials_;            // the CLI's own (operator)
   std::unique_ptr<v1::Coordinator::Stub> coordinator_;
   bool stopped_ = false;
   int next_rank_ = 0;

@@ -1,6 +1,6 @@
 // syncopate: the command-line entry point. `local` runs a whole cluster on this machine, `compare`
 // runs one scenario under several modes, `sim` simulates multicast selection at scale, `status`
-// asks a running coordinator.
+// asks a running coordinator, `certs` makes certificates.
 #include <unistd.h>
 
 #include <climits>
@@ -11,6 +11,7 @@
 #include "absl/strings/str_split.h"
 #include "base/flags.h"
 #include "base/signals.h"
+#include "cli/certificates.h"
 #include "cli/cluster_sim_command.h"
 #include "cli/compare_command.h"
 #include "cli/local_command.h"
@@ -36,8 +37,12 @@ int Fail(const absl::Status& status, int code = 1) {
   return code;
 }
 
-int Status(const std::string& address) {
-  auto stub = syncopate::v1::Coordinator::NewStub(syncopate::rpc::MakeChannel(address));
+int Status(const std::string& address, const std::string& tls_dir, bool insecure) {
+  absl::StatusOr<syncopate::rpc::Credentials> credentials =
+      syncopate::rpc::CredentialsFromFlags(tls_dir, insecure);
+  if (!credentials.ok()) return Fail(credentials.status(), 2);
+  auto stub = syncopate::v1::Coordinator::NewStub(
+      syncopate::rpc::MakeChannel(address, *credentials, syncopate::rpc::Role::kCoordinator));
   auto ctx = syncopate::rpc::ContextWithTimeout(absl::Seconds(5));
   syncopate::v1::ClusterStatus status;
   grpc::Status s = stub->GetStatus(ctx.get(), syncopate::v1::GetStatusRequest(), &status);
@@ -156,6 +161,9 @@ struct ScenarioFlags {
                   "Kubernetes would (default on); the run then reports it and exits 4");
     cmd->add_option("--report-dir", run.report_dir,
                     "Write the report (summary.json, accuracy.csv, logs) here");
+    cmd->add_flag("--insecure", c.insecure,
+                  "No TLS between the processes (default: a throw-away CA in the run directory "
+                  "gives each process its certificate; docs/security.md)");
   }
 
   // Parses the text flags into `run`.
@@ -287,12 +295,45 @@ int main(int argc, char** argv) {
   cluster_cmd->add_option("--seed", cluster_sim.sim.seed, "Seed of the step times and the modes");
 
   std::string coordinator = "127.0.0.1:7000";
+  std::string status_tls_dir;
+  bool status_insecure = false;
   CLI::App* status_cmd = app.add_subcommand("status", "Show a running coordinator's cluster state");
   status_cmd->add_option("--coordinator", coordinator, "Coordinator address host:port");
+  status_cmd->add_option("--tls-dir", status_tls_dir,
+                         "Certificate directory (`syncopate local`: <run dir>/tls/operator)");
+  status_cmd->add_flag("--insecure", status_insecure, syncopate::rpc::kInsecureFlagHelp);
+
+  syncopate::cli::CertsCommand certs;
+  CLI::App* certs_cmd = app.add_subcommand(
+      "certs", "Make a certificate authority and certificates for a deployment (docs/security.md)");
+  certs_cmd->require_subcommand(1);
+  CLI::App* certs_ca_cmd = certs_cmd->add_subcommand("ca", "Make a new CA in --ca-dir");
+  CLI::App* certs_issue_cmd = certs_cmd->add_subcommand(
+      "issue", "Issue a certificate from the CA in --ca-dir into --out (ca.crt, tls.crt, tls.key)");
+  for (CLI::App* cmd : {certs_ca_cmd, certs_issue_cmd}) {
+    cmd->add_option("--ca-dir", certs.ca_dir, "The CA's directory (ca.crt, ca.key)")->required();
+    cmd->add_option("--trust-domain", certs.trust_domain, "SPIFFE trust domain of the identities");
+    cmd->add_option("--days", certs.days, "Validity in days")->check(CLI::Range(1, 3650));
+  }
+  certs_issue_cmd->add_option("--role", certs.role, "coordinator, store, trainer or operator")
+      ->required();
+  certs_issue_cmd->add_option("--name", certs.name, "The process's name (a trainer's --name)");
+  certs_issue_cmd->add_flag("--pool", certs.pool,
+                            "Instead of --name: a pool certificate, good for any name of its role "
+                            "(trainers sharing one Kubernetes Secret; docs/security.md)");
+  certs_issue_cmd->add_option("--out", certs.out_dir, "Directory to write the files into")
+      ->required();
 
   CLI11_PARSE(app, argc, argv);
 
-  if (status_cmd->parsed()) return Status(coordinator);
+  if (status_cmd->parsed()) return Status(coordinator, status_tls_dir, status_insecure);
+  if (certs_cmd->parsed()) {
+    certs.issue = certs_issue_cmd->parsed();
+    absl::StatusOr<std::string> done = syncopate::cli::RunCerts(certs);
+    if (!done.ok()) return Fail(done.status(), ExitCodeOf(done.status()));
+    std::printf("%s\n", done->c_str());
+    return 0;
+  }
 
   if (cluster_cmd->parsed()) {
     for (auto [text, out] : {std::pair{&cluster_step, &cluster_sim.sim.step},

@@ -41,6 +41,10 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
   // The Peer service runs before the join: the coordinator hands its address to other trainers.
   tensor::TensorMap shapes;
   RETURN_IF_ERROR(parameters.Read(&shapes));
+  options.peer.credentials = options.credentials;
+  options.peer.on_refusal = [metrics = job->trainer_metrics_.get()](absl::string_view rpc) {
+    metrics->refused_calls.Add({{"rpc", std::string(rpc)}}).Increment();
+  };
   ASSIGN_OR_RETURN(job->peers_, PeerNode::Start(options.peer, shapes));
 
   v1::Join join;
@@ -50,6 +54,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
   join.set_slowdown(options.session.slowdown);
   SessionClientOptions session_options;
   session_options.join_timeout = options.join_timeout;
+  session_options.credentials = options.credentials;
   ASSIGN_OR_RETURN(job->coordinator_,
                    SessionClient::Connect(options.coordinator, join, session_options));
   const v1::Welcome& welcome = job->coordinator_->welcome();
@@ -59,7 +64,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
   // The link limits hold for all of the trainer's traffic: store pushes and pulls too.
   job->store_ = std::make_unique<StoreClient>(
       std::vector<std::string>(welcome.store_addresses().begin(), welcome.store_addresses().end()),
-      options.rpc_timeout, tensor::kDefaultChunkBytes, job->peers_->limits());
+      options.credentials, options.rpc_timeout, tensor::kDefaultChunkBytes, job->peers_->limits());
   job->trace_ = std::make_unique<TraceWriter>(options.trace_file);
   job->session_ = std::make_unique<Session>(
       std::move(options.session), *job->coordinator_, *job->store_, parameters,

@@ -30,7 +30,10 @@ struct JobOptions {
   absl::Duration rpc_timeout = absl::Seconds(30);  // each store RPC
   // Prometheus /metrics address ("127.0.0.1:0" picks a port); empty: no metrics server.
   std::string metrics_listen;
-  PeerNodeOptions peer;
+  // This trainer's certificate for every channel and its Peer service (rpc/credentials.h); default:
+  // none (--insecure).
+  rpc::Credentials credentials;
+  PeerNodeOptions peer;  // its credentials and on_refusal are set from the above
   // The ports, once serving (base/ready_file.h); empty: none. JSON-lines trace; empty: none.
   std::string ready_file;
   std::string trace_file;

@@ -130,11 +130,18 @@ store::SpecLookup ShapeLookup(const tensor::TensorMap& model) {
 }
 
 PeerService::PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,
-                         TransferMeter& received)
-    : inbox_(inbox), lookup_(std::move(lookup)), ingress_(ingress), received_(received) {}
+                         TransferMeter& received, rpc::Authorizer authorizer)
+    : inbox_(inbox),
+      lookup_(std::move(lookup)),
+      ingress_(ingress),
+      received_(received),
+      authorizer_(std::move(authorizer)) {}
 
-grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackServerContext*,
+grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackServerContext* ctx,
                                                                 v1::ExchangeReply*) {
+  if (auto caller = authorizer_.Require(*ctx, "Exchange", {rpc::Role::kTrainer}); !caller.ok()) {
+    return new store::RefusedPush(rpc::ToGrpcStatus(caller.status()));
+  }
   const absl::Time start = absl::Now();
   return new store::PushReactor(
       lookup_,
@@ -150,13 +157,17 @@ grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackSe
       [this](size_t payload) { return ingress_ ? ingress_->Take(payload) : absl::ZeroDuration(); });
 }
 
-PeerSender::PeerSender(base::TokenBucket* egress, TransferMeter& sent, uint32_t chunk_bytes)
-    : egress_(egress), sent_(sent), chunk_bytes_(chunk_bytes) {}
+PeerSender::PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Credentials credentials,
+                       uint32_t chunk_bytes)
+    : egress_(egress),
+      sent_(sent),
+      credentials_(std::move(credentials)),
+      chunk_bytes_(chunk_bytes) {}
 
 v1::Peer::Stub& PeerSender::StubFor(const std::string& address) {
   absl::MutexLock lock(&mu_);
   std::unique_ptr<v1::Peer::Stub>& stub = stubs_[address];
-  if (!stub) stub = v1::Peer::NewStub(rpc::MakeChannel(address));
+  if (!stub) stub = v1::Peer::NewStub(rpc::MakeChannel(address, credentials_, rpc::Role::kTrainer));
   return *stub;
 }
 

@@ -17,6 +17,8 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/token_bucket.h"
+#include "rpc/authorizer.h"
+#include "rpc/credentials.h"
 #include "store/push_assembler.h"
 #include "syncopate/v1/coordinator.pb.h"
 #include "syncopate/v1/peer.grpc.pb.h"
@@ -88,8 +90,9 @@ store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 // Served with gRPC's callback API: a stream paced by `ingress` waits on a timer, not a thread.
 class PeerService final : public v1::Peer::CallbackService {
  public:
+  // `authorizer` allows a stream only from a trainer (docs/security.md).
   PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,
-              TransferMeter& received);
+              TransferMeter& received, rpc::Authorizer authorizer);
 
   grpc::ServerReadReactor<v1::PushMessage>* Exchange(grpc::CallbackServerContext* context,
                                                      v1::ExchangeReply* reply) override;
@@ -99,6 +102,7 @@ class PeerService final : public v1::Peer::CallbackService {
   store::SpecLookup lookup_;
   base::TokenBucket* ingress_;  // null: unlimited
   TransferMeter& received_;
+  const rpc::Authorizer authorizer_;
 };
 
 // Lets another thread cancel one transfer, before or while it runs. Thread-safe.
@@ -119,7 +123,8 @@ class TransferCancel {
 // Streams this trainer's model to peers, each stream with its own deadline.
 class PeerSender {
  public:
-  PeerSender(base::TokenBucket* egress, TransferMeter& sent,
+  // `credentials`: this trainer's certificate (or none).
+  PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Credentials credentials,
              uint32_t chunk_bytes = tensor::kDefaultChunkBytes);
 
   // Sends `model` as round `round` from `sender` to every peer; returns each peer's outcome in
@@ -137,6 +142,7 @@ class PeerSender {
 
   base::TokenBucket* egress_;
   TransferMeter& sent_;
+  const rpc::Credentials credentials_;
   const uint32_t chunk_bytes_;
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<v1::Peer::Stub>> stubs_ ABSL_GUARDED_BY(mu_);

@@ -27,14 +27,16 @@ absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions&
   RETURN_IF_ERROR(MakeBucket(options.egress_rate, &node->egress_));
   RETURN_IF_ERROR(MakeBucket(options.ingress_rate, &node->ingress_));
   const LinkLimits limits = node->limits();
-  node->service_ = std::make_unique<PeerService>(node->inbox_, ShapeLookup(shapes), limits.ingress,
-                                                 node->received_);
-  node->sender_ = std::make_unique<PeerSender>(limits.egress, node->sent_);
+  node->service_ = std::make_unique<PeerService>(
+      node->inbox_, ShapeLookup(shapes), limits.ingress, node->received_,
+      rpc::Authorizer(options.credentials.secure(), options.on_refusal));
+  node->sender_ = std::make_unique<PeerSender>(limits.egress, node->sent_, options.credentials);
   node->multicast_ = std::make_unique<BackgroundMulticast>(*node->sender_);
   node->link_ = std::make_unique<PeerLink>(
       PeerLink{node->inbox_, *node->sender_, *node->multicast_, node->sent_, node->received_});
   int port = 0;
-  RETURN_IF_ERROR(rpc::StartServer(options.listen, {node->service_.get()}, &node->server_, &port));
+  RETURN_IF_ERROR(rpc::StartServer(options.listen, {node->service_.get()}, options.credentials,
+                                   &node->server_, &port));
   node->address_ = options.advertise;
   if (node->address_.empty()) {
     std::string host = options.listen.substr(0, options.listen.rfind(':'));

@@ -15,6 +15,8 @@
 #include "client/peer_exchange.h"
 #include "client/store_client.h"
 #include "grpcpp/server.h"
+#include "rpc/authorizer.h"
+#include "rpc/credentials.h"
 #include "tensor/tensor.h"
 
 namespace syncopate::client {
@@ -36,6 +38,10 @@ struct PeerNodeOptions {
   // Link limits such as "100mbit" (base::ParseRate); empty: none.
   std::string egress_rate;
   std::string ingress_rate;
+  // This trainer's certificate, for its Peer service and its channels to peers (default: none).
+  rpc::Credentials credentials;
+  // Counts an Exchange the Peer service refused by the caller's certificate (may be null).
+  rpc::Authorizer::OnRefusal on_refusal;
 };
 
 class PeerNode {

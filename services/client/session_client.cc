@@ -21,7 +21,8 @@ absl::StatusOr<std::unique_ptr<SessionClient>> SessionClient::Connect(
   client->address_ = address;
   client->join_ = join;
   client->join_.clear_resume();
-  client->channel_ = rpc::MakeChannel(address);
+  client->channel_ =
+      rpc::MakeChannel(address, client->options_.credentials, rpc::Role::kCoordinator);
   client->stub_ = v1::Coordinator::NewStub(client->channel_);
   const absl::Time deadline = absl::Now() + options.join_timeout;
   base::Backoff backoff(options.backoff);

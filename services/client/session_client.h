@@ -15,6 +15,7 @@
 #include "absl/time/time.h"
 #include "base/backoff.h"
 #include "client/links.h"
+#include "rpc/credentials.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 
 namespace syncopate::client {
@@ -26,6 +27,8 @@ struct SessionClientOptions {
   // to resume the session, with backoff, before giving up.
   absl::Duration resume_for = absl::Minutes(2);
   base::BackoffOptions backoff{absl::Milliseconds(100), absl::Seconds(1), 2.0};
+  // This trainer's certificate (default: none, --insecure).
+  rpc::Credentials credentials;
 };
 
 // Thread-safe. Rides out a coordinator restart: when the stream breaks, it opens a new one and

@@ -333,7 +333,7 @@ v1::Proceed Exchange(int64_t clock, int64_t round, uint64_t from) {
 struct FakePeers {
   TransferMeter sent, received;
   ExchangeInbox inbox;
-  PeerSender sender{nullptr, sent};
+  PeerSender sender{nullptr, sent, rpc::Credentials::Insecure()};
   BackgroundMulticast multicast{sender};
   PeerLink link{inbox, sender, multicast, sent, received};
 };

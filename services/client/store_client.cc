@@ -21,15 +21,17 @@ bool Transient(const absl::Status& status) {
 
 }  // namespace
 
-StoreClient::StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
-                         uint32_t chunk_bytes, LinkLimits limits, absl::Duration retry_for)
+StoreClient::StoreClient(std::vector<std::string> addresses, const rpc::Credentials& credentials,
+                         absl::Duration timeout, uint32_t chunk_bytes, LinkLimits limits,
+                         absl::Duration retry_for)
     : addresses_(std::move(addresses)),
       timeout_(timeout),
       chunk_bytes_(chunk_bytes),
       limits_(limits),
       retry_for_(retry_for) {
   for (const std::string& address : addresses_) {
-    std::shared_ptr<grpc::Channel> channel = rpc::MakeChannel(address);
+    std::shared_ptr<grpc::Channel> channel =
+        rpc::MakeChannel(address, credentials, rpc::Role::kStore);
     stubs_.push_back(v1::ParameterStore::NewStub(channel));
     pulls_.emplace_back("/syncopate.v1.ParameterStore/Pull", channel);
   }

@@ -39,10 +39,11 @@ struct LinkLimits {
 // their own rounds were lost on that shard), and retries the push (docs/faults.md).
 class StoreClient final : public StoreLink {
  public:
-  // `timeout` bounds each RPC; `chunk_bytes` sizes stream chunks.
-  StoreClient(std::vector<std::string> addresses, absl::Duration timeout,
-              uint32_t chunk_bytes = tensor::kDefaultChunkBytes, LinkLimits limits = {},
-              absl::Duration retry_for = absl::Minutes(2));
+  // `credentials`: this trainer's certificate (or none); `timeout` bounds each RPC;
+  // `chunk_bytes` sizes stream chunks.
+  StoreClient(std::vector<std::string> addresses, const rpc::Credentials& credentials,
+              absl::Duration timeout, uint32_t chunk_bytes = tensor::kDefaultChunkBytes,
+              LinkLimits limits = {}, absl::Duration retry_for = absl::Minutes(2));
 
   size_t shard_count() const { return stubs_.size(); }
 

@@ -63,6 +63,11 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
       exchange_transfers_preempted(metrics::AddCounter(
           r, "syncopate_trainer_exchange_transfers_preempted_total",
           "Model transfers to peers cancelled before the end: preempted by the coordinator or "
-          "superseded by a newer multicast (selmcast-ssp).")) {}
+          "superseded by a newer multicast (selmcast-ssp).")),
+      refused_calls(prometheus::BuildCounter()
+                        .Name("syncopate_trainer_refused_calls_total")
+                        .Help("Calls to this trainer's Peer service refused because the caller's "
+                              "certificate does not allow them, by method (Exchange).")
+                        .Register(r)) {}
 
 }  // namespace syncopate::client

@@ -3,6 +3,7 @@
 #define SYNCOPATE_CLIENT_TRAINER_METRICS_H_
 
 #include "prometheus/counter.h"
+#include "prometheus/family.h"
 #include "prometheus/gauge.h"
 #include "prometheus/histogram.h"
 #include "prometheus/registry.h"
@@ -35,6 +36,8 @@ struct TrainerMetrics {
   prometheus::Counter& exchange_bytes_received;
   prometheus::Counter& exchange_peers_missed;
   prometheus::Counter& exchange_transfers_preempted;
+  // Calls to the Peer service refused by the caller's certificate, label rpc.
+  prometheus::Family<prometheus::Counter>& refused_calls;
 };
 
 }  // namespace syncopate::client

@@ -257,6 +257,7 @@ std::vector<sync::Member> Coordinator::StoreMembers() const {
     sync::Member member;
     member.id = id;
     member.incarnation = m.incarnation;
+    member.name = m.name;
     members.push_back(std::move(member));
   }
   std::sort(members.begin(), members.end(),

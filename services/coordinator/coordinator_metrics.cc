@@ -61,7 +61,12 @@ CoordinatorMetrics::CoordinatorMetrics(prometheus::Registry& r)
                   .Name("syncopate_coordinator_refused_values_total")
                   .Help("Values trainers reported that were refused and ignored, by what "
                         "(timings, transfers, accuracy, accuracy_not_evaluator).")
-                  .Register(r)) {}
+                  .Register(r)),
+      refused_calls(prometheus::BuildCounter()
+                        .Name("syncopate_coordinator_refused_calls_total")
+                        .Help("Calls refused because the caller's certificate does not allow them, "
+                              "by method (Session, GetStatus).")
+                        .Register(r)) {}
 
 std::vector<prometheus::MetricFamily> TrainerFamilies(const std::vector<TrainerGauge>& trainers) {
   auto family = [](const char* name, const char* help) {

@@ -41,6 +41,7 @@ struct CoordinatorMetrics {
   // Values a trainer stated that the coordinator refused and ignored, label what = timings,
   // transfers, accuracy (invalid) or accuracy_not_evaluator.
   prometheus::Family<prometheus::Counter>& refused;
+  prometheus::Family<prometheus::Counter>& refused_calls;
 };
 
 // One live trainer's gauges. They are computed when scraped (TrainerFamilies), not kept current

@@ -44,6 +44,8 @@ int main(int argc, char** argv) {
   std::string ready_file;
   std::string log_level = "info";
   bool exit_when_done = false;
+  std::string tls_dir;
+  bool insecure = false;
   app.add_option("--listen", listen, "gRPC address (host:port; port 0 picks one)");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
   app.add_option("--stores", stores, "Store shard addresses, comma-separated, in shard order")
@@ -93,6 +95,8 @@ int main(int argc, char** argv) {
                "Exit 0 once training is done and every trainer has left (a Kubernetes Job)");
   app.add_option("--ready-file", ready_file, "Write the bound ports here once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp);
+  app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp);
   CLI11_PARSE(app, argc, argv);
   syncopate::base::InitLogging("coordinator", log_level);
 
@@ -106,6 +110,9 @@ int main(int argc, char** argv) {
     if (!d.ok()) return Fail(d.status());
     *out = *d;
   }
+  absl::StatusOr<syncopate::rpc::Credentials> credentials =
+      syncopate::rpc::CredentialsFromFlags(tls_dir, insecure);
+  if (!credentials.ok()) return Fail(credentials.status());
   auto policy = syncopate::sync::MakePolicy(policy_options);
   if (!policy.ok()) return Fail(policy.status());
   std::vector<std::string> store_addresses = syncopate::base::SplitList(stores);
@@ -114,17 +121,23 @@ int main(int argc, char** argv) {
   auto metrics_server = syncopate::metrics::MetricsServer::Start(metrics_listen);
   if (!metrics_server.ok()) return Fail(metrics_server.status());
   syncopate::coordinator::CoordinatorMetrics metrics((*metrics_server)->registry());
-  syncopate::coordinator::GrpcStoreControl store_control(store_addresses, absl::Seconds(3));
+  syncopate::coordinator::GrpcStoreControl store_control(store_addresses, *credentials,
+                                                         absl::Seconds(3));
   syncopate::coordinator::Coordinator coordinator(options, *std::move(policy), store_control,
                                                   syncopate::base::MonotonicClock::Get(), metrics);
   (*metrics_server)->AddCollector([&coordinator] {
     return syncopate::coordinator::TrainerFamilies(coordinator.TrainerGauges());
   });
   coordinator.Start();
-  syncopate::coordinator::SessionService service(coordinator);
+  syncopate::coordinator::SessionService service(
+      coordinator,
+      syncopate::rpc::Authorizer(credentials->secure(), [&metrics](absl::string_view rpc) {
+        metrics.refused_calls.Add({{"rpc", std::string(rpc)}}).Increment();
+      }));
   std::unique_ptr<grpc::Server> server;
   int port = 0;
-  absl::Status started = syncopate::rpc::StartServer(listen, {&service}, &server, &port);
+  absl::Status started =
+      syncopate::rpc::StartServer(listen, {&service}, *credentials, &server, &port);
   if (!started.ok()) return Fail(started);
   absl::Status ready =
       syncopate::base::WriteReadyFile(ready_file, {port, (*metrics_server)->port(), 0});

@@ -3,6 +3,7 @@
 #include <memory>
 #include <optional>
 
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
 #include "rpc/grpc_util.h"
 
@@ -15,7 +16,10 @@ namespace {
 // after a write completes). Lock order: outbox listener, then mu_, then the outbox's queue.
 class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive> {
  public:
-  explicit SessionReactor(Coordinator& coordinator) : coordinator_(coordinator) {
+  // `caller`: the trainer's certificate identity (none without TLS).
+  SessionReactor(Coordinator& coordinator, const rpc::Authorizer& authorizer,
+                 std::optional<rpc::Identity> caller)
+      : coordinator_(coordinator), authorizer_(authorizer), caller_(std::move(caller)) {
     StartRead(&request_);
   }
 
@@ -64,6 +68,13 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, 
     if (!request_.has_join()) {
       FinishOnce(
           grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, "a session must start with Join"));
+      return;
+    }
+    if (absl::Status allowed = authorizer_.RequireName(
+            caller_, request_.join().name(), "Session",
+            absl::StrCat("a join as ", rpc::Quoted(request_.join().name())));
+        !allowed.ok()) {
+      FinishOnce(rpc::ToGrpcStatus(allowed));
       return;
     }
     auto outbox = std::make_shared<Outbox>();
@@ -122,6 +133,8 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, 
   }
 
   Coordinator& coordinator_;
+  const rpc::Authorizer& authorizer_;
+  const std::optional<rpc::Identity> caller_;
   v1::SessionRequest request_;      // touched only by the read in flight
   std::optional<SessionKey> key_;   // set by the first read, before any other
   std::shared_ptr<Outbox> outbox_;  // likewise
@@ -134,16 +147,32 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, 
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+// A session refused before its first read (the caller is not a trainer).
+class RefusedSession final : public grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive> {
+ public:
+  explicit RefusedSession(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace
 
 grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive>* SessionService::Session(
-    grpc::CallbackServerContext*) {
-  return new SessionReactor(coordinator_);
+    grpc::CallbackServerContext* ctx) {
+  absl::StatusOr<std::optional<rpc::Identity>> caller =
+      authorizer_.Require(*ctx, "Session", {rpc::Role::kTrainer});
+  if (!caller.ok()) return new RefusedSession(rpc::ToGrpcStatus(caller.status()));
+  return new SessionReactor(coordinator_, authorizer_, *std::move(caller));
 }
 
 grpc::ServerUnaryReactor* SessionService::GetStatus(grpc::CallbackServerContext* ctx,
                                                     const v1::GetStatusRequest*,
                                                     v1::ClusterStatus* reply) {
+  if (auto caller = authorizer_.Require(
+          *ctx, "GetStatus",
+          {rpc::Role::kCoordinator, rpc::Role::kStore, rpc::Role::kTrainer, rpc::Role::kOperator});
+      !caller.ok()) {
+    return rpc::Answer(ctx, rpc::ToGrpcStatus(caller.status()));
+  }
   *reply = coordinator_.Status();
   return rpc::Answer(ctx, grpc::Status::OK);
 }

@@ -5,18 +5,23 @@
 #define SYNCOPATE_COORDINATOR_SESSION_SERVICE_H_
 
 #include "coordinator/coordinator.h"
+#include "rpc/authorizer.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 
 namespace syncopate::coordinator {
 
-// Thread-safe; `coordinator` must outlive the service.
+// Thread-safe; `coordinator` must outlive the service. `authorizer` allows Session only to
+// trainers, each joining under its certificate's name (or any name with a pool certificate), and
+// GetStatus to any process of the job (docs/security.md).
 class SessionService final : public v1::Coordinator::CallbackService {
  public:
-  explicit SessionService(Coordinator& coordinator) : coordinator_(coordinator) {}
+  SessionService(Coordinator& coordinator, rpc::Authorizer authorizer)
+      : coordinator_(coordinator), authorizer_(std::move(authorizer)) {}
 
-  // The first message must be a Join (else INVALID_ARGUMENT); a refused join ends the stream with
-  // the coordinator's status. Directives are written as the coordinator queues them. The stream
-  // ends OK once the trainer left (or its stream broke) and its outbox is closed and written.
+  // The first message must be a Join (else INVALID_ARGUMENT); a refused join (by the authorizer:
+  // PERMISSION_DENIED, nothing changed) ends the stream with the coordinator's status. Directives
+  // are written as the coordinator queues them. The stream ends OK once the trainer left (or its
+  // stream broke) and its outbox is closed and written.
   grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive>* Session(
       grpc::CallbackServerContext* ctx) override;
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
@@ -25,6 +30,7 @@ class SessionService final : public v1::Coordinator::CallbackService {
 
  private:
   Coordinator& coordinator_;
+  const rpc::Authorizer authorizer_;
 };
 
 }  // namespace syncopate::coordinator

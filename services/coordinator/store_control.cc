@@ -6,10 +6,12 @@
 
 namespace syncopate::coordinator {
 
-GrpcStoreControl::GrpcStoreControl(std::vector<std::string> addresses, absl::Duration timeout)
+GrpcStoreControl::GrpcStoreControl(std::vector<std::string> addresses,
+                                   const rpc::Credentials& credentials, absl::Duration timeout)
     : addresses_(std::move(addresses)), timeout_(timeout) {
   for (const std::string& address : addresses_) {
-    stubs_.push_back(v1::ParameterStore::NewStub(rpc::MakeChannel(address)));
+    stubs_.push_back(
+        v1::ParameterStore::NewStub(rpc::MakeChannel(address, credentials, rpc::Role::kStore)));
   }
 }
 
@@ -36,6 +38,7 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::SetMembership(
     v1::Member* out = request.add_members();
     out->set_trainer_id(m.id);
     out->set_incarnation(m.incarnation);
+    out->set_name(m.name);
   }
   request.set_round(membership.round);
   request.set_apply_mode(membership.apply_mode);
@@ -67,7 +70,7 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::Probe() {
                  reply.tensors_size() > 0, 0,
                  reply.has_membership(),   {}};
         for (const v1::PushCut& m : reply.members()) {
-          shard.members.push_back({m.trainer_id(), m.incarnation(), m.clock()});
+          shard.members.push_back({m.trainer_id(), m.incarnation(), m.clock(), m.name()});
         }
         return status;
       }));

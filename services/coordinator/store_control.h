@@ -10,6 +10,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "rpc/credentials.h"
 #include "sync/membership.h"
 #include "syncopate/v1/store.grpc.pb.h"
 
@@ -20,6 +21,7 @@ struct ShardMember {
   sync::TrainerId id = 0;
   uint64_t incarnation = 0;
   int64_t last_cut = -1;
+  std::string name;  // empty when the shard does not know it
 };
 
 // One shard as it answered: which process (incarnation) and what it holds.
@@ -64,10 +66,12 @@ class StoreControl {
   virtual std::vector<std::string> addresses() const = 0;
 };
 
-// StoreControl over gRPC, one channel per shard; every call has `timeout`.
+// StoreControl over gRPC, one channel per shard (with `credentials`: the coordinator's
+// certificate); every call has `timeout`.
 class GrpcStoreControl final : public StoreControl {
  public:
-  GrpcStoreControl(std::vector<std::string> addresses, absl::Duration timeout);
+  GrpcStoreControl(std::vector<std::string> addresses, const rpc::Credentials& credentials,
+                   absl::Duration timeout);
 
   absl::StatusOr<std::vector<ShardState>> SetMembership(const StoreMembership& membership) override;
   absl::Status CloseRound(const v1::CloseRoundRequest& request) override;

@@ -2,22 +2,13 @@
 
 #include <cmath>
 
-#include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "rpc/identity.h"
 
 namespace syncopate::coordinator {
 namespace {
 
-// `text` escaped for a message, cut to 64 characters.
-std::string Quoted(absl::string_view text) {
-  const bool cut = text.size() > 64;
-  return absl::StrCat("'", absl::CHexEscape(text.substr(0, 64)), cut ? "...'" : "'");
-}
-
-bool NameCharacter(char c) {
-  return (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' ||
-         c == '_' || c == '-';
-}
+using rpc::Quoted;
 
 absl::Status CheckSeconds(const char* field, double seconds) {
   if (!std::isfinite(seconds) || seconds < 0 || seconds > kMaxReportedSeconds) {
@@ -45,11 +36,9 @@ absl::Status CheckTrainerName(absl::string_view name) {
                                                    kMaxTrainerNameLength, " characters; got ",
                                                    name.size(), ": ", Quoted(name)));
   }
-  for (char c : name) {
-    if (!NameCharacter(c)) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "a trainer name takes only letters, digits, '.', '_' and '-': ", Quoted(name)));
-    }
+  if (!rpc::IsValidName(name)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "a trainer name takes only letters, digits, '.', '_' and '-': ", Quoted(name)));
   }
   return absl::OkStatus();
 }

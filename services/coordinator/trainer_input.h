@@ -6,12 +6,14 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
+#include "rpc/identity.h"
 #include "syncopate/v1/coordinator.pb.h"
 
 namespace syncopate::coordinator {
 
-// The longest trainer name: a Kubernetes object name (DNS subdomain) fits.
-inline constexpr size_t kMaxTrainerNameLength = 253;
+// The longest trainer name: a Kubernetes object name (DNS subdomain) fits; the rule of every
+// process name (rpc/identity.h), so that a trainer's certificate can name it.
+inline constexpr size_t kMaxTrainerNameLength = rpc::kMaxNameLength;
 // The longest peer address (host:port).
 inline constexpr size_t kMaxPeerAddressLength = 261;
 // The largest duration a trainer may report, in seconds (about 31.7 years).

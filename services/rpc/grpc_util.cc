@@ -15,7 +15,8 @@ absl::Status FromGrpcStatus(const grpc::Status& status) {
   return absl::Status(static_cast<absl::StatusCode>(status.error_code()), status.error_message());
 }
 
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const Credentials& credentials, Role server_role) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(kMaxMessageBytes);
   args.SetMaxSendMessageSize(kMaxMessageBytes);
@@ -28,7 +29,7 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(), args);
+  return grpc::CreateCustomChannel(address, credentials.ForChannel(server_role), args);
 }
 
 void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
@@ -41,11 +42,12 @@ void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
 }
 
 absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
-                         std::unique_ptr<grpc::Server>* server, int* port) {
+                         const Credentials& credentials, std::unique_ptr<grpc::Server>* server,
+                         int* port) {
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(builder);
-  builder.AddListeningPort(address, grpc::InsecureServerCredentials(), port);
+  builder.AddListeningPort(address, credentials.ForServer(), port);
   for (grpc::Service* service : services) builder.RegisterService(service);
   *server = builder.BuildAndStart();
   if (*server == nullptr || *port == 0) {

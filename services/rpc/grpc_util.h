@@ -11,6 +11,7 @@
 #include "absl/time/time.h"
 #include "google/protobuf/message.h"
 #include "grpcpp/grpcpp.h"
+#include "rpc/credentials.h"
 
 namespace syncopate::rpc {
 
@@ -21,8 +22,10 @@ inline constexpr int kMaxMessageBytes = 16 << 20;
 grpc::Status ToGrpcStatus(const absl::Status& status);
 absl::Status FromGrpcStatus(const grpc::Status& status);
 
-// An insecure channel to `address` with Syncopate's limits and keepalive.
-std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address);
+// A channel to `address`, whose server must be a `server_role` (with TLS: its certificate says so),
+// with Syncopate's limits and keepalive.
+std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
+                                           const Credentials& credentials, Role server_role);
 
 // Applies Syncopate's limits and keepalive to a server builder.
 void ConfigureServerBuilder(grpc::ServerBuilder& builder);
@@ -46,9 +49,11 @@ class RawServerStream {
 };
 
 // Builds and starts a server on `address` ("127.0.0.1:0" picks a port) with `services`, gRPC's
-// health service (reporting SERVING) and Syncopate's settings. UNAVAILABLE when it cannot bind.
+// health service (reporting SERVING), `credentials` and Syncopate's settings. UNAVAILABLE when it
+// cannot bind.
 absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
-                         std::unique_ptr<grpc::Server>* server, int* port);
+                         const Credentials& credentials, std::unique_ptr<grpc::Server>* server,
+                         int* port);
 
 // A callback-API unary method's answer, given at once on the thread that read the request.
 grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::Status& status);

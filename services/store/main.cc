@@ -33,6 +33,8 @@ int main(int argc, char** argv) {
   std::string checkpoint_interval = "60s";
   std::string ready_file;
   std::string log_level = "info";
+  std::string tls_dir;
+  bool insecure = false;
   app.add_option("--listen", listen, "gRPC address (host:port; port 0 picks one)");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
   app.add_option("--shard", shard, "This shard's index");
@@ -45,6 +47,8 @@ int main(int argc, char** argv) {
                  "Checkpoint this often while the model changes, and at shutdown (0s: only then)");
   app.add_option("--ready-file", ready_file, "Write the bound ports here once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp);
+  app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp);
   CLI11_PARSE(app, argc, argv);
   if (shard >= shard_count) {
     std::fprintf(stderr, "--shard=%u must be below --shard-count=%u\n", shard, shard_count);
@@ -54,6 +58,13 @@ int main(int argc, char** argv) {
   absl::StatusOr<absl::Duration> every = syncopate::base::ParseDuration(checkpoint_interval);
   if (!every.ok()) {
     std::fprintf(stderr, "--checkpoint-interval: %s\n", every.status().ToString().c_str());
+    return 2;
+  }
+
+  absl::StatusOr<syncopate::rpc::Credentials> credentials =
+      syncopate::rpc::CredentialsFromFlags(tls_dir, insecure);
+  if (!credentials.ok()) {
+    std::fprintf(stderr, "%s\n", credentials.status().ToString().c_str());
     return 2;
   }
 
@@ -87,10 +98,14 @@ int main(int argc, char** argv) {
   // New at every start, so the coordinator can tell a restarted shard from a running one.
   std::random_device entropy;
   const uint64_t incarnation = (uint64_t{entropy()} << 32 | entropy()) | 1;
-  syncopate::store::StoreService service(table, metrics, shard, shard_count, incarnation);
+  // Refusals are counted with every other rejection, by status code.
+  syncopate::store::StoreService service(
+      table, metrics, shard, shard_count, incarnation,
+      syncopate::rpc::Authorizer(credentials->secure(), nullptr));
   std::unique_ptr<grpc::Server> server;
   int port = 0;
-  absl::Status started = syncopate::rpc::StartServer(listen, {&service}, &server, &port);
+  absl::Status started =
+      syncopate::rpc::StartServer(listen, {&service}, *credentials, &server, &port);
   if (!started.ok()) {
     spdlog::critical("{}", started.ToString());
     return 1;

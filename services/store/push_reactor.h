@@ -43,6 +43,13 @@ class PushReactor final : public grpc::ServerReadReactor<v1::PushMessage> {
   grpc::Alarm alarm_;  // the paced next read; a read always follows, so it is done before OnDone
 };
 
+// A push stream refused before any message is read (the caller may not push). Deletes itself.
+class RefusedPush final : public grpc::ServerReadReactor<v1::PushMessage> {
+ public:
+  explicit RefusedPush(const grpc::Status& status) { Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 }  // namespace syncopate::store
 
 #endif  // SYNCOPATE_STORE_PUSH_REACTOR_H_

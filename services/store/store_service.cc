@@ -14,12 +14,42 @@
 namespace syncopate::store {
 
 StoreService::StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard,
-                           uint32_t shard_count, uint64_t incarnation)
+                           uint32_t shard_count, uint64_t incarnation, rpc::Authorizer authorizer)
     : table_(table),
       metrics_(metrics),
       shard_(shard),
       shard_count_(shard_count),
-      incarnation_(incarnation) {}
+      incarnation_(incarnation),
+      authorizer_(std::move(authorizer)) {}
+
+namespace {
+
+using rpc::Role;
+constexpr std::initializer_list<Role> kAnyRole = {Role::kCoordinator, Role::kStore, Role::kTrainer,
+                                                  Role::kOperator};
+
+}  // namespace
+
+absl::Status StoreService::CheckPusher(const std::optional<rpc::Identity>& caller,
+                                       uint64_t trainer_id) {
+  if (!authorizer_.enforced()) return absl::OkStatus();
+  std::string name;
+  {
+    absl::MutexLock lock(&names_mu_);
+    auto it = member_names_.find(trainer_id);
+    // Never a member: the table refuses it.
+    if (it == member_names_.end()) return absl::OkStatus();
+    name = it->second;
+  }
+  if (name.empty()) {
+    // A member a restarted coordinator took over from the stores before the trainer resumed its
+    // session (its name comes with the resume): retried.
+    return absl::UnavailableError(absl::StrCat("Push refused for now: trainer id ", trainer_id,
+                                               " has no name in this shard's membership"));
+  }
+  return authorizer_.RequireName(caller, name, "Push",
+                                 absl::StrCat("a push for trainer id ", trainer_id));
+}
 
 grpc::Status StoreService::Finish(const absl::Status& status) {
   if (!status.ok()) {
@@ -36,18 +66,28 @@ void StoreService::UpdateGauges() {
 
 grpc::ServerUnaryReactor* StoreService::GetSchema(grpc::CallbackServerContext* ctx,
                                                   const v1::GetSchemaRequest*, v1::Schema* reply) {
+  if (auto caller = authorizer_.Require(*ctx, "GetSchema", kAnyRole); !caller.ok()) {
+    return rpc::Answer(ctx, Finish(caller.status()));
+  }
   return rpc::Answer(ctx, Schema(reply));
 }
 
 grpc::ServerUnaryReactor* StoreService::SetMembership(grpc::CallbackServerContext* ctx,
                                                       const v1::Membership* request,
                                                       v1::SetMembershipReply* reply) {
+  if (auto caller = authorizer_.Require(*ctx, "SetMembership", {Role::kCoordinator});
+      !caller.ok()) {
+    return rpc::Answer(ctx, Finish(caller.status()));
+  }
   return rpc::Answer(ctx, ChangeMembership(*request, reply));
 }
 
 grpc::ServerUnaryReactor* StoreService::CloseRound(grpc::CallbackServerContext* ctx,
                                                    const v1::CloseRoundRequest* request,
                                                    v1::CloseRoundReply* reply) {
+  if (auto caller = authorizer_.Require(*ctx, "CloseRound", {Role::kCoordinator}); !caller.ok()) {
+    return rpc::Answer(ctx, Finish(caller.status()));
+  }
   return rpc::Answer(ctx, Close(*request, reply));
 }
 
@@ -66,11 +106,15 @@ grpc::Status StoreService::Schema(v1::Schema* reply) {
   }
   const Roster roster = table_.Members();
   reply->set_has_membership(roster.has_membership);
+  absl::MutexLock lock(&names_mu_);
   for (const RoundCut& m : roster.members) {
     v1::PushCut* member = reply->add_members();
     member->set_trainer_id(m.trainer.id);
     member->set_incarnation(m.trainer.incarnation);
     member->set_clock(m.clock);
+    if (auto name = member_names_.find(m.trainer.id); name != member_names_.end()) {
+      member->set_name(name->second);
+    }
   }
   return grpc::Status::OK;
 }
@@ -118,8 +162,11 @@ absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time
   return absl::OkStatus();
 }
 
-grpc::ServerReadReactor<v1::PushMessage>* StoreService::Initialize(grpc::CallbackServerContext*,
+grpc::ServerReadReactor<v1::PushMessage>* StoreService::Initialize(grpc::CallbackServerContext* ctx,
                                                                    v1::PushReply* reply) {
+  if (auto caller = authorizer_.Require(*ctx, "Initialize", {Role::kTrainer}); !caller.ok()) {
+    return new RefusedPush(Finish(caller.status()));
+  }
   const absl::Time start = absl::Now();
   return new PushReactor(
       SpecLookup(),
@@ -130,13 +177,19 @@ grpc::ServerReadReactor<v1::PushMessage>* StoreService::Initialize(grpc::Callbac
       &metrics_.streams_open);
 }
 
-grpc::ServerReadReactor<v1::PushMessage>* StoreService::Push(grpc::CallbackServerContext*,
+grpc::ServerReadReactor<v1::PushMessage>* StoreService::Push(grpc::CallbackServerContext* ctx,
                                                              v1::PushReply* reply) {
+  absl::StatusOr<std::optional<rpc::Identity>> caller =
+      authorizer_.Require(*ctx, "Push", {Role::kTrainer});
+  if (!caller.ok()) return new RefusedPush(Finish(caller.status()));
   const absl::Time start = absl::Now();
   return new PushReactor(
       [this](const std::string& name) { return table_.Spec(name); },
-      [this, start, reply](absl::StatusOr<StagedPush> push) {
+      [this, start, reply, caller = *std::move(caller)](absl::StatusOr<StagedPush> push) {
         if (!push.ok()) return Finish(push.status());
+        if (absl::Status allowed = CheckPusher(caller, push->header.trainer_id()); !allowed.ok()) {
+          return Finish(allowed);
+        }
         return Finish(TakePush(*std::move(push), /*initialize=*/false, start, reply));
       },
       &metrics_.streams_open);
@@ -206,8 +259,11 @@ absl::StatusOr<std::shared_ptr<const ModelSnapshot>> StoreService::PullSnapshot(
   }
 }
 
-grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackServerContext*,
+grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackServerContext* ctx,
                                                                const grpc::ByteBuffer* raw) {
+  if (auto caller = authorizer_.Require(*ctx, "Pull", kAnyRole); !caller.ok()) {
+    return new RefusedPull(Finish(caller.status()));
+  }
   const absl::Time start = absl::Now();
   v1::PullRequest request;
   grpc::ByteBuffer bytes = *raw;  // shares the slices; Deserialize consumes its argument
@@ -241,8 +297,14 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
                         absl::StrCat("an immediate push weight must be in (0, 1], got ", weight));
   }
   std::vector<TrainerKey> members;
-  for (const v1::Member& m : request.members()) {
-    members.push_back(TrainerKey{m.trainer_id(), m.incarnation()});
+  {
+    // Before the table takes the members, so that no member's push is ever let through unnamed.
+    absl::MutexLock lock(&names_mu_);
+    for (const v1::Member& m : request.members()) {
+      members.push_back(TrainerKey{m.trainer_id(), m.incarnation()});
+      std::string& name = member_names_[m.trainer_id()];
+      if (!m.name().empty()) name = m.name();
+    }
   }
   const MembershipResult result =
       table_.SetMembers(members, request.round(), PushRule{request.apply_mode(), weight});

@@ -5,7 +5,12 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
+#include <string>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/synchronization/mutex.h"
+#include "rpc/authorizer.h"
 #include "store/parameter_table.h"
 #include "store/push_assembler.h"
 #include "store/store_metrics.h"
@@ -17,13 +22,18 @@ namespace syncopate::store {
 // served with gRPC's callback API, on gRPC's own threads: no thread is held per call or stream,
 // and a unary call is answered on the thread that read it. Pulls go out from shared snapshots
 // (pull_frames.h), with no copy of the model per puller.
+//
+// `authorizer` allows each call by the caller's certificate (when the server runs TLS;
+// docs/security.md): SetMembership and CloseRound only to the coordinator; Initialize and Push only
+// to trainers, a push only under the caller's own trainer id (the membership names each member);
+// GetSchema and Pull to any process of the job. A refusal changes nothing.
 class StoreService final
     : public v1::ParameterStore::WithRawCallbackMethod_Pull<v1::ParameterStore::CallbackService> {
  public:
   // `incarnation` identifies this process's life of the shard (non-zero, new at every start): the
   // coordinator tells a restart by it.
   StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard, uint32_t shard_count,
-               uint64_t incarnation);
+               uint64_t incarnation, rpc::Authorizer authorizer);
 
   grpc::ServerUnaryReactor* GetSchema(grpc::CallbackServerContext* ctx,
                                       const v1::GetSchemaRequest* request,
@@ -53,6 +63,8 @@ class StoreService final
   absl::StatusOr<std::shared_ptr<const ModelSnapshot>> PullSnapshot(const v1::PullRequest& request);
   // Counts a failure and converts it for the wire.
   grpc::Status Finish(const absl::Status& status);
+  // OK when `caller` may push as trainer `trainer_id` (a member the membership names).
+  absl::Status CheckPusher(const std::optional<rpc::Identity>& caller, uint64_t trainer_id);
   void UpdateGauges();
 
   ParameterTable& table_;
@@ -60,6 +72,11 @@ class StoreService final
   const uint32_t shard_;
   const uint32_t shard_count_;
   const uint64_t incarnation_;
+  const rpc::Authorizer authorizer_;
+  absl::Mutex names_mu_;
+  // The name of every trainer id any membership named (ids are never reused: bounded as the table's
+  // record of members is).
+  absl::flat_hash_map<uint64_t, std::string> member_names_ ABSL_GUARDED_BY(names_mu_);
 };
 
 }  // namespace syncopate::store

@@ -11,6 +11,7 @@
 #include "client/job_client.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
+#include "rpc/credentials.h"
 #include "trainer/builtin_trainer.h"
 
 namespace {
@@ -54,6 +55,8 @@ int main(int argc, char** argv) {
   std::string ready_file;
   std::string trace_file;
   std::string log_level = "info";
+  std::string tls_dir;
+  bool insecure = false;
   app.add_option("--coordinator", coordinator, "Coordinator address host:port")->required();
   app.add_option("--name", name, "Stable trainer name (default trainer-<rank>)");
   app.add_option("--rank", rank, "Data shard index")->check(CLI::NonNegativeNumber);
@@ -99,6 +102,8 @@ int main(int argc, char** argv) {
   app.add_option("--ready-file", ready_file, "Write the metrics port here once running");
   app.add_option("--trace-file", trace_file, "Append a JSON-lines trace of clocks and pulls");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
+  app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp);
+  app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp);
   CLI11_PARSE(app, argc, argv);
   if (data_shard < 0) data_shard = rank;
   if (data_shard >= world) {
@@ -109,6 +114,9 @@ int main(int argc, char** argv) {
   if (name.empty()) name = absl::StrCat("trainer-", rank);
   syncopate::base::InitLogging(name, log_level);
 
+  auto credentials = syncopate::rpc::CredentialsFromFlags(tls_dir, insecure);
+  if (!credentials.ok()) return Fail(credentials.status(), kExitUsage);
+  job_options.credentials = *credentials;
   auto eval_every = syncopate::base::ParseDuration(eval_interval);
   if (!eval_every.ok()) return Fail(eval_every.status(), kExitUsage);
   session_options.eval_interval = *eval_every;
@@ -157,7 +165,10 @@ int main(int argc, char** argv) {
   job_options.rank = rank;
   job_options.rpc_timeout = *timeout;
   job_options.metrics_listen = metrics_listen;
-  job_options.peer = {peer_listen, peer_address, egress_rate, ingress_rate};
+  job_options.peer.listen = peer_listen;
+  job_options.peer.advertise = peer_address;
+  job_options.peer.egress_rate = egress_rate;
+  job_options.peer.ingress_rate = ingress_rate;
   job_options.ready_file = ready_file;
   job_options.trace_file = trace_file;
   auto job = syncopate::client::JobClient::Join(std::move(job_options), trainer.parameters());

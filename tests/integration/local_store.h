@@ -17,7 +17,10 @@ namespace syncopate {
 
 struct LocalStore {
   // Serves the shard; its address is then address().
-  absl::Status Start() { return rpc::StartServer("127.0.0.1:0", {&service}, &server, &port); }
+  absl::Status Start() {
+    return rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server,
+                            &port);
+  }
   void Stop() {
     if (server) server->Shutdown();
   }
@@ -26,7 +29,8 @@ struct LocalStore {
   prometheus::Registry registry;
   store::StoreMetrics metrics{registry};
   store::ParameterTable table;
-  store::StoreService service{table, metrics, 0, 1, /*incarnation=*/1};
+  store::StoreService service{table, metrics,           0,
+                              1,     /*incarnation=*/1, rpc::Authorizer(false, nullptr)};
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };

@@ -21,8 +21,10 @@ tensor::TensorMap Model(float value, size_t n = 1000) {
 // One trainer's receiving side on 127.0.0.1:0.
 struct Receiver {
   explicit Receiver(const tensor::TensorMap& shape, base::TokenBucket* ingress = nullptr)
-      : service(inbox, ShapeLookup(shape), ingress, received) {
-    EXPECT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, &server, &port).ok());
+      : service(inbox, ShapeLookup(shape), ingress, received, rpc::Authorizer(false, nullptr)) {
+    EXPECT_TRUE(
+        rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server, &port)
+            .ok());
   }
   ~Receiver() { server->Shutdown(); }
   v1::PeerRef Ref(uint64_t id) const {
@@ -43,7 +45,7 @@ absl::Time In(absl::Duration d) { return absl::Now() + d; }
 TEST(PeerExchangeTest, ModelsArriveByRoundAndSender) {
   Receiver r(Model(0));
   TransferMeter sent;
-  PeerSender sender(nullptr, sent);
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   for (uint64_t id : {7, 8}) {
     auto results = sender.SendToAll({r.Ref(1)}, id, /*round=*/3, Model(id), In(absl::Seconds(10)));
     ASSERT_TRUE(results[0].ok()) << results[0];
@@ -61,7 +63,7 @@ TEST(PeerExchangeTest, ModelsArriveByRoundAndSender) {
 TEST(PeerExchangeTest, WrongShapesAndRepeatsAreRefused) {
   Receiver r(Model(0));
   TransferMeter sent;
-  PeerSender sender(nullptr, sent);
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   auto wrong = sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 999), In(absl::Seconds(10)));
   EXPECT_EQ(wrong[0].code(), absl::StatusCode::kInvalidArgument) << wrong[0];
   tensor::TensorMap extra = Model(1);
@@ -83,7 +85,7 @@ TEST(PeerExchangeTest, ADeadPeerCostsAtMostTheDeadline) {
   v1::PeerRef dead = r.Ref(2);
   dead.set_address("127.0.0.1:1");  // nothing listens there
   TransferMeter sent;
-  PeerSender sender(nullptr, sent);
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   const absl::Time deadline = In(absl::Seconds(3));
   auto results = sender.SendToAll({dead, r.Ref(1)}, 7, 1, Model(1), deadline);
   EXPECT_FALSE(results[0].ok());
@@ -124,7 +126,7 @@ TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
   base::TokenBucket ingress(2e6, 64e3, base::MonotonicClock::Get());
   Receiver r(Model(0, 1000000), &ingress);
   TransferMeter sent;
-  PeerSender sender(nullptr, sent);
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   ASSERT_TRUE(sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)))[0].ok());
   const TransferTotals received = r.received.Take();
   EXPECT_GT(received.bytes, 4e6);
@@ -132,7 +134,7 @@ TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
   // The same through a 2 MB/s egress.
   Receiver fast(Model(0, 1000000));
   base::TokenBucket egress(2e6, 64e3, base::MonotonicClock::Get());
-  PeerSender limited(&egress, sent);
+  PeerSender limited(&egress, sent, rpc::Credentials::Insecure());
   ASSERT_TRUE(
       limited.SendToAll({fast.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)))[0].ok());
   const TransferTotals totals = sent.Take();
@@ -156,7 +158,7 @@ BackgroundMulticast::Outcomes WaitOutcomes(BackgroundMulticast& multicast, int c
 TEST(BackgroundMulticastTest, DeliversToEveryReceiverInTheBackground) {
   Receiver a(Model(0)), b(Model(0));
   TransferMeter sent;
-  PeerSender sender(nullptr, sent);
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   BackgroundMulticast multicast(sender);
   multicast.Start({a.Ref(1), b.Ref(2)}, 7, 1, Model(1), In(absl::Seconds(10)));
   EXPECT_EQ(WaitOutcomes(multicast, 2).delivered, 2);
@@ -169,7 +171,7 @@ TEST(BackgroundMulticastTest, ANewerMulticastSupersedesTheUnfinishedOne) {
   base::TokenBucket ingress(1e6, 64e3, base::MonotonicClock::Get());
   Receiver slow(Model(0, 1000000), &ingress), fast(Model(0, 1000000));
   TransferMeter sent;
-  PeerSender sender(nullptr, sent);
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   BackgroundMulticast multicast(sender);
   multicast.Start({slow.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)));
   absl::SleepFor(absl::Milliseconds(200));
@@ -186,7 +188,7 @@ TEST(BackgroundMulticastTest, APreemptedTransferStopsAndDepositsNothing) {
   base::TokenBucket ingress(1e6, 64e3, base::MonotonicClock::Get());
   Receiver slow(Model(0, 1000000), &ingress), fast(Model(0, 1000000));
   TransferMeter sent;
-  PeerSender sender(nullptr, sent);
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   BackgroundMulticast multicast(sender);
   multicast.Start({slow.Ref(1), fast.Ref(2)}, 7, 5, Model(5, 1000000), In(absl::Seconds(30)));
   absl::SleepFor(absl::Milliseconds(300));

@@ -20,7 +20,7 @@ namespace {
 // One coordinator process's worth: the engine, its service and server.
 struct CoordinatorServer {
   CoordinatorServer(const std::string& store, const std::string& listen)
-      : stores({store}, absl::Seconds(5)) {
+      : stores({store}, rpc::Credentials::Insecure(), absl::Seconds(5)) {
     sync::PolicyOptions policy;
     policy.mode = "asp";
     coordinator::CoordinatorOptions options;
@@ -28,8 +28,10 @@ struct CoordinatorServer {
     engine = std::make_unique<coordinator::Coordinator>(options, *sync::MakePolicy(policy), stores,
                                                         base::MonotonicClock::Get(), metrics);
     engine->Start();
-    service = std::make_unique<coordinator::SessionService>(*engine);
-    status = rpc::StartServer(listen, {service.get()}, &server, &port);
+    service =
+        std::make_unique<coordinator::SessionService>(*engine, rpc::Authorizer(false, nullptr));
+    status =
+        rpc::StartServer(listen, {service.get()}, rpc::Credentials::Insecure(), &server, &port);
   }
   // As a crash looks to the trainers: every stream ends at once, and nothing more reaches the
   // store (the engine stops first, as syncopate-coordinator's shutdown does).

@@ -25,17 +25,22 @@ class SessionServiceTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(store_.Start().ok());
     stores_ = std::make_unique<coordinator::GrpcStoreControl>(
-        std::vector<std::string>{store_.address()}, absl::Seconds(5));
+        std::vector<std::string>{store_.address()}, rpc::Credentials::Insecure(), absl::Seconds(5));
     sync::PolicyOptions policy;
     policy.mode = "ssp";
     engine_ = std::make_unique<coordinator::Coordinator>(coordinator::CoordinatorOptions{},
                                                          *sync::MakePolicy(policy), *stores_,
                                                          base::MonotonicClock::Get(), metrics_);
     engine_->Start();
-    service_ = std::make_unique<coordinator::SessionService>(*engine_);
+    service_ =
+        std::make_unique<coordinator::SessionService>(*engine_, rpc::Authorizer(false, nullptr));
     int port = 0;
-    ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {service_.get()}, &server_, &port).ok());
-    stub_ = v1::Coordinator::NewStub(rpc::MakeChannel("127.0.0.1:" + std::to_string(port)));
+    ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {service_.get()}, rpc::Credentials::Insecure(),
+                                 &server_, &port)
+                    .ok());
+    stub_ = v1::Coordinator::NewStub(rpc::MakeChannel("127.0.0.1:" + std::to_string(port),
+                                                      rpc::Credentials::Insecure(),
+                                                      rpc::Role::kCoordinator));
   }
   void TearDown() override {
     engine_->Stop();

@@ -26,9 +26,10 @@ class StoreServiceTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(store_.Start().ok());
     address_ = store_.address();
-    client_ = std::make_unique<client::StoreClient>(std::vector<std::string>{address_},
-                                                    absl::Seconds(10));
-    stub_ = v1::ParameterStore::NewStub(rpc::MakeChannel(address_));
+    client_ = std::make_unique<client::StoreClient>(
+        std::vector<std::string>{address_}, rpc::Credentials::Insecure(), absl::Seconds(10));
+    stub_ = v1::ParameterStore::NewStub(
+        rpc::MakeChannel(address_, rpc::Credentials::Insecure(), rpc::Role::kStore));
     store_.table.SetMembers({{kTrainer, 1}});
     model_["big"] = std::vector<float>(3'000'000);  // 12 MiB: needs chunking under 4 MiB limits
     for (size_t i = 0; i < model_["big"].size(); ++i) model_["big"][i] = 0.001f * (i % 1000);
@@ -105,7 +106,10 @@ TEST_F(StoreServiceTest, OpenStreamsHoldNoThreadEach) {
 }
 
 TEST_F(StoreServiceTest, ServesHealthAndRoundTripsLargeTensors) {
-  EXPECT_TRUE(rpc::CheckHealth(*rpc::MakeChannel(address_), absl::Seconds(5)).ok());
+  EXPECT_TRUE(
+      rpc::CheckHealth(*rpc::MakeChannel(address_, rpc::Credentials::Insecure(), rpc::Role::kStore),
+                       absl::Seconds(5))
+          .ok());
   EXPECT_EQ(Live(), model_);
   tensor::TensorMap delta = {{"big", std::vector<float>(3'000'000, 0.5f)}, {"small", {1, 1, 1}}};
   ASSERT_TRUE(client_->Push(Header(1), delta).ok());
@@ -227,7 +231,8 @@ TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
   v1::CloseRoundReply closed;
   ASSERT_TRUE(stub_->CloseRound(&ctx, close, &closed).ok());
   absl::StatusOr<client::PulledModel> a = client_->Pull(1);
-  client::StoreClient other({address_}, absl::Seconds(10), tensor::kMinChunkBytes);
+  client::StoreClient other({address_}, rpc::Credentials::Insecure(), absl::Seconds(10),
+                            tensor::kMinChunkBytes);
   absl::StatusOr<client::PulledModel> b = other.Pull(1);
   ASSERT_TRUE(a.ok() && b.ok());
   EXPECT_EQ(a->checksums, b->checksums);
@@ -248,9 +253,12 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   store::StoreMetrics metrics(registry);
   store::ParameterTable restarted;
   ASSERT_TRUE(restarted.Restore(state).ok());
-  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2);
+  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2,
+                              rpc::Authorizer(false, nullptr));
   int port = 0;
-  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &store_.server, &port).ok());
+  ASSERT_TRUE(
+      rpc::StartServer(address_, {&service}, rpc::Credentials::Insecure(), &store_.server, &port)
+          .ok());
   ASSERT_EQ(port, store_.port);
 
   absl::Status pushed = absl::UnknownError("not yet");
@@ -292,9 +300,12 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
   // The new process checkpoints a few times before this trainer pushes again (it was waiting at
   // its bound): what it lost is still re-sent.
   for (int i = 0; i < 3; ++i) restarted.Saved(restarted.Durable().epoch);
-  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2);
+  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2,
+                              rpc::Authorizer(false, nullptr));
   int port = 0;
-  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &store_.server, &port).ok());
+  ASSERT_TRUE(
+      rpc::StartServer(address_, {&service}, rpc::Credentials::Insecure(), &store_.server, &port)
+          .ok());
   ASSERT_EQ(port, store_.port);
 
   // A push that expects the old incarnation is refused whole.
@@ -353,9 +364,12 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
   ASSERT_TRUE(restarted.Restore(state).ok());
   EXPECT_EQ(restarted.SetMembers({{kTrainer, 1}}, 2).rounds_skipped, 1);
   ASSERT_TRUE(close(restarted, 3, 3).ok());  // the job's round 3: clock 3 is lost here
-  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2);
+  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2,
+                              rpc::Authorizer(false, nullptr));
   int port = 0;
-  ASSERT_TRUE(rpc::StartServer(address_, {&service}, &store_.server, &port).ok());
+  ASSERT_TRUE(
+      rpc::StartServer(address_, {&service}, rpc::Credentials::Insecure(), &store_.server, &port)
+          .ok());
   ASSERT_EQ(port, store_.port);
   EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));  // push 1 only
 
@@ -374,7 +388,8 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
 class PullWindowTest : public ::testing::Test {
  protected:
   struct Shard {
-    explicit Shard(int kept, uint32_t index) : table(kept), service(table, metrics, index, 2, 1) {}
+    explicit Shard(int kept, uint32_t index)
+        : table(kept), service(table, metrics, index, 2, 1, rpc::Authorizer(false, nullptr)) {}
     prometheus::Registry registry;
     store::StoreMetrics metrics{registry};
     store::ParameterTable table;
@@ -389,12 +404,15 @@ class PullWindowTest : public ::testing::Test {
     std::vector<std::string> addresses;
     for (auto& shard : shards_) {
       int port = 0;
-      ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&shard->service}, &shard->server, &port).ok());
+      ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&shard->service}, rpc::Credentials::Insecure(),
+                                   &shard->server, &port)
+                      .ok());
       shard->address = "127.0.0.1:" + std::to_string(port);
       addresses.push_back(shard->address);
       shard->table.SetMembers({{kTrainer, 1}});
     }
-    client_ = std::make_unique<client::StoreClient>(addresses, absl::Seconds(10));
+    client_ = std::make_unique<client::StoreClient>(addresses, rpc::Credentials::Insecure(),
+                                                    absl::Seconds(10));
     // Names on both shards.
     for (int i = 0; model_.size() < 4; ++i) {
       const std::string name = "t" + std::to_string(i);

@@ -1,0 +1,304 @@
+// Mutual TLS and per-role authorization over real gRPC on loopback (docs/security.md): certificates
+// from throw-away CAs (cli/certificates.h, Debian's openssl), the store, coordinator and peer
+// services with enforcing authorizers. Every refusal leaves the model as it was.
+#include <cstdlib>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/strings/str_cat.h"
+#include "cli/certificates.h"
+#include "client/peer_exchange.h"
+#include "client/session_client.h"
+#include "client/store_client.h"
+#include "coordinator/coordinator.h"
+#include "coordinator/coordinator_metrics.h"
+#include "coordinator/session_service.h"
+#include "coordinator/store_control.h"
+#include "gtest/gtest.h"
+#include "prometheus/registry.h"
+#include "rpc/authorizer.h"
+#include "rpc/credentials.h"
+#include "rpc/grpc_util.h"
+#include "store/parameter_table.h"
+#include "store/store_metrics.h"
+#include "store/store_service.h"
+#include "sync/policy_factory.h"
+
+namespace syncopate {
+namespace {
+
+using rpc::Credentials;
+using rpc::Role;
+
+constexpr uint64_t kAlice = 1;
+constexpr uint64_t kBob = 2;
+
+// One CA per test binary run, and a second one nobody trusts; each identity's directory.
+class Certificates {
+ public:
+  static const Certificates& Get() {
+    static const Certificates* certificates = new Certificates();
+    return *certificates;
+  }
+  Credentials Of(const std::string& who) const {
+    absl::StatusOr<Credentials> credentials = Credentials::FromDirectory(root_ + "/" + who);
+    EXPECT_TRUE(credentials.ok()) << credentials.status();
+    return credentials.ok() ? *credentials : Credentials::Insecure();
+  }
+  const std::string& root() const { return root_; }
+
+ private:
+  Certificates() {
+    char pattern[] = "/tmp/syncopate-tls-test-XXXXXX";
+    root_ = mkdtemp(pattern);
+    auto ca = cli::CertificateAuthority::Create(root_ + "/ca", rpc::kDefaultTrustDomain);
+    auto other = cli::CertificateAuthority::Create(root_ + "/other-ca", rpc::kDefaultTrustDomain);
+    EXPECT_TRUE(ca.ok() && other.ok()) << ca.status() << other.status();
+    const std::map<std::string, rpc::Identity> identities = {
+        {"store", {Role::kStore, "store-0"}},
+        {"coordinator", {Role::kCoordinator, "coordinator-0"}},
+        {"alice", {Role::kTrainer, "alice"}},
+        {"bob", {Role::kTrainer, "bob"}},
+        {"pool", {Role::kTrainer, ""}},
+        {"operator", {Role::kOperator, "ops"}}};
+    for (const auto& [who, identity] : identities) {
+      EXPECT_TRUE(ca->Issue(identity, root_ + "/" + who).ok()) << who;
+    }
+    // Alice's name, signed by a CA the job does not trust.
+    EXPECT_TRUE(other->Issue({Role::kTrainer, "alice"}, root_ + "/forged-alice").ok());
+  }
+  std::string root_;
+};
+
+// A store shard serving mutual TLS with the store's certificate, refusing by the caller's.
+struct TlsStore {
+  TlsStore() {
+    int bound = 0;
+    EXPECT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, Certificates::Get().Of("store"),
+                                 &server, &bound)
+                    .ok());
+    address = absl::StrCat("127.0.0.1:", bound);
+  }
+  ~TlsStore() { server->Shutdown(); }
+
+  prometheus::Registry registry;
+  store::StoreMetrics metrics{registry};
+  store::ParameterTable table;
+  store::StoreService service{table, metrics,           0,
+                              1,     /*incarnation=*/1, rpc::Authorizer(true, nullptr)};
+  std::unique_ptr<grpc::Server> server;
+  std::string address;
+};
+
+v1::PushHeader Header(uint64_t trainer, uint64_t sequence) {
+  v1::PushHeader header;
+  header.set_trainer_id(trainer);
+  header.set_incarnation(1);
+  header.set_sequence(sequence);
+  header.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+  header.set_weight(1);
+  header.set_clock(static_cast<int64_t>(sequence));
+  return header;
+}
+
+class StoreTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    // The coordinator names the members; alice and bob are trainers 1 and 2.
+    v1::Membership membership;
+    for (const auto& [id, name] : {std::pair{kAlice, "alice"}, std::pair{kBob, "bob"}}) {
+      v1::Member* member = membership.add_members();
+      member->set_trainer_id(id);
+      member->set_incarnation(1);
+      member->set_name(name);
+    }
+    membership.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+    membership.set_immediate_weight(1);
+    ASSERT_TRUE(SetMembership("coordinator", membership).ok());
+    ASSERT_TRUE(Client("alice")->Initialize(Header(kAlice, 0), {{"w", {1, 2, 3}}}).ok());
+  }
+
+  absl::Status SetMembership(const std::string& who, const v1::Membership& membership) {
+    auto stub = v1::ParameterStore::NewStub(
+        rpc::MakeChannel(store_.address, Certificates::Get().Of(who), Role::kStore));
+    auto ctx = rpc::ContextWithTimeout(absl::Seconds(5));
+    v1::SetMembershipReply reply;
+    return rpc::FromGrpcStatus(stub->SetMembership(ctx.get(), membership, &reply));
+  }
+  // A store client holding `who`'s certificate (or none), giving up on an unreachable store soon.
+  std::unique_ptr<client::StoreClient> Client(const std::string& who) {
+    const Credentials credentials =
+        who.empty() ? Credentials::Insecure() : Certificates::Get().Of(who);
+    return std::make_unique<client::StoreClient>(
+        std::vector<std::string>{store_.address}, credentials, absl::Seconds(2),
+        tensor::kDefaultChunkBytes, client::LinkLimits{}, /*retry_for=*/absl::Seconds(1));
+  }
+  // The live model, as the coordinator's certificate pulls it.
+  tensor::TensorMap Model() {
+    absl::StatusOr<client::PulledModel> pulled = Client("coordinator")->Pull(-1);
+    EXPECT_TRUE(pulled.ok()) << pulled.status();
+    return pulled.ok() ? pulled->tensors : tensor::TensorMap();
+  }
+  double Rejected(const std::string& code) {
+    for (const auto& family : store_.registry.Collect()) {
+      if (family.name != "syncopate_store_requests_rejected_total") continue;
+      for (const auto& metric : family.metric) {
+        for (const auto& label : metric.label) {
+          if (label.value == code) return metric.counter.value;
+        }
+      }
+    }
+    return 0;
+  }
+
+  TlsStore store_;
+};
+
+TEST_F(StoreTlsTest, ATrainerPushesOnlyUnderItsOwnId) {
+  ASSERT_TRUE(Client("alice")->Push(Header(kAlice, 1), {{"w", {1, 1, 1}}}).ok());
+  const tensor::TensorMap before = Model();
+  EXPECT_EQ(before.at("w"), (std::vector<float>{2, 3, 4}));
+
+  absl::StatusOr<uint64_t> forged = Client("alice")->Push(Header(kBob, 1), {{"w", {9, 9, 9}}});
+  EXPECT_EQ(forged.status().code(), absl::StatusCode::kPermissionDenied) << forged.status();
+  EXPECT_NE(forged.status().message().find("trainer alice may not send a push for trainer id 2"),
+            std::string::npos)
+      << forged.status();
+  EXPECT_EQ(Model(), before);
+  EXPECT_EQ(Rejected("permission_denied"), 1);
+
+  // Bob's own certificate, and a trainer pool certificate, may push as bob.
+  EXPECT_TRUE(Client("bob")->Push(Header(kBob, 1), {{"w", {1, 1, 1}}}).ok());
+  EXPECT_TRUE(Client("pool")->Push(Header(kBob, 2), {{"w", {1, 1, 1}}}).ok());
+  EXPECT_EQ(Model().at("w"), (std::vector<float>{4, 5, 6}));
+}
+
+TEST_F(StoreTlsTest, OnlyTheCoordinatorSetsMembersAndClosesRounds) {
+  const tensor::TensorMap before = Model();
+  for (const char* who : {"alice", "operator", "store"}) {
+    absl::Status status = SetMembership(who, v1::Membership());
+    EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied) << who << ": " << status;
+    EXPECT_NE(status.message().find("only coordinator may call it"), std::string::npos) << status;
+  }
+  auto stub = v1::ParameterStore::NewStub(
+      rpc::MakeChannel(store_.address, Certificates::Get().Of("alice"), Role::kStore));
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(5));
+  v1::CloseRoundRequest close;
+  close.set_round(1);
+  v1::CloseRoundReply closed;
+  EXPECT_EQ(stub->CloseRound(ctx.get(), close, &closed).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // Membership unchanged: alice still pushes, and the refusals changed nothing.
+  EXPECT_EQ(Model(), before);
+  EXPECT_TRUE(Client("alice")->Push(Header(kAlice, 1), {{"w", {1, 1, 1}}}).ok());
+}
+
+TEST_F(StoreTlsTest, NoCertificateOrAnotherCasCertificateGetsNothing) {
+  const tensor::TensorMap before = Model();
+  for (const char* who : {"", "forged-alice"}) {
+    auto client = Client(who);
+    absl::StatusOr<uint64_t> pushed = client->Push(Header(kAlice, 1), {{"w", {9, 9, 9}}});
+    EXPECT_EQ(pushed.status().code(), absl::StatusCode::kUnavailable) << who << pushed.status();
+    EXPECT_FALSE(client->Pull(-1).ok()) << who;
+  }
+  EXPECT_EQ(Model(), before);
+}
+
+TEST_F(StoreTlsTest, AClientRefusesAServerOfAnotherRole) {
+  // The store's certificate says "store": a client that expects a coordinator there gives up.
+  auto stub = v1::Coordinator::NewStub(
+      rpc::MakeChannel(store_.address, Certificates::Get().Of("alice"), Role::kCoordinator));
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(3));
+  v1::ClusterStatus status;
+  EXPECT_EQ(stub->GetStatus(ctx.get(), v1::GetStatusRequest(), &status).error_code(),
+            grpc::StatusCode::UNAVAILABLE);
+}
+
+TEST(CoordinatorTlsTest, ATrainerJoinsOnlyUnderItsCertificatesName) {
+  TlsStore store;
+  coordinator::GrpcStoreControl stores({store.address}, Certificates::Get().Of("coordinator"),
+                                       absl::Seconds(5));
+  prometheus::Registry registry;
+  coordinator::CoordinatorMetrics metrics(registry);
+  sync::PolicyOptions policy;
+  policy.mode = "asp";
+  coordinator::Coordinator engine(coordinator::CoordinatorOptions{}, *sync::MakePolicy(policy),
+                                  stores, base::MonotonicClock::Get(), metrics);
+  engine.Start();
+  std::map<std::string, int> refused;
+  coordinator::SessionService service(
+      engine, rpc::Authorizer(true, [&](absl::string_view rpc) { ++refused[std::string(rpc)]; }));
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, Certificates::Get().Of("coordinator"),
+                               &server, &port)
+                  .ok());
+  const std::string address = absl::StrCat("127.0.0.1:", port);
+  auto join = [&](const std::string& who, const std::string& name) {
+    v1::Join request;
+    request.set_name(name);
+    client::SessionClientOptions options;
+    options.join_timeout = absl::Seconds(10);
+    options.credentials = Certificates::Get().Of(who);
+    return client::SessionClient::Connect(address, request, options);
+  };
+  auto as_bob = join("alice", "bob");
+  EXPECT_EQ(as_bob.status().code(), absl::StatusCode::kPermissionDenied) << as_bob.status();
+  auto as_store = join("store", "store-0");
+  EXPECT_EQ(as_store.status().code(), absl::StatusCode::kPermissionDenied) << as_store.status();
+  EXPECT_EQ(refused["Session"], 2);
+  EXPECT_EQ(engine.Status().trainers_size(), 0);
+
+  auto alice = join("alice", "alice");
+  ASSERT_TRUE(alice.ok()) << alice.status();
+  // The membership the coordinator gave the store names her: her pushes go in under her id.
+  const uint64_t id = (*alice)->welcome().trainer_id();
+  client::StoreClient store_client({store.address}, Certificates::Get().Of("alice"),
+                                   absl::Seconds(5));
+  v1::PushHeader header = Header(id, 0);
+  header.set_incarnation((*alice)->welcome().incarnation());
+  ASSERT_TRUE(store_client.Initialize(header, {{"w", {0, 0}}}).ok());
+  header.set_sequence(1);
+  EXPECT_TRUE(store_client.Push(header, {{"w", {1, 1}}}).ok());
+
+  // Any process of the job may read the status.
+  auto status_stub = v1::Coordinator::NewStub(
+      rpc::MakeChannel(address, Certificates::Get().Of("operator"), Role::kCoordinator));
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(5));
+  v1::ClusterStatus status;
+  ASSERT_TRUE(status_stub->GetStatus(ctx.get(), v1::GetStatusRequest(), &status).ok());
+  EXPECT_EQ(status.live_trainers(), 1);
+  (*alice)->Leave("done");
+  engine.Stop();
+  server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
+}
+
+TEST(PeerTlsTest, OnlyTrainersSendModels) {
+  client::ExchangeInbox inbox;
+  client::TransferMeter received;
+  client::PeerService service(inbox, client::ShapeLookup({{"w", {0, 0}}}), nullptr, received,
+                              rpc::Authorizer(true, nullptr));
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  ASSERT_TRUE(
+      rpc::StartServer("127.0.0.1:0", {&service}, Certificates::Get().Of("bob"), &server, &port)
+          .ok());
+  v1::PeerRef bob;
+  bob.set_trainer_id(kBob);
+  bob.set_address(absl::StrCat("127.0.0.1:", port));
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  client::TransferMeter sent;
+  client::PeerSender from_store(nullptr, sent, Certificates::Get().Of("store"));
+  absl::Status refused = from_store.SendOne(bob, kAlice, 1, {{"w", {5, 5}}}, deadline);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
+  client::PeerSender from_alice(nullptr, sent, Certificates::Get().Of("alice"));
+  ASSERT_TRUE(from_alice.SendOne(bob, kAlice, 1, {{"w", {1, 2}}}, deadline).ok());
+  auto got = inbox.Collect(1, {kAlice}, deadline);
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[kAlice].at("w"), (std::vector<float>{1, 2}));
+  server->Shutdown();
+}
+
+}  // namespace
+}  // namespace syncopate
