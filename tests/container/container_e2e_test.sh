@@ -13,6 +13,7 @@
 # installed dockerd that does not start is a failure, with its log's tail.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
+BIN="$(cd "${1:?usage: $0 BIN_DIR (for syncopate certs)}" && pwd)"
 WORK="$(mktemp -d /tmp/syncopate-container-XXXXXX)"
 DOCKER_ROOT="${SYNCOPATE_DOCKER_ROOT:-/var/tmp/syncopate-docker}"
 MIRROR="${SYNCOPATE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"
@@ -95,6 +96,18 @@ STORE_METRICS="$(free_port)"
 COORDINATOR_PORT="$(free_port)"
 mkdir -p "$WORK/checkpoints"
 chown 65532:65532 "$WORK/checkpoints"
+# Mutual TLS as the chart runs it: each container gets its certificate directory (a Secret's
+# layout: ca.crt, tls.crt, tls.key), readable by the images' user.
+certs() { "$BIN/syncopate" certs "$@" >/dev/null || fail "syncopate certs $*"; }
+certs ca --ca-dir="$WORK/tls/ca"
+certs issue --ca-dir="$WORK/tls/ca" --role=store --name=store-0 --out="$WORK/tls/store"
+certs issue --ca-dir="$WORK/tls/ca" --role=coordinator --name=coordinator-0 --out="$WORK/tls/coordinator"
+for rank in 0 1; do
+  certs issue --ca-dir="$WORK/tls/ca" --role=trainer --name="trainer-$rank" --out="$WORK/tls/trainer-$rank"
+done
+rm -rf "$WORK/tls/ca"
+chown -R 65532:65532 "$WORK/tls"
+tls() { echo "-v $WORK/tls/$1:/etc/syncopate/tls:ro"; }
 run() {  # run NAME DOCKER-RUN-ARGS...: a read-only container on the host network
   local name="syncopate-e2e-$1-$$"
   shift
@@ -102,15 +115,19 @@ run() {  # run NAME DOCKER-RUN-ARGS...: a read-only container on the host networ
   CONTAINERS+=("$name")
 }
 step "running a store, a coordinator and two trainers"
-run store -v "$WORK/checkpoints:/var/lib/syncopate" "syncopate-store:$TAG" \
+# shellcheck disable=SC2046  # tls prints two words: -v and the mount
+run store -v "$WORK/checkpoints:/var/lib/syncopate" $(tls store) "syncopate-store:$TAG" \
+  --tls-dir=/etc/syncopate/tls \
   --listen="127.0.0.1:$STORE_PORT" --metrics-listen="127.0.0.1:$STORE_METRICS" \
   --checkpoint-dir=/var/lib/syncopate --checkpoint-interval=0s
-run coordinator "syncopate-coordinator:$TAG" \
+# shellcheck disable=SC2046
+run coordinator $(tls coordinator) "syncopate-coordinator:$TAG" --tls-dir=/etc/syncopate/tls \
   --listen="127.0.0.1:$COORDINATOR_PORT" --metrics-listen=127.0.0.1:0 \
   --stores="127.0.0.1:$STORE_PORT" --mode=ssp --staleness=2 --min-trainers=2 \
   --target-accuracy=0.72 --exit-when-done
 for rank in 0 1; do
-  run "trainer-$rank" "syncopate-trainer:$TAG" \
+  # shellcheck disable=SC2046
+  run "trainer-$rank" $(tls "trainer-$rank") "syncopate-trainer:$TAG" --tls-dir=/etc/syncopate/tls \
     --coordinator="127.0.0.1:$COORDINATOR_PORT" --name="trainer-$rank" --rank="$rank" --world=2 \
     --metrics-listen=127.0.0.1:0 --eval-interval=1s --eval-samples=2000 --device=auto
 done

@@ -98,7 +98,9 @@ TEST(ReadmeE2E, AReportDirThatCannotBeMadeIsABadFlag) {
   }
 }
 
-// README, "syncopate local": `syncopate status --coordinator=HOST:PORT` prints a running cluster.
+// README, "syncopate local": `syncopate status --coordinator=HOST:PORT
+// --tls-dir=RUN_DIR/tls/operator` prints a running cluster (over mutual TLS, with the certificate
+// `local` made for the operator).
 TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
   const std::string dir = MakeTempDir("status");
   auto local = StartLocal(dir, {"--mode=ssp", "--trainers=2", "--slowdown=1,2",
@@ -119,10 +121,18 @@ TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
   ASSERT_NE(PidOnceTraining(dir, 1, training), 0) << "trainer 1 never trained; see " << dir;
   ASSERT_FALSE(coordinator.empty()) << "no coordinator in " << dir << "/cluster.json";
   const std::string log = dir + "/status.out";
-  const int status = RunBinary("syncopate", {"status", "--coordinator=" + coordinator}, log);
+  const int status = RunBinary(
+      "syncopate", {"status", "--coordinator=" + coordinator, "--tls-dir=" + dir + "/tls/operator"},
+      log);
+  // Without a certificate the coordinator cannot be reached at all.
+  const std::string refused_log = dir + "/status-insecure.out";
+  const int refused =
+      RunBinary("syncopate", {"status", "--coordinator=" + coordinator, "--insecure"}, refused_log);
   local->Signal(SIGINT);
   EXPECT_TRUE(local->Wait(absl::Minutes(1)).has_value());
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "\n" << Read(log);
+  EXPECT_EQ(ExitCode(refused), 1) << Read(refused_log);
+  EXPECT_NE(Read(refused_log).find("UNAVAILABLE"), std::string::npos) << Read(refused_log);
   const std::vector<std::string> lines = Lines(Read(log));
   ASSERT_EQ(lines.size(), 4u) << Read(log);
   EXPECT_TRUE(std::regex_search(
@@ -140,7 +150,11 @@ TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
   }
 
   // Nobody there: a clear error naming the address, not a hang.
-  EXPECT_EQ(ExitCode(RunBinary("syncopate", {"status", "--coordinator=" + coordinator}, log)), 1);
+  EXPECT_EQ(
+      ExitCode(RunBinary(
+          "syncopate",
+          {"status", "--coordinator=" + coordinator, "--tls-dir=" + dir + "/tls/operator"}, log)),
+      1);
   EXPECT_TRUE(absl::StrContains(Read(log), "coordinator " + coordinator + ": UNAVAILABLE"))
       << Read(log);
 }
@@ -177,7 +191,7 @@ struct QuotedCommand {
 std::vector<QuotedCommand> QuotedCommands(const std::string& file) {
   static const std::regex kStart(
       "^(?:\\./build/bin/)?(syncopate(?:-store|-coordinator|-trainer)?)(?= |$)(?: (local|compare|"
-      "sim(?: cluster)?|status)(?= |$))?");
+      "sim(?: cluster)?|status|certs(?: ca| issue)?)(?= |$))?");
   static const std::regex kFlag("--[a-z][a-z0-9-]*");
   std::vector<QuotedCommand> commands;
   bool fenced = false;
@@ -224,7 +238,8 @@ TEST(ReadmeE2E, EveryQuotedFlagIsKnownToItsBinary) {
   // Not vacuous: the README quotes every binary and every subcommand.
   for (const std::string b :
        {"syncopate local", "syncopate compare", "syncopate sim", "syncopate sim cluster",
-        "syncopate-store ", "syncopate-coordinator ", "syncopate-trainer "}) {
+        "syncopate certs ca", "syncopate certs issue", "syncopate-store ", "syncopate-coordinator ",
+        "syncopate-trainer "}) {
     EXPECT_TRUE(binaries.count(b)) << "no quoted '" << b << "' found";
   }
   const std::string dir = MakeTempDir("help");

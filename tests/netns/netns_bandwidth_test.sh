@@ -55,18 +55,27 @@ for i in 0 1 2 3; do
   in_hub tc qdisc add dev "h$i" root tbf rate "${RATES[$i]}" burst 32kbit latency 400ms
 done
 
+# Mutual TLS as in a real job: a CA and one certificate per process.
+certs() { "$BIN/syncopate" certs "$@" >/dev/null || fail "syncopate certs $*"; }
+certs ca --ca-dir="$WORK/tls/ca"
+certs issue --ca-dir="$WORK/tls/ca" --role=store --name=store-0 --out="$WORK/tls/store"
+certs issue --ca-dir="$WORK/tls/ca" --role=coordinator --name=coordinator-0 --out="$WORK/tls/coordinator"
+for i in 0 1 2 3; do
+  certs issue --ca-dir="$WORK/tls/ca" --role=trainer --name="trainer-$i" --out="$WORK/tls/trainer-$i"
+done
+
 in_hub "$BIN/syncopate-store" --listen=10.77.0.1:7070 --metrics-listen=10.77.0.1:9100 \
-  >"$WORK/store.log" 2>&1 &
+  --tls-dir="$WORK/tls/store" >"$WORK/store.log" 2>&1 &
 PIDS+=($!)
 in_hub "$BIN/syncopate-coordinator" --listen=10.77.0.1:7000 --metrics-listen=10.77.0.1:9101 \
   --stores=10.77.0.1:7070 --mode=selmcast --p=0.5 --min-trainers=4 --exchange-timeout=5s \
-  >"$WORK/coordinator.log" 2>&1 &
+  --tls-dir="$WORK/tls/coordinator" >"$WORK/coordinator.log" 2>&1 &
 PIDS+=($!)
 for i in 0 1 2 3; do
   ip netns exec "${P}t$i" env OPENBLAS_NUM_THREADS=1 "$BIN/syncopate-trainer" \
     --coordinator=10.77.0.1:7000 --name="trainer-$i" --rank="$i" --world=4 \
     --peer-listen="10.77.0.$((10 + i)):7100" --metrics-listen=127.0.0.1:0 \
-    >"$WORK/trainer-$i.log" 2>&1 &
+    --tls-dir="$WORK/tls/trainer-$i" >"$WORK/trainer-$i.log" 2>&1 &
   PIDS+=($!)
 done
 

@@ -142,3 +142,44 @@ the pod name (a trainer's name, as the coordinator's `trainer` label has it). Ca
 - sourceLabels: [__meta_kubernetes_pod_name]
   targetLabel: instance
 {{- end }}
+
+{{/* The flag that gives a process its credentials: its certificate directory, or none. */}}
+{{- define "syncopate.tlsArg" -}}
+{{- if .Values.tls.enabled }}--tls-dir=/etc/syncopate/tls{{ else }}--insecure{{ end }}
+{{- end }}
+
+{{/* A component's certificate Secret. Call with (list $ "store"). */}}
+{{- define "syncopate.tlsSecret" -}}
+{{- $root := index . 0 }}
+{{- $component := index . 1 }}
+{{- $given := index $root.Values.tls.secrets $component }}
+{{- default (printf "%s-tls" (include "syncopate.componentName" (list $root $component))) $given }}
+{{- end }}
+
+{{/* The certificate's mount (with TLS on). */}}
+{{- define "syncopate.tlsVolumeMount" -}}
+- name: tls
+  mountPath: /etc/syncopate/tls
+  readOnly: true
+{{- end }}
+
+{{/* The certificate's volume (with TLS on). Call with (list $ "store"). */}}
+{{- define "syncopate.tlsVolume" -}}
+- name: tls
+  secret:
+    secretName: {{ include "syncopate.tlsSecret" . }}
+{{- end }}
+
+{{/* How a gRPC port is probed: gRPC's health check in plaintext; with TLS a TCP connect, as the
+kubelet's gRPC probe speaks no TLS. Call with (list $ port). */}}
+{{- define "syncopate.grpcProbe" -}}
+{{- $root := index . 0 }}
+{{- $port := index . 1 }}
+{{- if $root.Values.tls.enabled -}}
+tcpSocket:
+  port: {{ $port }}
+{{- else -}}
+grpc:
+  port: {{ $port }}
+{{- end }}
+{{- end }}
