@@ -93,7 +93,7 @@ int main(int argc, char** argv) {
   store::StoreMetrics metrics(registry);
   store::ParameterTable table;
   store::StoreService service(table, metrics, 0, 1, /*incarnation=*/1,
-                              rpc::Authorizer(false, nullptr));
+                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   if (!rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server, &port)

@@ -108,8 +108,9 @@ class PySession {
     o.peer.ingress_rate = options_["ingress_rate"].cast<std::string>();
     o.ready_file = options_["ready_file"].cast<std::string>();
     o.trace_file = options_["trace_file"].cast<std::string>();
-    absl::StatusOr<rpc::Credentials> credentials = rpc::CredentialsFromFlags(
-        options_["tls_dir"].cast<std::string>(), options_["insecure"].cast<bool>());
+    absl::StatusOr<rpc::Credentials> credentials =
+        rpc::CredentialsFromFlags(options_["tls_dir"].cast<std::string>(),
+                                  options_["insecure"].cast<bool>(), rpc::Role::kTrainer);
     if (!credentials.ok()) Raise(credentials.status());
     o.credentials = *credentials;
     o.session.slowdown = options_["slowdown"].cast<double>();

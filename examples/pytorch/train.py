@@ -3,7 +3,9 @@
 
 The sync mode is the job's (the coordinator's --mode), so this one script runs under every mode.
 Under `syncopate local --trainer-command='python3 examples/pytorch/train.py'` every setting comes
-from the SYNCOPATE_* environment; run by hand, pass --coordinator (and --rank/--world to shard).
+from the SYNCOPATE_* environment; run by hand, pass --coordinator (and --rank/--world to shard) and
+set SYNCOPATE_TLS_DIR to this trainer's certificate directory (or SYNCOPATE_INSECURE=1 for a job
+without TLS; docs/security.md).
 The Syncopate part is three lines: attach, step, and report_accuracy (here from a background
 evaluation, so that evaluating never holds up the job).
 """

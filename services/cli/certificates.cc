@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <random>
@@ -50,19 +51,19 @@ std::string Days(absl::Duration validity) {
   return absl::StrCat(std::max<int64_t>(1, absl::ToInt64Hours(validity) / 24));
 }
 
-absl::Status Rename(const std::string& from, const std::string& to) {
-  if (std::rename(from.c_str(), to.c_str()) != 0) {
-    return absl::InternalError(absl::StrCat("cannot rename ", from, " to ", to));
-  }
-  return absl::OkStatus();
-}
-
 }  // namespace
 
 absl::StatusOr<CertificateAuthority> CertificateAuthority::Create(const std::string& dir,
                                                                   const std::string& trust_domain,
-                                                                  absl::Duration validity) {
+                                                                  absl::Duration validity,
+                                                                  bool replace) {
   RETURN_IF_ERROR(rpc::SpiffeId(trust_domain, {rpc::Role::kOperator, ""}).status());
+  if (!replace && access(absl::StrCat(dir, "/", kCaKeyFile).c_str(), F_OK) == 0) {
+    return absl::AlreadyExistsError(absl::StrCat(
+        dir,
+        " already holds a CA: its certificates would no longer be trusted (--force replaces "
+        "it)"));
+  }
   RETURN_IF_ERROR(base::MakeDirectories(dir));
   RETURN_IF_ERROR(Openssl(
       {"req", "-x509", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
@@ -87,8 +88,16 @@ absl::StatusOr<CertificateAuthority> CertificateAuthority::Open(const std::strin
 
 absl::Status CertificateAuthority::Issue(const rpc::Identity& identity, const std::string& out_dir,
                                          absl::Duration validity) const {
+  namespace fs = std::filesystem;
   ASSIGN_OR_RETURN(std::string uri, rpc::SpiffeId(trust_domain_, identity));
-  const std::string work = absl::StrCat(out_dir, "/.issuing");
+  RETURN_IF_ERROR(base::MakeDirectories(out_dir));
+  // Each issue goes into a version folder of its own; the files the process reads are links
+  // through "..data", which one rename swaps to the new version: a reader never sees a key of one
+  // version with a certificate of another (the layout Kubernetes gives a mounted Secret).
+  std::random_device entropy;
+  const std::string serial = absl::StrFormat("%08x%08x%08x", entropy(), entropy(), entropy());
+  const std::string version = absl::StrCat("..", serial);
+  const std::string work = absl::StrCat(out_dir, "/", version);
   RETURN_IF_ERROR(base::MakeDirectories(work));
   const std::string log = absl::StrCat(work, "/openssl.log");
   RETURN_IF_ERROR(base::WriteFileAtomically(
@@ -96,29 +105,54 @@ absl::Status CertificateAuthority::Issue(const rpc::Identity& identity, const st
       absl::StrCat("subjectAltName=URI:", uri, ",IP:127.0.0.1,DNS:localhost\n",
                    "basicConstraints=critical,CA:FALSE\n", "keyUsage=critical,digitalSignature\n",
                    "extendedKeyUsage=serverAuth,clientAuth\n")));
-  const std::string common_name =
-      identity.name.empty() ? rpc::RoleName(identity.role) : identity.name;
-  RETURN_IF_ERROR(
-      Openssl({"req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
-               "-keyout", absl::StrCat(work, "/", rpc::kKeyFile), "-out",
-               absl::StrCat(work, "/tls.csr"), "-subj",
-               absl::StrCat("/O=Syncopate/OU=", rpc::RoleName(identity.role), "/CN=", common_name)},
-              log));
-  std::random_device entropy;
-  const std::string serial = absl::StrFormat("0x%08x%08x%08x", entropy(), entropy(), entropy());
+  // The identity is in the URI; the subject names only the role (a name may exceed the 64
+  // characters a common name can hold).
+  RETURN_IF_ERROR(Openssl(
+      {"req", "-new", "-newkey", "ec", "-pkeyopt", "ec_paramgen_curve:prime256v1", "-nodes",
+       "-keyout", absl::StrCat(work, "/", rpc::kKeyFile), "-out", absl::StrCat(work, "/tls.csr"),
+       "-subj", absl::StrCat("/O=Syncopate/CN=", rpc::RoleName(identity.role))},
+      log));
   RETURN_IF_ERROR(
       Openssl({"x509", "-req", "-in", absl::StrCat(work, "/tls.csr"), "-CA",
                absl::StrCat(dir_, "/", rpc::kCaFile), "-CAkey", absl::StrCat(dir_, "/", kCaKeyFile),
-               "-set_serial", serial, "-days", Days(validity), "-out",
+               "-set_serial", absl::StrCat("0x", serial), "-days", Days(validity), "-out",
                absl::StrCat(work, "/", rpc::kCertFile), "-extfile", absl::StrCat(work, "/ext.cnf")},
               log));
   ASSIGN_OR_RETURN(std::string ca, base::ReadFile(absl::StrCat(dir_, "/", rpc::kCaFile)));
-  RETURN_IF_ERROR(base::WriteFileAtomically(absl::StrCat(out_dir, "/", rpc::kCaFile), ca));
-  for (const char* file : {rpc::kKeyFile, rpc::kCertFile}) {
-    RETURN_IF_ERROR(Rename(absl::StrCat(work, "/", file), absl::StrCat(out_dir, "/", file)));
+  RETURN_IF_ERROR(base::WriteFileAtomically(absl::StrCat(work, "/", rpc::kCaFile), ca));
+  std::error_code error;
+  for (const char* scratch : {"tls.csr", "ext.cnf", "openssl.log"}) {
+    fs::remove(absl::StrCat(work, "/", scratch), error);
   }
-  std::error_code ignored;
-  std::filesystem::remove_all(work, ignored);
+  // Swap ..data to the new version, then make sure each file is a link through it.
+  auto relink = [&](const std::string& target, const std::string& link) -> absl::Status {
+    const std::string temporary = link + ".new";
+    fs::remove(temporary, error);
+    fs::create_symlink(target, temporary, error);
+    if (!error) fs::rename(temporary, link, error);
+    if (error) {
+      return absl::InternalError(absl::StrCat("cannot link ", link, ": ", error.message()));
+    }
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(relink(version, absl::StrCat(out_dir, "/..data")));
+  for (const char* file : {rpc::kCaFile, rpc::kCertFile, rpc::kKeyFile}) {
+    const std::string path = absl::StrCat(out_dir, "/", file);
+    if (!fs::is_symlink(path, error)) RETURN_IF_ERROR(relink(absl::StrCat("..data/", file), path));
+  }
+  // Older versions go, but the one just replaced: a process may be reading it right now.
+  std::vector<fs::path> versions;
+  for (const fs::directory_entry& entry : fs::directory_iterator(out_dir, error)) {
+    const std::string name = entry.path().filename().string();
+    if (name.size() > 2 && name.rfind("..", 0) == 0 && name != "..data" && name != version &&
+        !entry.is_symlink()) {
+      versions.push_back(entry.path());
+    }
+  }
+  std::sort(versions.begin(), versions.end(), [](const fs::path& a, const fs::path& b) {
+    return fs::last_write_time(a) > fs::last_write_time(b);
+  });
+  for (size_t v = 1; v < versions.size(); ++v) fs::remove_all(versions[v], error);
   return absl::OkStatus();
 }
 
@@ -126,7 +160,8 @@ absl::StatusOr<std::string> RunCerts(const CertsCommand& command) {
   const absl::Duration validity = absl::Hours(24) * command.days;
   if (!command.issue) {
     ASSIGN_OR_RETURN(CertificateAuthority ca,
-                     CertificateAuthority::Create(command.ca_dir, command.trust_domain, validity));
+                     CertificateAuthority::Create(command.ca_dir, command.trust_domain, validity,
+                                                  command.force));
     return absl::StrCat("made a CA for trust domain ", command.trust_domain, " in ", ca.dir(),
                         " (keep ", kCaKeyFile, " there, private)");
   }

@@ -20,13 +20,12 @@ inline constexpr char kCaKeyFile[] = "ca.key";
 class CertificateAuthority {
  public:
   // Makes a new CA (an ECDSA P-256 key and a self-signed certificate valid for `validity`) in
-  // `dir`, created if missing; replaces a CA there. INVALID_ARGUMENT for a bad trust domain;
-  // FAILED_PRECONDITION when openssl is not installed; INTERNAL with openssl's output when it
-  // fails.
+  // `dir`, created if missing. ALREADY_EXISTS when `dir` holds a CA, unless `replace`;
+  // INVALID_ARGUMENT for a bad trust domain; FAILED_PRECONDITION when openssl is not installed;
+  // INTERNAL with openssl's output when it fails.
   static absl::StatusOr<CertificateAuthority> Create(const std::string& dir,
                                                      const std::string& trust_domain,
-                                                     absl::Duration validity = absl::Hours(24 *
-                                                                                           30));
+                                                     absl::Duration validity, bool replace);
   // A CA made before in `dir`. NOT_FOUND when its files are missing.
   static absl::StatusOr<CertificateAuthority> Open(const std::string& dir,
                                                    const std::string& trust_domain);
@@ -34,9 +33,10 @@ class CertificateAuthority {
   const std::string& dir() const { return dir_; }
 
   // Issues a certificate for `identity` (valid for `validity`) into `out_dir` (created if missing)
-  // as ca.crt, tls.crt and tls.key, each file replaced by a rename, key first: a process watching
-  // the directory (rpc::Credentials) takes the new pair at its next refresh. INVALID_ARGUMENT for
-  // a bad name; INTERNAL with openssl's output when it fails.
+  // as ca.crt, tls.crt and tls.key: links through out_dir/..data to a new version folder, swapped
+  // in one rename, so a process watching the directory (rpc::Credentials) takes the new files
+  // together at its next refresh. INVALID_ARGUMENT for a bad name; INTERNAL with openssl's output
+  // when it fails.
   absl::Status Issue(const rpc::Identity& identity, const std::string& out_dir,
                      absl::Duration validity = absl::Hours(24 * 30)) const;
 
@@ -51,6 +51,7 @@ class CertificateAuthority {
 // `syncopate certs ca|issue`.
 struct CertsCommand {
   bool issue = false;  // false: make a CA
+  bool force = false;  // ca: replace a CA already there
   std::string ca_dir;
   std::string trust_domain = rpc::kDefaultTrustDomain;
   int days = 30;

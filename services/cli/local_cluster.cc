@@ -98,7 +98,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     if (!options.insecure) {
       ASSIGN_OR_RETURN(cluster->ca_,
                        CertificateAuthority::Create(absl::StrCat(options.run_dir, "/tls/ca"),
-                                                    rpc::kDefaultTrustDomain));
+                                                    rpc::kDefaultTrustDomain, absl::Hours(24 * 30),
+                                                    /*replace=*/true));
       const std::string operator_dir = absl::StrCat(options.run_dir, "/tls/operator");
       RETURN_IF_ERROR(cluster->ca_->Issue({rpc::Role::kOperator, "local"}, operator_dir));
       ASSIGN_OR_RETURN(cluster->credentials_, rpc::Credentials::FromDirectory(operator_dir));
@@ -215,6 +216,8 @@ absl::Status LocalCluster::LaunchCommand(int rank, double slowdown,
   // SYNCOPATE_DATA_SHARD.
   std::vector<std::pair<std::string, std::string>> settings = TrainerSettings(rank, slowdown);
   settings.push_back(credentials);
+  // The other one emptied: an exported SYNCOPATE_INSECURE or _TLS_DIR must not add to the choice.
+  settings.emplace_back(credentials.first == "insecure" ? "tls-dir" : "insecure", "");
   for (auto [key, value] : settings) {
     std::string name = "SYNCOPATE_" + key;
     for (char& c : name) c = c == '-' ? '_' : static_cast<char>(std::toupper(c));

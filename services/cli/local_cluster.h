@@ -52,8 +52,8 @@ struct LocalClusterOptions {
   // in command_ranks (empty: every rank). It gets the job through the environment the client
   // library reads (docs/python.md): SYNCOPATE_COORDINATOR, _NAME, _RANK, _WORLD, _DATA_SHARD,
   // _SLOWDOWN, _STEP_TIME, _DEVICE, _LEARNING_RATE, _BATCH_SIZE, _SEED, _EVAL_INTERVAL,
-  // _EGRESS_RATE, _INGRESS_RATE, _METRICS_LISTEN, _READY_FILE, _TRACE_FILE, _TLS_DIR (or _INSECURE),
-  // and PYTHONPATH with the built Python package.
+  // _EGRESS_RATE, _INGRESS_RATE, _METRICS_LISTEN, _READY_FILE, _TRACE_FILE, _TLS_DIR (or
+  // _INSECURE), and PYTHONPATH with the built Python package.
   std::string trainer_command;
   std::vector<int> command_ranks;
   // No TLS: every process runs --insecure. Otherwise (the default) a throw-away CA in

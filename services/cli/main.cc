@@ -17,6 +17,7 @@
 #include "cli/local_command.h"
 #include "cli/sim_command.h"
 #include "rpc/grpc_util.h"
+#include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "sync/policy_factory.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
@@ -39,7 +40,7 @@ int Fail(const absl::Status& status, int code = 1) {
 
 int Status(const std::string& address, const std::string& tls_dir, bool insecure) {
   absl::StatusOr<syncopate::rpc::Credentials> credentials =
-      syncopate::rpc::CredentialsFromFlags(tls_dir, insecure);
+      syncopate::rpc::CredentialsFromFlags(tls_dir, insecure, std::nullopt);
   if (!credentials.ok()) return Fail(credentials.status(), 2);
   auto stub = syncopate::v1::Coordinator::NewStub(
       syncopate::rpc::MakeChannel(address, *credentials, syncopate::rpc::Role::kCoordinator));
@@ -200,6 +201,8 @@ int ExitCodeOf(const absl::Status& status) { return absl::IsInvalidArgument(stat
 
 int main(int argc, char** argv) {
   syncopate::base::BlockTerminationSignals();
+  // Warnings go to stderr: stdout carries what a command prints (status, tables, summaries).
+  spdlog::set_default_logger(spdlog::stderr_color_mt("syncopate"));
   spdlog::set_level(spdlog::level::warn);
   CLI::App app{"syncopate: parameter synchronization for heterogeneous training clusters"};
   app.require_subcommand(1);
@@ -308,6 +311,8 @@ int main(int argc, char** argv) {
       "certs", "Make a certificate authority and certificates for a deployment (docs/security.md)");
   certs_cmd->require_subcommand(1);
   CLI::App* certs_ca_cmd = certs_cmd->add_subcommand("ca", "Make a new CA in --ca-dir");
+  certs_ca_cmd->add_flag("--force", certs.force,
+                         "Replace a CA already there (its certificates stop being trusted)");
   CLI::App* certs_issue_cmd = certs_cmd->add_subcommand(
       "issue", "Issue a certificate from the CA in --ca-dir into --out (ca.crt, tls.crt, tls.key)");
   for (CLI::App* cmd : {certs_ca_cmd, certs_issue_cmd}) {

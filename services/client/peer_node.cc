@@ -29,7 +29,7 @@ absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions&
   const LinkLimits limits = node->limits();
   node->service_ = std::make_unique<PeerService>(
       node->inbox_, ShapeLookup(shapes), limits.ingress, node->received_,
-      rpc::Authorizer(options.credentials.secure(), options.on_refusal));
+      rpc::Authorizer(options.credentials, options.on_refusal));
   node->sender_ = std::make_unique<PeerSender>(limits.egress, node->sent_, options.credentials);
   node->multicast_ = std::make_unique<BackgroundMulticast>(*node->sender_);
   node->link_ = std::make_unique<PeerLink>(

@@ -5,6 +5,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "coordinator/trainer_input.h"
+#include "rpc/identity.h"
 #include "spdlog/spdlog.h"
 
 namespace syncopate::coordinator {
@@ -131,6 +132,13 @@ absl::StatusOr<SessionKey> Coordinator::Resume(const v1::Join& join,
         ") cannot resume: it is not a trainer this coordinator waits for (its session ended, or "
         "the recovery window passed); join as a new trainer"));
   }
+  // The stores named the member: only the same name takes it back (a trainer cannot take over
+  // another's session by guessing its id and incarnation).
+  if (!expected->second.name.empty() && expected->second.name != join.name()) {
+    return absl::PermissionDeniedError(
+        absl::StrCat(rpc::Quoted(join.name()), " cannot resume trainer id ", r.trainer_id(),
+                     ": it was ", rpc::Quoted(expected->second.name)));
+  }
   absl::StatusOr<sync::Member> member =
       membership_.Restore(r.trainer_id(), r.incarnation(), join.name(), join.rank(), now);
   if (!member.ok()) return member.status();
@@ -142,6 +150,8 @@ absl::StatusOr<SessionKey> Coordinator::Resume(const v1::Join& join,
     return s;
   }
   expected_.erase(expected);
+  // The stores learn its name again (a shard restarted with the coordinator knows none).
+  membership_dirty_ = true;
   ++trainers_resumed_;
   metrics_.resumes.Increment();
   spdlog::info("trainer '{}' (id {} incarnation {}) resumed at clock {} ({})", member->name,
@@ -219,6 +229,13 @@ void Coordinator::TakeOverFromStores(const std::vector<ShardState>& shards) {
   for (const ShardMember& m : furthest->members) {
     expected_[m.id] = m;
     membership_.ReserveIds(m.id);
+  }
+  // A shard that restarted too knows no names: take each member's from any shard that does.
+  for (const ShardState& shard : shards) {
+    for (const ShardMember& m : shard.members) {
+      auto it = expected_.find(m.id);
+      if (it != expected_.end() && it->second.name.empty()) it->second.name = m.name;
+    }
   }
   last_round_ = round;
   membership_dirty_ = true;  // a shard behind the furthest one catches up with it
@@ -535,6 +552,12 @@ void Coordinator::ActionLoop() {
 }
 
 void Coordinator::StoreCallFailed(const std::string& what, const absl::Status& status) {
+  // Not transient: a store refuses this coordinator's certificate, and retrying changes nothing.
+  if (absl::IsPermissionDenied(status) || absl::IsUnauthenticated(status)) {
+    Fail(absl::StrCat(what, " was refused by the stores (", status.ToString(),
+                      "): does this coordinator hold a coordinator certificate of the job's CA?"));
+    return;
+  }
   // A shard that restarted must get the membership and the job's round before anything else.
   membership_dirty_ = true;
   backing_off_ = true;

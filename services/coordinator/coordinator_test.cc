@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <limits>
+#include <map>
 #include <set>
 #include <tuple>
 
@@ -555,6 +556,24 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorTakesTheJobOverAndTrainersResume) {
   EXPECT_EQ(status.trainers_resumed(), 2u);
   EXPECT_EQ(status.trainers_not_resumed(), 0u);
   EXPECT_TRUE(coordinator_->Join(join, c).ok()) << "new trainers join once the job goes on";
+}
+
+// A restarted coordinator takes a member back only under the name the stores knew it by, and tells
+// the stores every resumed member's name again (a shard restarted with it knows none).
+TEST_F(CoordinatorTest, OnlyTheSameNameResumesAMemberAndTheStoresLearnItAgain) {
+  stores_.HoldJob(5, {{1, 1, 5, "a"}, {2, 1, 5, ""}});
+  Make("asp", 2);
+  auto out = std::make_shared<Outbox>();
+  absl::Status taken = Resume("mallory", 0, 1, 6, false, out).status();
+  EXPECT_EQ(taken.code(), absl::StatusCode::kPermissionDenied) << taken;
+  ASSERT_TRUE(Resume("a", 0, 1, 6, false, out).ok());
+  // The stores did not know b's name: b's resume names it.
+  auto out_b = std::make_shared<Outbox>();
+  ASSERT_TRUE(Resume("b", 1, 2, 6, false, out_b).ok());
+  ASSERT_TRUE(Next(*out_b).has_welcome());
+  std::map<sync::TrainerId, std::string> names;
+  for (const sync::Member& m : stores_.last_membership().members) names[m.id] = m.name;
+  EXPECT_EQ(names, (std::map<sync::TrainerId, std::string>{{1, "a"}, {2, "b"}}));
 }
 
 TEST_F(CoordinatorTest, ATakeOverTellsTheStoresTheWeightOfEveryTrainerExpected) {

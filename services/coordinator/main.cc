@@ -111,7 +111,7 @@ int main(int argc, char** argv) {
     *out = *d;
   }
   absl::StatusOr<syncopate::rpc::Credentials> credentials =
-      syncopate::rpc::CredentialsFromFlags(tls_dir, insecure);
+      syncopate::rpc::CredentialsFromFlags(tls_dir, insecure, syncopate::rpc::Role::kCoordinator);
   if (!credentials.ok()) return Fail(credentials.status());
   auto policy = syncopate::sync::MakePolicy(policy_options);
   if (!policy.ok()) return Fail(policy.status());
@@ -130,8 +130,7 @@ int main(int argc, char** argv) {
   });
   coordinator.Start();
   syncopate::coordinator::SessionService service(
-      coordinator,
-      syncopate::rpc::Authorizer(credentials->secure(), [&metrics](absl::string_view rpc) {
+      coordinator, syncopate::rpc::Authorizer(*credentials, [&metrics](absl::string_view rpc) {
         metrics.refused_calls.Add({{"rpc", std::string(rpc)}}).Increment();
       }));
   std::unique_ptr<grpc::Server> server;

@@ -9,26 +9,42 @@
 
 namespace syncopate::rpc {
 
-absl::StatusOr<Identity> IdentityOf(const grpc::AuthContext& context) {
+absl::StatusOr<Identity> IdentityOf(const grpc::AuthContext& context,
+                                    absl::string_view trust_domain) {
   std::optional<Identity> found;
+  std::string found_domain;
   for (const grpc::string_ref& uri : context.FindPropertyValues(GRPC_PEER_URI_PROPERTY_NAME)) {
-    absl::StatusOr<Identity> identity = ParseSpiffeId(absl::string_view(uri.data(), uri.size()));
+    std::string domain;
+    absl::StatusOr<Identity> identity =
+        ParseSpiffeId(absl::string_view(uri.data(), uri.size()), &domain);
     if (!identity.ok()) continue;
     if (found) {
       return absl::UnauthenticatedError("the caller's certificate names more than one identity");
     }
     found = *identity;
+    found_domain = domain;
   }
   if (!found) {
     return absl::UnauthenticatedError(
         "the caller's certificate names no Syncopate identity "
         "(spiffe://<trust domain>/syncopate/<role>[/<name>])");
   }
+  if (found_domain != trust_domain) {
+    return absl::UnauthenticatedError(absl::StrCat("the caller's certificate is of trust domain ",
+                                                   Quoted(found_domain), ", not ",
+                                                   Quoted(trust_domain)));
+  }
   return *found;
 }
 
-Authorizer::Authorizer(bool enforce, OnRefusal on_refusal)
-    : enforce_(enforce), on_refusal_(std::move(on_refusal)) {}
+Authorizer::Authorizer(const Credentials& server_credentials, OnRefusal on_refusal)
+    : Authorizer(server_credentials.secure(), server_credentials.trust_domain(),
+                 std::move(on_refusal)) {}
+
+Authorizer::Authorizer(bool enforce, std::string trust_domain, OnRefusal on_refusal)
+    : enforce_(enforce),
+      trust_domain_(std::move(trust_domain)),
+      on_refusal_(std::move(on_refusal)) {}
 
 absl::Status Authorizer::Refuse(absl::string_view rpc, absl::Status status) const {
   if (on_refusal_) on_refusal_(rpc);
@@ -44,7 +60,7 @@ absl::StatusOr<std::optional<Identity>> Authorizer::Require(
     return Refuse(rpc, absl::UnauthenticatedError(
                            absl::StrCat(rpc, " refused: the caller presented no certificate")));
   }
-  absl::StatusOr<Identity> caller = IdentityOf(*auth);
+  absl::StatusOr<Identity> caller = IdentityOf(*auth, trust_domain_);
   if (!caller.ok()) {
     return Refuse(rpc, absl::UnauthenticatedError(
                            absl::StrCat(rpc, " refused: ", caller.status().message())));

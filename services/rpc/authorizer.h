@@ -13,21 +13,29 @@
 #include "absl/strings/string_view.h"
 #include "grpcpp/security/auth_context.h"
 #include "grpcpp/server_context.h"
+#include "rpc/credentials.h"
 #include "rpc/identity.h"
 
 namespace syncopate::rpc {
 
 // The caller's identity in a TLS auth context: the one Syncopate SPIFFE URI among its certificate's
-// subject alternative names. UNAUTHENTICATED when there is none, or more than one.
-absl::StatusOr<Identity> IdentityOf(const grpc::AuthContext& context);
+// subject alternative names, in `trust_domain`. UNAUTHENTICATED when there is none, more than one,
+// or one of another trust domain.
+absl::StatusOr<Identity> IdentityOf(const grpc::AuthContext& context,
+                                    absl::string_view trust_domain);
 
 // Thread-safe (immutable).
 class Authorizer {
  public:
   // Runs once per refusal with the method's name ("Push"): the service counts it.
   using OnRefusal = std::function<void(absl::string_view rpc)>;
-  // `enforce`: the server runs TLS (Credentials::secure()).
-  Authorizer(bool enforce, OnRefusal on_refusal);
+  // Enforced when the server runs TLS with `server_credentials`: callers must then be of its trust
+  // domain.
+  Authorizer(const Credentials& server_credentials, OnRefusal on_refusal);
+  // For tests of the rules without certificates.
+  static Authorizer ForTesting(bool enforce, std::string trust_domain, OnRefusal on_refusal) {
+    return Authorizer(enforce, std::move(trust_domain), std::move(on_refusal));
+  }
 
   bool enforced() const { return enforce_; }
 
@@ -44,9 +52,11 @@ class Authorizer {
                            absl::string_view rpc, absl::string_view what) const;
 
  private:
+  Authorizer(bool enforce, std::string trust_domain, OnRefusal on_refusal);
   absl::Status Refuse(absl::string_view rpc, absl::Status status) const;
 
   const bool enforce_;
+  const std::string trust_domain_;
   const OnRefusal on_refusal_;
 };
 

@@ -38,20 +38,24 @@ class FakeAuthContext final : public grpc::AuthContext {
 
 TEST(IdentityOf, TakesTheOneSyncopateUri) {
   FakeAuthContext one({"https://example.org/x", "spiffe://td/syncopate/trainer/trainer-1"});
-  absl::StatusOr<Identity> identity = IdentityOf(one);
+  absl::StatusOr<Identity> identity = IdentityOf(one, "td");
   ASSERT_TRUE(identity.ok()) << identity.status();
   EXPECT_EQ(*identity, (Identity{Role::kTrainer, "trainer-1"}));
 
   FakeAuthContext none({"spiffe://td/other/trainer/x"});
-  EXPECT_EQ(IdentityOf(none).status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(IdentityOf(none, "td").status().code(), absl::StatusCode::kUnauthenticated);
+  absl::Status elsewhere = IdentityOf(one, "other.job").status();
+  EXPECT_EQ(elsewhere.code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_NE(elsewhere.message().find("trust domain 'td'"), std::string::npos) << elsewhere;
   FakeAuthContext two(
       {"spiffe://td/syncopate/trainer/a", "spiffe://td/syncopate/coordinator/coordinator-0"});
-  EXPECT_EQ(IdentityOf(two).status().code(), absl::StatusCode::kUnauthenticated);
+  EXPECT_EQ(IdentityOf(two, "td").status().code(), absl::StatusCode::kUnauthenticated);
 }
 
 TEST(Authorizer, NameMustMatchUnlessPoolOrInsecure) {
   std::map<std::string, int> refused;
-  Authorizer enforcing(true, [&](absl::string_view rpc) { ++refused[std::string(rpc)]; });
+  Authorizer enforcing = Authorizer::ForTesting(
+      true, "td", [&](absl::string_view rpc) { ++refused[std::string(rpc)]; });
   const std::optional<Identity> alice = Identity{Role::kTrainer, "alice"};
   const std::optional<Identity> pool = Identity{Role::kTrainer, ""};
   EXPECT_TRUE(enforcing.RequireName(alice, "alice", "Push", "a push").ok());
@@ -63,7 +67,8 @@ TEST(Authorizer, NameMustMatchUnlessPoolOrInsecure) {
       << status;
   EXPECT_EQ(refused["Push"], 1);
 
-  Authorizer open(false, [&](absl::string_view rpc) { ++refused[std::string(rpc)]; });
+  Authorizer open = Authorizer::ForTesting(
+      false, "", [&](absl::string_view rpc) { ++refused[std::string(rpc)]; });
   EXPECT_TRUE(open.RequireName(alice, "bob", "Push", "a push").ok());
   EXPECT_EQ(refused["Push"], 1);
 }

@@ -1,18 +1,23 @@
 #include "rpc/credentials.h"
 
 #include <fstream>
+#include <optional>
 #include <sstream>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "grpcpp/security/tls_certificate_verifier.h"
 #include "grpcpp/security/tls_credentials_options.h"
+#include "openssl/pem.h"
+#include "openssl/x509v3.h"
 #include "spdlog/spdlog.h"
 
 namespace syncopate::rpc {
 namespace {
 
-absl::Status CheckPemFile(const std::string& path) {
+// The PEM file at `path`: NOT_FOUND when missing or empty, INVALID_ARGUMENT without a PEM block.
+absl::StatusOr<std::string> ReadPemFile(const std::string& path) {
   std::ifstream in(path);
   std::stringstream text;
   text << in.rdbuf();
@@ -22,48 +27,106 @@ absl::Status CheckPemFile(const std::string& path) {
   if (!absl::StrContains(text.str(), "-----BEGIN ")) {
     return absl::InvalidArgumentError(absl::StrCat(path, " holds no PEM block"));
   }
-  return absl::OkStatus();
+  return text.str();
 }
 
-// Accepts a server whose certificate (already verified against the CA) names the expected role.
+// The one Syncopate identity among a certificate's URIs, and its trust domain.
+absl::StatusOr<Identity> OneIdentity(const std::vector<absl::string_view>& uris,
+                                     std::string* trust_domain) {
+  std::optional<Identity> found;
+  for (absl::string_view uri : uris) {
+    std::string domain;
+    absl::StatusOr<Identity> identity = ParseSpiffeId(uri, &domain);
+    if (!identity.ok()) continue;
+    if (found) {
+      return absl::InvalidArgumentError("the certificate names more than one Syncopate identity");
+    }
+    found = *identity;
+    *trust_domain = domain;
+  }
+  if (!found) {
+    return absl::InvalidArgumentError(
+        "the certificate names no Syncopate identity "
+        "(spiffe://<trust domain>/syncopate/<role>[/<name>] among its URI SANs)");
+  }
+  return *found;
+}
+
+// Accepts a server whose certificate (already verified against the CA) names one Syncopate
+// identity, of the expected role and trust domain.
 class RoleVerifier final : public grpc::experimental::ExternalCertificateVerifier {
  public:
-  explicit RoleVerifier(Role role) : role_(role) {}
+  RoleVerifier(Role role, std::string trust_domain)
+      : role_(role), trust_domain_(std::move(trust_domain)) {}
 
   bool Verify(grpc::experimental::TlsCustomVerificationCheckRequest* request,
               std::function<void(grpc::Status)>, grpc::Status* sync_status) override {
-    std::string found;
+    std::vector<absl::string_view> uris;
     for (const grpc::string_ref& uri : request->uri_names()) {
-      absl::StatusOr<Identity> identity = ParseSpiffeId(absl::string_view(uri.data(), uri.size()));
-      if (identity.ok() && identity->role == role_) {
-        *sync_status = grpc::Status::OK;
-        return true;
-      }
-      if (identity.ok()) found = identity->ToString();
+      uris.emplace_back(uri.data(), uri.size());
     }
-    *sync_status = grpc::Status(
-        grpc::StatusCode::UNAUTHENTICATED,
-        absl::StrCat("the server's certificate names ",
-                     found.empty() ? "no Syncopate identity" : found, ", not a ", RoleName(role_)));
+    std::string domain;
+    absl::StatusOr<Identity> identity = OneIdentity(uris, &domain);
+    std::string why;
+    if (!identity.ok()) {
+      why = std::string(identity.status().message());
+    } else if (domain != trust_domain_) {
+      why = absl::StrCat("its trust domain is ", Quoted(domain), ", not ", Quoted(trust_domain_));
+    } else if (identity->role != role_) {
+      why = absl::StrCat("it is ", identity->ToString(), ", not a ", RoleName(role_));
+    }
+    *sync_status = why.empty() ? grpc::Status::OK
+                               : grpc::Status(grpc::StatusCode::UNAUTHENTICATED,
+                                              absl::StrCat("the server's certificate: ", why));
     return true;
   }
   void Cancel(grpc::experimental::TlsCustomVerificationCheckRequest*) override {}
 
  private:
   const Role role_;
+  const std::string trust_domain_;
 };
 
 }  // namespace
+
+absl::StatusOr<Identity> IdentityOfCertificate(const std::string& pem, std::string* trust_domain) {
+  std::unique_ptr<BIO, decltype(&BIO_free)> bio(
+      BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
+  std::unique_ptr<X509, decltype(&X509_free)> cert(
+      bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr, &X509_free);
+  if (!cert) return absl::InvalidArgumentError("not a PEM certificate");
+  std::unique_ptr<GENERAL_NAMES, decltype(&GENERAL_NAMES_free)> names(
+      static_cast<GENERAL_NAMES*>(
+          X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr)),
+      &GENERAL_NAMES_free);
+  std::vector<std::string> uris;
+  for (int i = 0; names && i < sk_GENERAL_NAME_num(names.get()); ++i) {
+    const GENERAL_NAME* name = sk_GENERAL_NAME_value(names.get(), i);
+    if (name->type != GEN_URI) continue;
+    const ASN1_IA5STRING* uri = name->d.uniformResourceIdentifier;
+    uris.emplace_back(reinterpret_cast<const char*>(ASN1_STRING_get0_data(uri)),
+                      static_cast<size_t>(ASN1_STRING_length(uri)));
+  }
+  return OneIdentity({uris.begin(), uris.end()}, trust_domain);
+}
 
 absl::StatusOr<Credentials> Credentials::FromDirectory(const std::string& dir,
                                                        absl::Duration refresh) {
   const std::string ca = absl::StrCat(dir, "/", kCaFile);
   const std::string cert = absl::StrCat(dir, "/", kCertFile);
   const std::string key = absl::StrCat(dir, "/", kKeyFile);
+  std::string cert_pem;
   for (const std::string* path : {&ca, &cert, &key}) {
-    if (absl::Status s = CheckPemFile(*path); !s.ok()) return s;
+    absl::StatusOr<std::string> pem = ReadPemFile(*path);
+    if (!pem.ok()) return pem.status();
+    if (path == &cert) cert_pem = *std::move(pem);
   }
   Credentials credentials;
+  absl::StatusOr<Identity> identity = IdentityOfCertificate(cert_pem, &credentials.trust_domain_);
+  if (!identity.ok()) {
+    return absl::InvalidArgumentError(absl::StrCat(cert, ": ", identity.status().message()));
+  }
+  credentials.identity_ = *identity;
   credentials.directory_ = dir;
   credentials.provider_ = std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
       key, cert, ca,
@@ -80,7 +143,8 @@ std::shared_ptr<grpc::ChannelCredentials> Credentials::ForChannel(Role server_ro
   options.set_verify_server_certs(true);
   options.set_check_call_host(false);
   options.set_certificate_verifier(
-      grpc::experimental::ExternalCertificateVerifier::Create<RoleVerifier>(server_role));
+      grpc::experimental::ExternalCertificateVerifier::Create<RoleVerifier>(server_role,
+                                                                            trust_domain_));
   return grpc::experimental::TlsCredentials(options);
 }
 
@@ -93,7 +157,8 @@ std::shared_ptr<grpc::ServerCredentials> Credentials::ForServer() const {
   return grpc::experimental::TlsServerCredentials(options);
 }
 
-absl::StatusOr<Credentials> CredentialsFromFlags(const std::string& tls_dir, bool insecure) {
+absl::StatusOr<Credentials> CredentialsFromFlags(const std::string& tls_dir, bool insecure,
+                                                 std::optional<Role> role) {
   if (tls_dir.empty() == !insecure) {
     return absl::InvalidArgumentError(
         "give either --tls-dir (mutual TLS, the default way to run) or --insecure (none)");
@@ -104,7 +169,13 @@ absl::StatusOr<Credentials> CredentialsFromFlags(const std::string& tls_dir, boo
         "including pushing into the model (docs/security.md)");
     return Credentials::Insecure();
   }
-  return Credentials::FromDirectory(tls_dir);
+  absl::StatusOr<Credentials> credentials = Credentials::FromDirectory(tls_dir);
+  if (credentials.ok() && role && credentials->identity().role != *role) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the certificate in ", tls_dir, " is ", credentials->identity().ToString(),
+                     "'s; this process needs a ", RoleName(*role), " certificate"));
+  }
+  return credentials;
 }
 
 }  // namespace syncopate::rpc

@@ -6,6 +6,7 @@
 #define SYNCOPATE_RPC_CREDENTIALS_H_
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
@@ -32,15 +33,21 @@ class Credentials {
   // Mutual TLS with the files in `dir`, re-read every `refresh` (a rotated Kubernetes Secret or a
   // re-issued local certificate takes effect on the next connection; open connections keep theirs).
   // NOT_FOUND naming a missing or empty file; INVALID_ARGUMENT for a file that holds no PEM block.
+  // INVALID_ARGUMENT too when tls.crt names no Syncopate identity (identity.h), or more than one.
   static absl::StatusOr<Credentials> FromDirectory(const std::string& dir,
                                                    absl::Duration refresh = absl::Seconds(10));
 
   bool secure() const { return provider_ != nullptr; }
   const std::string& directory() const { return directory_; }
+  // This process's identity and trust domain, as its certificate said when it was read at start
+  // (a rotated certificate keeps them); empty when !secure().
+  const Identity& identity() const { return identity_; }
+  const std::string& trust_domain() const { return trust_domain_; }
 
-  // For a channel to a server whose certificate must be signed by the CA and name `server_role`
-  // (host names are not checked: a trainer's peers are dialled by address, and the role is what a
-  // client must know about its server). Insecure credentials when !secure().
+  // For a channel to a server whose certificate must be signed by the CA and name one identity,
+  // of `server_role` and this process's trust domain (host names are not checked: a trainer's peers
+  // are dialled by address, and the role is what a client must know about its server). Insecure
+  // credentials when !secure().
   std::shared_ptr<grpc::ChannelCredentials> ForChannel(Role server_role) const;
   // For a server: a client must present a certificate signed by the CA, or the handshake fails;
   // which calls it may make is the service's to decide (authorizer.h).
@@ -49,7 +56,13 @@ class Credentials {
  private:
   std::shared_ptr<grpc::experimental::CertificateProviderInterface> provider_;
   std::string directory_;
+  Identity identity_;
+  std::string trust_domain_;
 };
+
+// The one Syncopate identity among a PEM certificate's URI subject alternative names, and its trust
+// domain. INVALID_ARGUMENT when the PEM does not parse, or names none or more than one.
+absl::StatusOr<Identity> IdentityOfCertificate(const std::string& pem, std::string* trust_domain);
 
 // The flags every binary takes to choose its credentials.
 inline constexpr char kTlsDirFlagHelp[] =
@@ -59,8 +72,11 @@ inline constexpr char kInsecureFlagHelp[] =
     "No TLS: anyone who reaches a port may call anything. Needed to run without --tls-dir";
 
 // Credentials from --tls-dir, or none with --insecure (logged as a warning). INVALID_ARGUMENT
-// unless exactly one of them is given; FromDirectory's errors.
-absl::StatusOr<Credentials> CredentialsFromFlags(const std::string& tls_dir, bool insecure);
+// unless exactly one of them is given; FromDirectory's errors; FAILED_PRECONDITION when the
+// certificate is not of `role` (none: any role will do), so a misplaced Secret stops the process at
+// start, saying so, instead of every call it makes being refused.
+absl::StatusOr<Credentials> CredentialsFromFlags(const std::string& tls_dir, bool insecure,
+                                                 std::optional<Role> role);
 
 }  // namespace syncopate::rpc
 

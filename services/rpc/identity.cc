@@ -86,7 +86,7 @@ absl::StatusOr<std::string> SpiffeId(absl::string_view trust_domain, const Ident
   return id;
 }
 
-absl::StatusOr<Identity> ParseSpiffeId(absl::string_view uri) {
+absl::StatusOr<Identity> ParseSpiffeId(absl::string_view uri, std::string* trust_domain) {
   auto refuse = [&](absl::string_view why) {
     return absl::InvalidArgumentError(absl::StrCat(
         "not a Syncopate identity (spiffe://<trust domain>/syncopate/<role>[/<name>]): ",
@@ -105,6 +105,7 @@ absl::StatusOr<Identity> ParseSpiffeId(absl::string_view uri) {
     if (!IsValidName(parts[3])) return refuse("bad name");
     identity.name = std::string(parts[3]);
   }
+  if (trust_domain) *trust_domain = std::string(parts[0]);
   return identity;
 }
 

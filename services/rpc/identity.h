@@ -43,9 +43,9 @@ struct Identity {
 // spiffe://<trust_domain>/syncopate/<role>[/<name>]. INVALID_ARGUMENT for a trust domain outside
 // [a-z0-9._-] or a name IsValidName refuses.
 absl::StatusOr<std::string> SpiffeId(absl::string_view trust_domain, const Identity& identity);
-// The identity in such a URI (any trust domain: the CA that signed the certificate is the trust).
+// The identity in such a URI, and its trust domain in `*trust_domain` (may be null).
 // INVALID_ARGUMENT, saying why, for anything else.
-absl::StatusOr<Identity> ParseSpiffeId(absl::string_view uri);
+absl::StatusOr<Identity> ParseSpiffeId(absl::string_view uri, std::string* trust_domain = nullptr);
 
 }  // namespace syncopate::rpc
 

@@ -62,7 +62,7 @@ int main(int argc, char** argv) {
   }
 
   absl::StatusOr<syncopate::rpc::Credentials> credentials =
-      syncopate::rpc::CredentialsFromFlags(tls_dir, insecure);
+      syncopate::rpc::CredentialsFromFlags(tls_dir, insecure, syncopate::rpc::Role::kStore);
   if (!credentials.ok()) {
     std::fprintf(stderr, "%s\n", credentials.status().ToString().c_str());
     return 2;
@@ -99,9 +99,8 @@ int main(int argc, char** argv) {
   std::random_device entropy;
   const uint64_t incarnation = (uint64_t{entropy()} << 32 | entropy()) | 1;
   // Refusals are counted with every other rejection, by status code.
-  syncopate::store::StoreService service(
-      table, metrics, shard, shard_count, incarnation,
-      syncopate::rpc::Authorizer(credentials->secure(), nullptr));
+  syncopate::store::StoreService service(table, metrics, shard, shard_count, incarnation,
+                                         syncopate::rpc::Authorizer(*credentials, nullptr));
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   absl::Status started =

@@ -31,23 +31,24 @@ constexpr std::initializer_list<Role> kAnyRole = {Role::kCoordinator, Role::kSto
 }  // namespace
 
 absl::Status StoreService::CheckPusher(const std::optional<rpc::Identity>& caller,
-                                       uint64_t trainer_id) {
+                                       uint64_t trainer_id, const char* rpc_name) {
   if (!authorizer_.enforced()) return absl::OkStatus();
   std::string name;
   {
     absl::MutexLock lock(&names_mu_);
     auto it = member_names_.find(trainer_id);
-    // Never a member: the table refuses it.
-    if (it == member_names_.end()) return absl::OkStatus();
-    name = it->second;
+    if (it != member_names_.end()) name = it->second;
   }
   if (name.empty()) {
-    // A member a restarted coordinator took over from the stores before the trainer resumed its
-    // session (its name comes with the resume): retried.
-    return absl::UnavailableError(absl::StrCat("Push refused for now: trainer id ", trainer_id,
+    // Not named by any membership yet: a member this shard has not heard of (it restarted, or the
+    // membership naming it is on its way), or one a restarted coordinator took over from the
+    // stores before its trainer resumed (the resume names it). Retried, and never let through
+    // unnamed: names are recorded before the table takes a member.
+    return absl::UnavailableError(absl::StrCat(rpc_name, " refused for now: trainer id ",
+                                               trainer_id,
                                                " has no name in this shard's membership"));
   }
-  return authorizer_.RequireName(caller, name, "Push",
+  return authorizer_.RequireName(caller, name, rpc_name,
                                  absl::StrCat("a push for trainer id ", trainer_id));
 }
 
@@ -164,14 +165,18 @@ absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time
 
 grpc::ServerReadReactor<v1::PushMessage>* StoreService::Initialize(grpc::CallbackServerContext* ctx,
                                                                    v1::PushReply* reply) {
-  if (auto caller = authorizer_.Require(*ctx, "Initialize", {Role::kTrainer}); !caller.ok()) {
-    return new RefusedPush(Finish(caller.status()));
-  }
+  absl::StatusOr<std::optional<rpc::Identity>> caller =
+      authorizer_.Require(*ctx, "Initialize", {Role::kTrainer});
+  if (!caller.ok()) return new RefusedPush(Finish(caller.status()));
   const absl::Time start = absl::Now();
   return new PushReactor(
       SpecLookup(),
-      [this, start, reply](absl::StatusOr<StagedPush> push) {
+      [this, start, reply, caller = *std::move(caller)](absl::StatusOr<StagedPush> push) {
         if (!push.ok()) return Finish(push.status());
+        if (absl::Status allowed = CheckPusher(caller, push->header.trainer_id(), "Initialize");
+            !allowed.ok()) {
+          return Finish(allowed);
+        }
         return Finish(TakePush(*std::move(push), /*initialize=*/true, start, reply));
       },
       &metrics_.streams_open);
@@ -187,7 +192,8 @@ grpc::ServerReadReactor<v1::PushMessage>* StoreService::Push(grpc::CallbackServe
       [this](const std::string& name) { return table_.Spec(name); },
       [this, start, reply, caller = *std::move(caller)](absl::StatusOr<StagedPush> push) {
         if (!push.ok()) return Finish(push.status());
-        if (absl::Status allowed = CheckPusher(caller, push->header.trainer_id()); !allowed.ok()) {
+        if (absl::Status allowed = CheckPusher(caller, push->header.trainer_id(), "Push");
+            !allowed.ok()) {
           return Finish(allowed);
         }
         return Finish(TakePush(*std::move(push), /*initialize=*/false, start, reply));
@@ -303,6 +309,10 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
     for (const v1::Member& m : request.members()) {
       members.push_back(TrainerKey{m.trainer_id(), m.incarnation()});
       std::string& name = member_names_[m.trainer_id()];
+      if (!name.empty() && !m.name().empty() && name != m.name()) {
+        spdlog::warn("the membership renames trainer id {} from {} to {}", m.trainer_id(),
+                     rpc::Quoted(name), rpc::Quoted(m.name()));
+      }
       if (!m.name().empty()) name = m.name();
     }
   }

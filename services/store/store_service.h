@@ -25,7 +25,7 @@ namespace syncopate::store {
 //
 // `authorizer` allows each call by the caller's certificate (when the server runs TLS;
 // docs/security.md): SetMembership and CloseRound only to the coordinator; Initialize and Push only
-// to trainers, a push only under the caller's own trainer id (the membership names each member);
+// to trainers, each only under the caller's own trainer id (the membership names each member);
 // GetSchema and Pull to any process of the job. A refusal changes nothing.
 class StoreService final
     : public v1::ParameterStore::WithRawCallbackMethod_Pull<v1::ParameterStore::CallbackService> {
@@ -63,8 +63,11 @@ class StoreService final
   absl::StatusOr<std::shared_ptr<const ModelSnapshot>> PullSnapshot(const v1::PullRequest& request);
   // Counts a failure and converts it for the wire.
   grpc::Status Finish(const absl::Status& status);
-  // OK when `caller` may push as trainer `trainer_id` (a member the membership names).
-  absl::Status CheckPusher(const std::optional<rpc::Identity>& caller, uint64_t trainer_id);
+  // OK when `caller` may push (or initialize, `rpc_name`) as trainer `trainer_id`: a member a
+  // membership named, with the caller's name (or a pool certificate). UNAVAILABLE (retried) while
+  // no membership has named it; PERMISSION_DENIED for another trainer's id.
+  absl::Status CheckPusher(const std::optional<rpc::Identity>& caller, uint64_t trainer_id,
+                           const char* rpc_name);
   void UpdateGauges();
 
   ParameterTable& table_;

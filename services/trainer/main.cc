@@ -114,7 +114,8 @@ int main(int argc, char** argv) {
   if (name.empty()) name = absl::StrCat("trainer-", rank);
   syncopate::base::InitLogging(name, log_level);
 
-  auto credentials = syncopate::rpc::CredentialsFromFlags(tls_dir, insecure);
+  auto credentials =
+      syncopate::rpc::CredentialsFromFlags(tls_dir, insecure, syncopate::rpc::Role::kTrainer);
   if (!credentials.ok()) return Fail(credentials.status(), kExitUsage);
   job_options.credentials = *credentials;
   auto eval_every = syncopate::base::ParseDuration(eval_interval);

@@ -24,8 +24,6 @@
 namespace syncopate::e2e {
 namespace {
 
-std::string Read(const std::string& path) { return base::ReadFile(path).value_or(""); }
-
 std::vector<std::string> Lines(const std::string& text) {
   return absl::StrSplit(text, '\n', absl::SkipEmpty());
 }

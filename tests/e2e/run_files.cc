@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
+#include "base/files.h"
 #include "gtest/gtest.h"
 
 namespace syncopate::e2e {
@@ -147,6 +148,8 @@ void ExpectEvictionReported(const std::string& dir, int victim) {
     }
   }
 }
+
+std::string Read(const std::string& path) { return base::ReadFile(path).value_or(""); }
 
 std::string MakeTempDir(const std::string& name) {
   const char* base = getenv("TMPDIR");

@@ -51,6 +51,9 @@ void ExpectEvictionReported(const std::string& dir, int victim);
 // A fresh directory under the test's temporary directory.
 std::string MakeTempDir(const std::string& name);
 
+// The contents of the file at `path`; "" when it cannot be read.
+std::string Read(const std::string& path);
+
 // The pid of trainer `rank` of the run in `dir` once `training(dir)` says it trains, polled every
 // 100 ms for at most `limit`; 0 when that never happened.
 int PidOnceTraining(const std::string& dir, int rank,

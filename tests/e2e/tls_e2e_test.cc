@@ -10,15 +10,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
-#include "base/files.h"
 #include "gtest/gtest.h"
 #include "local_runs.h"
 #include "run_files.h"
 
 namespace syncopate::e2e {
 namespace {
-
-std::string Read(const std::string& path) { return base::ReadFile(path).value_or(""); }
 
 // Runs `command` through /bin/sh; its standard output, or "" when it fails.
 std::string Shell(const std::string& command, const std::string& log) {

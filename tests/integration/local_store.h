@@ -30,7 +30,7 @@ struct LocalStore {
   store::StoreMetrics metrics{registry};
   store::ParameterTable table;
   store::StoreService service{table, metrics,           0,
-                              1,     /*incarnation=*/1, rpc::Authorizer(false, nullptr)};
+                              1,     /*incarnation=*/1, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)};
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };

@@ -29,7 +29,7 @@ struct CoordinatorServer {
                                                         base::MonotonicClock::Get(), metrics);
     engine->Start();
     service =
-        std::make_unique<coordinator::SessionService>(*engine, rpc::Authorizer(false, nullptr));
+        std::make_unique<coordinator::SessionService>(*engine, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
     status =
         rpc::StartServer(listen, {service.get()}, rpc::Credentials::Insecure(), &server, &port);
   }

@@ -33,7 +33,7 @@ class SessionServiceTest : public ::testing::Test {
                                                          base::MonotonicClock::Get(), metrics_);
     engine_->Start();
     service_ =
-        std::make_unique<coordinator::SessionService>(*engine_, rpc::Authorizer(false, nullptr));
+        std::make_unique<coordinator::SessionService>(*engine_, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
     int port = 0;
     ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {service_.get()}, rpc::Credentials::Insecure(),
                                  &server_, &port)

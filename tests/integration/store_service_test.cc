@@ -254,7 +254,7 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   store::ParameterTable restarted;
   ASSERT_TRUE(restarted.Restore(state).ok());
   store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2,
-                              rpc::Authorizer(false, nullptr));
+                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
   int port = 0;
   ASSERT_TRUE(
       rpc::StartServer(address_, {&service}, rpc::Credentials::Insecure(), &store_.server, &port)
@@ -301,7 +301,7 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
   // its bound): what it lost is still re-sent.
   for (int i = 0; i < 3; ++i) restarted.Saved(restarted.Durable().epoch);
   store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2,
-                              rpc::Authorizer(false, nullptr));
+                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
   int port = 0;
   ASSERT_TRUE(
       rpc::StartServer(address_, {&service}, rpc::Credentials::Insecure(), &store_.server, &port)
@@ -365,7 +365,7 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
   EXPECT_EQ(restarted.SetMembers({{kTrainer, 1}}, 2).rounds_skipped, 1);
   ASSERT_TRUE(close(restarted, 3, 3).ok());  // the job's round 3: clock 3 is lost here
   store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2,
-                              rpc::Authorizer(false, nullptr));
+                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
   int port = 0;
   ASSERT_TRUE(
       rpc::StartServer(address_, {&service}, rpc::Credentials::Insecure(), &store_.server, &port)
@@ -389,7 +389,7 @@ class PullWindowTest : public ::testing::Test {
  protected:
   struct Shard {
     explicit Shard(int kept, uint32_t index)
-        : table(kept), service(table, metrics, index, 2, 1, rpc::Authorizer(false, nullptr)) {}
+        : table(kept), service(table, metrics, index, 2, 1, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)) {}
     prometheus::Registry registry;
     store::StoreMetrics metrics{registry};
     store::ParameterTable table;

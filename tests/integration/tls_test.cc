@@ -7,6 +7,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "cli/certificates.h"
 #include "client/peer_exchange.h"
 #include "client/session_client.h"
@@ -52,9 +53,15 @@ class Certificates {
   Certificates() {
     char pattern[] = "/tmp/syncopate-tls-test-XXXXXX";
     root_ = mkdtemp(pattern);
-    auto ca = cli::CertificateAuthority::Create(root_ + "/ca", rpc::kDefaultTrustDomain);
-    auto other = cli::CertificateAuthority::Create(root_ + "/other-ca", rpc::kDefaultTrustDomain);
-    EXPECT_TRUE(ca.ok() && other.ok()) << ca.status() << other.status();
+    auto ca = cli::CertificateAuthority::Create(root_ + "/ca", rpc::kDefaultTrustDomain,
+                                                absl::Hours(24), /*replace=*/false);
+    auto other = cli::CertificateAuthority::Create(root_ + "/other-ca", rpc::kDefaultTrustDomain,
+                                                   absl::Hours(24), /*replace=*/false);
+    auto elsewhere = cli::CertificateAuthority::Open(root_ + "/ca", "other.job");
+    if (!ca.ok() || !other.ok() || !elsewhere.ok()) {
+      ADD_FAILURE() << ca.status() << other.status() << elsewhere.status();
+      return;
+    }
     const std::map<std::string, rpc::Identity> identities = {
         {"store", {Role::kStore, "store-0"}},
         {"coordinator", {Role::kCoordinator, "coordinator-0"}},
@@ -65,8 +72,9 @@ class Certificates {
     for (const auto& [who, identity] : identities) {
       EXPECT_TRUE(ca->Issue(identity, root_ + "/" + who).ok()) << who;
     }
-    // Alice's name, signed by a CA the job does not trust.
+    // Alice's name, signed by a CA the job does not trust; and by the job's CA, of another job.
     EXPECT_TRUE(other->Issue({Role::kTrainer, "alice"}, root_ + "/forged-alice").ok());
+    EXPECT_TRUE(elsewhere->Issue({Role::kTrainer, "alice"}, root_ + "/other-job-alice").ok());
   }
   std::string root_;
 };
@@ -85,8 +93,9 @@ struct TlsStore {
   prometheus::Registry registry;
   store::StoreMetrics metrics{registry};
   store::ParameterTable table;
-  store::StoreService service{table, metrics,           0,
-                              1,     /*incarnation=*/1, rpc::Authorizer(true, nullptr)};
+  store::StoreService service{
+      table, metrics,           0,
+      1,     /*incarnation=*/1, rpc::Authorizer(Certificates::Get().Of("store"), nullptr)};
   std::unique_ptr<grpc::Server> server;
   std::string address;
 };
@@ -176,8 +185,16 @@ TEST_F(StoreTlsTest, ATrainerPushesOnlyUnderItsOwnId) {
 
 TEST_F(StoreTlsTest, OnlyTheCoordinatorSetsMembersAndClosesRounds) {
   const tensor::TensorMap before = Model();
+  // A valid membership that would drop alice.
+  v1::Membership without_alice;
+  v1::Member* bob = without_alice.add_members();
+  bob->set_trainer_id(kBob);
+  bob->set_incarnation(1);
+  bob->set_name("bob");
+  without_alice.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+  without_alice.set_immediate_weight(1);
   for (const char* who : {"alice", "operator", "store"}) {
-    absl::Status status = SetMembership(who, v1::Membership());
+    absl::Status status = SetMembership(who, without_alice);
     EXPECT_EQ(status.code(), absl::StatusCode::kPermissionDenied) << who << ": " << status;
     EXPECT_NE(status.message().find("only coordinator may call it"), std::string::npos) << status;
   }
@@ -194,8 +211,26 @@ TEST_F(StoreTlsTest, OnlyTheCoordinatorSetsMembersAndClosesRounds) {
   EXPECT_TRUE(Client("alice")->Push(Header(kAlice, 1), {{"w", {1, 1, 1}}}).ok());
 }
 
+TEST_F(StoreTlsTest, InitializeAndPushesNeedANamedMember) {
+  // Alice may not create tensors under bob's id, nor push for an id no membership named (retried:
+  // UNAVAILABLE, the membership may be on its way).
+  const tensor::TensorMap before = Model();
+  absl::Status initialize = Client("alice")->Initialize(Header(kBob, 0), {{"x", {1}}});
+  EXPECT_EQ(initialize.code(), absl::StatusCode::kPermissionDenied) << initialize;
+  absl::StatusOr<uint64_t> unknown = Client("alice")->Push(Header(99, 1), {{"w", {9, 9, 9}}});
+  EXPECT_EQ(unknown.status().code(), absl::StatusCode::kUnavailable) << unknown.status();
+  EXPECT_NE(unknown.status().message().find("no name in this shard's membership"),
+            std::string::npos)
+      << unknown.status();
+  EXPECT_EQ(Model(), before);
+}
+
 TEST_F(StoreTlsTest, NoCertificateOrAnotherCasCertificateGetsNothing) {
   const tensor::TensorMap before = Model();
+  // Another job's certificate, signed by the same CA: the handshake succeeds, the call does not.
+  absl::StatusOr<uint64_t> other_job =
+      Client("other-job-alice")->Push(Header(kAlice, 1), {{"w", {9, 9, 9}}});
+  EXPECT_EQ(other_job.status().code(), absl::StatusCode::kUnavailable) << other_job.status();
   for (const char* who : {"", "forged-alice"}) {
     auto client = Client(who);
     absl::StatusOr<uint64_t> pushed = client->Push(Header(kAlice, 1), {{"w", {9, 9, 9}}});
@@ -226,9 +261,13 @@ TEST(CoordinatorTlsTest, ATrainerJoinsOnlyUnderItsCertificatesName) {
   coordinator::Coordinator engine(coordinator::CoordinatorOptions{}, *sync::MakePolicy(policy),
                                   stores, base::MonotonicClock::Get(), metrics);
   engine.Start();
-  std::map<std::string, int> refused;
+  absl::Mutex mu;
+  std::map<std::string, int> refused;  // counted on gRPC's threads
   coordinator::SessionService service(
-      engine, rpc::Authorizer(true, [&](absl::string_view rpc) { ++refused[std::string(rpc)]; }));
+      engine, rpc::Authorizer(Certificates::Get().Of("coordinator"), [&](absl::string_view rpc) {
+        absl::MutexLock lock(&mu);
+        ++refused[std::string(rpc)];
+      }));
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, Certificates::Get().Of("coordinator"),
@@ -247,7 +286,10 @@ TEST(CoordinatorTlsTest, ATrainerJoinsOnlyUnderItsCertificatesName) {
   EXPECT_EQ(as_bob.status().code(), absl::StatusCode::kPermissionDenied) << as_bob.status();
   auto as_store = join("store", "store-0");
   EXPECT_EQ(as_store.status().code(), absl::StatusCode::kPermissionDenied) << as_store.status();
-  EXPECT_EQ(refused["Session"], 2);
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(refused["Session"], 2);
+  }
   EXPECT_EQ(engine.Status().trainers_size(), 0);
 
   auto alice = join("alice", "alice");
@@ -278,7 +320,7 @@ TEST(PeerTlsTest, OnlyTrainersSendModels) {
   client::ExchangeInbox inbox;
   client::TransferMeter received;
   client::PeerService service(inbox, client::ShapeLookup({{"w", {0, 0}}}), nullptr, received,
-                              rpc::Authorizer(true, nullptr));
+                              rpc::Authorizer(Certificates::Get().Of("bob"), nullptr));
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   ASSERT_TRUE(
