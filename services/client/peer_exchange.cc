@@ -6,6 +6,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "rpc/grpc_util.h"
+#include "rpc/identity.h"
+#include "spdlog/spdlog.h"
 #include "store/push_reactor.h"
 
 namespace syncopate::client {
@@ -43,7 +45,33 @@ TransferTotals TransferMeter::Take() {
   return out;
 }
 
-absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::TensorMap model) {
+void ExchangeInbox::NamePeers(const v1::PeerExchange& exchange) {
+  absl::MutexLock lock(&mu_);
+  for (const auto* peers : {&exchange.send_to(), &exchange.receive_from()}) {
+    for (const v1::PeerRef& peer : *peers) {
+      if (!peer.name().empty()) names_[peer.trainer_id()] = peer.name();
+    }
+  }
+}
+
+std::optional<std::string> ExchangeInbox::NameOf(uint64_t sender) {
+  absl::MutexLock lock(&mu_);
+  auto name = names_.find(sender);
+  if (name == names_.end()) return std::nullopt;
+  return name->second;
+}
+
+bool ExchangeInbox::FromNamedSender(uint64_t sender, const Arrival& arrival) const {
+  if (arrival.caller.empty()) return true;
+  auto name = names_.find(sender);
+  if (name == names_.end() || name->second == arrival.caller) return true;
+  spdlog::warn("dropped a model sent as trainer {} ({}) by {}", sender, rpc::Quoted(name->second),
+               rpc::Quoted(arrival.caller));
+  return false;
+}
+
+absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
+                                    const std::string& caller) {
   absl::MutexLock lock(&mu_);
   if (round <= done_round_) {
     return absl::FailedPreconditionError(
@@ -60,7 +88,7 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
         "inbox full: trainer ", sender, " has ", from_sender, " models waiting (at most ",
         kMaxPendingPerSender, "), ", pending_, " in all (at most ", kMaxPending, ")"));
   }
-  rounds_[round].emplace(sender, std::move(model));
+  rounds_[round].emplace(sender, Arrival{std::move(model), caller});
   ++pending_by_sender_[sender];
   ++pending_;
   return absl::OkStatus();
@@ -85,12 +113,14 @@ std::map<uint64_t, tensor::TensorMap> ExchangeInbox::Collect(int64_t round,
   std::map<uint64_t, tensor::TensorMap> out;
   if (auto it = rounds_.find(round); it != rounds_.end()) {
     for (uint64_t s : senders) {
-      if (auto m = it->second.find(s); m != it->second.end()) out.emplace(s, std::move(m->second));
+      if (auto m = it->second.find(s); m != it->second.end() && FromNamedSender(s, m->second)) {
+        out.emplace(s, std::move(m->second.model));
+      }
     }
   }
   const auto done = rounds_.upper_bound(round);
   for (auto it = rounds_.begin(); it != done; ++it) {
-    for (const auto& [sender, model] : it->second) {
+    for (const auto& [sender, arrival] : it->second) {
       if (--pending_by_sender_[sender] == 0) pending_by_sender_.erase(sender);
       --pending_;
     }
@@ -109,7 +139,9 @@ std::map<uint64_t, tensor::TensorMap> ExchangeInbox::TakeLatest() {
   absl::MutexLock lock(&mu_);
   std::map<uint64_t, tensor::TensorMap> latest;
   for (auto& [round, models] : rounds_) {  // ascending rounds: newer ones overwrite
-    for (auto& [sender, model] : models) latest[sender] = std::move(model);
+    for (auto& [sender, arrival] : models) {
+      if (FromNamedSender(sender, arrival)) latest[sender] = std::move(arrival.model);
+    }
   }
   rounds_.clear();
   pending_by_sender_.clear();
@@ -139,19 +171,27 @@ PeerService::PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::T
 
 grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackServerContext* ctx,
                                                                 v1::ExchangeReply*) {
-  if (auto caller = authorizer_.Require(*ctx, "Exchange", {rpc::Role::kTrainer}); !caller.ok()) {
-    return new store::RefusedPush(rpc::ToGrpcStatus(caller.status()));
-  }
+  absl::StatusOr<std::optional<rpc::Identity>> caller =
+      authorizer_.Require(*ctx, "Exchange", {rpc::Role::kTrainer});
+  if (!caller.ok()) return new store::RefusedPush(rpc::ToGrpcStatus(caller.status()));
   const absl::Time start = absl::Now();
   return new store::PushReactor(
       lookup_,
-      [this, start](absl::StatusOr<store::StagedPush> push) {
+      [this, start, caller = *std::move(caller)](absl::StatusOr<store::StagedPush> push) {
         if (!push.ok()) return rpc::ToGrpcStatus(push.status());
+        const uint64_t sender = push->header.trainer_id();
+        // A sender the coordinator named already is checked now; one named later, when its model
+        // is taken (ExchangeInbox::Deposit).
+        if (std::optional<std::string> name = inbox_.NameOf(sender); name) {
+          absl::Status allowed = authorizer_.RequireName(
+              caller, *name, "Exchange", absl::StrCat("a model as trainer ", sender));
+          if (!allowed.ok()) return rpc::ToGrpcStatus(allowed);
+        }
         uint64_t bytes = 0;
         for (const store::StagedChunk& chunk : push->chunks) bytes += chunk.bytes.size();
         received_.Record(bytes, start, absl::Now());
-        return rpc::ToGrpcStatus(
-            inbox_.Deposit(push->header.clock(), push->header.trainer_id(), ToTensorMap(*push)));
+        return rpc::ToGrpcStatus(inbox_.Deposit(push->header.clock(), sender, ToTensorMap(*push),
+                                                caller ? caller->name : ""));
       },
       /*open=*/nullptr,
       [this](size_t payload) { return ingress_ ? ingress_->Take(payload) : absl::ZeroDuration(); });

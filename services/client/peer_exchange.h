@@ -57,10 +57,20 @@ class ExchangeInbox {
   static constexpr int kMaxPendingPerSender = 8;
   static constexpr int kMaxPending = 512;
 
-  // ALREADY_EXISTS when `sender` already delivered round `round`; FAILED_PRECONDITION for a
-  // round the worker has moved past; RESOURCE_EXHAUSTED when `sender` has kMaxPendingPerSender
-  // models waiting or the inbox kMaxPending (nothing is kept then).
-  absl::Status Deposit(int64_t round, uint64_t sender, tensor::TensorMap model);
+  // Records the names of the peers the coordinator named in `exchange` (PeerRef.name): a model
+  // under one of those ids is then taken only from a caller of that name.
+  void NamePeers(const v1::PeerExchange& exchange);
+  // The name the coordinator gave `sender`, if it named it yet.
+  std::optional<std::string> NameOf(uint64_t sender);
+  // `caller`: the name in the sending trainer's certificate; empty when it cannot be told (no TLS,
+  // or a trainer pool certificate). ALREADY_EXISTS when `sender` already delivered round `round`;
+  // FAILED_PRECONDITION for a round the worker has moved past; RESOURCE_EXHAUSTED when `sender`
+  // has kMaxPendingPerSender models waiting or the inbox kMaxPending (nothing is kept then). The
+  // caller is checked against the coordinator's name for `sender` when the model is taken
+  // (Collect, TakeLatest), and a model from another caller is dropped with a warning; the Peer
+  // service refuses it at once when the name is known already.
+  absl::Status Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
+                       const std::string& caller = "");
   // Waits until every sender in `senders` delivered round `round` or is gone (MarkGone), or until
   // `deadline`; returns what arrived (possibly less) and forgets every round up to `round`.
   std::map<uint64_t, tensor::TensorMap> Collect(int64_t round, const std::vector<uint64_t>& senders,
@@ -77,7 +87,17 @@ class ExchangeInbox {
   int64_t done_round_ ABSL_GUARDED_BY(mu_) = -1;
   std::optional<int64_t> collecting_ ABSL_GUARDED_BY(mu_);  // the round Collect waits for
   std::map<uint64_t, int64_t> gone_ ABSL_GUARDED_BY(mu_);   // sender -> last round not to wait
-  std::map<int64_t, std::map<uint64_t, tensor::TensorMap>> rounds_ ABSL_GUARDED_BY(mu_);
+  // A model as it arrived, with the name in its sender's certificate ("": unchecked).
+  struct Arrival {
+    tensor::TensorMap model;
+    std::string caller;
+  };
+  // Whether `arrival` may be taken as `sender`'s: its caller is unchecked, or the coordinator
+  // has not named `sender` (nothing to check against), or named it so.
+  bool FromNamedSender(uint64_t sender, const Arrival& arrival) const
+      ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  std::map<int64_t, std::map<uint64_t, Arrival>> rounds_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, std::string> names_ ABSL_GUARDED_BY(mu_);      // sender -> its name
   std::map<uint64_t, int> pending_by_sender_ ABSL_GUARDED_BY(mu_);  // models in rounds_
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
 };

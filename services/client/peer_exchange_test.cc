@@ -24,6 +24,37 @@ TEST(ExchangeInbox, ASenderCannotFillTheInbox) {
   EXPECT_TRUE(inbox.Deposit(100, 7, {{"w", {1}}}).ok());
 }
 
+v1::PeerExchange Naming(std::vector<std::pair<uint64_t, std::string>> peers) {
+  v1::PeerExchange exchange;
+  for (const auto& [id, name] : peers) {
+    v1::PeerRef* ref = exchange.add_receive_from();
+    ref->set_trainer_id(id);
+    ref->set_name(name);
+  }
+  return exchange;
+}
+
+// A model is taken as sender id N's only when its caller's certificate named N's name (or could
+// not be told: no TLS, a pool certificate), also when the coordinator names N after it arrived.
+TEST(ExchangeInbox, AModelIsTakenOnlyFromTheSenderTheCoordinatorNamed) {
+  ExchangeInbox inbox;
+  inbox.NamePeers(Naming({{7, "bob"}}));
+  EXPECT_EQ(inbox.NameOf(7), "bob");
+  EXPECT_EQ(inbox.NameOf(9), std::nullopt);
+  ASSERT_TRUE(inbox.Deposit(0, 7, {{"w", {1}}}, "mallory").ok());
+  ASSERT_TRUE(inbox.Deposit(0, 8, {{"w", {2}}}, "").ok());
+  ASSERT_TRUE(inbox.Deposit(0, 9, {{"w", {3}}}, "mallory").ok());  // 9 not named yet
+  inbox.NamePeers(Naming({{9, "carol"}}));
+  std::map<uint64_t, tensor::TensorMap> got = inbox.Collect(0, {7, 8, 9}, absl::InfinitePast());
+  EXPECT_EQ(got.size(), 1u);
+  EXPECT_EQ(got.count(8), 1u) << "an unchecked caller's model is taken";
+  ASSERT_TRUE(inbox.Deposit(1, 7, {{"w", {4}}}, "bob").ok());
+  ASSERT_TRUE(inbox.Deposit(1, 9, {{"w", {5}}}, "mallory").ok());
+  got = inbox.TakeLatest();
+  EXPECT_EQ(got.size(), 1u);
+  EXPECT_EQ(got.count(7), 1u);
+}
+
 TEST(ExchangeInbox, TheInboxAsAWholeIsBounded) {
   ExchangeInbox inbox;
   const int senders = ExchangeInbox::kMaxPending / ExchangeInbox::kMaxPendingPerSender;

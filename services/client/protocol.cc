@@ -250,6 +250,7 @@ absl::Status Protocol::Exchange(const v1::Proceed& proceed, tensor::TensorMap& o
 
 absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
     const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
+  peers_->inbox.NamePeers(exchange);
   const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
   std::vector<uint64_t> senders;
   for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
@@ -280,6 +281,7 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
 absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
     const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
   // Average in what has arrived, then multicast the result while the next iteration computes.
+  peers_->inbox.NamePeers(exchange);
   const std::map<uint64_t, tensor::TensorMap> received = peers_->inbox.TakeLatest();
   RETURN_IF_ERROR(AverageInto(own, received));
   peers_->multicast.Start({exchange.send_to().begin(), exchange.send_to().end()},

@@ -316,7 +316,7 @@ TEST(CoordinatorTlsTest, ATrainerJoinsOnlyUnderItsCertificatesName) {
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
 }
 
-TEST(PeerTlsTest, OnlyTrainersSendModels) {
+TEST(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
   client::ExchangeInbox inbox;
   client::TransferMeter received;
   client::PeerService service(inbox, client::ShapeLookup({{"w", {0, 0}}}), nullptr, received,
@@ -335,6 +335,15 @@ TEST(PeerTlsTest, OnlyTrainersSendModels) {
   absl::Status refused = from_store.SendOne(bob, kAlice, 1, {{"w", {5, 5}}}, deadline);
   EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
   client::PeerSender from_alice(nullptr, sent, Certificates::Get().Of("alice"));
+  // Once the coordinator named alice's id, bob cannot send a model as hers.
+  v1::PeerExchange exchange;
+  v1::PeerRef* named = exchange.add_receive_from();
+  named->set_trainer_id(kAlice);
+  named->set_name("alice");
+  inbox.NamePeers(exchange);
+  client::PeerSender from_bob(nullptr, sent, Certificates::Get().Of("bob"));
+  absl::Status forged = from_bob.SendOne(bob, kAlice, 1, {{"w", {6, 6}}}, deadline);
+  EXPECT_EQ(forged.code(), absl::StatusCode::kPermissionDenied) << forged;
   ASSERT_TRUE(from_alice.SendOne(bob, kAlice, 1, {{"w", {1, 2}}}, deadline).ok());
   auto got = inbox.Collect(1, {kAlice}, deadline);
   ASSERT_EQ(got.size(), 1u);
