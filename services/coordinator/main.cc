@@ -46,6 +46,7 @@ int main(int argc, char** argv) {
   bool exit_when_done = false;
   std::string tls_dir;
   bool insecure = false;
+  syncopate::rpc::ServerLimits limits;
   app.add_option("--listen", listen, "gRPC address (host:port; port 0 picks one)");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
   app.add_option("--stores", stores, "Store shard addresses, comma-separated, in shard order")
@@ -96,6 +97,9 @@ int main(int argc, char** argv) {
   app.add_option("--ready-file", ready_file, "Write the bound ports here once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp);
+  app.add_option("--max-streams-per-connection", limits.max_streams_per_connection,
+                 "Streams one client connection may hold open at once (more wait)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp);
   CLI11_PARSE(app, argc, argv);
   syncopate::base::InitLogging("coordinator", log_level);
@@ -136,7 +140,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   absl::Status started =
-      syncopate::rpc::StartServer(listen, {&service}, *credentials, &server, &port);
+      syncopate::rpc::StartServer(listen, {&service}, *credentials, &server, &port, limits);
   if (!started.ok()) return Fail(started);
   absl::Status ready =
       syncopate::base::WriteReadyFile(ready_file, {port, (*metrics_server)->port(), 0});

@@ -43,10 +43,15 @@ void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
 
 absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
                          const Credentials& credentials, std::unique_ptr<grpc::Server>* server,
-                         int* port) {
+                         int* port, const ServerLimits& limits) {
+  if (limits.max_streams_per_connection < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("at least one stream per connection, not ",
+                                                   limits.max_streams_per_connection));
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
   ConfigureServerBuilder(builder);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, limits.max_streams_per_connection);
   builder.AddListeningPort(address, credentials.ForServer(), port);
   for (grpc::Service* service : services) builder.RegisterService(service);
   *server = builder.BuildAndStart();

@@ -48,12 +48,19 @@ class RawServerStream {
   grpc::internal::RpcMethod method_;
 };
 
+// What one client connection may hold of a server.
+struct ServerLimits {
+  // Streams open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS): further ones
+  // wait in the client until one ends. A trainer holds a few per server.
+  int max_streams_per_connection = 256;
+};
+
 // Builds and starts a server on `address` ("127.0.0.1:0" picks a port) with `services`, gRPC's
-// health service (reporting SERVING), `credentials` and Syncopate's settings. UNAVAILABLE when it
-// cannot bind.
+// health service (reporting SERVING), `credentials`, `limits` and Syncopate's settings. UNAVAILABLE
+// when it cannot bind; INVALID_ARGUMENT for a limit below 1.
 absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
                          const Credentials& credentials, std::unique_ptr<grpc::Server>* server,
-                         int* port);
+                         int* port, const ServerLimits& limits = ServerLimits());
 
 // A callback-API unary method's answer, given at once on the thread that read the request.
 grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::Status& status);

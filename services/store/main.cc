@@ -35,6 +35,8 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   std::string tls_dir;
   bool insecure = false;
+  syncopate::rpc::ServerLimits limits;
+  size_t max_pending_pushes = syncopate::store::ParameterTable::kDefaultMaxPendingPushes;
   app.add_option("--listen", listen, "gRPC address (host:port; port 0 picks one)");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
   app.add_option("--shard", shard, "This shard's index");
@@ -48,6 +50,13 @@ int main(int argc, char** argv) {
   app.add_option("--ready-file", ready_file, "Write the bound ports here once serving");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp);
+  app.add_option("--max-streams-per-connection", limits.max_streams_per_connection,
+                 "Streams one client connection may hold open at once (more wait)")
+      ->check(CLI::PositiveNumber);
+  app.add_option("--max-pending-pushes", max_pending_pushes,
+                 "Round pushes one trainer may have waiting for a round to close (more are "
+                 "refused RESOURCE_EXHAUSTED: backpressure)")
+      ->check(CLI::PositiveNumber);
   app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp);
   CLI11_PARSE(app, argc, argv);
   if (shard >= shard_count) {
@@ -74,7 +83,7 @@ int main(int argc, char** argv) {
     return 1;
   }
   syncopate::store::StoreMetrics metrics((*metrics_server)->registry());
-  syncopate::store::ParameterTable table(snapshots_kept);
+  syncopate::store::ParameterTable table(snapshots_kept, max_pending_pushes);
   std::optional<syncopate::store::Checkpointer> checkpointer;
   if (!checkpoint_dir.empty()) {
     if (absl::Status made = syncopate::base::MakeDirectories(checkpoint_dir); !made.ok()) {
@@ -104,7 +113,7 @@ int main(int argc, char** argv) {
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   absl::Status started =
-      syncopate::rpc::StartServer(listen, {&service}, *credentials, &server, &port);
+      syncopate::rpc::StartServer(listen, {&service}, *credentials, &server, &port, limits);
   if (!started.ok()) {
     spdlog::critical("{}", started.ToString());
     return 1;

@@ -201,7 +201,7 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     if (!queue.empty() && h.clock() < queue.back().clock) {  // re-sent sums may share a clock
       return absl::InvalidArgumentError("pending pushes out of clock order");
     }
-    if (queue.size() >= kMaxPendingPushes) {
+    if (queue.size() >= max_pending_pushes_) {
       return absl::InvalidArgumentError("more pending pushes for one trainer than a shard takes");
     }
     queue.push_back(PendingPush{h.clock(), push});
@@ -365,7 +365,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
                          "'s round up to clock ", cut->second, " has closed"));
       }
       std::deque<PendingPush>& queue = pending_[key];
-      if (queue.size() >= kMaxPendingPushes) {
+      if (queue.size() >= max_pending_pushes_) {
         return absl::ResourceExhaustedError(
             absl::StrCat("trainer ", h.trainer_id(), " has ", queue.size(),
                          " pushes waiting for a round that does not close"));

@@ -121,12 +121,15 @@ struct CloseRequest {
 // Thread-safe. Every mutation happens entirely or not at all.
 class ParameterTable {
  public:
-  // Pending ROUND pushes one trainer may have before further ones are RESOURCE_EXHAUSTED: the
-  // backpressure that bounds the store's memory when a round cannot close.
-  static constexpr size_t kMaxPendingPushes = 256;
+  // Pending ROUND pushes one trainer may have by default before further ones are
+  // RESOURCE_EXHAUSTED: the backpressure that bounds the store's memory when a round cannot close.
+  static constexpr size_t kDefaultMaxPendingPushes = 256;
 
-  // Snapshots kept for round pulls; older ones are dropped (a pull of them is NOT_FOUND).
-  explicit ParameterTable(int snapshots_kept = 8) : snapshots_kept_(snapshots_kept) {}
+  // Snapshots kept for round pulls; older ones are dropped (a pull of them is NOT_FOUND). Each
+  // trainer may have `max_pending_pushes` (at least 1) ROUND pushes waiting.
+  explicit ParameterTable(int snapshots_kept = 8,
+                          size_t max_pending_pushes = kDefaultMaxPendingPushes)
+      : snapshots_kept_(snapshots_kept), max_pending_pushes_(max_pending_pushes) {}
 
   std::optional<tensor::TensorSpec> Spec(const std::string& name) const;
   std::vector<tensor::TensorSpec> Specs() const;
@@ -237,6 +240,7 @@ class ParameterTable {
   void Publish(std::shared_ptr<const ModelSnapshot> snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int snapshots_kept_;
+  const size_t max_pending_pushes_;
   mutable absl::Mutex mu_;
   std::map<std::string, Tensor> tensors_ ABSL_GUARDED_BY(mu_);
   // At least the largest |value| of the live model, up to float rounding (which the margin of

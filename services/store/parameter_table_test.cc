@@ -309,10 +309,21 @@ TEST_F(ParameterTableTest, BadCloseChangesNothing) {
 
 TEST_F(ParameterTableTest, PendingPushesAreBounded) {
   size_t c = 1;
-  for (; c <= ParameterTable::kMaxPendingPushes; ++c) {
+  for (; c <= ParameterTable::kDefaultMaxPendingPushes; ++c) {
     ASSERT_TRUE(table_.Apply(RoundPush(1, c, static_cast<int64_t>(c), {{"b", {1}}})).ok());
   }
   EXPECT_EQ(table_.Apply(RoundPush(1, c, static_cast<int64_t>(c), {{"b", {1}}})).status().code(),
+            absl::StatusCode::kResourceExhausted);
+}
+
+TEST(ParameterTable, ThePendingPushLimitIsTheOneGiven) {
+  ParameterTable table(/*snapshots_kept=*/8, /*max_pending_pushes=*/3);
+  table.SetMembers({{1, 1}});
+  ASSERT_TRUE(table.Initialize(Stage(Header(1, 1, 0), {{"b", {0}}})).ok());
+  for (int64_t c = 1; c <= 3; ++c) {
+    ASSERT_TRUE(table.Apply(RoundPush(1, c, c, {{"b", {1}}})).ok()) << c;
+  }
+  EXPECT_EQ(table.Apply(RoundPush(1, 4, 4, {{"b", {1}}})).status().code(),
             absl::StatusCode::kResourceExhausted);
 }
 

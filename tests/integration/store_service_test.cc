@@ -105,6 +105,68 @@ TEST_F(StoreServiceTest, OpenStreamsHoldNoThreadEach) {
   EXPECT_EQ(Live()["small"], (std::vector<float>{1, 2, 3}));  // nothing applied
 }
 
+// --max-streams-per-connection: one connection holds at most that many streams open; the next
+// waits in the client (here until its deadline) and goes ahead once one ends.
+TEST(StoreStreamLimitTest, AConnectionHoldsAtMostItsStreams) {
+  prometheus::Registry registry;
+  store::StoreMetrics metrics(registry);
+  store::ParameterTable table;
+  table.SetMembers({{kTrainer, 1}});
+  store::StoreService service(table, metrics, 0, 1, /*incarnation=*/1,
+                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  rpc::ServerLimits limits;
+  limits.max_streams_per_connection = 2;
+  ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server,
+                               &port, limits)
+                  .ok());
+  limits.max_streams_per_connection = 0;
+  EXPECT_EQ(rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server,
+                             &port, limits)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  auto stub = v1::ParameterStore::NewStub(rpc::MakeChannel(
+      "127.0.0.1:" + std::to_string(port), rpc::Credentials::Insecure(), rpc::Role::kStore));
+  struct Open {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    v1::PushReply reply;
+    std::unique_ptr<grpc::ClientWriter<v1::PushMessage>> writer;
+  };
+  auto open = [&](absl::Duration timeout) {
+    auto o = std::make_unique<Open>();
+    o->ctx = rpc::ContextWithTimeout(timeout);
+    // An initialization that sends its header and then waits.
+    o->writer = stub->Initialize(o->ctx.get(), &o->reply);
+    v1::PushMessage header;
+    header.mutable_header()->set_trainer_id(kTrainer);
+    header.mutable_header()->set_incarnation(1);
+    tensor::ToProto({"w", {3}}, header.mutable_header()->add_tensors());
+    o->writer->Write(header);
+    return o;
+  };
+  std::vector<std::unique_ptr<Open>> held;
+  for (int i = 0; i < 2; ++i) held.push_back(open(absl::Seconds(30)));
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (metrics.streams_open.Value() < 2 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));  // polled, with a deadline
+  }
+  ASSERT_EQ(metrics.streams_open.Value(), 2);
+  auto third = open(absl::Seconds(1));
+  third->writer->WritesDone();
+  EXPECT_EQ(third->writer->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
+  EXPECT_EQ(metrics.streams_open.Value(), 2) << "the third never reached the store";
+  held[0]->ctx->TryCancel();
+  EXPECT_FALSE(held[0]->writer->Finish().ok());
+  auto fourth = open(absl::Seconds(10));
+  fourth->writer->WritesDone();
+  // It reached the store once a place was free: the store answers (the push is incomplete).
+  EXPECT_EQ(fourth->writer->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  held[1]->ctx->TryCancel();
+  held[1]->writer->Finish();
+  server->Shutdown();
+}
+
 TEST_F(StoreServiceTest, ServesHealthAndRoundTripsLargeTensors) {
   EXPECT_TRUE(
       rpc::CheckHealth(*rpc::MakeChannel(address_, rpc::Credentials::Insecure(), rpc::Role::kStore),
@@ -389,7 +451,9 @@ class PullWindowTest : public ::testing::Test {
  protected:
   struct Shard {
     explicit Shard(int kept, uint32_t index)
-        : table(kept), service(table, metrics, index, 2, 1, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)) {}
+        : table(kept),
+          service(table, metrics, index, 2, 1,
+                  rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)) {}
     prometheus::Registry registry;
     store::StoreMetrics metrics{registry};
     store::ParameterTable table;
