@@ -335,8 +335,9 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
                         "--mode=" + mode, absl::StrCat("--min-trainers=", trainers),
                         "--start-timeout=300s", "--eviction-timeout=60s", "--heartbeat-interval=1s",
                         "--ready-file=" + dir + "/coordinator.ready.json", "--log-level=warn",
-                        // Plaintext: this measures the coordinator's own cost per event.
-                        "--insecure"},
+                        // Plaintext: this measures the coordinator's own cost per event. The
+                        // simulated trainers share 16 connections: no per-connection stream cap.
+                        "--insecure", "--max-streams-per-connection=1000000"},
                        {}, dir + "/coordinator.log"));
   ASSIGN_OR_RETURN(base::ReadyInfo coordinator_ready,
                    base::WaitForReadyFile(dir + "/coordinator.ready.json", deadline));

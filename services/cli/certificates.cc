@@ -86,19 +86,9 @@ absl::StatusOr<CertificateAuthority> CertificateAuthority::Open(const std::strin
   return CertificateAuthority(dir, trust_domain);
 }
 
-absl::Status CertificateAuthority::Issue(const rpc::Identity& identity, const std::string& out_dir,
-                                         absl::Duration validity) const {
-  namespace fs = std::filesystem;
-  ASSIGN_OR_RETURN(std::string uri, rpc::SpiffeId(trust_domain_, identity));
-  RETURN_IF_ERROR(base::MakeDirectories(out_dir));
-  // Each issue goes into a version folder of its own; the files the process reads are links
-  // through "..data", which one rename swaps to the new version: a reader never sees a key of one
-  // version with a certificate of another (the layout Kubernetes gives a mounted Secret).
-  std::random_device entropy;
-  const std::string serial = absl::StrFormat("%08x%08x%08x", entropy(), entropy(), entropy());
-  const std::string version = absl::StrCat("..", serial);
-  const std::string work = absl::StrCat(out_dir, "/", version);
-  RETURN_IF_ERROR(base::MakeDirectories(work));
+absl::Status CertificateAuthority::Make(const rpc::Identity& identity, const std::string& uri,
+                                        const std::string& serial, const std::string& work,
+                                        absl::Duration validity) const {
   const std::string log = absl::StrCat(work, "/openssl.log");
   RETURN_IF_ERROR(base::WriteFileAtomically(
       absl::StrCat(work, "/ext.cnf"),
@@ -120,10 +110,34 @@ absl::Status CertificateAuthority::Issue(const rpc::Identity& identity, const st
               log));
   ASSIGN_OR_RETURN(std::string ca, base::ReadFile(absl::StrCat(dir_, "/", rpc::kCaFile)));
   RETURN_IF_ERROR(base::WriteFileAtomically(absl::StrCat(work, "/", rpc::kCaFile), ca));
-  std::error_code error;
+  std::error_code ignored;
   for (const char* scratch : {"tls.csr", "ext.cnf", "openssl.log"}) {
-    fs::remove(absl::StrCat(work, "/", scratch), error);
+    std::filesystem::remove(absl::StrCat(work, "/", scratch), ignored);
   }
+  return absl::OkStatus();
+}
+
+absl::Status CertificateAuthority::Issue(const rpc::Identity& identity, const std::string& out_dir,
+                                         absl::Duration validity) const {
+  namespace fs = std::filesystem;
+  ASSIGN_OR_RETURN(std::string uri, rpc::SpiffeId(trust_domain_, identity));
+  RETURN_IF_ERROR(base::MakeDirectories(out_dir));
+  // Each issue goes into a version folder of its own; the files the process reads are links
+  // through "..data", which one rename swaps to the new version (the layout Kubernetes gives a
+  // mounted Secret), so the three files change together.
+  std::random_device entropy;
+  const std::string serial = absl::StrFormat("%08x%08x%08x", entropy(), entropy(), entropy());
+  const std::string version = absl::StrCat("..", serial);
+  const std::string work = absl::StrCat(out_dir, "/", version);
+  RETURN_IF_ERROR(base::MakeDirectories(work));
+  if (absl::Status made = Make(identity, uri, serial, work, validity); !made.ok()) {
+    std::error_code ignored;
+    fs::remove_all(work, ignored);
+    return made;
+  }
+  std::error_code error;
+  // The version in use until now stays (a process may be reading it); older ones go.
+  const fs::path previous = fs::read_symlink(absl::StrCat(out_dir, "/..data"), error);
   // Swap ..data to the new version, then make sure each file is a link through it.
   auto relink = [&](const std::string& target, const std::string& link) -> absl::Status {
     const std::string temporary = link + ".new";
@@ -138,21 +152,17 @@ absl::Status CertificateAuthority::Issue(const rpc::Identity& identity, const st
   RETURN_IF_ERROR(relink(version, absl::StrCat(out_dir, "/..data")));
   for (const char* file : {rpc::kCaFile, rpc::kCertFile, rpc::kKeyFile}) {
     const std::string path = absl::StrCat(out_dir, "/", file);
-    if (!fs::is_symlink(path, error)) RETURN_IF_ERROR(relink(absl::StrCat("..data/", file), path));
+    const std::string target = absl::StrCat("..data/", file);
+    if (fs::read_symlink(path, error) != target) RETURN_IF_ERROR(relink(target, path));
   }
-  // Older versions go, but the one just replaced: a process may be reading it right now.
-  std::vector<fs::path> versions;
-  for (const fs::directory_entry& entry : fs::directory_iterator(out_dir, error)) {
-    const std::string name = entry.path().filename().string();
+  for (fs::directory_iterator it(out_dir, error), end; !error && it != end; it.increment(error)) {
+    const std::string name = it->path().filename().string();
     if (name.size() > 2 && name.rfind("..", 0) == 0 && name != "..data" && name != version &&
-        !entry.is_symlink()) {
-      versions.push_back(entry.path());
+        name != previous.string() && !it->is_symlink(error)) {
+      std::error_code ignored;
+      fs::remove_all(it->path(), ignored);
     }
   }
-  std::sort(versions.begin(), versions.end(), [](const fs::path& a, const fs::path& b) {
-    return fs::last_write_time(a) > fs::last_write_time(b);
-  });
-  for (size_t v = 1; v < versions.size(); ++v) fs::remove_all(versions[v], error);
   return absl::OkStatus();
 }
 

@@ -41,6 +41,10 @@ class CertificateAuthority {
                      absl::Duration validity = absl::Hours(24 * 30)) const;
 
  private:
+  // Makes the key, certificate (serial `serial`) and ca.crt of `identity` (SAN `uri`) in `work`.
+  absl::Status Make(const rpc::Identity& identity, const std::string& uri,
+                    const std::string& serial, const std::string& work,
+                    absl::Duration validity) const;
   CertificateAuthority(std::string dir, std::string trust_domain)
       : dir_(std::move(dir)), trust_domain_(std::move(trust_domain)) {}
 

@@ -52,6 +52,19 @@ void ExchangeInbox::NamePeers(const v1::PeerExchange& exchange) {
       if (!peer.name().empty()) names_[peer.trainer_id()] = peer.name();
     }
   }
+  // What arrived under a name now known to be another's goes at once: it must not hold the real
+  // sender's places (its own rounds, the per-sender limit).
+  for (auto& [round, arrivals] : rounds_) {
+    for (auto it = arrivals.begin(); it != arrivals.end();) {
+      if (FromNamedSender(it->first, it->second)) {
+        ++it;
+        continue;
+      }
+      if (--pending_by_sender_[it->first] == 0) pending_by_sender_.erase(it->first);
+      --pending_;
+      it = arrivals.erase(it);
+    }
+  }
 }
 
 std::optional<std::string> ExchangeInbox::NameOf(uint64_t sender) {
@@ -78,6 +91,14 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
         absl::StrCat("round ", round, " arrived after its exchange ended"));
   }
   if (auto it = rounds_.find(round); it != rounds_.end() && it->second.count(sender) > 0) {
+    Arrival& earlier = it->second.at(sender);
+    // A model taken under the sender's id from another caller before its name was known gives way
+    // to the one from the named sender.
+    auto name = names_.find(sender);
+    if (name != names_.end() && caller == name->second && earlier.caller != caller) {
+      earlier = Arrival{std::move(model), caller};
+      return absl::OkStatus();
+    }
     return absl::AlreadyExistsError(
         absl::StrCat("trainer ", sender, " already sent its model for round ", round));
   }

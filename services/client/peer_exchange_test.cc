@@ -55,6 +55,35 @@ TEST(ExchangeInbox, AModelIsTakenOnlyFromTheSenderTheCoordinatorNamed) {
   EXPECT_EQ(got.count(7), 1u);
 }
 
+// A forger that got in before the sender was named neither keeps its places nor blocks the sender.
+TEST(ExchangeInbox, AForgeryGivesWayOnceTheSenderIsNamed) {
+  ExchangeInbox inbox;
+  for (int64_t round = 0; round < ExchangeInbox::kMaxPendingPerSender; ++round) {
+    ASSERT_TRUE(inbox.Deposit(round, 7, {{"w", {9}}}, "mallory").ok());
+  }
+  inbox.NamePeers(Naming({{7, "bob"}}));
+  // Named now: mallory's models are gone, so bob has all his places for his rounds.
+  for (int64_t round = 0; round < ExchangeInbox::kMaxPendingPerSender; ++round) {
+    ASSERT_TRUE(inbox.Deposit(round, 7, {{"w", {1}}}, "bob").ok()) << round;
+  }
+  std::map<uint64_t, tensor::TensorMap> got = inbox.Collect(0, {7}, absl::InfinitePast());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[7].at("w"), (std::vector<float>{1}));
+}
+
+TEST(ExchangeInbox, TheNamedSendersModelReplacesAnEarlierForgery) {
+  ExchangeInbox inbox;
+  // The Peer service refuses mallory once bob is named; a deposit of hers that raced the naming
+  // (checked before, deposited after) gives way to bob's.
+  inbox.NamePeers(Naming({{7, "bob"}}));
+  ASSERT_TRUE(inbox.Deposit(0, 7, {{"w", {9}}}, "mallory").ok());
+  ASSERT_TRUE(inbox.Deposit(0, 7, {{"w", {1}}}, "bob").ok());
+  EXPECT_EQ(inbox.Deposit(0, 7, {{"w", {2}}}, "bob").code(), absl::StatusCode::kAlreadyExists);
+  std::map<uint64_t, tensor::TensorMap> got = inbox.Collect(0, {7}, absl::InfinitePast());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[7].at("w"), (std::vector<float>{1}));
+}
+
 TEST(ExchangeInbox, TheInboxAsAWholeIsBounded) {
   ExchangeInbox inbox;
   const int senders = ExchangeInbox::kMaxPending / ExchangeInbox::kMaxPendingPerSender;

@@ -24,7 +24,7 @@ class FakeStores final : public StoreControl {
     absl::MutexLock lock(&mu_);
     if (failures_left_ > 0) {
       --failures_left_;
-      return absl::UnavailableError("store down");
+      return absl::Status(failure_code_, "store down");
     }
     log_.push_back("members:" + std::to_string(members.size()) + "@" + std::to_string(round));
     last_membership_ = membership;
@@ -40,7 +40,7 @@ class FakeStores final : public StoreControl {
     absl::MutexLock lock(&mu_);
     if (failures_left_ > 0) {
       --failures_left_;
-      return absl::UnavailableError("store down");
+      return absl::Status(failure_code_, "store down");
     }
     if (request.round() != state_.last_closed_round + 1) {
       return absl::FailedPreconditionError("not the next round");
@@ -94,9 +94,10 @@ class FakeStores final : public StoreControl {
     absl::MutexLock lock(&mu_);
     return last_membership_;
   }
-  void FailNext(int n) {
+  void FailNext(int n, absl::StatusCode code = absl::StatusCode::kUnavailable) {
     absl::MutexLock lock(&mu_);
     failures_left_ = n;
+    failure_code_ = code;
   }
 
  private:
@@ -104,6 +105,7 @@ class FakeStores final : public StoreControl {
   std::vector<std::string> log_;
   StoreMembership last_membership_;
   int failures_left_ = 0;
+  absl::StatusCode failure_code_ = absl::StatusCode::kUnavailable;
   bool probes_fail_ = false;
   bool probes_held_ = false;
   ShardState state_{1, 0, true, 0, false, {}};
@@ -260,6 +262,21 @@ TEST_F(CoordinatorTest, TheProbeNoticesARestartBetweenCalls) {
   }
   EXPECT_EQ(coordinator_->Status().store_restarts(), 1u);
   EXPECT_GT(stores_.log().size(), calls) << "membership resent";
+}
+
+// Stores that refuse the coordinator's certificate: retrying would change nothing, so the job fails
+// at once, saying why.
+TEST_F(CoordinatorTest, StoresThatRefuseTheCoordinatorFailTheJob) {
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  stores_.FailNext(100, absl::StatusCode::kPermissionDenied);
+  Report(a, 1);
+  Report(b, 1);
+  v1::Directive d = AdvanceUntilNext(*out_a);
+  for (int i = 0; i < 10 && !d.has_evicted(); ++i) d = AdvanceUntilNext(*out_a);
+  ASSERT_TRUE(d.has_evicted());
+  EXPECT_NE(d.evicted().reason().find("refused by the stores"), std::string::npos)
+      << d.evicted().reason();
+  EXPECT_NE(coordinator_->Status().failure(), "");
 }
 
 // A shard that comes back without the model it held cannot resume the job: it fails, clearly.

@@ -167,10 +167,7 @@ grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive>* SessionService::Sess
 grpc::ServerUnaryReactor* SessionService::GetStatus(grpc::CallbackServerContext* ctx,
                                                     const v1::GetStatusRequest*,
                                                     v1::ClusterStatus* reply) {
-  if (auto caller = authorizer_.Require(
-          *ctx, "GetStatus",
-          {rpc::Role::kCoordinator, rpc::Role::kStore, rpc::Role::kTrainer, rpc::Role::kOperator});
-      !caller.ok()) {
+  if (auto caller = authorizer_.Require(*ctx, "GetStatus", rpc::kAnyRole); !caller.ok()) {
     return rpc::Answer(ctx, rpc::ToGrpcStatus(caller.status()));
   }
   *reply = coordinator_.Status();

@@ -11,30 +11,20 @@ namespace syncopate::rpc {
 
 absl::StatusOr<Identity> IdentityOf(const grpc::AuthContext& context,
                                     absl::string_view trust_domain) {
-  std::optional<Identity> found;
-  std::string found_domain;
+  std::vector<absl::string_view> uris;
   for (const grpc::string_ref& uri : context.FindPropertyValues(GRPC_PEER_URI_PROPERTY_NAME)) {
-    std::string domain;
-    absl::StatusOr<Identity> identity =
-        ParseSpiffeId(absl::string_view(uri.data(), uri.size()), &domain);
-    if (!identity.ok()) continue;
-    if (found) {
-      return absl::UnauthenticatedError("the caller's certificate names more than one identity");
-    }
-    found = *identity;
-    found_domain = domain;
+    uris.emplace_back(uri.data(), uri.size());
   }
-  if (!found) {
-    return absl::UnauthenticatedError(
-        "the caller's certificate names no Syncopate identity "
-        "(spiffe://<trust domain>/syncopate/<role>[/<name>])");
+  std::string domain;
+  absl::StatusOr<Identity> identity = OneIdentity(uris, &domain);
+  if (!identity.ok()) {
+    return absl::UnauthenticatedError(absl::StrCat("the caller's ", identity.status().message()));
   }
-  if (found_domain != trust_domain) {
+  if (domain != trust_domain) {
     return absl::UnauthenticatedError(absl::StrCat("the caller's certificate is of trust domain ",
-                                                   Quoted(found_domain), ", not ",
-                                                   Quoted(trust_domain)));
+                                                   Quoted(domain), ", not ", Quoted(trust_domain)));
   }
-  return *found;
+  return *identity;
 }
 
 Authorizer::Authorizer(const Credentials& server_credentials, OnRefusal on_refusal)

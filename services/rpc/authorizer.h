@@ -24,6 +24,10 @@ namespace syncopate::rpc {
 absl::StatusOr<Identity> IdentityOf(const grpc::AuthContext& context,
                                     absl::string_view trust_domain);
 
+// Every role of a job: for calls any of its processes may make.
+inline constexpr std::initializer_list<Role> kAnyRole = {Role::kCoordinator, Role::kStore,
+                                                         Role::kTrainer, Role::kOperator};
+
 // Thread-safe (immutable).
 class Authorizer {
  public:

@@ -30,28 +30,6 @@ absl::StatusOr<std::string> ReadPemFile(const std::string& path) {
   return text.str();
 }
 
-// The one Syncopate identity among a certificate's URIs, and its trust domain.
-absl::StatusOr<Identity> OneIdentity(const std::vector<absl::string_view>& uris,
-                                     std::string* trust_domain) {
-  std::optional<Identity> found;
-  for (absl::string_view uri : uris) {
-    std::string domain;
-    absl::StatusOr<Identity> identity = ParseSpiffeId(uri, &domain);
-    if (!identity.ok()) continue;
-    if (found) {
-      return absl::InvalidArgumentError("the certificate names more than one Syncopate identity");
-    }
-    found = *identity;
-    *trust_domain = domain;
-  }
-  if (!found) {
-    return absl::InvalidArgumentError(
-        "the certificate names no Syncopate identity "
-        "(spiffe://<trust domain>/syncopate/<role>[/<name>] among its URI SANs)");
-  }
-  return *found;
-}
-
 // Accepts a server whose certificate (already verified against the CA) names one Syncopate
 // identity, of the expected role and trust domain.
 class RoleVerifier final : public grpc::experimental::ExternalCertificateVerifier {

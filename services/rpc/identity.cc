@@ -1,5 +1,6 @@
 #include "rpc/identity.h"
 
+#include <optional>
 #include <vector>
 
 #include "absl/strings/escaping.h"
@@ -53,7 +54,7 @@ absl::StatusOr<Role> ParseRole(absl::string_view name) {
 }
 
 bool IsValidName(absl::string_view name) {
-  if (name.empty() || name.size() > kMaxNameLength) return false;
+  if (name.empty() || name.size() > kMaxNameLength || name == "." || name == "..") return false;
   for (char c : name) {
     if (!NameCharacter(c)) return false;
   }
@@ -107,6 +108,27 @@ absl::StatusOr<Identity> ParseSpiffeId(absl::string_view uri, std::string* trust
   }
   if (trust_domain) *trust_domain = std::string(parts[0]);
   return identity;
+}
+
+absl::StatusOr<Identity> OneIdentity(const std::vector<absl::string_view>& uris,
+                                     std::string* trust_domain) {
+  std::optional<Identity> found;
+  for (absl::string_view uri : uris) {
+    std::string domain;
+    absl::StatusOr<Identity> identity = ParseSpiffeId(uri, &domain);
+    if (!identity.ok()) continue;
+    if (found) {
+      return absl::InvalidArgumentError("the certificate names more than one Syncopate identity");
+    }
+    found = *identity;
+    *trust_domain = domain;
+  }
+  if (!found) {
+    return absl::InvalidArgumentError(
+        "the certificate names no Syncopate identity "
+        "(spiffe://<trust domain>/syncopate/<role>[/<name>] among its URI SANs)");
+  }
+  return *found;
 }
 
 }  // namespace syncopate::rpc

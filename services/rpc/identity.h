@@ -6,6 +6,7 @@
 #define SYNCOPATE_RPC_IDENTITY_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -21,8 +22,8 @@ absl::StatusOr<Role> ParseRole(absl::string_view name);
 
 // The longest process name: a Kubernetes object name (DNS subdomain) fits.
 inline constexpr size_t kMaxNameLength = 253;
-// 1 to kMaxNameLength characters out of [A-Za-z0-9._-]: safe in logs, metric labels, file names
-// and a SPIFFE path segment.
+// 1 to kMaxNameLength characters out of [A-Za-z0-9._-], not "." or "..": safe in logs, metric
+// labels, file names and a SPIFFE path segment.
 bool IsValidName(absl::string_view name);
 // `text` escaped for a message, cut to 64 characters, in quotes.
 std::string Quoted(absl::string_view text);
@@ -46,6 +47,12 @@ absl::StatusOr<std::string> SpiffeId(absl::string_view trust_domain, const Ident
 // The identity in such a URI, and its trust domain in `*trust_domain` (may be null).
 // INVALID_ARGUMENT, saying why, for anything else.
 absl::StatusOr<Identity> ParseSpiffeId(absl::string_view uri, std::string* trust_domain = nullptr);
+
+// The one Syncopate identity among a certificate's URI subject alternative names (others are
+// ignored), and its trust domain in `*trust_domain`. INVALID_ARGUMENT when there is none, or more
+// than one.
+absl::StatusOr<Identity> OneIdentity(const std::vector<absl::string_view>& uris,
+                                     std::string* trust_domain);
 
 }  // namespace syncopate::rpc
 

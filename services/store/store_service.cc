@@ -24,9 +24,8 @@ StoreService::StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_
 
 namespace {
 
+using rpc::kAnyRole;
 using rpc::Role;
-constexpr std::initializer_list<Role> kAnyRole = {Role::kCoordinator, Role::kStore, Role::kTrainer,
-                                                  Role::kOperator};
 
 }  // namespace
 

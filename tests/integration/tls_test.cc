@@ -2,6 +2,7 @@
 // from throw-away CAs (cli/certificates.h, Debian's openssl), the store, coordinator and peer
 // services with enforcing authorizers. Every refusal leaves the model as it was.
 #include <cstdlib>
+#include <filesystem>
 #include <map>
 #include <memory>
 #include <string>
@@ -16,6 +17,8 @@
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/session_service.h"
 #include "coordinator/store_control.h"
+#include "grpcpp/security/tls_certificate_verifier.h"
+#include "grpcpp/security/tls_credentials_options.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
 #include "rpc/authorizer.h"
@@ -75,18 +78,28 @@ class Certificates {
     // Alice's name, signed by a CA the job does not trust; and by the job's CA, of another job.
     EXPECT_TRUE(other->Issue({Role::kTrainer, "alice"}, root_ + "/forged-alice").ok());
     EXPECT_TRUE(elsewhere->Issue({Role::kTrainer, "alice"}, root_ + "/other-job-alice").ok());
+    // The forged certificate and key beside the job's own CA: the client trusts the store, so it
+    // is the store that must refuse it.
+    const std::string trusting = root_ + "/forged-alice-trusting-the-job";
+    std::filesystem::create_directories(trusting);
+    for (const char* file : {rpc::kCertFile, rpc::kKeyFile}) {
+      std::filesystem::copy_file(root_ + "/forged-alice/" + file, trusting + "/" + file);
+    }
+    std::filesystem::copy_file(root_ + "/ca/ca.crt", trusting + "/ca.crt");
   }
   std::string root_;
 };
 
 // A store shard serving mutual TLS with the store's certificate, refusing by the caller's.
 struct TlsStore {
+  // On 127.0.0.2, which the certificates do not name (they name 127.0.0.1 and localhost): clients
+  // check the server's role, not its address.
   TlsStore() {
     int bound = 0;
-    EXPECT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, Certificates::Get().Of("store"),
+    EXPECT_TRUE(rpc::StartServer("127.0.0.2:0", {&service}, Certificates::Get().Of("store"),
                                  &server, &bound)
                     .ok());
-    address = absl::StrCat("127.0.0.1:", bound);
+    address = absl::StrCat("127.0.0.2:", bound);
   }
   ~TlsStore() { server->Shutdown(); }
 
@@ -227,11 +240,32 @@ TEST_F(StoreTlsTest, InitializeAndPushesNeedANamedMember) {
 
 TEST_F(StoreTlsTest, NoCertificateOrAnotherCasCertificateGetsNothing) {
   const tensor::TensorMap before = Model();
-  // Another job's certificate, signed by the same CA: the handshake succeeds, the call does not.
+  // Another job's certificate, signed by the same CA: its own client refuses the store (another
+  // trust domain) ...
   absl::StatusOr<uint64_t> other_job =
       Client("other-job-alice")->Push(Header(kAlice, 1), {{"w", {9, 9, 9}}});
   EXPECT_EQ(other_job.status().code(), absl::StatusCode::kUnavailable) << other_job.status();
-  for (const char* who : {"", "forged-alice"}) {
+  // ... and a client that checks no server gets through the handshake, to be refused by the store.
+  grpc::experimental::TlsChannelCredentialsOptions lenient;
+  const std::string other = Certificates::Get().root() + "/other-job-alice/";
+  lenient.set_certificate_provider(
+      std::make_shared<grpc::experimental::FileWatcherCertificateProvider>(
+          other + rpc::kKeyFile, other + rpc::kCertFile, other + rpc::kCaFile, 1));
+  lenient.watch_root_certs();
+  lenient.watch_identity_key_cert_pairs();
+  lenient.set_check_call_host(false);
+  lenient.set_certificate_verifier(std::make_shared<grpc::experimental::NoOpCertificateVerifier>());
+  auto lenient_stub = v1::ParameterStore::NewStub(
+      grpc::CreateChannel(store_.address, grpc::experimental::TlsCredentials(lenient)));
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(5));
+  v1::Schema schema;
+  grpc::Status refused = lenient_stub->GetSchema(ctx.get(), v1::GetSchemaRequest(), &schema);
+  EXPECT_EQ(refused.error_code(), grpc::StatusCode::UNAUTHENTICATED) << refused.error_message();
+  EXPECT_NE(refused.error_message().find("trust domain 'other.job'"), std::string::npos)
+      << refused.error_message();
+  // No certificate; a certificate from another CA (refused by the client, which does not trust
+  // the store, and by the store, which does not trust the certificate).
+  for (const char* who : {"", "forged-alice", "forged-alice-trusting-the-job"}) {
     auto client = Client(who);
     absl::StatusOr<uint64_t> pushed = client->Push(Header(kAlice, 1), {{"w", {9, 9, 9}}});
     EXPECT_EQ(pushed.status().code(), absl::StatusCode::kUnavailable) << who << pushed.status();
@@ -349,6 +383,42 @@ TEST(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[kAlice].at("w"), (std::vector<float>{1, 2}));
   server->Shutdown();
+}
+
+// Re-issuing swaps ..data to a new version folder (the three files are links through it), keeps
+// the version it replaced for a process reading it right now, and removes older ones; a CA is not
+// replaced unless asked.
+TEST(CertificatesTest, ReissuingSwapsTheFilesTogether) {
+  namespace fs = std::filesystem;
+  const std::string root = Certificates::Get().root();
+  absl::StatusOr<cli::CertificateAuthority> ca =
+      cli::CertificateAuthority::Open(root + "/ca", rpc::kDefaultTrustDomain);
+  ASSERT_TRUE(ca.ok()) << ca.status();
+  const std::string dir = root + "/rotated";
+  std::vector<std::string> versions;
+  for (int i = 0; i < 3; ++i) {
+    ASSERT_TRUE(ca->Issue({Role::kTrainer, "carol"}, dir).ok());
+    versions.push_back(fs::read_symlink(dir + "/..data").string());
+  }
+  EXPECT_NE(versions[1], versions[2]);
+  for (const char* file : {rpc::kCaFile, rpc::kCertFile, rpc::kKeyFile}) {
+    EXPECT_EQ(fs::read_symlink(dir + "/" + file).string(), std::string("..data/") + file);
+  }
+  EXPECT_TRUE(fs::exists(dir + "/" + versions[1])) << "the version replaced last is kept";
+  EXPECT_FALSE(fs::exists(dir + "/" + versions[0])) << "older ones go";
+  absl::StatusOr<Credentials> credentials = Credentials::FromDirectory(dir);
+  ASSERT_TRUE(credentials.ok()) << credentials.status();
+  EXPECT_EQ(credentials->identity(), (rpc::Identity{Role::kTrainer, "carol"}));
+  EXPECT_EQ(cli::CertificateAuthority::Create(root + "/ca", rpc::kDefaultTrustDomain,
+                                              absl::Hours(24), /*replace=*/false)
+                .status()
+                .code(),
+            absl::StatusCode::kAlreadyExists);
+  // And a process refuses another role's certificate at start.
+  EXPECT_EQ(rpc::CredentialsFromFlags(dir, false, Role::kStore).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(rpc::CredentialsFromFlags("", false, std::nullopt).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace
