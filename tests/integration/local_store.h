@@ -29,8 +29,12 @@ struct LocalStore {
   prometheus::Registry registry;
   store::StoreMetrics metrics{registry};
   store::ParameterTable table;
-  store::StoreService service{table, metrics,           0,
-                              1,     /*incarnation=*/1, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)};
+  store::StoreService service{table,
+                              metrics,
+                              /*shard=*/0,
+                              /*shard_count=*/1,
+                              /*incarnation=*/1,
+                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)};
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };

@@ -21,7 +21,8 @@ tensor::TensorMap Model(float value, size_t n = 1000) {
 // One trainer's receiving side on 127.0.0.1:0.
 struct Receiver {
   explicit Receiver(const tensor::TensorMap& shape, base::TokenBucket* ingress = nullptr)
-      : service(inbox, ShapeLookup(shape), ingress, received, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)) {
+      : service(inbox, ShapeLookup(shape), ingress, received,
+                rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)) {
     EXPECT_TRUE(
         rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server, &port)
             .ok());

@@ -28,8 +28,8 @@ struct CoordinatorServer {
     engine = std::make_unique<coordinator::Coordinator>(options, *sync::MakePolicy(policy), stores,
                                                         base::MonotonicClock::Get(), metrics);
     engine->Start();
-    service =
-        std::make_unique<coordinator::SessionService>(*engine, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
+    service = std::make_unique<coordinator::SessionService>(
+        *engine, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
     status =
         rpc::StartServer(listen, {service.get()}, rpc::Credentials::Insecure(), &server, &port);
   }

@@ -32,8 +32,8 @@ class SessionServiceTest : public ::testing::Test {
                                                          *sync::MakePolicy(policy), *stores_,
                                                          base::MonotonicClock::Get(), metrics_);
     engine_->Start();
-    service_ =
-        std::make_unique<coordinator::SessionService>(*engine_, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
+    service_ = std::make_unique<coordinator::SessionService>(
+        *engine_, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
     int port = 0;
     ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {service_.get()}, rpc::Credentials::Insecure(),
                                  &server_, &port)

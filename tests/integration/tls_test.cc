@@ -106,9 +106,12 @@ struct TlsStore {
   prometheus::Registry registry;
   store::StoreMetrics metrics{registry};
   store::ParameterTable table;
-  store::StoreService service{
-      table, metrics,           0,
-      1,     /*incarnation=*/1, rpc::Authorizer(Certificates::Get().Of("store"), nullptr)};
+  store::StoreService service{table,
+                              metrics,
+                              /*shard=*/0,
+                              /*shard_count=*/1,
+                              /*incarnation=*/1,
+                              rpc::Authorizer(Certificates::Get().Of("store"), nullptr)};
   std::unique_ptr<grpc::Server> server;
   std::string address;
 };
