@@ -20,6 +20,7 @@
 #include "absl/time/clock.h"
 #include "base/allocator.h"
 #include "client/store_client.h"
+#include "data_plane.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
 #include "store/parameter_table.h"
@@ -29,11 +30,7 @@
 namespace {
 
 using namespace syncopate;  // NOLINT: a benchmark's main file
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::Median;
 
 // Seconds to send `bytes` one way over a loopback TCP connection, then the same back (as a push
 // followed by a pull moves the model both ways).
@@ -80,14 +77,9 @@ double TcpRoundTripSeconds(size_t bytes) {
 
 int main(int argc, char** argv) {
   base::TuneAllocatorForLargeBuffers();
-  size_t mib = 64;
-  int repeats = 5;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--mib=", 6) == 0) mib = std::stoul(argv[i] + 6);
-    if (std::strncmp(argv[i], "--repeats=", 10) == 0) repeats = std::stoi(argv[i] + 10);
-  }
-  const size_t floats = mib * (1 << 20) / sizeof(float);
-  const size_t bytes = floats * sizeof(float);
+  const bench::DataPlaneFlags flags = bench::ParseDataPlaneFlags(argc, argv);
+  const size_t mib = flags.mib, floats = flags.floats(), bytes = flags.bytes();
+  const int repeats = flags.repeats;
 
   prometheus::Registry registry;
   store::StoreMetrics metrics(registry);
@@ -103,15 +95,8 @@ int main(int argc, char** argv) {
   client::StoreClient client({"127.0.0.1:" + std::to_string(port)}, rpc::Credentials::Insecure(),
                              absl::Minutes(2));
 
-  // A model of four tensors, as a real one has several.
-  tensor::TensorMap model;
-  for (int t = 0; t < 4; ++t)
-    model["layer" + std::to_string(t)] = std::vector<float>(floats / 4, 0.01f);
-  v1::PushHeader header;
-  header.set_trainer_id(1);
-  header.set_incarnation(1);
-  header.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
-  header.set_weight(1);
+  const tensor::TensorMap model = bench::FourTensorModel(floats);
+  v1::PushHeader header = bench::TrainerOneHeader();
   if (!client.Initialize(header, model).ok()) return 1;
 
   std::vector<double> store_gbps, tcp_gbps, apply_gbps, add_gbps;

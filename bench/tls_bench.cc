@@ -19,6 +19,7 @@
 #include "base/allocator.h"
 #include "cli/certificates.h"
 #include "client/store_client.h"
+#include "data_plane.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
 #include "store/parameter_table.h"
@@ -28,11 +29,7 @@
 namespace {
 
 using namespace syncopate;  // NOLINT: a benchmark's main file
-
-double Median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v[v.size() / 2];
-}
+using bench::Median;
 
 [[noreturn]] void Die(const std::string& what, const absl::Status& status) {
   std::fprintf(stderr, "%s: %s\n", what.c_str(), status.ToString().c_str());
@@ -115,14 +112,9 @@ std::string NegotiatedCipher(const std::string& address, const std::string& tls)
 
 int main(int argc, char** argv) {
   base::TuneAllocatorForLargeBuffers();
-  size_t mib = 64;
-  int repeats = 5;
-  for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--mib=", 6) == 0) mib = std::stoul(argv[i] + 6);
-    if (std::strncmp(argv[i], "--repeats=", 10) == 0) repeats = std::stoi(argv[i] + 10);
-  }
-  const size_t floats = mib * (1 << 20) / sizeof(float);
-  const size_t bytes = floats * sizeof(float);
+  const bench::DataPlaneFlags flags = bench::ParseDataPlaneFlags(argc, argv);
+  const size_t mib = flags.mib, bytes = flags.bytes();
+  const int repeats = flags.repeats;
 
   char pattern[] = "/tmp/syncopate-tls-bench-XXXXXX";
   const std::string tls = mkdtemp(pattern);
@@ -144,15 +136,8 @@ int main(int argc, char** argv) {
   Shard plain(none, none, none);
   Shard secure(credentials("store"), credentials("coordinator"), credentials("trainer"));
 
-  tensor::TensorMap model;  // four tensors, as a real model has several
-  for (int t = 0; t < 4; ++t) {
-    model["layer" + std::to_string(t)] = std::vector<float>(floats / 4, 0.01f);
-  }
-  v1::PushHeader header;
-  header.set_trainer_id(1);
-  header.set_incarnation(1);
-  header.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
-  header.set_weight(1);
+  const tensor::TensorMap model = bench::FourTensorModel(flags.floats());
+  const v1::PushHeader header = bench::TrainerOneHeader();
   v1::PushHeader plain_header = header, secure_header = header;
   for (Shard* shard : {&plain, &secure}) {
     if (absl::Status s = shard->client().Initialize(header, model); !s.ok()) Die("initialize", s);

@@ -39,6 +39,11 @@ absl::StatusOr<base::ReadyInfo> AwaitReady(const std::string& path, ChildProcess
 
 std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToDoubleSeconds(d), "s"); }
 
+// A (flag name, value) setting as a command-line flag: --name=value.
+std::string AsFlag(const std::pair<std::string, std::string>& setting) {
+  return absl::StrCat("--", setting.first, "=", setting.second);
+}
+
 }  // namespace
 
 absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
@@ -111,14 +116,13 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
       args = {absl::StrCat("--shard=", s), absl::StrCat("--shard-count=", options.store_shards),
               absl::StrCat("--checkpoint-dir=", options.run_dir, "/checkpoints"),
               absl::StrCat("--checkpoint-interval=", Seconds(options.checkpoint_interval)),
-              absl::StrCat("--", credentials.first, "=", credentials.second)};
+              AsFlag(credentials)};
       RETURN_IF_ERROR(cluster->Launch("store", s, args, true));
       stores.push_back(absl::StrCat("127.0.0.1:", cluster->endpoints_.back().grpc_port));
     }
     ASSIGN_OR_RETURN(auto credentials, cluster->CredentialsFlag(rpc::Role::kCoordinator, 0));
     std::vector<std::string>& coordinator_args = cluster->service_args_[{"coordinator", 0}];
-    coordinator_args = {absl::StrCat("--", credentials.first, "=", credentials.second),
-                        absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
+    coordinator_args = {AsFlag(credentials), absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
                         absl::StrCat("--mode=", options.policy.mode),
                         absl::StrCat("--staleness=", options.policy.Staleness()),
                         absl::StrCat("--eta=", options.policy.eta),
@@ -230,11 +234,8 @@ absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
   next_rank_ = std::max(next_rank_, rank + 1);
   ASSIGN_OR_RETURN(auto credentials, CredentialsFlag(rpc::Role::kTrainer, rank));
   if (RunsCommand(rank)) return LaunchCommand(rank, slowdown, credentials);
-  std::vector<std::string> args = {absl::StrCat("--model=", options_.model),
-                                   absl::StrCat("--", credentials.first, "=", credentials.second)};
-  for (const auto& [key, value] : TrainerSettings(rank, slowdown)) {
-    args.push_back(absl::StrCat("--", key, "=", value));
-  }
+  std::vector<std::string> args = {absl::StrCat("--model=", options_.model), AsFlag(credentials)};
+  for (const auto& setting : TrainerSettings(rank, slowdown)) args.push_back(AsFlag(setting));
   return Launch("trainer", rank, args, false);
 }
 

@@ -148,11 +148,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, 
 };
 
 // A session refused before its first read (the caller is not a trainer).
-class RefusedSession final : public grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive> {
- public:
-  explicit RefusedSession(const grpc::Status& status) { Finish(status); }
-  void OnDone() override { delete this; }
-};
+using RefusedSession = rpc::Refused<grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive>>;
 
 }  // namespace
 

@@ -62,6 +62,16 @@ absl::Status StartServer(const std::string& address, const std::vector<grpc::Ser
                          const Credentials& credentials, std::unique_ptr<grpc::Server>* server,
                          int* port, const ServerLimits& limits = ServerLimits());
 
+// A callback-API streaming call refused before anything was read or written: `Reactor` is the
+// method's reactor type (grpc::ServerReadReactor<T>, ServerWriteReactor<T>, ServerBidiReactor<I,
+// O>). Deletes itself when gRPC is done with it.
+template <typename Reactor>
+class Refused final : public Reactor {
+ public:
+  explicit Refused(const grpc::Status& status) { this->Finish(status); }
+  void OnDone() override { delete this; }
+};
+
 // A callback-API unary method's answer, given at once on the thread that read the request.
 grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::Status& status);
 

@@ -11,6 +11,7 @@
 #include "grpcpp/alarm.h"
 #include "grpcpp/grpcpp.h"
 #include "prometheus/gauge.h"
+#include "rpc/grpc_util.h"
 #include "store/push_assembler.h"
 #include "syncopate/v1/store.pb.h"
 
@@ -43,12 +44,8 @@ class PushReactor final : public grpc::ServerReadReactor<v1::PushMessage> {
   grpc::Alarm alarm_;  // the paced next read; a read always follows, so it is done before OnDone
 };
 
-// A push stream refused before any message is read (the caller may not push). Deletes itself.
-class RefusedPush final : public grpc::ServerReadReactor<v1::PushMessage> {
- public:
-  explicit RefusedPush(const grpc::Status& status) { Finish(status); }
-  void OnDone() override { delete this; }
-};
+// A push stream refused before any message is read (the caller may not push).
+using RefusedPush = rpc::Refused<grpc::ServerReadReactor<v1::PushMessage>>;
 
 }  // namespace syncopate::store
 

@@ -243,11 +243,7 @@ class PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 };
 
 // A pull refused before anything was sent.
-class RefusedPull final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
- public:
-  explicit RefusedPull(const grpc::Status& status) { Finish(status); }
-  void OnDone() override { delete this; }
-};
+using RefusedPull = rpc::Refused<grpc::ServerWriteReactor<grpc::ByteBuffer>>;
 
 }  // namespace
 
