@@ -15,19 +15,19 @@ namespace {
 // Accuracy bands are sampled this often (seconds).
 constexpr double kBandStep = 0.1;
 
-std::string Optional(const std::optional<double>& v, const char* format) {
+std::string Optional(const std::optional<double>& v, const absl::FormatSpec<double>& format) {
   return v ? absl::StrFormat(format, *v) : "";
 }
 
 // "median,min,max" of a spread, or ",," when there is none.
-std::string SpreadCsv(const std::optional<Spread>& s, const char* format) {
+std::string SpreadCsv(const std::optional<Spread>& s, const absl::FormatSpec<double>& format) {
   if (!s) return ",,";
   return absl::StrCat(absl::StrFormat(format, s->median), ",", absl::StrFormat(format, s->min), ",",
                       absl::StrFormat(format, s->max));
 }
 
 // "median", or "median [min-max]" when the runs differ.
-std::string SpreadText(const std::optional<Spread>& s, const char* format,
+std::string SpreadText(const std::optional<Spread>& s, const absl::FormatSpec<double>& format,
                        const std::string& none = "n/a") {
   if (!s) return none;
   const std::string median = absl::StrFormat(format, s->median);

@@ -67,7 +67,8 @@ absl::Status BufferParameters::Read(tensor::TensorMap* out) const {
 
 absl::Status BufferParameters::Write(const tensor::TensorMap& in) {
   // Check everything first: a bad entry must leave every buffer as it was.
-  for (const auto& [name, values] : in) {
+  for (const auto& [tensor_name, values] : in) {
+    const std::string& name = tensor_name;  // a lambda captures a reference, not a binding
     auto it = std::find_if(buffers_.begin(), buffers_.end(),
                            [&](const Buffer& b) { return b.spec.name == name; });
     if (it == buffers_.end()) {

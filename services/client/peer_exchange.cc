@@ -11,7 +11,6 @@
 #include "store/push_reactor.h"
 
 namespace syncopate::client {
-namespace {
 
 tensor::TensorMap ToTensorMap(const store::StagedPush& push) {
   tensor::TensorMap model;
@@ -24,8 +23,6 @@ tensor::TensorMap ToTensorMap(const store::StagedPush& push) {
   }
   return model;
 }
-
-}  // namespace
 
 void TransferMeter::Record(uint64_t bytes, absl::Time start, absl::Time end) {
   absl::MutexLock lock(&mu_);
@@ -183,12 +180,14 @@ store::SpecLookup ShapeLookup(const tensor::TensorMap& model) {
 }
 
 PeerService::PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,
-                         TransferMeter& received, rpc::Authorizer authorizer)
+                         TransferMeter& received, rpc::Authorizer authorizer,
+                         rpc::StreamWatchdog* watchdog)
     : inbox_(inbox),
       lookup_(std::move(lookup)),
       ingress_(ingress),
       received_(received),
-      authorizer_(std::move(authorizer)) {}
+      authorizer_(std::move(authorizer)),
+      watchdog_(watchdog) {}
 
 grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackServerContext* ctx,
                                                                 v1::ExchangeReply*) {
@@ -215,7 +214,8 @@ grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackSe
                                                 caller ? caller->name : ""));
       },
       /*open=*/nullptr,
-      [this](size_t payload) { return ingress_ ? ingress_->Take(payload) : absl::ZeroDuration(); });
+      [this](size_t payload) { return ingress_ ? ingress_->Take(payload) : absl::ZeroDuration(); },
+      watchdog_, ctx);
 }
 
 PeerSender::PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Credentials credentials,

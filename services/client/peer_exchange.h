@@ -19,6 +19,7 @@
 #include "base/token_bucket.h"
 #include "rpc/authorizer.h"
 #include "rpc/credentials.h"
+#include "rpc/stream_watchdog.h"
 #include "store/push_assembler.h"
 #include "syncopate/v1/coordinator.pb.h"
 #include "syncopate/v1/peer.grpc.pb.h"
@@ -102,6 +103,9 @@ class ExchangeInbox {
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
+// The model a validated peer stream carries (PushAssembler's output), as the inbox keeps it.
+tensor::TensorMap ToTensorMap(const store::StagedPush& push);
+
 // Looks tensors up in `model`'s shapes (each a vector of its element count), for PeerService.
 store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 
@@ -110,9 +114,11 @@ store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 // Served with gRPC's callback API: a stream paced by `ingress` waits on a timer, not a thread.
 class PeerService final : public v1::Peer::CallbackService {
  public:
-  // `authorizer` allows a stream only from a trainer (docs/security.md).
+  // `authorizer` allows a stream only from a trainer (docs/security.md). With a `watchdog`
+  // (outliving the server), a stream quiet for its idle time is cancelled.
   PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,
-              TransferMeter& received, rpc::Authorizer authorizer);
+              TransferMeter& received, rpc::Authorizer authorizer,
+              rpc::StreamWatchdog* watchdog = nullptr);
 
   grpc::ServerReadReactor<v1::PushMessage>* Exchange(grpc::CallbackServerContext* context,
                                                      v1::ExchangeReply* reply) override;
@@ -123,6 +129,7 @@ class PeerService final : public v1::Peer::CallbackService {
   base::TokenBucket* ingress_;  // null: unlimited
   TransferMeter& received_;
   const rpc::Authorizer authorizer_;
+  rpc::StreamWatchdog* const watchdog_;
 };
 
 // Lets another thread cancel one transfer, before or while it runs. Thread-safe.

@@ -27,9 +27,12 @@ absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions&
   RETURN_IF_ERROR(MakeBucket(options.egress_rate, &node->egress_));
   RETURN_IF_ERROR(MakeBucket(options.ingress_rate, &node->ingress_));
   const LinkLimits limits = node->limits();
+  node->watchdog_ = std::make_unique<rpc::StreamWatchdog>(options.stream_idle_timeout,
+                                                          base::MonotonicClock::Get());
+  node->watchdog_->Start();
   node->service_ = std::make_unique<PeerService>(
       node->inbox_, ShapeLookup(shapes), limits.ingress, node->received_,
-      rpc::Authorizer(options.credentials, options.on_refusal));
+      rpc::Authorizer(options.credentials, options.on_refusal), node->watchdog_.get());
   node->sender_ = std::make_unique<PeerSender>(limits.egress, node->sent_, options.credentials);
   node->multicast_ = std::make_unique<BackgroundMulticast>(*node->sender_);
   node->link_ = std::make_unique<PeerLink>(

@@ -17,6 +17,7 @@
 #include "grpcpp/server.h"
 #include "rpc/authorizer.h"
 #include "rpc/credentials.h"
+#include "rpc/stream_watchdog.h"
 #include "tensor/tensor.h"
 
 namespace syncopate::client {
@@ -42,6 +43,8 @@ struct PeerNodeOptions {
   rpc::Credentials credentials;
   // Counts an Exchange the Peer service refused by the caller's certificate (may be null).
   rpc::Authorizer::OnRefusal on_refusal;
+  // An incoming model stream that sends nothing for this long is cancelled (zero: never).
+  absl::Duration stream_idle_timeout = absl::Seconds(60);
 };
 
 class PeerNode {
@@ -63,6 +66,7 @@ class PeerNode {
  private:
   PeerNode() = default;
 
+  std::unique_ptr<rpc::StreamWatchdog> watchdog_;  // outlives the server
   std::optional<base::TokenBucket> egress_;
   std::optional<base::TokenBucket> ingress_;
   ExchangeInbox inbox_;

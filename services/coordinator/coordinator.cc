@@ -790,7 +790,7 @@ void Coordinator::Deliver(Action& action) {
 v1::PeerExchange Coordinator::ExchangeOf(const sync::PeerExchange& exchange) const {
   v1::PeerExchange out;
   out.set_round(exchange.round);
-  auto add = [&](sync::TrainerId id, v1::PeerRef* ref) {
+  auto add = [&](sync::TrainerId id, v1::PeerRef* ref) ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return false;
     ref->set_trainer_id(id);

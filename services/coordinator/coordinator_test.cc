@@ -404,7 +404,7 @@ TEST_F(CoordinatorTest, ImpossibleTimingsAreIgnoredNotStored) {
     t.set_emulated_compute_seconds(emulated);
     return t;
   };
-  auto heartbeat = [&](const v1::TrainerTimings& t) {
+  auto heartbeat = [&, a = a](const v1::TrainerTimings& t) {
     v1::Heartbeat h;
     *h.mutable_timings() = t;
     coordinator_->Heartbeat(a, h);

@@ -1,6 +1,7 @@
 #include "store/checkpoint.h"
 
 #include <cstring>
+#include <limits>
 
 #include "absl/container/flat_hash_map.h"
 #include "absl/strings/match.h"
@@ -30,6 +31,15 @@ std::string CheckpointPath(const std::string& dir, uint32_t shard) {
 
 absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& checkpoint,
                              uint32_t shard, uint32_t shard_count) {
+  absl::StatusOr<std::string> bytes = EncodeCheckpoint(checkpoint, shard, shard_count);
+  if (!bytes.ok()) {
+    return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));
+  }
+  return base::WriteFileAtomically(path, *bytes);
+}
+
+absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, uint32_t shard,
+                                             uint32_t shard_count) {
   const DurableState& state = checkpoint.state;
   if (!state.model) return absl::InvalidArgumentError("a checkpoint needs a model");
   const ModelSnapshot& model = *state.model;
@@ -82,26 +92,34 @@ absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& che
   }
   out.set_written_unix_seconds(absl::ToDoubleSeconds(checkpoint.written - absl::UnixEpoch()));
   std::string bytes;
-  if (!out.SerializeToString(&bytes)) {
-    return absl::InternalError(absl::StrCat("cannot serialize the checkpoint for ", path));
-  }
-  bytes += ChecksumField(tensor::Crc32(absl::string_view(bytes)));
-  return base::WriteFileAtomically(path, bytes);
+  if (!out.SerializeToString(&bytes)) return absl::InternalError("cannot serialize the checkpoint");
+  return SealCheckpoint(std::move(bytes));
+}
+
+std::string SealCheckpoint(std::string body) {
+  body += ChecksumField(tensor::Crc32(absl::string_view(body)));
+  return body;
 }
 
 absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t shard,
                                                uint32_t shard_count) {
   absl::StatusOr<std::string> bytes = base::ReadFile(path);
   if (!bytes.ok()) return bytes.status();
+  return ParseCheckpoint(*bytes, path, shard, shard_count);
+}
+
+absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const std::string& path,
+                                                uint32_t shard, uint32_t shard_count) {
   v1::Checkpoint checkpoint;
-  if (!checkpoint.ParseFromString(*bytes) ||
+  // Protobuf reads at most 2 GiB, as it wrote.
+  if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
+      !checkpoint.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
       checkpoint.tensors_size() != checkpoint.values_size()) {
     return absl::DataLossError(absl::StrCat(path, " is not a readable checkpoint"));
   }
   const std::string tail = ChecksumField(checkpoint.checksum());
-  if (!absl::EndsWith(*bytes, tail) ||
-      tensor::Crc32(absl::string_view(*bytes).substr(0, bytes->size() - tail.size())) !=
-          checkpoint.checksum()) {
+  if (!absl::EndsWith(bytes, tail) ||
+      tensor::Crc32(bytes.substr(0, bytes.size() - tail.size())) != checkpoint.checksum()) {
     return absl::DataLossError(absl::StrCat(path, ": checksum mismatch"));
   }
   if (checkpoint.shard() != shard || checkpoint.shard_count() != shard_count) {
@@ -121,6 +139,12 @@ absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t
     }
     std::vector<float> values(spec.NumElements());
     std::memcpy(values.data(), data.data(), data.size());
+    // The store keeps its model finite (every push is checked); a file that is not came from
+    // somewhere else, and would poison every trainer that pulls it.
+    if (absl::Status finite = tensor::CheckFinite(values); !finite.ok()) {
+      return absl::DataLossError(
+          absl::StrCat(path, ": tensor '", spec.name, "': ", finite.message()));
+    }
     model->specs.push_back(std::move(spec));
     model->values.push_back(std::move(values));
   }

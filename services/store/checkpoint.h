@@ -10,6 +10,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
@@ -30,9 +31,22 @@ struct ShardCheckpoint {
 absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& checkpoint,
                              uint32_t shard, uint32_t shard_count);
 
+// The bytes of `checkpoint`'s file (WriteCheckpoint writes them).
+absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, uint32_t shard,
+                                             uint32_t shard_count);
+
+// The bytes of a checkpoint file: `body`, a serialized v1::Checkpoint without its checksum, with
+// the checksum of those bytes appended (WriteCheckpoint; tests and fuzzers that make their own).
+std::string SealCheckpoint(std::string body);
+
+// Reads the bytes of a checkpoint file written for the same shard layout; `source` names them in
+// errors. DATA_LOSS and FAILED_PRECONDITION as ReadCheckpoint.
+absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const std::string& source,
+                                                uint32_t shard, uint32_t shard_count);
+
 // Reads a checkpoint written for the same shard layout. NOT_FOUND when there is none;
-// DATA_LOSS when it is truncated or its checksum does not match; FAILED_PRECONDITION when it was
-// written by another shard or for another shard count.
+// DATA_LOSS when it is truncated, its checksum does not match or its model is not finite;
+// FAILED_PRECONDITION when it was written by another shard or for another shard count.
 absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t shard,
                                                uint32_t shard_count);
 

@@ -2,6 +2,7 @@
 
 #include <cstdlib>
 #include <fstream>
+#include <limits>
 
 #include "base/files.h"
 #include "gtest/gtest.h"
@@ -42,6 +43,20 @@ TEST_F(CheckpointTest, RoundTripsTheLiveModel) {
   EXPECT_EQ(read->state.model->values, Live()->values);
   EXPECT_EQ(read->state.model->live_version, Live()->live_version);
   EXPECT_EQ(read->written, absl::FromUnixSeconds(1700000000));
+}
+
+// Found by checkpoint_fuzz: a file whose checksum holds but whose model is not finite (written by
+// something else) is refused, not restored into a model every trainer would pull.
+TEST_F(CheckpointTest, ANonFiniteModelIsDataLoss) {
+  ShardCheckpoint checkpoint = Now();
+  auto model = std::make_shared<ModelSnapshot>(*checkpoint.state.model);
+  model->values[0][0] = std::numeric_limits<float>::quiet_NaN();
+  checkpoint.state.model = model;
+  absl::StatusOr<std::string> file = EncodeCheckpoint(checkpoint, 1, 3);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(ParseCheckpoint(*file, "nan", 1, 3).status().code(), absl::StatusCode::kDataLoss);
+  // The same file, finite, reads.
+  EXPECT_TRUE(ParseCheckpoint(*EncodeCheckpoint(Now(), 1, 3), "finite", 1, 3).ok());
 }
 
 // A shard restarted mid-job resumes where its checkpoint was: the round, each trainer's cut and

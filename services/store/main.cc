@@ -7,6 +7,7 @@
 
 #include "CLI/CLI.hpp"
 #include "base/allocator.h"
+#include "base/clock.h"
 #include "base/files.h"
 #include "base/flags.h"
 #include "base/logging.h"
@@ -14,6 +15,7 @@
 #include "base/signals.h"
 #include "metrics/metrics_server.h"
 #include "rpc/grpc_util.h"
+#include "rpc/stream_watchdog.h"
 #include "store/checkpoint.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
@@ -37,6 +39,7 @@ int main(int argc, char** argv) {
   bool insecure = false;
   syncopate::rpc::ServerLimits limits;
   size_t max_pending_pushes = syncopate::store::ParameterTable::kDefaultMaxPendingPushes;
+  std::string stream_idle_timeout = "60s";
   app.add_option("--listen", listen, "gRPC address (host:port; port 0 picks one)");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
   app.add_option("--shard", shard, "This shard's index");
@@ -57,6 +60,9 @@ int main(int argc, char** argv) {
                  "Round pushes one trainer may have waiting for a round to close (more are "
                  "refused RESOURCE_EXHAUSTED: backpressure)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--stream-idle-timeout", stream_idle_timeout,
+                 "Cancel a push or pull stream that sends or takes no message for this long "
+                 "(0s: never)");
   app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp);
   CLI11_PARSE(app, argc, argv);
   if (shard >= shard_count) {
@@ -67,6 +73,11 @@ int main(int argc, char** argv) {
   absl::StatusOr<absl::Duration> every = syncopate::base::ParseDuration(checkpoint_interval);
   if (!every.ok()) {
     std::fprintf(stderr, "--checkpoint-interval: %s\n", every.status().ToString().c_str());
+    return 2;
+  }
+  absl::StatusOr<absl::Duration> idle = syncopate::base::ParseDuration(stream_idle_timeout);
+  if (!idle.ok()) {
+    std::fprintf(stderr, "--stream-idle-timeout: %s\n", idle.status().ToString().c_str());
     return 2;
   }
 
@@ -107,9 +118,14 @@ int main(int argc, char** argv) {
   // New at every start, so the coordinator can tell a restarted shard from a running one.
   std::random_device entropy;
   const uint64_t incarnation = (uint64_t{entropy()} << 32 | entropy()) | 1;
+  // Outlives the server, whose streams it watches.
+  syncopate::rpc::StreamWatchdog watchdog(*idle, syncopate::base::MonotonicClock::Get(),
+                                          [&] { metrics.idle_streams_cancelled.Increment(); });
+  watchdog.Start();
   // Refusals are counted with every other rejection, by status code.
   syncopate::store::StoreService service(table, metrics, shard, shard_count, incarnation,
-                                         syncopate::rpc::Authorizer(*credentials, nullptr));
+                                         syncopate::rpc::Authorizer(*credentials, nullptr),
+                                         &watchdog);
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   absl::Status started =

@@ -4,8 +4,13 @@
 
 namespace syncopate::store {
 
-PushReactor::PushReactor(SpecLookup lookup, Take take, prometheus::Gauge* open, Pace pace)
-    : assembler_(std::move(lookup)), take_(std::move(take)), open_(open), pace_(std::move(pace)) {
+PushReactor::PushReactor(SpecLookup lookup, Take take, prometheus::Gauge* open, Pace pace,
+                         rpc::StreamWatchdog* watchdog, grpc::ServerContextBase* context)
+    : assembler_(std::move(lookup)),
+      take_(std::move(take)),
+      open_(open),
+      pace_(std::move(pace)),
+      watched_(watchdog, context) {
   if (open_) open_->Increment();
   StartRead(&message_);
 }
@@ -15,6 +20,7 @@ void PushReactor::OnReadDone(bool ok) {
     Finish(take_(assembler_.Finish()));
     return;
   }
+  watched_.Touch();
   const size_t payload = message_.has_chunk() ? message_.chunk().data().size() : 0;
   if (absl::Status added = assembler_.Add(message_); !added.ok()) {
     Finish(take_(added));

@@ -12,6 +12,7 @@
 #include "grpcpp/grpcpp.h"
 #include "prometheus/gauge.h"
 #include "rpc/grpc_util.h"
+#include "rpc/stream_watchdog.h"
 #include "store/push_assembler.h"
 #include "syncopate/v1/store.pb.h"
 
@@ -27,8 +28,11 @@ class PushReactor final : public grpc::ServerReadReactor<v1::PushMessage> {
   // link's pace (reading slower holds the sender back through TCP flow control).
   using Pace = std::function<absl::Duration(size_t payload)>;
 
-  // `open` (may be null) counts the streams open; `pace` may be null (read at once).
-  PushReactor(SpecLookup lookup, Take take, prometheus::Gauge* open, Pace pace = nullptr);
+  // `open` (may be null) counts the streams open; `pace` may be null (read at once). With a
+  // `watchdog`, the stream is cancelled when no message arrives for its idle time (`context` is
+  // the call's).
+  PushReactor(SpecLookup lookup, Take take, prometheus::Gauge* open, Pace pace = nullptr,
+              rpc::StreamWatchdog* watchdog = nullptr, grpc::ServerContextBase* context = nullptr);
 
   void OnReadDone(bool ok) override;
   // A paced read waiting on the alarm starts at once (and fails: the call is cancelled).
@@ -42,6 +46,7 @@ class PushReactor final : public grpc::ServerReadReactor<v1::PushMessage> {
   Pace pace_;
   v1::PushMessage message_;
   grpc::Alarm alarm_;  // the paced next read; a read always follows, so it is done before OnDone
+  rpc::WatchedStream watched_;
 };
 
 // A push stream refused before any message is read (the caller may not push).

@@ -36,6 +36,9 @@ StoreMetrics::StoreMetrics(prometheus::Registry& r)
                                     "Bytes of float32 parameters held by this shard.")),
       streams_open(metrics::AddGauge(r, "syncopate_store_streams_open",
                                      "Push and pull streams being served.")),
+      idle_streams_cancelled(metrics::AddCounter(
+          r, "syncopate_store_idle_streams_cancelled_total",
+          "Push and pull streams cancelled after --stream-idle-timeout without a message.")),
       checkpoints_written(metrics::AddCounter(r, "syncopate_store_checkpoints_written_total",
                                               "Checkpoints of the shard's model written.")),
       checkpoint_failures(metrics::AddCounter(r, "syncopate_store_checkpoint_failures_total",

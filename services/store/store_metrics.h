@@ -32,6 +32,7 @@ struct StoreMetrics {
   prometheus::Gauge& last_closed_round;
   prometheus::Gauge& model_bytes;
   prometheus::Gauge& streams_open;
+  prometheus::Counter& idle_streams_cancelled;
   prometheus::Counter& checkpoints_written;
   prometheus::Counter& checkpoint_failures;
   prometheus::Gauge& last_checkpoint_time;

@@ -14,13 +14,15 @@
 namespace syncopate::store {
 
 StoreService::StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard,
-                           uint32_t shard_count, uint64_t incarnation, rpc::Authorizer authorizer)
+                           uint32_t shard_count, uint64_t incarnation, rpc::Authorizer authorizer,
+                           rpc::StreamWatchdog* watchdog)
     : table_(table),
       metrics_(metrics),
       shard_(shard),
       shard_count_(shard_count),
       incarnation_(incarnation),
-      authorizer_(std::move(authorizer)) {}
+      authorizer_(std::move(authorizer)),
+      watchdog_(watchdog) {}
 
 namespace {
 
@@ -178,7 +180,7 @@ grpc::ServerReadReactor<v1::PushMessage>* StoreService::Initialize(grpc::Callbac
         }
         return Finish(TakePush(*std::move(push), /*initialize=*/true, start, reply));
       },
-      &metrics_.streams_open);
+      &metrics_.streams_open, /*pace=*/nullptr, watchdog_, ctx);
 }
 
 grpc::ServerReadReactor<v1::PushMessage>* StoreService::Push(grpc::CallbackServerContext* ctx,
@@ -197,7 +199,7 @@ grpc::ServerReadReactor<v1::PushMessage>* StoreService::Push(grpc::CallbackServe
         }
         return Finish(TakePush(*std::move(push), /*initialize=*/false, start, reply));
       },
-      &metrics_.streams_open);
+      &metrics_.streams_open, /*pace=*/nullptr, watchdog_, ctx);
 }
 
 namespace {
@@ -208,9 +210,14 @@ class PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   using Finished = std::function<grpc::Status(const absl::Status&, uint64_t bytes)>;
 
+  // With a `watchdog`, a pull whose reader takes no message for its idle time is cancelled.
   PullReactor(std::shared_ptr<const ModelSnapshot> snapshot, uint32_t chunk_bytes,
-              Finished finished, prometheus::Gauge& open)
-      : frames_(std::move(snapshot), chunk_bytes), finished_(std::move(finished)), open_(open) {
+              Finished finished, prometheus::Gauge& open, rpc::StreamWatchdog* watchdog,
+              grpc::ServerContextBase* context)
+      : frames_(std::move(snapshot), chunk_bytes),
+        finished_(std::move(finished)),
+        open_(open),
+        watched_(watchdog, context) {
     open_.Increment();
     WriteNext();
   }
@@ -220,6 +227,7 @@ class PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
       Finish(finished_(absl::CancelledError("pull reader went away"), frames_.bytes()));
       return;
     }
+    watched_.Touch();
     WriteNext();
   }
   void OnDone() override {
@@ -240,6 +248,7 @@ class PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
   Finished finished_;
   prometheus::Gauge& open_;
   grpc::ByteBuffer message_;  // in flight until OnWriteDone
+  rpc::WatchedStream watched_;
 };
 
 // A pull refused before anything was sent.
@@ -282,7 +291,7 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackSer
         }
         return Finish(status);
       },
-      metrics_.streams_open);
+      metrics_.streams_open, watchdog_, ctx);
 }
 
 grpc::Status StoreService::ChangeMembership(const v1::Membership& request,

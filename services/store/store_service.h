@@ -11,6 +11,7 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "rpc/authorizer.h"
+#include "rpc/stream_watchdog.h"
 #include "store/parameter_table.h"
 #include "store/push_assembler.h"
 #include "store/store_metrics.h"
@@ -32,8 +33,11 @@ class StoreService final
  public:
   // `incarnation` identifies this process's life of the shard (non-zero, new at every start): the
   // coordinator tells a restart by it.
+  // With a `watchdog` (it must outlive the server), a push or pull stream quiet for its idle time
+  // is cancelled.
   StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard, uint32_t shard_count,
-               uint64_t incarnation, rpc::Authorizer authorizer);
+               uint64_t incarnation, rpc::Authorizer authorizer,
+               rpc::StreamWatchdog* watchdog = nullptr);
 
   grpc::ServerUnaryReactor* GetSchema(grpc::CallbackServerContext* ctx,
                                       const v1::GetSchemaRequest* request,
@@ -76,6 +80,7 @@ class StoreService final
   const uint32_t shard_count_;
   const uint64_t incarnation_;
   const rpc::Authorizer authorizer_;
+  rpc::StreamWatchdog* const watchdog_;  // null: streams never time out
   absl::Mutex names_mu_;
   // The name of every trainer id any membership named (ids are never reused: bounded as the table's
   // record of members is).

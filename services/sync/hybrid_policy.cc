@@ -167,7 +167,8 @@ Decisions HybridPolicy::Evaluate(absl::Time now) {
 }
 
 void HybridPolicy::CloseCompleteGroups(Decisions* decisions) {
-  for (const auto& [g, ids] : members_) {
+  for (const auto& [g, group_ids] : members_) {
+    const auto& ids = group_ids;  // a lambda may capture a reference, not a structured binding
     if (reported_in_[g] < ids.size()) continue;
     // The group's members, plus departed trainers whose reported pushes no round took yet.
     RoundClose close{++last_closed_round_, cuts_.Take([&](TrainerId id) {

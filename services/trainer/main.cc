@@ -47,6 +47,7 @@ int main(int argc, char** argv) {
   std::string eval_interval = "2s";
   std::string step_time = "0s";
   std::string rpc_timeout = "30s";
+  std::string peer_stream_idle_timeout = "60s";
   std::string metrics_listen = "0.0.0.0:9100";
   std::string peer_listen = "127.0.0.1:0";
   std::string peer_address;
@@ -99,6 +100,8 @@ int main(int argc, char** argv) {
                  "Emulated upload limit on all traffic, e.g. 100mbit (default: none)");
   app.add_option("--ingress-rate", ingress_rate,
                  "Emulated download limit on all traffic, e.g. 100mbit (default: none)");
+  app.add_option("--peer-stream-idle-timeout", peer_stream_idle_timeout,
+                 "Cancel a peer's model stream that sends nothing for this long (0s: never)");
   app.add_option("--ready-file", ready_file, "Write the metrics port here once running");
   app.add_option("--trace-file", trace_file, "Append a JSON-lines trace of clocks and pulls");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
@@ -126,6 +129,8 @@ int main(int argc, char** argv) {
   session_options.step_time = *emulated_step;
   auto timeout = syncopate::base::ParseDuration(rpc_timeout);
   if (!timeout.ok()) return Fail(timeout.status(), kExitUsage);
+  auto peer_idle = syncopate::base::ParseDuration(peer_stream_idle_timeout);
+  if (!peer_idle.ok()) return Fail(peer_idle.status(), kExitUsage);
 
   std::string fallback_reason;
   auto backend = syncopate::compute::MakeBackend(device, &fallback_reason);
@@ -170,6 +175,7 @@ int main(int argc, char** argv) {
   job_options.peer.advertise = peer_address;
   job_options.peer.egress_rate = egress_rate;
   job_options.peer.ingress_rate = ingress_rate;
+  job_options.peer.stream_idle_timeout = *peer_idle;
   job_options.ready_file = ready_file;
   job_options.trace_file = trace_file;
   auto job = syncopate::client::JobClient::Join(std::move(job_options), trainer.parameters());

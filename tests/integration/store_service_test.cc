@@ -6,11 +6,13 @@
 #include <limits>
 #include <thread>
 
+#include "base/clock.h"
 #include "client/store_client.h"
 #include "gtest/gtest.h"
 #include "local_store.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
+#include "rpc/stream_watchdog.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
 #include "tensor/tensor.h"
@@ -103,6 +105,52 @@ TEST_F(StoreServiceTest, OpenStreamsHoldNoThreadEach) {
   }
   EXPECT_EQ(store_.metrics.streams_open.Value(), 0);
   EXPECT_EQ(Live()["small"], (std::vector<float>{1, 2, 3}));  // nothing applied
+}
+
+// --stream-idle-timeout: a stream that opens and goes quiet is cancelled when the watchdog next
+// sweeps (driven here by hand, on a fake clock); one that keeps sending is left alone.
+TEST(StoreIdleStreamTest, AQuietStreamIsCancelled) {
+  prometheus::Registry registry;
+  store::StoreMetrics metrics(registry);
+  store::ParameterTable table;
+  table.SetMembers({{kTrainer, 1}});
+  base::FakeClock clock;
+  rpc::StreamWatchdog watchdog(absl::Seconds(60), clock,
+                               [&] { metrics.idle_streams_cancelled.Increment(); });
+  store::StoreService service(table, metrics, 0, 1, /*incarnation=*/1,
+                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr), &watchdog);
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  ASSERT_TRUE(
+      rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server, &port)
+          .ok());
+  auto stub = v1::ParameterStore::NewStub(rpc::MakeChannel(
+      "127.0.0.1:" + std::to_string(port), rpc::Credentials::Insecure(), rpc::Role::kStore));
+  auto header = [](uint64_t sequence) {
+    v1::PushMessage m;
+    m.mutable_header()->set_trainer_id(kTrainer);
+    m.mutable_header()->set_incarnation(1);
+    m.mutable_header()->set_sequence(sequence);
+    tensor::ToProto({"w", {3}}, m.mutable_header()->add_tensors());
+    return m;
+  };
+  auto quiet_ctx = rpc::ContextWithTimeout(absl::Seconds(30));
+  v1::PushReply quiet_reply;
+  auto quiet = stub->Initialize(quiet_ctx.get(), &quiet_reply);
+  ASSERT_TRUE(quiet->Write(header(0)));
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (metrics.streams_open.Value() < 1 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(10));  // polled, with a deadline
+  }
+  ASSERT_EQ(metrics.streams_open.Value(), 1);
+  clock.Advance(absl::Seconds(59));
+  EXPECT_EQ(watchdog.CancelIdle(), 0);
+  clock.Advance(absl::Seconds(1));
+  EXPECT_EQ(watchdog.CancelIdle(), 1);
+  EXPECT_EQ(quiet->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_EQ(metrics.idle_streams_cancelled.Value(), 1);
+  EXPECT_TRUE(table.Specs().empty()) << "nothing was initialized";
+  server->Shutdown();
 }
 
 // --max-streams-per-connection: one connection holds at most that many streams open; the next

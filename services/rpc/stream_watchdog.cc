@@ -1,0 +1,86 @@
+#include "rpc/stream_watchdog.h"
+
+#include <algorithm>
+#include <utility>
+
+namespace syncopate::rpc {
+
+StreamWatchdog::StreamWatchdog(absl::Duration idle, const base::Clock& clock,
+                               std::function<void()> on_cancel)
+    : idle_(idle), clock_(clock), on_cancel_(std::move(on_cancel)) {}
+
+StreamWatchdog::~StreamWatchdog() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (sweeper_.joinable()) sweeper_.join();
+}
+
+bool StreamWatchdog::Enabled() const {
+  return idle_ > absl::ZeroDuration() && idle_ != absl::InfiniteDuration();
+}
+
+void StreamWatchdog::Start() {
+  if (!Enabled() || sweeper_.joinable()) return;
+  const absl::Duration every = std::min(idle_ / 4, absl::Seconds(1));
+  sweeper_ = std::thread([this, every] {
+    while (true) {
+      {
+        // Wakes at once when stopping; otherwise after `every` of real time (this thread only
+        // paces the sweeps; CancelIdle judges by clock_).
+        absl::MutexLock lock(&mu_);
+        if (mu_.AwaitWithTimeout(absl::Condition(&stopping_), every)) return;
+      }
+      CancelIdle();
+    }
+  });
+}
+
+StreamWatchdog::Id StreamWatchdog::Watch(std::function<void()> cancel) {
+  absl::MutexLock lock(&mu_);
+  const Id id = next_id_++;
+  streams_.emplace(id, Stream{std::move(cancel), clock_.Now()});
+  return id;
+}
+
+void StreamWatchdog::Touch(Id id) {
+  absl::MutexLock lock(&mu_);
+  if (auto it = streams_.find(id); it != streams_.end()) it->second.last_active = clock_.Now();
+}
+
+void StreamWatchdog::Forget(Id id) {
+  absl::MutexLock lock(&mu_);
+  streams_.erase(id);
+}
+
+int StreamWatchdog::CancelIdle() {
+  if (!Enabled()) return 0;
+  int cancelled = 0;
+  {
+    absl::MutexLock lock(&mu_);
+    const absl::Time now = clock_.Now();
+    for (auto& [id, stream] : streams_) {
+      if (stream.cancelled || now - stream.last_active < idle_) continue;
+      stream.cancelled = true;
+      stream.cancel();
+      ++cancelled;
+    }
+  }
+  for (int i = 0; on_cancel_ && i < cancelled; ++i) on_cancel_();
+  return cancelled;
+}
+
+WatchedStream::WatchedStream(StreamWatchdog* watchdog, grpc::ServerContextBase* context)
+    : watchdog_(watchdog),
+      id_(watchdog ? watchdog->Watch([context] { context->TryCancel(); }) : 0) {}
+
+WatchedStream::~WatchedStream() {
+  if (watchdog_) watchdog_->Forget(id_);
+}
+
+void WatchedStream::Touch() {
+  if (watchdog_) watchdog_->Touch(id_);
+}
+
+}  // namespace syncopate::rpc

@@ -1,0 +1,88 @@
+// libFuzzer target: what a trainer does with peers' models (client/peer_exchange.h) - each stream
+// validated as the Peer service does (PushAssembler against this trainer's shapes) and deposited
+// into the ExchangeInbox under the sender and round its header names - interleaved with what the
+// trainer's own threads do: collect a round, take the latest models, mark a peer gone, learn the
+// peers' names. Input: a sequence of operations, each a byte and its arguments (InputReader; see
+// WritePeerInboxSeeds in seeds.cc). Beyond not crashing: every
+// model the inbox hands out fits this trainer's shapes, and averaging it in either succeeds or
+// leaves the trainer's model unchanged.
+
+#include "client/peer_exchange.h"
+#include "fuzz_input.h"
+#include "store/push_assembler.h"
+
+namespace syncopate::fuzz {
+namespace {
+
+void RequireFits(const std::map<uint64_t, tensor::TensorMap>& received,
+                 const tensor::TensorMap& own) {
+  for (const auto& [sender, model] : received) {
+    for (const auto& [name, values] : model) {
+      auto mine = own.find(name);
+      Require(mine != own.end() && mine->second.size() == values.size(),
+              "a received tensor has this trainer's shape");
+    }
+  }
+  tensor::TensorMap averaged = own;
+  if (!client::AverageInto(averaged, received).ok()) {
+    Require(averaged == own, "a failed average leaves the model unchanged");
+  }
+}
+
+void Deposit(InputReader& input, client::ExchangeInbox& inbox, const store::SpecLookup& lookup) {
+  const std::string caller = input.ShortString();
+  const std::string bytes = input.LongString();
+  std::vector<v1::PushMessage> stream =
+      DecodeStream<v1::PushMessage>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  store::PushAssembler assembler(lookup);
+  for (v1::PushMessage& message : stream) {
+    if (!assembler.Add(message).ok()) return;
+  }
+  absl::StatusOr<store::StagedPush> push = assembler.Finish();
+  if (!push.ok()) return;
+  inbox.Deposit(push->header.clock(), push->header.trainer_id(), client::ToTensorMap(*push), caller)
+      .IgnoreError();
+}
+
+}  // namespace
+}  // namespace syncopate::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace syncopate;
+  static const tensor::TensorMap own = fuzz::FuzzModel();
+  static const store::SpecLookup lookup = client::ShapeLookup(own);
+  fuzz::InputReader input(data, size);
+  client::ExchangeInbox inbox;
+  while (!input.empty()) {
+    switch (input.Byte() % 5) {
+      case 0:
+        fuzz::Deposit(input, inbox, lookup);
+        break;
+      case 1: {
+        const int64_t round = static_cast<int8_t>(input.Byte());
+        std::vector<uint64_t> senders;
+        for (int n = input.Byte() % 8; n > 0; --n) senders.push_back(input.Byte());
+        // A deadline already past: the inbox hands out what arrived without waiting.
+        fuzz::RequireFits(inbox.Collect(round, senders, absl::InfinitePast()), own);
+        break;
+      }
+      case 2:
+        fuzz::RequireFits(inbox.TakeLatest(), own);
+        break;
+      case 3:
+        inbox.MarkGone(input.Byte());
+        break;
+      case 4: {
+        v1::PeerExchange exchange;
+        for (int n = input.Byte() % 8; n > 0; --n) {
+          v1::PeerRef* peer = exchange.add_receive_from();
+          peer->set_trainer_id(input.Byte());
+          peer->set_name(input.ShortString());
+        }
+        inbox.NamePeers(exchange);
+        break;
+      }
+    }
+  }
+  return 0;
+}

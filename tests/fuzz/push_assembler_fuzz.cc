@@ -1,0 +1,61 @@
+// libFuzzer target: PushAssembler, the first code a Push or Initialize stream reaches in the store,
+// and a peer's model in a trainer's Peer service. Input: one byte choosing the stream's kind (even:
+// a Push checked against FuzzModel's shapes; odd: an Initialize, whose header defines the shapes),
+// then the stream's messages (fuzz_input.h). Beyond not crashing: a stream it accepts is whole.
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+
+#include "client/peer_exchange.h"
+#include "fuzz_input.h"
+#include "store/push_assembler.h"
+
+namespace syncopate::fuzz {
+namespace {
+
+// Every tensor of the header covered once, in order, by finite values; the totals right.
+void RequireWhole(const store::StagedPush& push) {
+  Require(push.header.tensors_size() == 0, "the header's tensors are moved out");
+  std::vector<uint64_t> filled(push.tensors.size(), 0);
+  uint64_t bytes = 0;
+  float largest = 0;
+  for (const store::StagedChunk& chunk : push.chunks) {
+    Require(chunk.tensor_index < push.tensors.size(), "a chunk names a tensor of the push");
+    Require(chunk.bytes.size() % sizeof(float) == 0, "a chunk holds whole floats");
+    Require(chunk.offset == filled[chunk.tensor_index], "a tensor's chunks follow each other");
+    filled[chunk.tensor_index] += chunk.size();
+    bytes += chunk.bytes.size();
+    for (size_t i = 0; i < chunk.size(); ++i) {
+      float value;
+      std::memcpy(&value, chunk.bytes.data() + i * sizeof(float), sizeof(float));
+      Require(std::isfinite(value), "every value is finite");
+      largest = std::max(largest, std::fabs(value));
+    }
+  }
+  for (size_t t = 0; t < push.tensors.size(); ++t) {
+    Require(push.tensors[t].NumElements() > 0, "every tensor has a valid shape");
+    Require(filled[t] == static_cast<uint64_t>(push.tensors[t].NumElements()),
+            "every tensor is covered exactly");
+  }
+  Require(bytes == push.payload_bytes, "payload_bytes counts the chunks' bytes");
+  Require(largest == push.max_magnitude, "max_magnitude is the largest |value|");
+}
+
+}  // namespace
+}  // namespace syncopate::fuzz
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  using namespace syncopate;
+  if (size == 0) return 0;
+  const bool initialize = data[0] & 1;
+  std::vector<v1::PushMessage> stream = fuzz::DecodeStream<v1::PushMessage>(data + 1, size - 1);
+  static const tensor::TensorMap model = fuzz::FuzzModel();
+  store::PushAssembler assembler(initialize ? nullptr : client::ShapeLookup(model));
+  for (v1::PushMessage& message : stream) {
+    if (!assembler.Add(message).ok()) return 0;
+  }
+  absl::StatusOr<store::StagedPush> push = assembler.Finish();
+  if (push.ok()) fuzz::RequireWhole(*push);
+  return 0;
+}
