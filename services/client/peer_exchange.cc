@@ -101,10 +101,10 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
   }
   auto waiting = pending_by_sender_.find(sender);
   const int from_sender = waiting == pending_by_sender_.end() ? 0 : waiting->second;
-  if (from_sender >= kMaxPendingPerSender || pending_ >= kMaxPending) {
+  if (from_sender >= max_per_sender_ || pending_ >= max_pending_) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "inbox full: trainer ", sender, " has ", from_sender, " models waiting (at most ",
-        kMaxPendingPerSender, "), ", pending_, " in all (at most ", kMaxPending, ")"));
+        max_per_sender_, "), ", pending_, " in all (at most ", max_pending_, ")"));
   }
   rounds_[round].emplace(sender, Arrival{std::move(model), caller});
   ++pending_by_sender_[sender];

@@ -6,6 +6,7 @@
 #ifndef SYNCOPATE_CLIENT_PEER_EXCHANGE_H_
 #define SYNCOPATE_CLIENT_PEER_EXCHANGE_H_
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -51,12 +52,16 @@ class TransferMeter {
 // Models received from peers, by round and sender. Thread-safe.
 class ExchangeInbox {
  public:
-  // Models that may wait for the worker, per sender and in all: a peer cannot grow this trainer's
-  // memory without bound with rounds to come (honest peers are a round or two ahead at most).
-  // 512 models of a large model is still a lot of memory; and until peers are authenticated a
-  // sender can claim other ids, fill the inbox with far-off rounds and lock honest ones out.
+  // Models that may wait for the worker by default, per sender and in all: a peer cannot grow
+  // this trainer's memory without bound with rounds to come (honest peers are a round or two
+  // ahead at most). 512 models of a large model is still a lot of memory: the trainer's
+  // --peer-inbox-models sets it lower.
   static constexpr int kMaxPendingPerSender = 8;
   static constexpr int kMaxPending = 512;
+
+  // At least one model of each kind may wait.
+  explicit ExchangeInbox(int max_per_sender = kMaxPendingPerSender, int max_pending = kMaxPending)
+      : max_per_sender_(std::max(1, max_per_sender)), max_pending_(std::max(1, max_pending)) {}
 
   // Records the names of the peers the coordinator named in `exchange` (PeerRef.name): a model
   // under one of those ids is then taken only from a caller of that name.
@@ -66,7 +71,7 @@ class ExchangeInbox {
   // `caller`: the name in the sending trainer's certificate; empty when it cannot be told (no TLS,
   // or a trainer pool certificate). ALREADY_EXISTS when `sender` already delivered round `round`;
   // FAILED_PRECONDITION for a round the worker has moved past; RESOURCE_EXHAUSTED when `sender`
-  // has kMaxPendingPerSender models waiting or the inbox kMaxPending (nothing is kept then). The
+  // has its limit of models waiting or the inbox its total (nothing is kept then). The
   // caller is checked against the coordinator's name for `sender` when the model is taken
   // (Collect, TakeLatest), and a model from another caller is dropped with a warning; the Peer
   // service refuses it at once when the name is known already.
@@ -84,6 +89,8 @@ class ExchangeInbox {
   std::map<uint64_t, tensor::TensorMap> TakeLatest();
 
  private:
+  const int max_per_sender_;
+  const int max_pending_;
   absl::Mutex mu_;
   int64_t done_round_ ABSL_GUARDED_BY(mu_) = -1;
   std::optional<int64_t> collecting_ ABSL_GUARDED_BY(mu_);  // the round Collect waits for

@@ -5,6 +5,17 @@
 namespace syncopate::client {
 namespace {
 
+// --peer-inbox-per-sender and --peer-inbox-models set the limits.
+TEST(ExchangeInbox, TheLimitsAreTheConfiguredOnes) {
+  ExchangeInbox inbox(/*max_per_sender=*/2, /*max_pending=*/3);
+  EXPECT_TRUE(inbox.Deposit(0, 7, {{"w", {1}}}).ok());
+  EXPECT_TRUE(inbox.Deposit(1, 7, {{"w", {1}}}).ok());
+  EXPECT_EQ(inbox.Deposit(2, 7, {{"w", {1}}}).code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_TRUE(inbox.Deposit(0, 8, {{"w", {1}}}).ok());
+  EXPECT_EQ(inbox.Deposit(1, 8, {{"w", {1}}}).code(), absl::StatusCode::kResourceExhausted)
+      << "three in all";
+}
+
 TEST(ExchangeInbox, ASenderCannotFillTheInbox) {
   ExchangeInbox inbox;
   for (int round = 0; round < ExchangeInbox::kMaxPendingPerSender; ++round) {

@@ -23,7 +23,7 @@ absl::Status MakeBucket(const std::string& rate, std::optional<base::TokenBucket
 
 absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions& options,
                                                           const tensor::TensorMap& shapes) {
-  std::unique_ptr<PeerNode> node(new PeerNode());
+  std::unique_ptr<PeerNode> node(new PeerNode(options));
   RETURN_IF_ERROR(MakeBucket(options.egress_rate, &node->egress_));
   RETURN_IF_ERROR(MakeBucket(options.ingress_rate, &node->ingress_));
   const LinkLimits limits = node->limits();

@@ -45,6 +45,9 @@ struct PeerNodeOptions {
   rpc::Authorizer::OnRefusal on_refusal;
   // An incoming model stream that sends nothing for this long is cancelled (zero: never).
   absl::Duration stream_idle_timeout = absl::Seconds(60);
+  // Peers' models that may wait for this trainer, per sender and in all (ExchangeInbox).
+  int inbox_models_per_sender = ExchangeInbox::kMaxPendingPerSender;
+  int inbox_models = ExchangeInbox::kMaxPending;
 };
 
 class PeerNode {
@@ -64,7 +67,8 @@ class PeerNode {
   LinkLimits limits() { return {egress_ ? &*egress_ : nullptr, ingress_ ? &*ingress_ : nullptr}; }
 
  private:
-  PeerNode() = default;
+  explicit PeerNode(const PeerNodeOptions& options)
+      : inbox_(options.inbox_models_per_sender, options.inbox_models) {}
 
   std::unique_ptr<rpc::StreamWatchdog> watchdog_;  // outlives the server
   std::optional<base::TokenBucket> egress_;

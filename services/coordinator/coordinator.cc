@@ -412,7 +412,7 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
   // The status keeps the most recent departures only: joins under ever new names cannot grow it
   // (and GetStatus) without bound.
   departed_.push_back(name);
-  while (departed_.size() > kDepartedStatusesKept) {
+  while (departed_.size() > options_.departed_statuses_kept) {
     auto old = trainer_status_.find(departed_.front());
     if (old != trainer_status_.end() && old->second.state() != "live") trainer_status_.erase(old);
     departed_.pop_front();

@@ -53,6 +53,9 @@ struct CoordinatorOptions {
   // A coordinator that finds a job under way on the stores (it restarted) waits this long for
   // the job's trainers to resume; those that do not are dropped from the job.
   absl::Duration recovery_window = absl::Seconds(10);
+  // The status (GetStatus, `syncopate status`) keeps this many departed trainers, the latest: joins
+  // under ever new names cannot grow it without bound.
+  size_t departed_statuses_kept = 1000;
 };
 
 struct SessionKey {
@@ -214,8 +217,8 @@ class Coordinator {
   bool membership_dirty_ ABSL_GUARDED_BY(mu_) = false;
   bool syncing_members_ ABSL_GUARDED_BY(mu_) = false;  // the action thread is telling the stores
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Status of every live trainer and of the kDepartedStatusesKept last departed, by name.
-  static constexpr size_t kDepartedStatusesKept = 1000;
+  // Status of every live trainer and of the options_.departed_statuses_kept last departed, by
+  // name.
   std::map<std::string, v1::TrainerStatus> trainer_status_ ABSL_GUARDED_BY(mu_);
   std::deque<std::string> departed_ ABSL_GUARDED_BY(mu_);  // names, in departure order
   std::map<sync::TrainerId, std::string> names_ ABSL_GUARDED_BY(mu_);

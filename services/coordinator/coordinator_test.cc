@@ -126,6 +126,7 @@ class CoordinatorTest : public ::testing::Test {
     // The fake clock jumps between ticks; only the test of pauses takes jumps as pauses.
     o.pause_threshold = pause_threshold_;
     o.target_accuracy = target_accuracy;
+    o.departed_statuses_kept = departed_statuses_kept_;
     coordinator_ =
         std::make_unique<Coordinator>(o, *sync::MakePolicy(p), stores_, clock_, metrics_);
     coordinator_->Start();
@@ -193,6 +194,7 @@ class CoordinatorTest : public ::testing::Test {
   FakeStores stores_;
   base::FakeClock clock_;
   absl::Duration pause_threshold_ = absl::InfiniteDuration();
+  size_t departed_statuses_kept_ = CoordinatorOptions().departed_statuses_kept;
   prometheus::Registry registry_;
   CoordinatorMetrics metrics_{registry_};
   std::unique_ptr<Coordinator> coordinator_;
@@ -458,6 +460,7 @@ TEST_F(CoordinatorTest, JoinsWithNamesUnsafeForLogsAreRefused) {
 }
 
 TEST_F(CoordinatorTest, TheStatusKeepsOnlyTheLastThousandDepartures) {
+  ASSERT_EQ(departed_statuses_kept_, 1000u) << "the default";
   Make("asp", 1);
   for (int i = 0; i < 1005; ++i) {
     auto [key, out] = Join("t" + std::to_string(i), static_cast<uint32_t>(i));
@@ -764,6 +767,19 @@ TEST_F(CoordinatorTest, TrainerGaugesAreReadWhenScrapedAndTheEvaluatorFollowsRan
   const v1::Directive granted = Next(*out_b);
   ASSERT_TRUE(granted.has_proceed());
   EXPECT_TRUE(granted.proceed().evaluate()) << "b has the lowest rank left";
+}
+
+// --departed-statuses-kept sets how many.
+TEST_F(CoordinatorTest, TheStatusKeepsAsManyDeparturesAsConfigured) {
+  departed_statuses_kept_ = 3;
+  Make("asp", 1);
+  for (int i = 0; i < 5; ++i) {
+    auto [key, out] = Join("t" + std::to_string(i), static_cast<uint32_t>(i));
+    coordinator_->Leave(key, "done");
+  }
+  const v1::ClusterStatus status = coordinator_->Status();
+  ASSERT_EQ(status.trainers_size(), 3);
+  EXPECT_EQ(status.trainers(0).name(), "t2");
 }
 
 // A departed trainer keeps its last gauges in the status (the policy forgets it: hybrid would say

@@ -1,4 +1,5 @@
 // syncopate-coordinator: membership, the sync policy and directives for every trainer.
+#include <limits>
 #include <memory>
 
 #include "CLI/CLI.hpp"
@@ -85,6 +86,8 @@ int main(int argc, char** argv) {
   app.add_option("--progress-timeout", progress_timeout,
                  "Evict a trainer that reported no clock this long while others waited this long "
                  "for their grant (it heartbeats, but its training is stuck); 0s: never");
+  app.add_option("--departed-statuses-kept", options.departed_statuses_kept,
+                 "Departed trainers the status keeps (the latest)");
   app.add_option("--recovery-window", recovery_window,
                  "After a restart, wait this long for the job's trainers to resume before going on "
                  "without the missing ones");
@@ -100,6 +103,9 @@ int main(int argc, char** argv) {
   app.add_option("--max-streams-per-connection", limits.max_streams_per_connection,
                  "Streams one client connection may hold open at once (more wait)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-message-bytes", limits.max_message_bytes,
+                 "The largest message a client may send (larger ones are refused)")
+      ->check(CLI::Range(syncopate::rpc::kMinMessageBytes, std::numeric_limits<int>::max()));
   app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp);
   CLI11_PARSE(app, argc, argv);
   syncopate::base::InitLogging("coordinator", log_level);

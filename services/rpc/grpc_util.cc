@@ -32,14 +32,20 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   return grpc::CreateCustomChannel(address, credentials.ForChannel(server_role), args);
 }
 
-void ConfigureServerBuilder(grpc::ServerBuilder& builder) {
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+namespace {
+
+// Syncopate's limits and keepalive.
+void ConfigureServerBuilder(grpc::ServerBuilder& builder, const ServerLimits& limits) {
+  builder.SetMaxReceiveMessageSize(limits.max_message_bytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, limits.max_streams_per_connection);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIME_MS, 10 * 60 * 1000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_TIMEOUT_MS, 20 * 1000);
   builder.AddChannelArgument(GRPC_ARG_KEEPALIVE_PERMIT_WITHOUT_CALLS, 1);
   builder.AddChannelArgument(GRPC_ARG_HTTP2_MIN_RECV_PING_INTERVAL_WITHOUT_DATA_MS, 10 * 1000);
 }
+
+}  // namespace
 
 absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
                          const Credentials& credentials, std::unique_ptr<grpc::Server>* server,
@@ -48,10 +54,14 @@ absl::Status StartServer(const std::string& address, const std::vector<grpc::Ser
     return absl::InvalidArgumentError(absl::StrCat("at least one stream per connection, not ",
                                                    limits.max_streams_per_connection));
   }
+  if (limits.max_message_bytes < kMinMessageBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("messages of at least ", kMinMessageBytes,
+                     " bytes must be allowed (the largest chunk), not ", limits.max_message_bytes));
+  }
   grpc::EnableDefaultHealthCheckService(true);
   grpc::ServerBuilder builder;
-  ConfigureServerBuilder(builder);
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS, limits.max_streams_per_connection);
+  ConfigureServerBuilder(builder, limits);
   builder.AddListeningPort(address, credentials.ForServer(), port);
   for (grpc::Service* service : services) builder.RegisterService(service);
   *server = builder.BuildAndStart();

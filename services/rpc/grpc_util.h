@@ -15,8 +15,10 @@
 
 namespace syncopate::rpc {
 
-// Receive limit on both ends: comfortably above the 4 MiB largest chunk.
+// Message limit on both ends by default: comfortably above the 4 MiB largest chunk (tensor.h).
 inline constexpr int kMaxMessageBytes = 16 << 20;
+// The least a server may be limited to: the largest chunk and its message's header.
+inline constexpr int kMinMessageBytes = 5 << 20;
 
 // absl and gRPC status codes are numerically equal; the message is kept.
 grpc::Status ToGrpcStatus(const absl::Status& status);
@@ -26,9 +28,6 @@ absl::Status FromGrpcStatus(const grpc::Status& status);
 // with Syncopate's limits and keepalive.
 std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
                                            const Credentials& credentials, Role server_role);
-
-// Applies Syncopate's limits and keepalive to a server builder.
-void ConfigureServerBuilder(grpc::ServerBuilder& builder);
 
 // A client context whose deadline is `timeout` from now.
 std::unique_ptr<grpc::ClientContext> ContextWithTimeout(absl::Duration timeout);
@@ -53,11 +52,15 @@ struct ServerLimits {
   // Streams open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS): further ones
   // wait in the client until one ends. A trainer holds a few per server.
   int max_streams_per_connection = 256;
+  // The largest message a client may send (a larger one is refused RESOURCE_EXHAUSTED before it
+  // is buffered whole); at least kMinMessageBytes.
+  int max_message_bytes = kMaxMessageBytes;
 };
 
 // Builds and starts a server on `address` ("127.0.0.1:0" picks a port) with `services`, gRPC's
 // health service (reporting SERVING), `credentials`, `limits` and Syncopate's settings. UNAVAILABLE
-// when it cannot bind; INVALID_ARGUMENT for a limit below 1.
+// when it cannot bind; INVALID_ARGUMENT for a stream limit below 1 or a message limit below
+// kMinMessageBytes.
 absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
                          const Credentials& credentials, std::unique_ptr<grpc::Server>* server,
                          int* port, const ServerLimits& limits = ServerLimits());

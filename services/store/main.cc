@@ -1,6 +1,7 @@
 // syncopate-store: one shard of the parameter store.
 #include <algorithm>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <random>
@@ -60,6 +61,9 @@ int main(int argc, char** argv) {
                  "Round pushes one trainer may have waiting for a round to close (more are "
                  "refused RESOURCE_EXHAUSTED: backpressure)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--max-message-bytes", limits.max_message_bytes,
+                 "The largest message a client may send (larger ones are refused)")
+      ->check(CLI::Range(syncopate::rpc::kMinMessageBytes, std::numeric_limits<int>::max()));
   app.add_option("--stream-idle-timeout", stream_idle_timeout,
                  "Cancel a push or pull stream that sends or takes no message for this long "
                  "(0s: never)");

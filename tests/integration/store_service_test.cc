@@ -107,6 +107,44 @@ TEST_F(StoreServiceTest, OpenStreamsHoldNoThreadEach) {
   EXPECT_EQ(Live()["small"], (std::vector<float>{1, 2, 3}));  // nothing applied
 }
 
+// --max-message-bytes: a message over the limit is refused before the store sees it, and the limit
+// cannot be set below the largest chunk.
+TEST(StoreMessageLimitTest, ALargerMessageIsRefused) {
+  prometheus::Registry registry;
+  store::StoreMetrics metrics(registry);
+  store::ParameterTable table;
+  table.SetMembers({{kTrainer, 1}});
+  store::StoreService service(table, metrics, 0, 1, /*incarnation=*/1,
+                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  rpc::ServerLimits limits;
+  limits.max_message_bytes = rpc::kMinMessageBytes - 1;
+  EXPECT_EQ(rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server,
+                             &port, limits)
+                .code(),
+            absl::StatusCode::kInvalidArgument);
+  limits.max_message_bytes = rpc::kMinMessageBytes;
+  ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server,
+                               &port, limits)
+                  .ok());
+  auto stub = v1::ParameterStore::NewStub(rpc::MakeChannel(
+      "127.0.0.1:" + std::to_string(port), rpc::Credentials::Insecure(), rpc::Role::kStore));
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(30));
+  v1::PushReply reply;
+  auto writer = stub->Initialize(ctx.get(), &reply);
+  v1::PushMessage header;
+  header.mutable_header()->set_trainer_id(kTrainer);
+  header.mutable_header()->set_incarnation(1);
+  tensor::ToProto({std::string(rpc::kMinMessageBytes + 1, 'x'), {1}},
+                  header.mutable_header()->add_tensors());
+  writer->Write(header);
+  writer->WritesDone();
+  EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(table.Specs().empty());
+  server->Shutdown();
+}
+
 // --stream-idle-timeout: a stream that opens and goes quiet is cancelled when the watchdog next
 // sweeps (driven here by hand, on a fake clock); one that keeps sending is left alone.
 TEST(StoreIdleStreamTest, AQuietStreamIsCancelled) {
