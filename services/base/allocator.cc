@@ -11,6 +11,8 @@ void TuneAllocatorForLargeBuffers() {
   mallopt(M_TRIM_THRESHOLD, 512 << 20);
 }
 
+void ReleaseFreeMemory() { malloc_trim(0); }
+
 void SkipMutexDeadlockDetection() {
   absl::SetMutexDeadlockDetectionMode(absl::OnDeadlockCycle::kIgnore);
 }

@@ -41,6 +41,7 @@ int main(int argc, char** argv) {
   syncopate::rpc::ServerLimits limits;
   size_t max_pending_pushes = syncopate::store::ParameterTable::kDefaultMaxPendingPushes;
   std::string stream_idle_timeout = "60s";
+  std::string release_memory_every = "10s";
   app.add_option("--listen", listen, "gRPC address (host:port; port 0 picks one)");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
   app.add_option("--shard", shard, "This shard's index");
@@ -67,6 +68,9 @@ int main(int argc, char** argv) {
   app.add_option("--stream-idle-timeout", stream_idle_timeout,
                  "Cancel a push or pull stream that sends or takes no message for this long "
                  "(0s: never)");
+  app.add_option("--release-memory-every", release_memory_every,
+                 "Return the heap's free memory to the system this often, so that a flood of "
+                 "refused streams does not hold it (0s: never)");
   app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp);
   CLI11_PARSE(app, argc, argv);
   if (shard >= shard_count) {
@@ -82,6 +86,13 @@ int main(int argc, char** argv) {
   absl::StatusOr<absl::Duration> idle = syncopate::base::ParseDuration(stream_idle_timeout);
   if (!idle.ok()) {
     std::fprintf(stderr, "--stream-idle-timeout: %s\n", idle.status().ToString().c_str());
+    return 2;
+  }
+  absl::StatusOr<absl::Duration> release_every =
+      syncopate::base::ParseDuration(release_memory_every);
+  if (!release_every.ok()) {
+    std::fprintf(stderr, "--release-memory-every: %s\n",
+                 release_every.status().ToString().c_str());
     return 2;
   }
 
@@ -146,15 +157,28 @@ int main(int argc, char** argv) {
   }
   spdlog::info("shard {}/{} serving gRPC on port {}, metrics on port {}", shard, shard_count, port,
                (*metrics_server)->port());
-  const absl::Duration wake =
-      checkpointer && *every > absl::ZeroDuration() ? *every : absl::Hours(1);
   auto checkpoint = [&] {
     if (!checkpointer) return;
     absl::Status saved = checkpointer->SaveIfChanged();
     if (!saved.ok()) spdlog::error("checkpoint: {}", saved.ToString());
   };
-  while (syncopate::base::WaitForTerminationSignal(wake) == 0) {
-    if (*every > absl::ZeroDuration()) checkpoint();
+  // The periodic work: checkpoints, and returning free memory.
+  auto next = [](absl::Duration every) {
+    return every > absl::ZeroDuration() ? absl::Now() + every : absl::InfiniteFuture();
+  };
+  absl::Time next_checkpoint = checkpointer ? next(*every) : absl::InfiniteFuture();
+  absl::Time next_release = next(*release_every);
+  while (syncopate::base::WaitForTerminationSignal(std::clamp(
+             std::min(next_checkpoint, next_release) - absl::Now(), absl::ZeroDuration(),
+             absl::Hours(1))) == 0) {
+    if (absl::Now() >= next_checkpoint) {
+      checkpoint();
+      next_checkpoint = next(*every);
+    }
+    if (absl::Now() >= next_release) {
+      syncopate::base::ReleaseFreeMemory();
+      next_release = next(*release_every);
+    }
   }
   spdlog::info("shutting down");
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
