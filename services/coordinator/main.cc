@@ -16,6 +16,7 @@
 #include "coordinator/store_control.h"
 #include "metrics/metrics_server.h"
 #include "rpc/grpc_util.h"
+#include "rpc/stream_watchdog.h"
 #include "sync/policy_factory.h"
 
 namespace {
@@ -42,6 +43,8 @@ int main(int argc, char** argv) {
   std::string heartbeat_interval = "1s";
   std::string start_timeout = "30s";
   std::string exchange_timeout = "10s";
+  std::string join_timeout = "60s";
+  absl::Duration join_deadline;
   std::string ready_file;
   std::string log_level = "info";
   bool exit_when_done = false;
@@ -103,6 +106,8 @@ int main(int argc, char** argv) {
   app.add_option("--max-streams-per-connection", limits.max_streams_per_connection,
                  "Streams one client connection may hold open at once (more wait)")
       ->check(CLI::PositiveNumber);
+  app.add_option("--join-timeout", join_timeout,
+                 "Cancel a session that sends no Join for this long (0s: never)");
   app.add_option("--max-message-bytes", limits.max_message_bytes,
                  "The largest message a client may send (larger ones are refused)")
       ->check(CLI::Range(syncopate::rpc::kMinMessageBytes, std::numeric_limits<int>::max()));
@@ -115,7 +120,8 @@ int main(int argc, char** argv) {
                            std::pair{&recovery_window, &options.recovery_window},
                            std::pair{&heartbeat_interval, &options.heartbeat_interval},
                            std::pair{&start_timeout, &policy_options.start_timeout},
-                           std::pair{&exchange_timeout, &options.exchange_timeout}}) {
+                           std::pair{&exchange_timeout, &options.exchange_timeout},
+                           std::pair{&join_timeout, &join_deadline}}) {
     absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
     if (!d.ok()) return Fail(d.status());
     *out = *d;
@@ -139,10 +145,17 @@ int main(int argc, char** argv) {
     return syncopate::coordinator::TrainerFamilies(coordinator.TrainerGauges());
   });
   coordinator.Start();
+  // Outlives the server, whose sessions it watches until they join.
+  syncopate::rpc::StreamWatchdog watchdog(join_deadline, syncopate::base::MonotonicClock::Get());
+  watchdog.Start();
   syncopate::coordinator::SessionService service(
-      coordinator, syncopate::rpc::Authorizer(*credentials, [&metrics](absl::string_view rpc) {
-        metrics.refused_calls.Add({{"rpc", std::string(rpc)}}).Increment();
-      }));
+      coordinator,
+      syncopate::rpc::Authorizer(
+          *credentials,
+          [&metrics](absl::string_view rpc) {
+            metrics.refused_calls.Add({{"rpc", std::string(rpc)}}).Increment();
+          }),
+      &watchdog);
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   absl::Status started =

@@ -16,10 +16,15 @@ namespace {
 // after a write completes). Lock order: outbox listener, then mu_, then the outbox's queue.
 class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive> {
  public:
-  // `caller`: the trainer's certificate identity (none without TLS).
+  // `caller`: the trainer's certificate identity (none without TLS). With a `watchdog`, a stream
+  // that sends no Join for its idle time is cancelled (once joined, a silent trainer is evicted).
   SessionReactor(Coordinator& coordinator, const rpc::Authorizer& authorizer,
-                 std::optional<rpc::Identity> caller)
-      : coordinator_(coordinator), authorizer_(authorizer), caller_(std::move(caller)) {
+                 std::optional<rpc::Identity> caller, rpc::StreamWatchdog* watchdog,
+                 grpc::ServerContextBase* context)
+      : coordinator_(coordinator),
+        authorizer_(authorizer),
+        caller_(std::move(caller)),
+        watched_(watchdog, context) {
     StartRead(&request_);
   }
 
@@ -84,6 +89,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, 
       return;
     }
     key_ = *key;
+    watched_.Stop();  // the coordinator's eviction timeout watches it now
     outbox_ = outbox;
     outbox_->SetListener([this] {
       absl::MutexLock lock(&mu_);
@@ -135,6 +141,7 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, 
   Coordinator& coordinator_;
   const rpc::Authorizer& authorizer_;
   const std::optional<rpc::Identity> caller_;
+  rpc::WatchedStream watched_;      // until the trainer joined
   v1::SessionRequest request_;      // touched only by the read in flight
   std::optional<SessionKey> key_;   // set by the first read, before any other
   std::shared_ptr<Outbox> outbox_;  // likewise
@@ -157,7 +164,7 @@ grpc::ServerBidiReactor<v1::SessionRequest, v1::Directive>* SessionService::Sess
   absl::StatusOr<std::optional<rpc::Identity>> caller =
       authorizer_.Require(*ctx, "Session", {rpc::Role::kTrainer});
   if (!caller.ok()) return new RefusedSession(rpc::ToGrpcStatus(caller.status()));
-  return new SessionReactor(coordinator_, authorizer_, *std::move(caller));
+  return new SessionReactor(coordinator_, authorizer_, *std::move(caller), watchdog_, ctx);
 }
 
 grpc::ServerUnaryReactor* SessionService::GetStatus(grpc::CallbackServerContext* ctx,

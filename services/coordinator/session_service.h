@@ -6,6 +6,7 @@
 
 #include "coordinator/coordinator.h"
 #include "rpc/authorizer.h"
+#include "rpc/stream_watchdog.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 
 namespace syncopate::coordinator {
@@ -15,8 +16,11 @@ namespace syncopate::coordinator {
 // GetStatus to any process of the job (docs/security.md).
 class SessionService final : public v1::Coordinator::CallbackService {
  public:
-  SessionService(Coordinator& coordinator, rpc::Authorizer authorizer)
-      : coordinator_(coordinator), authorizer_(std::move(authorizer)) {}
+  // With a `watchdog` (outliving the server), a session that sends no Join for its idle time is
+  // cancelled.
+  SessionService(Coordinator& coordinator, rpc::Authorizer authorizer,
+                 rpc::StreamWatchdog* watchdog = nullptr)
+      : coordinator_(coordinator), authorizer_(std::move(authorizer)), watchdog_(watchdog) {}
 
   // The first message must be a Join (else INVALID_ARGUMENT); a refused join (by the authorizer:
   // PERMISSION_DENIED, nothing changed) ends the stream with the coordinator's status. Directives
@@ -31,6 +35,7 @@ class SessionService final : public v1::Coordinator::CallbackService {
  private:
   Coordinator& coordinator_;
   const rpc::Authorizer authorizer_;
+  rpc::StreamWatchdog* const watchdog_;
 };
 
 }  // namespace syncopate::coordinator

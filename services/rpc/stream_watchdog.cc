@@ -83,4 +83,9 @@ void WatchedStream::Touch() {
   if (watchdog_) watchdog_->Touch(id_);
 }
 
+void WatchedStream::Stop() {
+  if (watchdog_) watchdog_->Forget(id_);
+  watchdog_ = nullptr;
+}
+
 }  // namespace syncopate::rpc

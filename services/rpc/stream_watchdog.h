@@ -76,9 +76,11 @@ class WatchedStream {
   WatchedStream& operator=(const WatchedStream&) = delete;
 
   void Touch();
+  // Stops watching before the stream ends (it has another deadline from now on).
+  void Stop();
 
  private:
-  StreamWatchdog* const watchdog_;  // null: not watched
+  StreamWatchdog* watchdog_;  // null: not watched
   const StreamWatchdog::Id id_;
 };
 

@@ -6,12 +6,14 @@
 #include <memory>
 #include <vector>
 
+#include "base/clock.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/store_control.h"
 #include "gtest/gtest.h"
 #include "local_store.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
+#include "rpc/stream_watchdog.h"
 #include "sync/policy_factory.h"
 #include "thread_count.h"
 
@@ -33,7 +35,7 @@ class SessionServiceTest : public ::testing::Test {
                                                          base::MonotonicClock::Get(), metrics_);
     engine_->Start();
     service_ = std::make_unique<coordinator::SessionService>(
-        *engine_, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
+        *engine_, rpc::Authorizer(rpc::Credentials::Insecure(), nullptr), &watchdog_);
     int port = 0;
     ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {service_.get()}, rpc::Credentials::Insecure(),
                                  &server_, &port)
@@ -105,6 +107,8 @@ class SessionServiceTest : public ::testing::Test {
   coordinator::CoordinatorMetrics metrics_{registry_};
   std::unique_ptr<coordinator::GrpcStoreControl> stores_;
   std::unique_ptr<coordinator::Coordinator> engine_;
+  base::FakeClock idle_clock_;
+  rpc::StreamWatchdog watchdog_{absl::Seconds(60), idle_clock_};  // swept by hand
   std::unique_ptr<coordinator::SessionService> service_;
   std::unique_ptr<grpc::Server> server_;
   std::unique_ptr<v1::Coordinator::Stub> stub_;
@@ -149,6 +153,27 @@ TEST_F(SessionServiceTest, ASessionMustStartWithAnAcceptedJoin) {
   EXPECT_TRUE(code == grpc::StatusCode::INVALID_ARGUMENT || code == grpc::StatusCode::UNAVAILABLE)
       << code;
   EXPECT_EQ(engine_->Status().trainers_size(), 0);
+}
+
+// --join-timeout: a session that never joins is cancelled when it has been quiet that long; one
+// that joined is left to the coordinator's eviction timeout.
+TEST_F(SessionServiceTest, ASessionThatNeverJoinsIsCancelled) {
+  Session joined = Joined("t0");
+  Session quiet = Open();
+  int cancelled = 0;
+  // The quiet stream reaches the server some time after Open (polled, with a deadline).
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (cancelled == 0 && absl::Now() < deadline) {
+    idle_clock_.Advance(absl::Seconds(60));
+    cancelled = watchdog_.CancelIdle();
+    if (cancelled == 0) absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_EQ(cancelled, 1);
+  EXPECT_EQ(quiet.stream->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  // The joined session was not touched, however long the idle clock ran.
+  ASSERT_TRUE(joined.stream->Write(ClockReport(1)));
+  EXPECT_EQ(StateOf("t0", "live"), "live");
+  joined.ctx->TryCancel();
 }
 
 TEST_F(SessionServiceTest, ABrokenStreamEvictsTheTrainer) {
