@@ -29,7 +29,7 @@ def documents():
     """(path relative to ROOT, [(line number, text)]) for every text the check reads."""
     names = sorted(glob.glob("**/README.md", root_dir=ROOT, recursive=True))
     names += sorted(glob.glob("docs/**/*.md", root_dir=ROOT, recursive=True))
-    names = [n for n in names if not n.startswith(("build/", "build-sanitized/", "node_modules/", "runs/"))]
+    names = [n for n in names if not n.startswith(("build/", "node_modules/", "runs/"))]
     for name in names:
         with open(os.path.join(ROOT, name), encoding="utf-8") as f:
             yield name, list(enumerate(f.read().splitlines(), 1))
@@ -73,7 +73,7 @@ def exists(path):
 
 
 def dangling(name, lines):
-    top = set(os.listdir(ROOT)) - {"build", "runs", ".git"}
+    top = set(os.listdir(ROOT)) - {"build", "build-sanitized", "runs", ".git"}
     services = set(os.listdir(os.path.join(ROOT, "services")))
     base = os.path.dirname(os.path.join(ROOT, name))
     for number, text in lines:
