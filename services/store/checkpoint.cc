@@ -4,6 +4,7 @@
 #include <limits>
 
 #include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -129,8 +130,12 @@ absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const s
   }
   auto model = std::make_shared<ModelSnapshot>();
   model->live_version = checkpoint.live_version();
+  absl::flat_hash_set<std::string> names;
   for (int i = 0; i < checkpoint.tensors_size(); ++i) {
     tensor::TensorSpec spec = tensor::FromProto(checkpoint.tensors(i));
+    if (!names.insert(spec.name).second) {
+      return absl::DataLossError(absl::StrCat(path, ": tensor '", spec.name, "' comes twice"));
+    }
     const std::string& data = checkpoint.values(i);
     if (spec.NumElements() <= 0 ||
         data.size() != static_cast<size_t>(spec.NumElements()) * sizeof(float)) {

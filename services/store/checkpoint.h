@@ -45,7 +45,8 @@ absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const s
                                                 uint32_t shard, uint32_t shard_count);
 
 // Reads a checkpoint written for the same shard layout. NOT_FOUND when there is none;
-// DATA_LOSS when it is truncated, its checksum does not match or its model is not finite;
+// DATA_LOSS when it is truncated, its checksum does not match, or its model names a tensor twice
+// or is not finite;
 // FAILED_PRECONDITION when it was written by another shard or for another shard count.
 absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t shard,
                                                uint32_t shard_count);

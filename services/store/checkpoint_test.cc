@@ -59,6 +59,19 @@ TEST_F(CheckpointTest, ANonFiniteModelIsDataLoss) {
   EXPECT_TRUE(ParseCheckpoint(*EncodeCheckpoint(Now(), 1, 3), "finite", 1, 3).ok());
 }
 
+// Found by checkpoint_fuzz: a file naming a tensor twice (its checksum right) is refused; the table
+// would have restored one of the two.
+TEST_F(CheckpointTest, ATensorNamedTwiceIsDataLoss) {
+  ShardCheckpoint checkpoint = Now();
+  auto model = std::make_shared<ModelSnapshot>(*checkpoint.state.model);
+  model->specs.push_back(model->specs[0]);
+  model->values.push_back(model->values[0]);
+  checkpoint.state.model = model;
+  absl::StatusOr<std::string> file = EncodeCheckpoint(checkpoint, 1, 3);
+  ASSERT_TRUE(file.ok()) << file.status();
+  EXPECT_EQ(ParseCheckpoint(*file, "twice", 1, 3).status().code(), absl::StatusCode::kDataLoss);
+}
+
 // A shard restarted mid-job resumes where its checkpoint was: the round, each trainer's cut and
 // its applied sequences (a retried push stays a duplicate), and the round's snapshot is
 // bit-identical to the one it published before.
