@@ -21,26 +21,27 @@ fuzz=build-sanitized/tests/fuzz
 (cd "$fuzz" && ./fuzz_seeds seeds)
 logs=$(mktemp -d)
 
+# A finding makes the target exit non-zero: recorded, and the other targets go on.
 run_one() {
-  local t=$1
+  local t=$1 rc=0
   "$fuzz/$t" -runs="$runs" -max_total_time="$seconds" -timeout=20 -rss_limit_mb=4096 \
     -print_final_stats=1 -artifact_prefix="$fuzz/findings/$t-" \
-    "$fuzz/corpus/$t" "$fuzz/seeds/$t" >"$logs/$t.log" 2>&1
-  echo $? >"$logs/$t.rc"
+    "$fuzz/corpus/$t" "$fuzz/seeds/$t" >"$logs/$t.log" 2>&1 || rc=$?
+  echo "$rc" >"$logs/$t.rc"
 }
 running=0
 for t in "${targets[@]}"; do
   run_one "$t" &
   running=$((running + 1))
-  if [ "$running" -ge "${JOBS:-1}" ]; then wait -n; running=$((running - 1)); fi
+  if [ "$running" -ge "${JOBS:-1}" ]; then wait -n || true; running=$((running - 1)); fi
 done
 wait
 
-stat() { sed -n "s/^stat::$1: *//p" "$2" | tail -1; }
+stat() { sed -n "s/^stat::$1: *//p" "$2" | tail -1 || true; }
 printf '%-20s %12s %9s %6s %7s %8s %s\n' target executions exec/s cov corpus rss_mb findings
 for t in "${targets[@]}"; do
   log=$logs/$t.log
-  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2)
+  cov=$(grep -o 'cov: [0-9]*' "$log" | tail -1 | cut -d' ' -f2 || true)
   corpus=$(find "$fuzz/corpus/$t" -type f | wc -l)
   findings=none
   if [ "$(cat "$logs/$t.rc")" != 0 ]; then

@@ -3,8 +3,9 @@
 
 if(SYNCOPATE_SANITIZE)
   # Every finding fails: UBSan would otherwise report and go on.
-  add_compile_options(-fsanitize=${SYNCOPATE_SANITIZE} -fno-sanitize-recover=all
-                      -fno-omit-frame-pointer)
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=${SYNCOPATE_SANITIZE}>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-sanitize-recover=all>
+                      $<$<COMPILE_LANGUAGE:C,CXX>:-fno-omit-frame-pointer>)
   add_link_options(-fsanitize=${SYNCOPATE_SANITIZE})
 endif()
 
@@ -15,6 +16,11 @@ if(SYNCOPATE_THREAD_SAFETY OR SYNCOPATE_BUILD_FUZZERS)
   endif()
 endif()
 
+if(SYNCOPATE_BUILD_FUZZERS AND NOT SYNCOPATE_SANITIZE)
+  message(FATAL_ERROR "SYNCOPATE_BUILD_FUZZERS needs SYNCOPATE_SANITIZE (e.g. address,undefined): "
+                      "a fuzz target finds little without them")
+endif()
+
 if(SYNCOPATE_THREAD_SAFETY)
   # Abseil's annotations expand to Clang's attributes; a lock the analysis cannot see is an error.
   add_compile_options($<$<COMPILE_LANGUAGE:CXX>:-Wthread-safety>
@@ -23,5 +29,5 @@ endif()
 
 if(SYNCOPATE_BUILD_FUZZERS)
   # Coverage for libFuzzer in every library a target links, not only in the target itself.
-  add_compile_options(-fsanitize=fuzzer-no-link)
+  add_compile_options($<$<COMPILE_LANGUAGE:C,CXX>:-fsanitize=fuzzer-no-link>)
 endif()

@@ -23,7 +23,7 @@ bool StreamWatchdog::Enabled() const {
 
 void StreamWatchdog::Start() {
   if (!Enabled() || sweeper_.joinable()) return;
-  const absl::Duration every = std::min(idle_ / 4, absl::Seconds(1));
+  const absl::Duration every = std::clamp(idle_ / 4, absl::Milliseconds(10), absl::Seconds(1));
   sweeper_ = std::thread([this, every] {
     while (true) {
       {
@@ -72,8 +72,8 @@ int StreamWatchdog::CancelIdle() {
 }
 
 WatchedStream::WatchedStream(StreamWatchdog* watchdog, grpc::ServerContextBase* context)
-    : watchdog_(watchdog),
-      id_(watchdog ? watchdog->Watch([context] { context->TryCancel(); }) : 0) {}
+    : watchdog_(watchdog != nullptr && watchdog->Enabled() ? watchdog : nullptr),
+      id_(watchdog_ ? watchdog_->Watch([context] { context->TryCancel(); }) : 0) {}
 
 WatchedStream::~WatchedStream() {
   if (watchdog_) watchdog_->Forget(id_);

@@ -32,8 +32,8 @@ class StreamWatchdog {
   StreamWatchdog(const StreamWatchdog&) = delete;
   StreamWatchdog& operator=(const StreamWatchdog&) = delete;
 
-  // Sweeps (CancelIdle) on a thread of its own, every quarter of `idle` (at most every second),
-  // until destroyed. Does nothing when `idle` never cancels.
+  // Sweeps (CancelIdle) on a thread of its own, every quarter of `idle` (but at least every
+  // second, and at most every 10 ms), until destroyed. Does nothing when `idle` never cancels.
   void Start();
 
   // `cancel` ends the stream (ServerContext::TryCancel); it is called with the watchdog's lock
@@ -46,6 +46,8 @@ class StreamWatchdog {
   int CancelIdle();
 
   absl::Duration idle() const { return idle_; }
+  // Whether it ever cancels (`idle` neither zero nor infinite).
+  bool Enabled() const;
 
  private:
   struct Stream {
@@ -53,8 +55,6 @@ class StreamWatchdog {
     absl::Time last_active;
     bool cancelled = false;
   };
-
-  bool Enabled() const;
 
   const absl::Duration idle_;
   const base::Clock& clock_;
@@ -67,7 +67,8 @@ class StreamWatchdog {
 };
 
 // One stream's registration, held by its reactor: watched from construction (when given a
-// watchdog) to destruction. Touch at every message read or written.
+// watchdog that ever cancels) to destruction. Touch at every message read or written, and when a
+// pause of the server's own ends.
 class WatchedStream {
  public:
   WatchedStream(StreamWatchdog* watchdog, grpc::ServerContextBase* context);

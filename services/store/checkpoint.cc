@@ -133,6 +133,9 @@ absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const s
   absl::flat_hash_set<std::string> names;
   for (int i = 0; i < checkpoint.tensors_size(); ++i) {
     tensor::TensorSpec spec = tensor::FromProto(checkpoint.tensors(i));
+    if (absl::Status valid = tensor::ValidateSpec(spec); !valid.ok()) {
+      return absl::DataLossError(absl::StrCat(path, ": ", valid.message()));
+    }
     if (!names.insert(spec.name).second) {
       return absl::DataLossError(absl::StrCat(path, ": tensor '", spec.name, "' comes twice"));
     }

@@ -91,8 +91,7 @@ int main(int argc, char** argv) {
   absl::StatusOr<absl::Duration> release_every =
       syncopate::base::ParseDuration(release_memory_every);
   if (!release_every.ok()) {
-    std::fprintf(stderr, "--release-memory-every: %s\n",
-                 release_every.status().ToString().c_str());
+    std::fprintf(stderr, "--release-memory-every: %s\n", release_every.status().ToString().c_str());
     return 2;
   }
 
@@ -168,15 +167,16 @@ int main(int argc, char** argv) {
   };
   absl::Time next_checkpoint = checkpointer ? next(*every) : absl::InfiniteFuture();
   absl::Time next_release = next(*release_every);
-  while (syncopate::base::WaitForTerminationSignal(std::clamp(
-             std::min(next_checkpoint, next_release) - absl::Now(), absl::ZeroDuration(),
-             absl::Hours(1))) == 0) {
+  while (syncopate::base::WaitForTerminationSignal(
+             std::clamp(std::min(next_checkpoint, next_release) - absl::Now(), absl::ZeroDuration(),
+                        absl::Hours(1))) == 0) {
     if (absl::Now() >= next_checkpoint) {
       checkpoint();
       next_checkpoint = next(*every);
     }
     if (absl::Now() >= next_release) {
-      syncopate::base::ReleaseFreeMemory();
+      // Only while no stream is open: a running transfer keeps its buffers warm.
+      if (metrics.streams_open.Value() == 0) syncopate::base::ReleaseFreeMemory();
       next_release = next(*release_every);
     }
   }

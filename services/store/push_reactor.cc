@@ -31,7 +31,11 @@ void PushReactor::OnReadDone(bool ok) {
     StartRead(&message_);
     return;
   }
-  alarm_.Set(absl::ToChronoTime(absl::Now() + wait), [this](bool) { StartRead(&message_); });
+  // The pause is this server's own (an emulated link's pace), not the client's quiet.
+  alarm_.Set(absl::ToChronoTime(absl::Now() + wait), [this](bool) {
+    watched_.Touch();
+    StartRead(&message_);
+  });
 }
 
 void PushReactor::OnCancel() { alarm_.Cancel(); }
