@@ -7,6 +7,7 @@
 #include <thread>
 
 #include "base/clock.h"
+#include "base/status_macros.h"
 #include "client/store_client.h"
 #include "gtest/gtest.h"
 #include "local_store.h"
@@ -107,75 +108,86 @@ TEST_F(StoreServiceTest, OpenStreamsHoldNoThreadEach) {
   EXPECT_EQ(Live()["small"], (std::vector<float>{1, 2, 3}));  // nothing applied
 }
 
+// A shard served on 127.0.0.1 with server limits and a stream watchdog of the test's choosing,
+// trainer kTrainer a member; and a trainer's Initialize streams to it.
+struct LimitedStore {
+  explicit LimitedStore(rpc::StreamWatchdog* watchdog = nullptr)
+      : service(table, metrics, 0, 1, /*incarnation=*/1,
+                rpc::Authorizer(rpc::Credentials::Insecure(), nullptr), watchdog) {
+    table.SetMembers({{kTrainer, 1}});
+  }
+  ~LimitedStore() {
+    if (server) server->Shutdown();
+  }
+  absl::Status Start(const rpc::ServerLimits& limits = {}) {
+    RETURN_IF_ERROR(rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(),
+                                     &server, &port, limits));
+    stub = v1::ParameterStore::NewStub(rpc::MakeChannel(
+        "127.0.0.1:" + std::to_string(port), rpc::Credentials::Insecure(), rpc::Role::kStore));
+    return absl::OkStatus();
+  }
+
+  // An Initialize stream that has sent `header` and waits.
+  struct Open {
+    std::unique_ptr<grpc::ClientContext> ctx;
+    v1::PushReply reply;
+    std::unique_ptr<grpc::ClientWriter<v1::PushMessage>> writer;
+  };
+  std::unique_ptr<Open> Initialize(absl::Duration timeout,
+                                   const tensor::TensorSpec& spec = {"w", {3}}) {
+    auto open = std::make_unique<Open>();
+    open->ctx = rpc::ContextWithTimeout(timeout);
+    open->writer = stub->Initialize(open->ctx.get(), &open->reply);
+    v1::PushMessage header;
+    header.mutable_header()->set_trainer_id(kTrainer);
+    header.mutable_header()->set_incarnation(1);
+    tensor::ToProto(spec, header.mutable_header()->add_tensors());
+    open->writer->Write(header);
+    return open;
+  }
+  // Waits until `n` streams are open on the store (polled, with a deadline).
+  bool StreamsOpen(int n) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(20);
+    while (metrics.streams_open.Value() < n && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(10));
+    }
+    return metrics.streams_open.Value() == n;
+  }
+
+  prometheus::Registry registry;
+  store::StoreMetrics metrics{registry};
+  store::ParameterTable table;
+  store::StoreService service;
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  std::unique_ptr<v1::ParameterStore::Stub> stub;
+};
+
 // --max-message-bytes: a message over the limit is refused before the store sees it, and the limit
 // cannot be set below the largest chunk.
 TEST(StoreMessageLimitTest, ALargerMessageIsRefused) {
-  prometheus::Registry registry;
-  store::StoreMetrics metrics(registry);
-  store::ParameterTable table;
-  table.SetMembers({{kTrainer, 1}});
-  store::StoreService service(table, metrics, 0, 1, /*incarnation=*/1,
-                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
+  LimitedStore store;
   rpc::ServerLimits limits;
   limits.max_message_bytes = rpc::kMinMessageBytes - 1;
-  EXPECT_EQ(rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server,
-                             &port, limits)
-                .code(),
-            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store.Start(limits).code(), absl::StatusCode::kInvalidArgument);
   limits.max_message_bytes = rpc::kMinMessageBytes;
-  ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server,
-                               &port, limits)
-                  .ok());
-  auto stub = v1::ParameterStore::NewStub(rpc::MakeChannel(
-      "127.0.0.1:" + std::to_string(port), rpc::Credentials::Insecure(), rpc::Role::kStore));
-  auto ctx = rpc::ContextWithTimeout(absl::Seconds(30));
-  v1::PushReply reply;
-  auto writer = stub->Initialize(ctx.get(), &reply);
-  v1::PushMessage header;
-  header.mutable_header()->set_trainer_id(kTrainer);
-  header.mutable_header()->set_incarnation(1);
-  tensor::ToProto({std::string(rpc::kMinMessageBytes + 1, 'x'), {1}},
-                  header.mutable_header()->add_tensors());
-  writer->Write(header);
-  writer->WritesDone();
-  EXPECT_EQ(writer->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
-  EXPECT_TRUE(table.Specs().empty());
-  server->Shutdown();
+  ASSERT_TRUE(store.Start(limits).ok());
+  auto big =
+      store.Initialize(absl::Seconds(30), {std::string(rpc::kMinMessageBytes + 1, 'x'), {1}});
+  big->writer->WritesDone();
+  EXPECT_EQ(big->writer->Finish().error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_TRUE(store.table.Specs().empty());
 }
 
 // --stream-idle-timeout: a stream that opens and goes quiet is cancelled when the watchdog next
 // sweeps (driven here by hand, on a fake clock; the exact timing is stream_watchdog_test's).
 TEST(StoreIdleStreamTest, AQuietStreamIsCancelled) {
-  prometheus::Registry registry;
-  store::StoreMetrics metrics(registry);
-  store::ParameterTable table;
-  table.SetMembers({{kTrainer, 1}});
   base::FakeClock clock;
-  rpc::StreamWatchdog watchdog(absl::Seconds(60), clock,
-                               [&] { metrics.idle_streams_cancelled.Increment(); });
-  store::StoreService service(table, metrics, 0, 1, /*incarnation=*/1,
-                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr), &watchdog);
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
-  ASSERT_TRUE(
-      rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server, &port)
-          .ok());
-  auto stub = v1::ParameterStore::NewStub(rpc::MakeChannel(
-      "127.0.0.1:" + std::to_string(port), rpc::Credentials::Insecure(), rpc::Role::kStore));
-  auto header = [](uint64_t sequence) {
-    v1::PushMessage m;
-    m.mutable_header()->set_trainer_id(kTrainer);
-    m.mutable_header()->set_incarnation(1);
-    m.mutable_header()->set_sequence(sequence);
-    tensor::ToProto({"w", {3}}, m.mutable_header()->add_tensors());
-    return m;
-  };
-  auto quiet_ctx = rpc::ContextWithTimeout(absl::Seconds(30));
-  v1::PushReply quiet_reply;
-  auto quiet = stub->Initialize(quiet_ctx.get(), &quiet_reply);
-  ASSERT_TRUE(quiet->Write(header(0)));
+  int counted = 0;
+  rpc::StreamWatchdog watchdog(absl::Seconds(60), clock, [&] { ++counted; });
+  LimitedStore store(&watchdog);
+  ASSERT_TRUE(store.Start().ok());
+  auto quiet = store.Initialize(absl::Seconds(30));
   // The stream and its header reach the store some time after the write: each sweep is a minute
   // of the fake clock later, until one finds the stream quiet (polled, with a deadline).
   int cancelled = 0;
@@ -186,72 +198,35 @@ TEST(StoreIdleStreamTest, AQuietStreamIsCancelled) {
     if (cancelled == 0) absl::SleepFor(absl::Milliseconds(10));
   }
   EXPECT_EQ(cancelled, 1);
-  EXPECT_EQ(quiet->Finish().error_code(), grpc::StatusCode::CANCELLED);
-  EXPECT_EQ(metrics.idle_streams_cancelled.Value(), 1);
-  EXPECT_TRUE(table.Specs().empty()) << "nothing was initialized";
-  server->Shutdown();
+  EXPECT_EQ(counted, 1);
+  EXPECT_EQ(quiet->writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(store.table.Specs().empty()) << "nothing was initialized";
 }
 
 // --max-streams-per-connection: one connection holds at most that many streams open; the next
 // waits in the client (here until its deadline) and goes ahead once one ends.
 TEST(StoreStreamLimitTest, AConnectionHoldsAtMostItsStreams) {
-  prometheus::Registry registry;
-  store::StoreMetrics metrics(registry);
-  store::ParameterTable table;
-  table.SetMembers({{kTrainer, 1}});
-  store::StoreService service(table, metrics, 0, 1, /*incarnation=*/1,
-                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
+  LimitedStore store;
   rpc::ServerLimits limits;
-  limits.max_streams_per_connection = 2;
-  ASSERT_TRUE(rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server,
-                               &port, limits)
-                  .ok());
   limits.max_streams_per_connection = 0;
-  EXPECT_EQ(rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server,
-                             &port, limits)
-                .code(),
-            absl::StatusCode::kInvalidArgument);
-  auto stub = v1::ParameterStore::NewStub(rpc::MakeChannel(
-      "127.0.0.1:" + std::to_string(port), rpc::Credentials::Insecure(), rpc::Role::kStore));
-  struct Open {
-    std::unique_ptr<grpc::ClientContext> ctx;
-    v1::PushReply reply;
-    std::unique_ptr<grpc::ClientWriter<v1::PushMessage>> writer;
-  };
-  auto open = [&](absl::Duration timeout) {
-    auto o = std::make_unique<Open>();
-    o->ctx = rpc::ContextWithTimeout(timeout);
-    // An initialization that sends its header and then waits.
-    o->writer = stub->Initialize(o->ctx.get(), &o->reply);
-    v1::PushMessage header;
-    header.mutable_header()->set_trainer_id(kTrainer);
-    header.mutable_header()->set_incarnation(1);
-    tensor::ToProto({"w", {3}}, header.mutable_header()->add_tensors());
-    o->writer->Write(header);
-    return o;
-  };
-  std::vector<std::unique_ptr<Open>> held;
-  for (int i = 0; i < 2; ++i) held.push_back(open(absl::Seconds(30)));
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (metrics.streams_open.Value() < 2 && absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(10));  // polled, with a deadline
-  }
-  ASSERT_EQ(metrics.streams_open.Value(), 2);
-  auto third = open(absl::Seconds(1));
+  EXPECT_EQ(store.Start(limits).code(), absl::StatusCode::kInvalidArgument);
+  limits.max_streams_per_connection = 2;
+  ASSERT_TRUE(store.Start(limits).ok());
+  std::vector<std::unique_ptr<LimitedStore::Open>> held;
+  for (int i = 0; i < 2; ++i) held.push_back(store.Initialize(absl::Seconds(30)));
+  ASSERT_TRUE(store.StreamsOpen(2));
+  auto third = store.Initialize(absl::Seconds(1));
   third->writer->WritesDone();
   EXPECT_EQ(third->writer->Finish().error_code(), grpc::StatusCode::DEADLINE_EXCEEDED);
-  EXPECT_EQ(metrics.streams_open.Value(), 2) << "the third never reached the store";
+  EXPECT_EQ(store.metrics.streams_open.Value(), 2) << "the third never reached the store";
   held[0]->ctx->TryCancel();
   EXPECT_FALSE(held[0]->writer->Finish().ok());
-  auto fourth = open(absl::Seconds(10));
+  auto fourth = store.Initialize(absl::Seconds(10));
   fourth->writer->WritesDone();
   // It reached the store once a place was free: the store answers (the push is incomplete).
   EXPECT_EQ(fourth->writer->Finish().error_code(), grpc::StatusCode::INVALID_ARGUMENT);
   held[1]->ctx->TryCancel();
   held[1]->writer->Finish();
-  server->Shutdown();
 }
 
 TEST_F(StoreServiceTest, ServesHealthAndRoundTripsLargeTensors) {
