@@ -9,10 +9,14 @@
 
 #include "client/peer_exchange.h"
 #include "fuzz_input.h"
+#include "spdlog/spdlog.h"
 #include "store/push_assembler.h"
 
 namespace syncopate::fuzz {
 namespace {
+
+// The inbox warns of every model it drops; at fuzzing rates the log would be the bottleneck.
+[[maybe_unused]] const bool kLogsOff = (spdlog::set_level(spdlog::level::off), true);
 
 void RequireFits(const std::map<uint64_t, tensor::TensorMap>& received,
                  const tensor::TensorMap& own) {
