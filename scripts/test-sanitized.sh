@@ -3,8 +3,9 @@
 # UndefinedBehaviorSanitizer, Clang's -Wthread-safety over the ABSL_GUARDED_BY annotations (an
 # error, not a warning), and a short run of every libFuzzer target (tests/fuzz), all in
 # build-sanitized/ with Clang. scripts/test.sh runs it after the regular suite.
-#   ./scripts/test-sanitized.sh            build, then run the labels unit, integration and fuzz
-#   ./scripts/test-sanitized.sh -L fuzz    pass CTest arguments instead
+#   ./scripts/test-sanitized.sh            build, then run the C++ tests labelled unit,
+#                                          integration or fuzz
+#   ./scripts/test-sanitized.sh -L fuzz    narrow them with CTest arguments
 # SYNCOPATE_FUZZ_SECONDS (default 10) sets how long each fuzz target runs.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -35,8 +36,4 @@ only="^($(IFS='|'; echo "${build[*]}"))\$"
 # Every ASan and UBSan finding fails its test; leaks are findings too.
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=0:strict_string_checks=1"
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
-if [ $# -gt 0 ]; then
-  ctest --output-on-failure --no-tests=error -j2 -R "$only" "$@"
-else
-  ctest --output-on-failure --no-tests=error -j2 -R "$only"
-fi
+ctest --output-on-failure --no-tests=error -j2 -R "$only" "$@"
