@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <random>
+#include <tuple>
 
 #include "CLI/CLI.hpp"
 #include "base/allocator.h"
@@ -78,21 +79,17 @@ int main(int argc, char** argv) {
     return 2;
   }
   syncopate::base::InitLogging("store-" + std::to_string(shard), log_level);
-  absl::StatusOr<absl::Duration> every = syncopate::base::ParseDuration(checkpoint_interval);
-  if (!every.ok()) {
-    std::fprintf(stderr, "--checkpoint-interval: %s\n", every.status().ToString().c_str());
-    return 2;
-  }
-  absl::StatusOr<absl::Duration> idle = syncopate::base::ParseDuration(stream_idle_timeout);
-  if (!idle.ok()) {
-    std::fprintf(stderr, "--stream-idle-timeout: %s\n", idle.status().ToString().c_str());
-    return 2;
-  }
-  absl::StatusOr<absl::Duration> release_every =
-      syncopate::base::ParseDuration(release_memory_every);
-  if (!release_every.ok()) {
-    std::fprintf(stderr, "--release-memory-every: %s\n", release_every.status().ToString().c_str());
-    return 2;
+  absl::Duration every, idle, release_every;
+  for (auto [flag, text, out] :
+       {std::tuple{"--checkpoint-interval", &checkpoint_interval, &every},
+        std::tuple{"--stream-idle-timeout", &stream_idle_timeout, &idle},
+        std::tuple{"--release-memory-every", &release_memory_every, &release_every}}) {
+    absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
+    if (!d.ok()) {
+      std::fprintf(stderr, "%s: %s\n", flag, d.status().ToString().c_str());
+      return 2;
+    }
+    *out = *d;
   }
 
   absl::StatusOr<syncopate::rpc::Credentials> credentials =
@@ -133,7 +130,7 @@ int main(int argc, char** argv) {
   std::random_device entropy;
   const uint64_t incarnation = (uint64_t{entropy()} << 32 | entropy()) | 1;
   // Outlives the server, whose streams it watches.
-  syncopate::rpc::StreamWatchdog watchdog(*idle, syncopate::base::MonotonicClock::Get(),
+  syncopate::rpc::StreamWatchdog watchdog(idle, syncopate::base::MonotonicClock::Get(),
                                           [&] { metrics.idle_streams_cancelled.Increment(); });
   watchdog.Start();
   // Refusals are counted with every other rejection, by status code.
@@ -162,22 +159,22 @@ int main(int argc, char** argv) {
     if (!saved.ok()) spdlog::error("checkpoint: {}", saved.ToString());
   };
   // The periodic work: checkpoints, and returning free memory.
-  auto next = [](absl::Duration every) {
-    return every > absl::ZeroDuration() ? absl::Now() + every : absl::InfiniteFuture();
+  auto next = [](absl::Duration period) {
+    return period > absl::ZeroDuration() ? absl::Now() + period : absl::InfiniteFuture();
   };
-  absl::Time next_checkpoint = checkpointer ? next(*every) : absl::InfiniteFuture();
-  absl::Time next_release = next(*release_every);
+  absl::Time next_checkpoint = checkpointer ? next(every) : absl::InfiniteFuture();
+  absl::Time next_release = next(release_every);
   while (syncopate::base::WaitForTerminationSignal(
              std::clamp(std::min(next_checkpoint, next_release) - absl::Now(), absl::ZeroDuration(),
                         absl::Hours(1))) == 0) {
     if (absl::Now() >= next_checkpoint) {
       checkpoint();
-      next_checkpoint = next(*every);
+      next_checkpoint = next(every);
     }
     if (absl::Now() >= next_release) {
       // Only while no stream is open: a running transfer keeps its buffers warm.
       if (metrics.streams_open.Value() == 0) syncopate::base::ReleaseFreeMemory();
-      next_release = next(*release_every);
+      next_release = next(release_every);
     }
   }
   spdlog::info("shutting down");

@@ -48,9 +48,6 @@ int main(int argc, char** argv) {
   std::string step_time = "0s";
   std::string rpc_timeout = "30s";
   std::string peer_stream_idle_timeout = "60s";
-  syncopate::client::PeerNodeOptions peer_defaults;
-  int peer_inbox_per_sender = peer_defaults.inbox_models_per_sender;
-  int peer_inbox_models = peer_defaults.inbox_models;
   std::string metrics_listen = "0.0.0.0:9100";
   std::string peer_listen = "127.0.0.1:0";
   std::string peer_address;
@@ -105,10 +102,10 @@ int main(int argc, char** argv) {
                  "Emulated download limit on all traffic, e.g. 100mbit (default: none)");
   app.add_option("--peer-stream-idle-timeout", peer_stream_idle_timeout,
                  "Cancel a peer's model stream that sends nothing for this long (0s: never)");
-  app.add_option("--peer-inbox-per-sender", peer_inbox_per_sender,
+  app.add_option("--peer-inbox-per-sender", job_options.peer.inbox_models_per_sender,
                  "Models one peer may have waiting for this trainer (more are refused)")
       ->check(CLI::PositiveNumber);
-  app.add_option("--peer-inbox-models", peer_inbox_models,
+  app.add_option("--peer-inbox-models", job_options.peer.inbox_models,
                  "Peers' models that may wait for this trainer in all (more are refused)")
       ->check(CLI::PositiveNumber);
   app.add_option("--ready-file", ready_file, "Write the metrics port here once running");
@@ -185,8 +182,6 @@ int main(int argc, char** argv) {
   job_options.peer.egress_rate = egress_rate;
   job_options.peer.ingress_rate = ingress_rate;
   job_options.peer.stream_idle_timeout = *peer_idle;
-  job_options.peer.inbox_models_per_sender = peer_inbox_per_sender;
-  job_options.peer.inbox_models = peer_inbox_models;
   job_options.ready_file = ready_file;
   job_options.trace_file = trace_file;
   auto job = syncopate::client::JobClient::Join(std::move(job_options), trainer.parameters());
