@@ -10,6 +10,7 @@
 #include "absl/time/clock.h"
 #include "base/files.h"
 #include "base/status_macros.h"
+#include "rpc/identity.h"
 #include "syncopate/v1/checkpoint.pb.h"
 #include "tensor/tensor.h"
 
@@ -90,6 +91,11 @@ absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, 
     v1::Member* member = out.add_members();
     member->set_trainer_id(m.id);
     member->set_incarnation(m.incarnation);
+  }
+  for (const auto& [id, name] : state.names) {
+    v1::TrainerName* named = out.add_names();
+    named->set_trainer_id(id);
+    named->set_name(name);
   }
   out.set_written_unix_seconds(absl::ToDoubleSeconds(checkpoint.written - absl::UnixEpoch()));
   std::string bytes;
@@ -197,6 +203,15 @@ absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const s
   out.state.has_membership = checkpoint.has_membership();
   for (const v1::Member& m : checkpoint.members()) {
     out.state.members.push_back({m.trainer_id(), m.incarnation()});
+  }
+  absl::flat_hash_set<uint64_t> named;
+  for (const v1::TrainerName& n : checkpoint.names()) {
+    // The coordinator names trainers only by valid names, each id once.
+    if (!rpc::IsValidName(n.name()) || !named.insert(n.trainer_id()).second) {
+      return absl::DataLossError(absl::StrCat(path, ": trainer id ", n.trainer_id(),
+                                              " is named twice, or as ", rpc::Quoted(n.name())));
+    }
+    out.state.names.push_back({n.trainer_id(), n.name()});
   }
   out.written = absl::UnixEpoch() + absl::Seconds(checkpoint.written_unix_seconds());
   return out;

@@ -128,6 +128,34 @@ TEST_F(CheckpointTest, TheMembershipSurvivesARestart) {
   EXPECT_FALSE(never_set.Members().has_membership);
 }
 
+// The trainers' names survive a restart of every process (a `helm upgrade`): under TLS a restored
+// shard still takes a trainer's pushes only from that trainer's certificate.
+TEST_F(CheckpointTest, TheNamesSurviveARestart) {
+  table_.NameMembers({{1, "trainer-a"}, {3, "trainer-c"}});
+  table_.SetMembers({{1, 1}, {3, 2}});
+  table_.NameMembers({{1, ""}});  // a membership that names no one keeps the names
+  ASSERT_TRUE(WriteCheckpoint(path_, Now(), 1, 3).ok());
+  ParameterTable restarted;
+  ASSERT_TRUE(restarted.Restore(ReadCheckpoint(path_, 1, 3)->state).ok());
+  EXPECT_EQ(restarted.NameOf(1), "trainer-a");
+  EXPECT_EQ(restarted.NameOf(3), "trainer-c");
+  EXPECT_EQ(restarted.NameOf(2), "");
+}
+
+// A checkpoint naming a trainer id twice, or by a name the coordinator never gives (one that
+// could forge a log line), came from somewhere else.
+TEST_F(CheckpointTest, ABadOrRepeatedNameIsDataLoss) {
+  for (const auto& names : std::vector<std::vector<std::pair<uint64_t, std::string>>>{
+           {{1, "trainer-a"}, {1, "trainer-b"}}, {{1, "trainer\nforged"}}, {{1, ""}}}) {
+    ShardCheckpoint checkpoint = Now();
+    checkpoint.state.names = names;
+    absl::StatusOr<std::string> file = EncodeCheckpoint(checkpoint, 1, 3);
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ(ParseCheckpoint(*file, "names", 1, 3).status().code(), absl::StatusCode::kDataLoss)
+        << names[0].second;
+  }
+}
+
 // A change of membership alone (a join, a leave) is written: the model did not change, but what a
 // restarted coordinator resumes from did.
 TEST_F(CheckpointTest, AMembershipChangeIsCheckpointed) {
@@ -143,6 +171,12 @@ TEST_F(CheckpointTest, AMembershipChangeIsCheckpointed) {
   ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
   EXPECT_EQ(metrics.checkpoints_written.Value(), 2);
   EXPECT_EQ(ReadCheckpoint(path_, 1, 3)->state.members.size(), 2u);
+  table_.NameMembers({{2, "trainer-b"}});  // a name alone is written too
+  ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
+  EXPECT_EQ(metrics.checkpoints_written.Value(), 3);
+  table_.NameMembers({{2, "trainer-b"}});
+  ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
+  EXPECT_EQ(metrics.checkpoints_written.Value(), 3);
 }
 
 // Round pushes no round has taken yet survive a restart: a round that waits for a slow trainer

@@ -89,6 +89,29 @@ MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& membe
   return result;
 }
 
+std::vector<Rename> ParameterTable::NameMembers(
+    const std::vector<std::pair<uint64_t, std::string>>& names) {
+  absl::MutexLock lock(&mu_);
+  std::vector<Rename> renames;
+  bool changed = false;
+  for (const auto& [id, name] : names) {
+    if (name.empty()) continue;
+    std::string& known = names_[id];
+    if (known == name) continue;
+    if (!known.empty()) renames.push_back({id, known, name});
+    known = name;
+    changed = true;
+  }
+  if (changed) ++membership_changes_;  // a checkpoint is due
+  return renames;
+}
+
+std::string ParameterTable::NameOf(uint64_t trainer_id) const {
+  absl::ReaderMutexLock lock(&mu_);
+  auto it = names_.find(trainer_id);
+  return it == names_.end() ? std::string() : it->second;
+}
+
 std::vector<std::pair<TrainerKey, int64_t>> ParameterTable::Taken() const {
   absl::ReaderMutexLock lock(&mu_);
   return {taken_.begin(), taken_.end()};
@@ -229,6 +252,7 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     member_incarnation_[m.id] = m.incarnation;
     ever_members_.insert(m.id);
   }
+  names_ = {state.names.begin(), state.names.end()};
   model_bound_ = ExactMagnitude();
   snapshots_.clear();
   Publish(MakeSnapshot(last_closed_round_));
@@ -256,6 +280,8 @@ DurableState ParameterTable::Durable() {
   for (const auto& [id, incarnation] : member_incarnation_)
     state.members.push_back({id, incarnation});
   std::sort(state.members.begin(), state.members.end());
+  state.names.assign(names_.begin(), names_.end());
+  std::sort(state.names.begin(), state.names.end());
   state.version = DurableVersionLocked();
   state.epoch = epoch_.fetch_add(1) + 1;
   return state;

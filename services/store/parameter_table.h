@@ -80,10 +80,19 @@ struct DurableState {
   std::vector<std::pair<TrainerKey, int64_t>> taken;
   bool has_membership = false;  // false until a coordinator first set one
   std::vector<TrainerKey> members;
+  // The name of every trainer id a membership named, in id order (ParameterTable::NameMembers).
+  std::vector<std::pair<uint64_t, std::string>> names;
   int64_t version = 0;  // ParameterTable::durable_version() at the cut
   // The epoch this cut closed (numbered per process, not kept on disk): it holds every push this
   // table took in an earlier epoch.
   int64_t epoch = 0;
+};
+
+// A membership that gave a trainer id another name than the one it had.
+struct Rename {
+  uint64_t trainer_id = 0;
+  std::string from;
+  std::string to;
 };
 
 // The shard once a membership is in force.
@@ -149,6 +158,15 @@ class ParameterTable {
   MembershipResult SetMembers(const std::vector<TrainerKey>& members, int64_t round = 0,
                               std::optional<PushRule> rule = std::nullopt);
 
+  // Records the name of each trainer id (`names`: id, name; an empty name changes nothing), before
+  // SetMembers takes them: under TLS a push is taken only from a certificate naming its trainer.
+  // Names are durable (a checkpoint keeps them) and kept for every id ever named (ids are never
+  // reused). Returns the ids whose name changed.
+  std::vector<Rename> NameMembers(const std::vector<std::pair<uint64_t, std::string>>& names);
+
+  // The name a membership gave `trainer_id` ("" when none has).
+  std::string NameOf(uint64_t trainer_id) const;
+
   // Creates the push's tensors with its values as initial model. Tensors that exist with the same
   // shape are left untouched; a different shape is FAILED_PRECONDITION (and nothing is created).
   // While no round has closed, the round-0 snapshot is (re)published to include new tensors.
@@ -156,7 +174,7 @@ class ParameterTable {
 
   // Loads a checkpointed state into an empty table: its model becomes the live model and the
   // snapshot of its last closed round (round 0 when none had closed), its cuts, sequences, pending
-  // round pushes and membership the table's (the membership is reported by Members() but serves
+  // round pushes, membership and names the table's (the membership is reported by Members() but serves
   // nothing until the coordinator's first SetMembers reconciles the shard); later Initialize calls
   // with the same tensors find it already initialized. FAILED_PRECONDITION when the table holds
   // tensors already; INVALID_ARGUMENT for a state without a model or with values missing, or with a
@@ -269,6 +287,7 @@ class ParameterTable {
   std::map<TrainerKey, int64_t> taken_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_map<uint64_t, uint64_t> member_incarnation_ ABSL_GUARDED_BY(mu_);
   absl::flat_hash_set<uint64_t> ever_members_ ABSL_GUARDED_BY(mu_);
+  absl::flat_hash_map<uint64_t, std::string> names_ ABSL_GUARDED_BY(mu_);
   // (trainer id, incarnation) -> last applied sequence.
   std::map<std::pair<uint64_t, uint64_t>, uint64_t> last_sequence_ ABSL_GUARDED_BY(mu_);
 };

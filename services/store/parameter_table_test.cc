@@ -142,6 +142,24 @@ TEST_F(ParameterTableTest, MembersReportsTheMembershipAndEachLastCut) {
   EXPECT_TRUE(table_.Members().members.empty());
 }
 
+// Names are kept per trainer id, across memberships that name no one, and a rename is reported.
+TEST_F(ParameterTableTest, NameMembersKeepsEachIdsNameAndReportsRenames) {
+  const int64_t before = table_.durable_version();
+  EXPECT_TRUE(table_.NameMembers({{1, "a"}, {2, "b"}}).empty());
+  EXPECT_GT(table_.durable_version(), before);
+  const int64_t named = table_.durable_version();
+  EXPECT_TRUE(table_.NameMembers({{1, "a"}, {2, ""}}).empty());
+  EXPECT_EQ(table_.durable_version(), named);  // nothing changed: no checkpoint is due
+  EXPECT_EQ(table_.NameOf(2), "b");
+  std::vector<Rename> renames = table_.NameMembers({{2, "c"}});
+  ASSERT_EQ(renames.size(), 1u);
+  EXPECT_EQ(renames[0].trainer_id, 2u);
+  EXPECT_EQ(renames[0].from, "b");
+  EXPECT_EQ(renames[0].to, "c");
+  EXPECT_EQ(table_.NameOf(2), "c");
+  EXPECT_EQ(table_.NameOf(7), "");
+}
+
 // A shard behind the coordinator's round (restored from an older checkpoint) publishes its model
 // as that round and reports the rounds it skipped; the next round closes normally.
 TEST_F(ParameterTableTest, AShardBehindCatchesUpWithTheCoordinatorsRound) {

@@ -34,12 +34,7 @@ using rpc::Role;
 absl::Status StoreService::CheckPusher(const std::optional<rpc::Identity>& caller,
                                        uint64_t trainer_id, const char* rpc_name) {
   if (!authorizer_.enforced()) return absl::OkStatus();
-  std::string name;
-  {
-    absl::MutexLock lock(&names_mu_);
-    auto it = member_names_.find(trainer_id);
-    if (it != member_names_.end()) name = it->second;
-  }
+  const std::string name = table_.NameOf(trainer_id);
   if (name.empty()) {
     // Not named by any membership yet: a member this shard has not heard of (it restarted, or the
     // membership naming it is on its way), or one a restarted coordinator took over from the
@@ -108,15 +103,12 @@ grpc::Status StoreService::Schema(v1::Schema* reply) {
   }
   const Roster roster = table_.Members();
   reply->set_has_membership(roster.has_membership);
-  absl::MutexLock lock(&names_mu_);
   for (const RoundCut& m : roster.members) {
     v1::PushCut* member = reply->add_members();
     member->set_trainer_id(m.trainer.id);
     member->set_incarnation(m.trainer.incarnation);
     member->set_clock(m.clock);
-    if (auto name = member_names_.find(m.trainer.id); name != member_names_.end()) {
-      member->set_name(name->second);
-    }
+    member->set_name(table_.NameOf(m.trainer.id));
   }
   return grpc::Status::OK;
 }
@@ -307,18 +299,15 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
                         absl::StrCat("an immediate push weight must be in (0, 1], got ", weight));
   }
   std::vector<TrainerKey> members;
-  {
-    // Before the table takes the members, so that no member's push is ever let through unnamed.
-    absl::MutexLock lock(&names_mu_);
-    for (const v1::Member& m : request.members()) {
-      members.push_back(TrainerKey{m.trainer_id(), m.incarnation()});
-      std::string& name = member_names_[m.trainer_id()];
-      if (!name.empty() && !m.name().empty() && name != m.name()) {
-        spdlog::warn("the membership renames trainer id {} from {} to {}", m.trainer_id(),
-                     rpc::Quoted(name), rpc::Quoted(m.name()));
-      }
-      if (!m.name().empty()) name = m.name();
-    }
+  std::vector<std::pair<uint64_t, std::string>> names;
+  for (const v1::Member& m : request.members()) {
+    members.push_back(TrainerKey{m.trainer_id(), m.incarnation()});
+    names.emplace_back(m.trainer_id(), m.name());
+  }
+  // Before the table takes the members, so that no member's push is ever let through unnamed.
+  for (const Rename& rename : table_.NameMembers(names)) {
+    spdlog::warn("the membership renames trainer id {} from {} to {}", rename.trainer_id,
+                 rpc::Quoted(rename.from), rpc::Quoted(rename.to));
   }
   const MembershipResult result =
       table_.SetMembers(members, request.round(), PushRule{request.apply_mode(), weight});

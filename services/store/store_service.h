@@ -81,10 +81,6 @@ class StoreService final
   const uint64_t incarnation_;
   const rpc::Authorizer authorizer_;
   rpc::StreamWatchdog* const watchdog_;  // null: streams never time out
-  absl::Mutex names_mu_;
-  // The name of every trainer id any membership named (ids are never reused: bounded as the table's
-  // record of members is).
-  absl::flat_hash_map<uint64_t, std::string> member_names_ ABSL_GUARDED_BY(names_mu_);
 };
 
 }  // namespace syncopate::store

@@ -102,6 +102,14 @@ case "${1:-}" in
       exit 1
     fi
     grep -q "has no port 7001" "$OUT/broken.out"
+    sed 's|/syncopate/trainer/${POD_NAME}|/syncopate/trainer/trainer-0|' "$OUT/per-pod-certs.yaml" \
+      >"$OUT/broken.yaml"
+    if /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$CHART/ci/per-pod-certs-values.yaml" \
+      "$OUT/broken.yaml" >"$OUT/broken.out"; then
+      echo "FAIL: every trainer pod given one name's certificate went unnoticed" >&2
+      exit 1
+    fi
+    grep -q "a trainer's certificate names" "$OUT/broken.out"
     echo "ok: broken renderings are caught"
     ;;
   manifests)

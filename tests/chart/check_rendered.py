@@ -82,11 +82,12 @@ def args_of(template, container_name):
 # A custom trainer (trainer.custom.image) gets through SYNCOPATE_* variables what the built-in one
 # gets as flags.
 CUSTOM_TRAINER_ENV = {"SYNCOPATE_COORDINATOR": "--coordinator", "SYNCOPATE_PEER_ADDRESS": "--peer-address",
-                      "SYNCOPATE_PEER_LISTEN": "--peer-listen", "SYNCOPATE_DEVICE": "--device"}
+                      "SYNCOPATE_PEER_LISTEN": "--peer-listen", "SYNCOPATE_DEVICE": "--device",
+                      "SYNCOPATE_NAME": "--name"}
 
 
 def trainer_settings(template, custom):
-    """The trainer's coordinator, peer addresses and device, from its flags or its environment."""
+    """The trainer's coordinator, peer addresses, device and name, from its flags or its environment."""
     if not custom["image"]:
         return args_of(template, "trainer")
     container = [c for c in containers(template) if c["name"] == "trainer"][0]
@@ -323,6 +324,60 @@ def main(chart_dir, values_file, rendered_file):
     claims = store["spec"].get("volumeClaimTemplates", [])
     check(bool(claims) == values["store"]["persistence"]["enabled"],
           "store volumeClaimTemplates do not follow store.persistence.enabled")
+
+    # Certificates: with TLS on every process reads /etc/syncopate/tls. A trainer's own certificate
+    # (perPod) must name the pod, which is the name the trainer joins under.
+    tls = values["tls"]
+    per_pod = tls["trainerCertificates"] == "perPod"
+    for w, comp in ((coordinator, "coordinator"), (store, "store"), (trainer, "trainer")):
+        template = pod_template(w)
+        container = [c for c in containers(template) if c["name"] == comp][0]
+        mounted = [m["name"] for m in container.get("volumeMounts", [])
+                   if m["mountPath"] == "/etc/syncopate/tls"]
+        check(bool(mounted) == tls["enabled"],
+              f"{name_of(w)}: the certificate mount does not follow tls.enabled")
+        volumes = {v["name"]: v for v in template["spec"].get("volumes", [])}
+        for volume in (volumes.get(name, {}) for name in mounted):
+            if comp == "trainer" and per_pod:
+                csi = volume.get("csi", {})
+                attributes = csi.get("volumeAttributes", {})
+                uri = f"spiffe://{tls['csi']['trustDomain']}/syncopate/trainer/${{POD_NAME}}"
+                check(csi.get("driver") == "csi.cert-manager.io",
+                      "per-pod trainer certificates do not come from cert-manager's csi-driver")
+                check(attributes.get("csi.cert-manager.io/uri-sans") == uri,
+                      f"a trainer's certificate names {attributes.get('csi.cert-manager.io/uri-sans')}, "
+                      f"not {uri}")
+                check(attributes.get("csi.cert-manager.io/issuer-name") == tls["csi"]["issuerName"],
+                      "per-pod certificates are not signed by tls.csi.issuerName")
+                for key, name in (("ca-file", "ca.crt"), ("certificate-file", "tls.crt"),
+                                  ("privatekey-file", "tls.key")):
+                    check(attributes.get(f"csi.cert-manager.io/{key}") == name,
+                          f"the per-pod certificate's {key} is not {name}")
+                check(trainer_args.get("--name") == "$(POD_NAME)",
+                      "a trainer's certificate names its pod, but it joins under another name")
+            else:
+                check("secret" in volume, f"{name_of(w)}: its certificate is not from a Secret")
+
+    # Limits reach the flags of the same name.
+    limits = values["limits"]
+    for w, comp in ((coordinator, "coordinator"), (store, "store")):
+        args = args_of(pod_template(w), comp)
+        check(args.get("--max-message-bytes") == str(limits["maxMessageBytes"]),
+              f"{comp}: --max-message-bytes differs from limits.maxMessageBytes")
+        check(args.get("--max-streams-per-connection") == str(limits["maxStreamsPerConnection"]),
+              f"{comp}: --max-streams-per-connection differs from limits.maxStreamsPerConnection")
+    for w, comp, flag, key in ((store, "store", "--stream-idle-timeout", "streamIdleTimeout"),
+                               (store, "store", "--release-memory-every", "releaseMemoryEvery"),
+                               (coordinator, "coordinator", "--join-timeout", "joinTimeout"),
+                               (coordinator, "coordinator", "--departed-statuses-kept",
+                                "departedStatusesKept")):
+        check(args_of(pod_template(w), comp).get(flag) == str(limits[key]),
+              f"{comp}: {flag} differs from limits.{key}")
+    if not values["trainer"]["custom"]["image"]:
+        for flag, key in (("--peer-stream-idle-timeout", "peerStreamIdleTimeout"),
+                          ("--peer-inbox-per-sender", "peerInboxPerSender"),
+                          ("--peer-inbox-models", "peerInboxModels")):
+            check(trainer_args.get(flag) == str(limits[key]), f"trainer: {flag} differs from limits.{key}")
 
 
 if __name__ == "__main__":

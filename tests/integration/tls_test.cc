@@ -241,6 +241,42 @@ TEST_F(StoreTlsTest, InitializeAndPushesNeedANamedMember) {
   EXPECT_EQ(Model(), before);
 }
 
+// A shard restored from its checkpoint still knows whose id is whose, even when the coordinator
+// restarted too and learns the names back from the shards (a `helm upgrade` restarts both).
+TEST_F(StoreTlsTest, ARestoredShardKeepsTheNames) {
+  TlsStore restarted;
+  ASSERT_TRUE(restarted.table.Restore(store_.table.Durable()).ok());
+  auto stub = v1::ParameterStore::NewStub(
+      rpc::MakeChannel(restarted.address, Certificates::Get().Of("coordinator"), Role::kStore));
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(5));
+  v1::Schema schema;
+  ASSERT_TRUE(stub->GetSchema(ctx.get(), v1::GetSchemaRequest(), &schema).ok());
+  ASSERT_EQ(schema.members_size(), 2);
+  EXPECT_EQ(schema.members(0).name(), "alice");
+  EXPECT_EQ(schema.members(1).name(), "bob");
+  // The coordinator reconciles the shard with a membership that names no one.
+  v1::Membership unnamed;
+  for (uint64_t id : {kAlice, kBob}) {
+    v1::Member* member = unnamed.add_members();
+    member->set_trainer_id(id);
+    member->set_incarnation(1);
+  }
+  unnamed.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+  unnamed.set_immediate_weight(1);
+  auto set = rpc::ContextWithTimeout(absl::Seconds(5));
+  v1::SetMembershipReply reply;
+  ASSERT_TRUE(stub->SetMembership(set.get(), unnamed, &reply).ok());
+  auto client = [&](const std::string& who) {
+    return std::make_unique<client::StoreClient>(
+        std::vector<std::string>{restarted.address}, Certificates::Get().Of(who),
+        absl::Seconds(2), tensor::kDefaultChunkBytes, client::LinkLimits{},
+        /*retry_for=*/absl::Seconds(1));
+  };
+  absl::StatusOr<uint64_t> forged = client("alice")->Push(Header(kBob, 1), {{"w", {9, 9, 9}}});
+  EXPECT_EQ(forged.status().code(), absl::StatusCode::kPermissionDenied) << forged.status();
+  EXPECT_TRUE(client("bob")->Push(Header(kBob, 1), {{"w", {1, 1, 1}}}).ok());
+}
+
 TEST_F(StoreTlsTest, NoCertificateOrAnotherCasCertificateGetsNothing) {
   const tensor::TensorMap before = Model();
   // Another job's certificate, signed by the same CA: its own client refuses the store (another

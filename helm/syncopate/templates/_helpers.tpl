@@ -170,6 +170,33 @@ the pod name (a trainer's name, as the coordinator's `trainer` label has it). Ca
     secretName: {{ include "syncopate.tlsSecret" . }}
 {{- end }}
 
+{{/* The trainers' certificate volume (with TLS on): the pool Secret, or a certificate of each pod's
+own from cert-manager's csi-driver, whose URI names the pod (the trainer's --name). */}}
+{{- define "syncopate.trainerTlsVolume" -}}
+{{- if eq .Values.tls.trainerCertificates "perPod" }}
+{{- $csi := .Values.tls.csi -}}
+- name: tls
+  csi:
+    driver: csi.cert-manager.io
+    readOnly: true
+    volumeAttributes:
+      csi.cert-manager.io/issuer-name: {{ $csi.issuerName | quote }}
+      csi.cert-manager.io/issuer-kind: {{ $csi.issuerKind | quote }}
+      csi.cert-manager.io/issuer-group: {{ $csi.issuerGroup | quote }}
+      csi.cert-manager.io/common-name: ${POD_NAME}
+      csi.cert-manager.io/uri-sans: {{ printf "spiffe://%s/syncopate/trainer/${POD_NAME}" $csi.trustDomain | quote }}
+      csi.cert-manager.io/key-usages: digital signature,key encipherment,server auth,client auth
+      csi.cert-manager.io/duration: {{ $csi.duration | quote }}
+      csi.cert-manager.io/renew-before: {{ $csi.renewBefore | quote }}
+      csi.cert-manager.io/fs-group: {{ .Values.podSecurityContext.fsGroup | quote }}
+      csi.cert-manager.io/ca-file: ca.crt
+      csi.cert-manager.io/certificate-file: tls.crt
+      csi.cert-manager.io/privatekey-file: tls.key
+{{- else }}
+{{- include "syncopate.tlsVolume" (list . "trainer") }}
+{{- end }}
+{{- end }}
+
 {{/* How a gRPC port is probed: gRPC's health check in plaintext; with TLS a TCP connect, as the
 kubelet's gRPC probe speaks no TLS. Call with (list $ port). */}}
 {{- define "syncopate.grpcProbe" -}}
