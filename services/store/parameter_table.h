@@ -174,12 +174,12 @@ class ParameterTable {
 
   // Loads a checkpointed state into an empty table: its model becomes the live model and the
   // snapshot of its last closed round (round 0 when none had closed), its cuts, sequences, pending
-  // round pushes, membership and names the table's (the membership is reported by Members() but serves
-  // nothing until the coordinator's first SetMembers reconciles the shard); later Initialize calls
-  // with the same tensors find it already initialized. FAILED_PRECONDITION when the table holds
-  // tensors already; INVALID_ARGUMENT for a state without a model or with values missing, or with a
-  // pending push that does not fit the model or its trainer's clock order (nothing is restored
-  // then).
+  // round pushes, membership and names the table's (the membership is reported by Members() but
+  // serves nothing until the coordinator's first SetMembers reconciles the shard); later Initialize
+  // calls with the same tensors find it already initialized. FAILED_PRECONDITION when the table
+  // holds tensors already; INVALID_ARGUMENT for a state without a model or with values missing, or
+  // with a pending push that does not fit the model or its trainer's clock order (nothing is
+  // restored then).
   absl::Status Restore(const DurableState& state);
 
   // The table's DurableState, taken at one instant (a checkpoint's consistent cut), closing the

@@ -267,10 +267,10 @@ TEST_F(StoreTlsTest, ARestoredShardKeepsTheNames) {
   v1::SetMembershipReply reply;
   ASSERT_TRUE(stub->SetMembership(set.get(), unnamed, &reply).ok());
   auto client = [&](const std::string& who) {
-    return std::make_unique<client::StoreClient>(
-        std::vector<std::string>{restarted.address}, Certificates::Get().Of(who),
-        absl::Seconds(2), tensor::kDefaultChunkBytes, client::LinkLimits{},
-        /*retry_for=*/absl::Seconds(1));
+    return std::make_unique<client::StoreClient>(std::vector<std::string>{restarted.address},
+                                                 Certificates::Get().Of(who), absl::Seconds(2),
+                                                 tensor::kDefaultChunkBytes, client::LinkLimits{},
+                                                 /*retry_for=*/absl::Seconds(1));
   };
   absl::StatusOr<uint64_t> forged = client("alice")->Push(Header(kBob, 1), {{"w", {9, 9, 9}}});
   EXPECT_EQ(forged.status().code(), absl::StatusCode::kPermissionDenied) << forged.status();
