@@ -22,7 +22,7 @@ void BackgroundMulticast::Finish(std::vector<std::unique_ptr<Transfer>>& transfe
 }
 
 void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
-                                tensor::TensorMap model, absl::Time deadline) {
+                                tensor::TensorMap model, double mass, absl::Time deadline) {
   std::vector<std::unique_ptr<Transfer>> previous;
   {
     absl::MutexLock lock(&mu_);
@@ -36,12 +36,16 @@ void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t 
     auto transfer = std::make_unique<Transfer>();
     transfer->receiver = peer.trainer_id();
     Transfer* t = transfer.get();
-    t->thread = std::thread([this, t, peer, from, round, snapshot, deadline] {
-      const absl::Status s = sender_.SendOne(peer, from, round, *snapshot, deadline, &t->cancel);
+    t->thread = std::thread([this, t, peer, from, round, snapshot, mass, deadline] {
+      const absl::Status s =
+          sender_.SendOne(peer, from, round, *snapshot, mass, deadline, &t->cancel);
       absl::MutexLock lock(&mu_);
       if (s.ok()) {
         ++outcomes_.delivered;
-      } else if (t->cancel.cancelled()) {
+        return;
+      }
+      outcomes_.returned_mass += mass;
+      if (t->cancel.cancelled()) {
         ++outcomes_.cancelled;
       } else {
         ++outcomes_.failed;

@@ -24,12 +24,15 @@ class BackgroundMulticast {
     int delivered = 0;
     int failed = 0;     // a dead or slow peer (the deadline), a refused stream
     int cancelled = 0;  // preempted or superseded
+    // The push-sum mass the failed and cancelled transfers carried: it goes back to the sender.
+    double returned_mass = 0;
   };
 
-  // Cancels what is left of the previous multicast, then sends `model` as round `round` from
-  // `from` to every peer, each stream until `deadline`. Returns at once.
+  // Cancels what is left of the previous multicast, then sends `model`, carrying push-sum mass
+  // `mass` to each, as round `round` from `from` to every peer, each stream until `deadline`.
+  // Returns at once.
   void Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
-             tensor::TensorMap model, absl::Time deadline);
+             tensor::TensorMap model, double mass, absl::Time deadline);
   // Preempts the round-`round` transfers to `receivers`; a no-op for another round (a stale
   // directive) or a transfer that already ended.
   void Stop(int64_t round, const std::vector<uint64_t>& receivers);

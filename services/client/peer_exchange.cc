@@ -1,5 +1,6 @@
 #include "client/peer_exchange.h"
 
+#include <cmath>
 #include <cstring>
 #include <thread>
 
@@ -81,7 +82,7 @@ bool ExchangeInbox::FromNamedSender(uint64_t sender, const Arrival& arrival) con
 }
 
 absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
-                                    const std::string& caller) {
+                                    const std::string& caller, double mass) {
   absl::MutexLock lock(&mu_);
   if (round <= done_round_) {
     return absl::FailedPreconditionError(
@@ -93,7 +94,7 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
     // to the one from the named sender.
     auto name = names_.find(sender);
     if (name != names_.end() && caller == name->second && earlier.caller != caller) {
-      earlier = Arrival{std::move(model), caller};
+      earlier = Arrival{{std::move(model), mass}, caller};
       return absl::OkStatus();
     }
     return absl::AlreadyExistsError(
@@ -106,15 +107,15 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
         "inbox full: trainer ", sender, " has ", from_sender, " models waiting (at most ",
         max_per_sender_, "), ", pending_, " in all (at most ", max_pending_, ")"));
   }
-  rounds_[round].emplace(sender, Arrival{std::move(model), caller});
+  rounds_[round].emplace(sender, Arrival{{std::move(model), mass}, caller});
   ++pending_by_sender_[sender];
   ++pending_;
   return absl::OkStatus();
 }
 
-std::map<uint64_t, tensor::TensorMap> ExchangeInbox::Collect(int64_t round,
-                                                             const std::vector<uint64_t>& senders,
-                                                             absl::Time deadline) {
+std::map<uint64_t, PeerModel> ExchangeInbox::Collect(int64_t round,
+                                                     const std::vector<uint64_t>& senders,
+                                                     absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   collecting_ = round;
   auto all_arrived = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
@@ -128,7 +129,7 @@ std::map<uint64_t, tensor::TensorMap> ExchangeInbox::Collect(int64_t round,
   };
   mu_.AwaitWithDeadline(absl::Condition(&all_arrived), deadline);
   collecting_.reset();
-  std::map<uint64_t, tensor::TensorMap> out;
+  std::map<uint64_t, PeerModel> out;
   if (auto it = rounds_.find(round); it != rounds_.end()) {
     for (uint64_t s : senders) {
       if (auto m = it->second.find(s); m != it->second.end() && FromNamedSender(s, m->second)) {
@@ -153,12 +154,17 @@ void ExchangeInbox::MarkGone(uint64_t sender) {
   gone_[sender] = collecting_.value_or(done_round_ + 1);
 }
 
-std::map<uint64_t, tensor::TensorMap> ExchangeInbox::TakeLatest() {
+std::map<uint64_t, PeerModel> ExchangeInbox::TakeLatest() {
   absl::MutexLock lock(&mu_);
-  std::map<uint64_t, tensor::TensorMap> latest;
-  for (auto& [round, models] : rounds_) {  // ascending rounds: newer ones overwrite
+  std::map<uint64_t, PeerModel> latest;
+  for (auto& [round, models] : rounds_) {  // ascending rounds: newer models replace older ones
     for (auto& [sender, arrival] : models) {
-      if (FromNamedSender(sender, arrival)) latest[sender] = std::move(arrival.model);
+      if (!FromNamedSender(sender, arrival)) continue;
+      auto [it, first] = latest.try_emplace(sender, std::move(arrival.model));
+      if (!first) {
+        it->second.model = std::move(arrival.model.model);
+        it->second.mass += arrival.model.mass;
+      }
     }
   }
   rounds_.clear();
@@ -207,11 +213,17 @@ grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackSe
               caller, *name, "Exchange", absl::StrCat("a model as trainer ", sender));
           if (!allowed.ok()) return rpc::ToGrpcStatus(allowed);
         }
+        const double mass = push->header.weight();
+        if (!(std::isfinite(mass) && mass > 0)) {
+          return grpc::Status(
+              grpc::StatusCode::INVALID_ARGUMENT,
+              absl::StrCat("a peer model's mass must be finite and positive, got ", mass));
+        }
         uint64_t bytes = 0;
         for (const store::StagedChunk& chunk : push->chunks) bytes += chunk.bytes.size();
         received_.Record(bytes, start, absl::Now());
         return rpc::ToGrpcStatus(inbox_.Deposit(push->header.clock(), sender, ToTensorMap(*push),
-                                                caller ? caller->name : ""));
+                                                caller ? caller->name : "", mass));
       },
       /*open=*/nullptr,
       [this](size_t payload) { return ingress_ ? ingress_->Take(payload) : absl::ZeroDuration(); },
@@ -250,7 +262,7 @@ void TransferCancel::Attach(grpc::ClientContext* context) {
 }
 
 absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
-                                 const tensor::TensorMap& model, absl::Time deadline,
+                                 const tensor::TensorMap& model, double mass, absl::Time deadline,
                                  TransferCancel* cancel) {
   const absl::Time start = absl::Now();
   grpc::ClientContext ctx;
@@ -270,6 +282,7 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
   v1::PushHeader* header = message.mutable_header();
   header->set_trainer_id(sender);
   header->set_clock(round);
+  header->set_weight(static_cast<float>(mass));
   for (const auto& [name, values] : model) {
     tensor::ToProto({name, {static_cast<int64_t>(values.size())}}, header->add_tensors());
   }
@@ -302,38 +315,48 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
 
 std::vector<absl::Status> PeerSender::SendToAll(const std::vector<v1::PeerRef>& peers,
                                                 uint64_t sender, int64_t round,
-                                                const tensor::TensorMap& model,
+                                                const tensor::TensorMap& model, double mass,
                                                 absl::Time deadline) {
   std::vector<absl::Status> results(peers.size());
   std::vector<std::thread> threads;
   for (size_t i = 0; i < peers.size(); ++i) {
     threads.emplace_back(
-        [&, i] { results[i] = SendOne(peers[i], sender, round, model, deadline); });
+        [&, i] { results[i] = SendOne(peers[i], sender, round, model, mass, deadline); });
   }
   for (std::thread& t : threads) t.join();
   return results;
 }
 
-absl::Status AverageInto(tensor::TensorMap& own,
-                         const std::map<uint64_t, tensor::TensorMap>& received) {
-  for (const auto& [sender, model] : received) {
+absl::StatusOr<double> MixInto(tensor::TensorMap& own, double own_mass,
+                               const std::map<uint64_t, PeerModel>& received) {
+  if (!(std::isfinite(own_mass) && own_mass > 0)) {
+    return absl::InvalidArgumentError(absl::StrCat("this trainer's mass is ", own_mass));
+  }
+  double total = own_mass;
+  for (const auto& [sender, peer] : received) {
+    if (!(std::isfinite(peer.mass) && peer.mass > 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("trainer ", sender, "'s model carries mass ", peer.mass));
+    }
     for (const auto& [name, values] : own) {
-      auto it = model.find(name);
-      if (it == model.end() || it->second.size() != values.size()) {
+      auto it = peer.model.find(name);
+      if (it == peer.model.end() || it->second.size() != values.size()) {
         return absl::InvalidArgumentError(
             absl::StrCat("trainer ", sender, "'s model does not match tensor '", name, "'"));
       }
     }
+    total += peer.mass;
   }
-  const float weight = 1.0f / static_cast<float>(1 + received.size());
+  const float own_weight = static_cast<float>(own_mass / total);
   for (auto& [name, values] : own) {
-    for (float& v : values) v *= weight;
-    for (const auto& [sender, model] : received) {
-      const std::vector<float>& other = model.at(name);
+    for (float& v : values) v *= own_weight;
+    for (const auto& [sender, peer] : received) {
+      const float weight = static_cast<float>(peer.mass / total);
+      const std::vector<float>& other = peer.model.at(name);
       for (size_t i = 0; i < values.size(); ++i) values[i] += weight * other[i];
     }
   }
-  return absl::OkStatus();
+  return total;
 }
 
 }  // namespace syncopate::client

@@ -49,6 +49,13 @@ class TransferMeter {
   absl::Time last_ ABSL_GUARDED_BY(mu_);
 };
 
+// A peer's model as an exchange takes it, with the push-sum mass it carries: the share of its
+// sender's weight (MixInto).
+struct PeerModel {
+  tensor::TensorMap model;
+  double mass = 1;
+};
+
 // Models received from peers, by round and sender. Thread-safe.
 class ExchangeInbox {
  public:
@@ -74,19 +81,19 @@ class ExchangeInbox {
   // has its limit of models waiting or the inbox its total (nothing is kept then). The
   // caller is checked against the coordinator's name for `sender` when the model is taken
   // (Collect, TakeLatest), and a model from another caller is dropped with a warning; the Peer
-  // service refuses it at once when the name is known already.
+  // service refuses it at once when the name is known already. `mass`: the model's push-sum mass.
   absl::Status Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
-                       const std::string& caller = "");
+                       const std::string& caller = "", double mass = 1);
   // Waits until every sender in `senders` delivered round `round` or is gone (MarkGone), or until
   // `deadline`; returns what arrived (possibly less) and forgets every round up to `round`.
-  std::map<uint64_t, tensor::TensorMap> Collect(int64_t round, const std::vector<uint64_t>& senders,
-                                                absl::Time deadline);
+  std::map<uint64_t, PeerModel> Collect(int64_t round, const std::vector<uint64_t>& senders,
+                                        absl::Time deadline);
   // `sender` left the job: the exchange under way (or the next one) stops waiting for it. A later
   // round, planned after it left, waits for it again (it may have rejoined under the same id).
   void MarkGone(uint64_t sender);
   // Background exchanges (selmcast-ssp): every sender's newest model that arrived, without
-  // waiting; the inbox is emptied.
-  std::map<uint64_t, tensor::TensorMap> TakeLatest();
+  // waiting, carrying the mass of all its models that arrived (none is lost); the inbox is emptied.
+  std::map<uint64_t, PeerModel> TakeLatest();
 
  private:
   const int max_per_sender_;
@@ -97,7 +104,7 @@ class ExchangeInbox {
   std::map<uint64_t, int64_t> gone_ ABSL_GUARDED_BY(mu_);   // sender -> last round not to wait
   // A model as it arrived, with the name in its sender's certificate ("": unchecked).
   struct Arrival {
-    tensor::TensorMap model;
+    PeerModel model;
     std::string caller;
   };
   // Whether `arrival` may be taken as `sender`'s: its caller is unchecked, or the coordinator
@@ -117,7 +124,8 @@ tensor::TensorMap ToTensorMap(const store::StagedPush& push);
 store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 
 // Receives peers' models into an inbox. `lookup` gives this trainer's tensor shapes; a stream whose
-// tensors do not match is refused (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited.
+// tensors do not match, or whose mass (PushHeader.weight) is not finite and positive, is refused
+// (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited.
 // Served with gRPC's callback API: a stream paced by `ingress` waits on a timer, not a thread.
 class PeerService final : public v1::Peer::CallbackService {
  public:
@@ -161,14 +169,15 @@ class PeerSender {
   PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Credentials credentials,
              uint32_t chunk_bytes = tensor::kDefaultChunkBytes);
 
-  // Sends `model` as round `round` from `sender` to every peer; returns each peer's outcome in
-  // order (a dead or slow peer fails with UNAVAILABLE or DEADLINE_EXCEEDED at `deadline`).
+  // Sends `model`, carrying push-sum mass `mass` to each, as round `round` from `sender` to every
+  // peer; returns each peer's outcome in order (a dead or slow peer fails with UNAVAILABLE or
+  // DEADLINE_EXCEEDED at `deadline`). A peer that answers OK took the model into that round.
   std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t sender,
-                                      int64_t round, const tensor::TensorMap& model,
+                                      int64_t round, const tensor::TensorMap& model, double mass,
                                       absl::Time deadline);
   // Sends to one peer; CANCELLED when `cancel` (may be null) fires first.
   absl::Status SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
-                       const tensor::TensorMap& model, absl::Time deadline,
+                       const tensor::TensorMap& model, double mass, absl::Time deadline,
                        TransferCancel* cancel = nullptr);
 
  private:
@@ -182,11 +191,16 @@ class PeerSender {
   std::map<std::string, std::unique_ptr<v1::Peer::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
 };
 
-// The exchange's averaging rule: the element-wise mean of `own` and every received model, each
-// with weight 1 / (1 + received). INVALID_ARGUMENT (`own` unchanged) when a received model lacks
-// a tensor of `own` or has a different length.
-absl::Status AverageInto(tensor::TensorMap& own,
-                         const std::map<uint64_t, tensor::TensorMap>& received);
+// The exchange's mixing rule, push-sum (Kempe et al., 2003; as in Stochastic Gradient Push, Assran
+// et al., 2019; docs/modes.md "Mixing weights"). Every trainer holds a mass, 1 when it joins. A
+// sender keeps one share of its mass and gives one to each receiver with its model (PeerSender's
+// `mass`); a share that does not arrive goes back to its sender. `own` (with the mass `own_mass`
+// > 0 it kept) becomes the mass-weighted mean of itself and every received model, and its mass
+// the sum: the mixing then moves no trainer's data more than another's, whatever the plan's in-
+// and out-degrees. Returns the new mass. INVALID_ARGUMENT (`own` unchanged) when a received model
+// lacks a tensor of `own`, has a different length, or a mass that is not finite and positive.
+absl::StatusOr<double> MixInto(tensor::TensorMap& own, double own_mass,
+                               const std::map<uint64_t, PeerModel>& received);
 
 }  // namespace syncopate::client
 

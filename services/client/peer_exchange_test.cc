@@ -1,5 +1,7 @@
 #include "client/peer_exchange.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace syncopate::client {
@@ -25,7 +27,7 @@ TEST(ExchangeInbox, ASenderCannotFillTheInbox) {
   EXPECT_EQ(full.code(), absl::StatusCode::kResourceExhausted) << full;
   EXPECT_TRUE(inbox.Deposit(0, 8, {{"w", {2}}}).ok()) << "another sender is not held back";
   // Collecting round 0 frees that round's place: the sender may send one more.
-  std::map<uint64_t, tensor::TensorMap> got = inbox.Collect(0, {7, 8}, absl::InfinitePast());
+  auto got = inbox.Collect(0, {7, 8}, absl::InfinitePast());
   EXPECT_EQ(got.size(), 2u);
   EXPECT_TRUE(inbox.Deposit(ExchangeInbox::kMaxPendingPerSender, 7, {{"w", {1}}}).ok());
   EXPECT_EQ(inbox.Deposit(ExchangeInbox::kMaxPendingPerSender + 1, 7, {{"w", {1}}}).code(),
@@ -56,7 +58,7 @@ TEST(ExchangeInbox, AModelIsTakenOnlyFromTheSenderTheCoordinatorNamed) {
   ASSERT_TRUE(inbox.Deposit(0, 8, {{"w", {2}}}, "").ok());
   ASSERT_TRUE(inbox.Deposit(0, 9, {{"w", {3}}}, "mallory").ok());  // 9 not named yet
   inbox.NamePeers(Naming({{9, "carol"}}));
-  std::map<uint64_t, tensor::TensorMap> got = inbox.Collect(0, {7, 8, 9}, absl::InfinitePast());
+  auto got = inbox.Collect(0, {7, 8, 9}, absl::InfinitePast());
   EXPECT_EQ(got.size(), 1u);
   EXPECT_EQ(got.count(8), 1u) << "an unchecked caller's model is taken";
   ASSERT_TRUE(inbox.Deposit(1, 7, {{"w", {4}}}, "bob").ok());
@@ -77,9 +79,9 @@ TEST(ExchangeInbox, AForgeryGivesWayOnceTheSenderIsNamed) {
   for (int64_t round = 0; round < ExchangeInbox::kMaxPendingPerSender; ++round) {
     ASSERT_TRUE(inbox.Deposit(round, 7, {{"w", {1}}}, "bob").ok()) << round;
   }
-  std::map<uint64_t, tensor::TensorMap> got = inbox.Collect(0, {7}, absl::InfinitePast());
+  auto got = inbox.Collect(0, {7}, absl::InfinitePast());
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[7].at("w"), (std::vector<float>{1}));
+  EXPECT_EQ(got[7].model.at("w"), (std::vector<float>{1}));
 }
 
 TEST(ExchangeInbox, TheNamedSendersModelReplacesAnEarlierForgery) {
@@ -90,9 +92,9 @@ TEST(ExchangeInbox, TheNamedSendersModelReplacesAnEarlierForgery) {
   ASSERT_TRUE(inbox.Deposit(0, 7, {{"w", {9}}}, "mallory").ok());
   ASSERT_TRUE(inbox.Deposit(0, 7, {{"w", {1}}}, "bob").ok());
   EXPECT_EQ(inbox.Deposit(0, 7, {{"w", {2}}}, "bob").code(), absl::StatusCode::kAlreadyExists);
-  std::map<uint64_t, tensor::TensorMap> got = inbox.Collect(0, {7}, absl::InfinitePast());
+  auto got = inbox.Collect(0, {7}, absl::InfinitePast());
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[7].at("w"), (std::vector<float>{1}));
+  EXPECT_EQ(got[7].model.at("w"), (std::vector<float>{1}));
 }
 
 TEST(ExchangeInbox, TheInboxAsAWholeIsBounded) {
@@ -113,6 +115,74 @@ TEST(ExchangeInbox, TheInboxAsAWholeIsBounded) {
   }
   inbox.Collect(0, {}, absl::InfinitePast());
   EXPECT_TRUE(inbox.Deposit(1, 200000, {{"w", {1}}}).ok());
+}
+
+// Push-sum keeps the mean: on a directed plan with uneven in- and out-degrees every trainer's model
+// converges to the mean of the initial models, where the equal-weight rule it replaces drifts
+// toward the trainers that receive least (their data weighs more).
+TEST(MixInto, ConvergesToTheMeanOnAnUnevenDirectedPlan) {
+  // 0 -> {1, 2, 3}, 1 -> {2}, 2 -> {3}, 3 -> {0}: strongly connected, in-degrees 1, 1, 2, 2.
+  const std::vector<std::vector<uint64_t>> send_to = {{1, 2, 3}, {2}, {3}, {0}};
+  const std::vector<float> initial = {0, 4, 8, 12};  // mean 6
+  std::vector<tensor::TensorMap> pushsum, equal;
+  std::vector<double> mass(4, 1.0);
+  for (float v : initial) {
+    pushsum.push_back({{"w", {v}}});
+    equal.push_back({{"w", {v}}});
+  }
+  for (int round = 0; round < 200; ++round) {
+    std::vector<std::map<uint64_t, PeerModel>> inbox(4), equal_inbox(4);
+    std::vector<double> kept(4);
+    for (uint64_t i = 0; i < 4; ++i) {
+      const double share = mass[i] / static_cast<double>(1 + send_to[i].size());
+      kept[i] = share;
+      for (uint64_t j : send_to[i]) {
+        inbox[j][i] = PeerModel{pushsum[i], share};
+        equal_inbox[j][i] = PeerModel{equal[i], 1.0};
+      }
+    }
+    double total = 0;
+    for (uint64_t j = 0; j < 4; ++j) {
+      absl::StatusOr<double> m = MixInto(pushsum[j], kept[j], inbox[j]);
+      ASSERT_TRUE(m.ok()) << m.status();
+      mass[j] = *m;
+      total += mass[j];
+      ASSERT_TRUE(MixInto(equal[j], 1.0, equal_inbox[j]).ok());  // every model weighs the same
+    }
+    EXPECT_NEAR(total, 4.0, 1e-9) << "no mass is made or lost";
+  }
+  for (int j = 0; j < 4; ++j) {
+    EXPECT_NEAR(pushsum[j].at("w")[0], 6.0f, 1e-3) << j;
+  }
+  EXPECT_GT(std::abs(equal[0].at("w")[0] - 6.0f), 0.5f) << "the equal-weight rule did not drift";
+}
+
+TEST(MixInto, WeighsByMassAndRefusesWhatDoesNotFit) {
+  tensor::TensorMap own = {{"w", {0, 0}}};
+  absl::StatusOr<double> mass = MixInto(own, 1.0, {{2, PeerModel{{{"w", {4, 8}}}, 3.0}}});
+  ASSERT_TRUE(mass.ok()) << mass.status();
+  EXPECT_DOUBLE_EQ(*mass, 4.0);
+  EXPECT_EQ(own.at("w"), (std::vector<float>{3, 6}));
+  for (const PeerModel& bad :
+       {PeerModel{{{"w", {1}}}, 1.0}, PeerModel{{{"v", {1, 1}}}, 1.0},
+        PeerModel{{{"w", {1, 1}}}, 0.0}, PeerModel{{{"w", {1, 1}}}, std::nan("")}}) {
+    EXPECT_EQ(MixInto(own, 1.0, {{2, bad}}).status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_EQ(own.at("w"), (std::vector<float>{3, 6})) << "unchanged";
+  }
+  EXPECT_EQ(MixInto(own, 0.0, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A background exchange takes each sender's newest model with the mass of every model it sent.
+TEST(ExchangeInbox, TakeLatestKeepsTheMassOfEveryModel) {
+  ExchangeInbox inbox;
+  ASSERT_TRUE(inbox.Deposit(1, 7, {{"w", {1}}}, "", 0.25).ok());
+  ASSERT_TRUE(inbox.Deposit(2, 7, {{"w", {2}}}, "", 0.5).ok());
+  ASSERT_TRUE(inbox.Deposit(2, 8, {{"w", {3}}}, "", 1.0).ok());
+  auto latest = inbox.TakeLatest();
+  ASSERT_EQ(latest.size(), 2u);
+  EXPECT_EQ(latest[7].model.at("w"), (std::vector<float>{2}));
+  EXPECT_DOUBLE_EQ(latest[7].mass, 0.75);
+  EXPECT_DOUBLE_EQ(latest[8].mass, 1.0);
 }
 
 }  // namespace

@@ -238,6 +238,7 @@ absl::Status Protocol::Exchange(const v1::Proceed& proceed, tensor::TensorMap& o
   metrics_.exchange_bytes_received.Increment(got.bytes);
   metrics_.exchange_peers_missed.Increment(outcome.missed);
   metrics_.exchange_transfers_preempted.Increment(outcome.preempted);
+  metrics_.mixing_mass.Set(mass_);
   trace_.Record("exchange", {{"round", exchange.round()},
                              {"sent_to", exchange.send_to_size()},
                              {"received", outcome.received},
@@ -254,19 +255,25 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
   const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
   std::vector<uint64_t> senders;
   for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
+  // Push-sum: one share of this trainer's mass stays, one goes with each model sent.
+  const double share = mass_ / static_cast<double>(1 + receivers.size());
   std::vector<absl::Status> sent;
   std::thread send([&] {
-    sent = peers_->sender.SendToAll(receivers, welcome().trainer_id(), exchange.round(), own,
+    sent = peers_->sender.SendToAll(receivers, welcome().trainer_id(), exchange.round(), own, share,
                                     deadline);
   });
-  const std::map<uint64_t, tensor::TensorMap> received =
+  const std::map<uint64_t, PeerModel> received =
       peers_->inbox.Collect(exchange.round(), senders, deadline);
   send.join();
   ExchangeOutcome outcome;
   outcome.received = static_cast<int>(received.size());
   outcome.missed = static_cast<int>(senders.size() - received.size());
+  double kept = mass_;
   for (const absl::Status& s : sent) {
-    if (s.ok()) continue;
+    if (s.ok()) {
+      kept -= share;  // the receiver took it
+      continue;
+    }
     ++outcome.missed;
     spdlog::warn("round {}: {}", exchange.round(), s.ToString());
   }
@@ -274,7 +281,7 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
     spdlog::warn("round {}: {} of {} peers delivered by the deadline", exchange.round(),
                  received.size(), senders.size());
   }
-  RETURN_IF_ERROR(AverageInto(own, received));
+  ASSIGN_OR_RETURN(mass_, MixInto(own, kept, received));
   return outcome;
 }
 
@@ -282,11 +289,14 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
     const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
   // Average in what has arrived, then multicast the result while the next iteration computes.
   peers_->inbox.NamePeers(exchange);
-  const std::map<uint64_t, tensor::TensorMap> received = peers_->inbox.TakeLatest();
-  RETURN_IF_ERROR(AverageInto(own, received));
+  const std::map<uint64_t, PeerModel> received = peers_->inbox.TakeLatest();
+  ASSIGN_OR_RETURN(const double mass, MixInto(own, mass_, received));
+  const double share = mass / static_cast<double>(1 + exchange.send_to_size());
   peers_->multicast.Start({exchange.send_to().begin(), exchange.send_to().end()},
-                          welcome().trainer_id(), exchange.round(), own, deadline);
+                          welcome().trainer_id(), exchange.round(), own, share, deadline);
   const BackgroundMulticast::Outcomes ended = peers_->multicast.Take();
+  // The shares sent are gone unless their transfers failed (this multicast's or an earlier one's).
+  mass_ = share + ended.returned_mass;
   return ExchangeOutcome{static_cast<int>(received.size()), ended.failed, ended.cancelled};
 }
 

@@ -338,8 +338,9 @@ struct FakePeers {
   PeerLink link{inbox, sender, multicast, sent, received};
 };
 
-// dssync, selmcast: nothing goes to the store; each grant's exchange averages the peers' models of
-// that round into the local model, which is what the next step starts from.
+// dssync, selmcast: nothing goes to the store; each grant's exchange mixes the peers' models of
+// that round into the local model, weighed by mass (push-sum), which is what the next step starts
+// from.
 TEST_F(SessionTest, PeerRoundsAverageThePeersModelsIn) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.mutable_welcome().set_peer_to_peer(true);
@@ -347,14 +348,14 @@ TEST_F(SessionTest, PeerRoundsAverageThePeersModelsIn) {
   coordinator.Script({Exchange(1, 1, 9), absl::ZeroDuration()});
   FakePeers peers;
   ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {4, 4}}}).ok());
-  ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {0.25f, 0.25f}}}).ok());
+  ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {0.25f, 0.25f}}}, "", /*mass=*/2).ok());
   Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
                   &peers.link);
   ASSERT_TRUE(session.Start().ok());
-  EXPECT_EQ(w_, (std::vector<float>{2, 2}));  // (0 + 4) / 2
+  EXPECT_EQ(w_, (std::vector<float>{2, 2}));  // (1 x 0 + 1 x 4) / 2: its mass is now 2
   for (float& v : w_) v += 0.25f;
   EXPECT_EQ(session.Step(0.5f).value_or(false), true);
-  EXPECT_EQ(w_, (std::vector<float>{1.25f, 1.25f}));  // (2.25 + 0.25) / 2
+  EXPECT_EQ(w_, (std::vector<float>{1.25f, 1.25f}));  // (2 x 2.25 + 2 x 0.25) / 4
   for (float& v : w_) v += 0.25f;
   EXPECT_EQ(session.Step(0.5f).value_or(true), false);  // the script is over: done
   EXPECT_EQ(w_, (std::vector<float>{1.5f, 1.5f}));
@@ -363,6 +364,26 @@ TEST_F(SessionTest, PeerRoundsAverageThePeersModelsIn) {
   ASSERT_EQ(coordinator.reports.size(), 2u);
   EXPECT_TRUE(coordinator.reports[0].has_transfers());
   EXPECT_EQ(coordinator.reports[1].clock(), 2);
+}
+
+// Push-sum's bookkeeping: a share sent with a model that did not arrive (here, to a port nobody
+// listens on) stays with its sender, so the sender's model keeps its full weight.
+TEST_F(SessionTest, AShareThatDoesNotArriveStaysWithItsSender) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  v1::Proceed grant = Exchange(0, 0, 9);
+  v1::PeerRef* nobody = grant.mutable_exchange()->add_send_to();
+  nobody->set_trainer_id(5);
+  nobody->set_address("127.0.0.1:1");
+  coordinator.Script({grant, absl::ZeroDuration()});
+  FakePeers peers;
+  ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {4, 4}}}).ok());
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
+                  &peers.link);
+  ASSERT_TRUE(session.Start().ok());
+  // (1 x 0 + 1 x 4) / 2; had the lost share (1/2) gone, (0.5 x 0 + 1 x 4) / 1.5.
+  EXPECT_EQ(w_, (std::vector<float>{2, 2}));
+  EXPECT_EQ(metrics_.mixing_mass.Value(), 2.0);
 }
 
 // selmcast-ssp: an exchange averages in whatever has arrived, without waiting for anyone.

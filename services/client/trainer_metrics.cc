@@ -64,6 +64,9 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
           r, "syncopate_trainer_exchange_transfers_preempted_total",
           "Model transfers to peers cancelled before the end: preempted by the coordinator or "
           "superseded by a newer multicast (selmcast-ssp).")),
+      mixing_mass(metrics::AddGauge(r, "syncopate_trainer_mixing_mass",
+                                    "This trainer's push-sum mass after its last exchange (1 at "
+                                    "join; the job's masses sum to its trainer count).")),
       refused_calls(prometheus::BuildCounter()
                         .Name("syncopate_trainer_refused_calls_total")
                         .Help("Calls to this trainer's Peer service refused because the caller's "

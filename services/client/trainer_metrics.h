@@ -36,6 +36,7 @@ struct TrainerMetrics {
   prometheus::Counter& exchange_bytes_received;
   prometheus::Counter& exchange_peers_missed;
   prometheus::Counter& exchange_transfers_preempted;
+  prometheus::Gauge& mixing_mass;
   // Calls to the Peer service refused by the caller's certificate, label rpc.
   prometheus::Family<prometheus::Counter>& refused_calls;
 };

@@ -4,8 +4,11 @@
 // trainer's own threads do: collect a round, take the latest models, mark a peer gone, learn the
 // peers' names. Input: a sequence of operations, each a byte and its arguments (InputReader; see
 // WritePeerInboxSeeds in seeds.cc). Beyond not crashing: every
-// model the inbox hands out fits this trainer's shapes, and averaging it in either succeeds or
-// leaves the trainer's model unchanged.
+// model the inbox hands out fits this trainer's shapes, and mixing it in (MixInto, with the mass
+// the stream's header carries) either succeeds with a finite positive mass or leaves the trainer's
+// model unchanged.
+
+#include <cmath>
 
 #include "client/peer_exchange.h"
 #include "fuzz_input.h"
@@ -18,18 +21,21 @@ namespace {
 // The inbox warns of every model it drops; at fuzzing rates the log would be the bottleneck.
 [[maybe_unused]] const bool kLogsOff = (spdlog::set_level(spdlog::level::off), true);
 
-void RequireFits(const std::map<uint64_t, tensor::TensorMap>& received,
+void RequireFits(const std::map<uint64_t, client::PeerModel>& received,
                  const tensor::TensorMap& own) {
-  for (const auto& [sender, model] : received) {
-    for (const auto& [name, values] : model) {
+  for (const auto& [sender, peer] : received) {
+    for (const auto& [name, values] : peer.model) {
       auto mine = own.find(name);
       Require(mine != own.end() && mine->second.size() == values.size(),
               "a received tensor has this trainer's shape");
     }
   }
-  tensor::TensorMap averaged = own;
-  if (!client::AverageInto(averaged, received).ok()) {
-    Require(averaged == own, "a failed average leaves the model unchanged");
+  tensor::TensorMap mixed = own;
+  absl::StatusOr<double> mass = client::MixInto(mixed, 1.0, received);
+  if (!mass.ok()) {
+    Require(mixed == own, "a failed mix leaves the model unchanged");
+  } else {
+    Require(std::isfinite(*mass) && *mass >= 1.0, "a mix's mass is finite and at least its own");
   }
 }
 
@@ -44,7 +50,9 @@ void Deposit(InputReader& input, client::ExchangeInbox& inbox, const store::Spec
   }
   absl::StatusOr<store::StagedPush> push = assembler.Finish();
   if (!push.ok()) return;
-  inbox.Deposit(push->header.clock(), push->header.trainer_id(), client::ToTensorMap(*push), caller)
+  inbox
+      .Deposit(push->header.clock(), push->header.trainer_id(), client::ToTensorMap(*push), caller,
+               push->header.weight())
       .IgnoreError();
 }
 

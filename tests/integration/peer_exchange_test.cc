@@ -3,6 +3,7 @@
 // background multicasts that can be preempted or superseded.
 #include "client/peer_exchange.h"
 
+#include <cmath>
 #include <memory>
 #include <thread>
 
@@ -48,13 +49,15 @@ TEST(PeerExchangeTest, ModelsArriveByRoundAndSender) {
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   for (uint64_t id : {7, 8}) {
-    auto results = sender.SendToAll({r.Ref(1)}, id, /*round=*/3, Model(id), In(absl::Seconds(10)));
+    auto results =
+        sender.SendToAll({r.Ref(1)}, id, /*round=*/3, Model(id), 1.0, In(absl::Seconds(10)));
     ASSERT_TRUE(results[0].ok()) << results[0];
   }
   auto got = r.inbox.Collect(3, {7, 8}, In(absl::Seconds(10)));
   ASSERT_EQ(got.size(), 2u);
-  EXPECT_EQ(got[7], Model(7));
-  EXPECT_EQ(got[8], Model(8));
+  EXPECT_EQ(got[7].model, Model(7));
+  EXPECT_EQ(got[8].model, Model(8));
+  EXPECT_EQ(got[7].mass, 1.0);
   const TransferTotals totals = sent.Take();
   EXPECT_EQ(totals.bytes, 2 * 1010 * 4.0);
   EXPECT_EQ(totals.transfers, 2);
@@ -65,19 +68,19 @@ TEST(PeerExchangeTest, WrongShapesAndRepeatsAreRefused) {
   Receiver r(Model(0));
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
-  auto wrong = sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 999), In(absl::Seconds(10)));
+  auto wrong = sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 999), 1.0, In(absl::Seconds(10)));
   EXPECT_EQ(wrong[0].code(), absl::StatusCode::kInvalidArgument) << wrong[0];
   tensor::TensorMap extra = Model(1);
   extra["unknown"] = {1};
-  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 7, 1, extra, In(absl::Seconds(10)))[0].code(),
+  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 7, 1, extra, 1.0, In(absl::Seconds(10)))[0].code(),
             absl::StatusCode::kNotFound);
-  ASSERT_TRUE(sender.SendToAll({r.Ref(1)}, 7, 1, Model(1), In(absl::Seconds(10)))[0].ok());
-  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 7, 1, Model(2), In(absl::Seconds(10)))[0].code(),
+  ASSERT_TRUE(sender.SendToAll({r.Ref(1)}, 7, 1, Model(1), 1.0, In(absl::Seconds(10)))[0].ok());
+  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 7, 1, Model(2), 1.0, In(absl::Seconds(10)))[0].code(),
             absl::StatusCode::kAlreadyExists);
   auto got = r.inbox.Collect(1, {7}, In(absl::Seconds(10)));
-  EXPECT_EQ(got.at(7), Model(1));  // the first one, untouched by the refused ones
+  EXPECT_EQ(got.at(7).model, Model(1));  // the first one, untouched by the refused ones
   // The round is over: a late model is refused.
-  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 9, 1, Model(3), In(absl::Seconds(10)))[0].code(),
+  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 9, 1, Model(3), 1.0, In(absl::Seconds(10)))[0].code(),
             absl::StatusCode::kFailedPrecondition);
 }
 
@@ -88,7 +91,7 @@ TEST(PeerExchangeTest, ADeadPeerCostsAtMostTheDeadline) {
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   const absl::Time deadline = In(absl::Seconds(3));
-  auto results = sender.SendToAll({dead, r.Ref(1)}, 7, 1, Model(1), deadline);
+  auto results = sender.SendToAll({dead, r.Ref(1)}, 7, 1, Model(1), 1.0, deadline);
   EXPECT_FALSE(results[0].ok());
   EXPECT_TRUE(results[1].ok()) << results[1];
   EXPECT_LE(absl::Now(), deadline + absl::Seconds(1));
@@ -128,7 +131,8 @@ TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
   Receiver r(Model(0, 1000000), &ingress);
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
-  ASSERT_TRUE(sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)))[0].ok());
+  ASSERT_TRUE(
+      sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 1000000), 1.0, In(absl::Seconds(30)))[0].ok());
   const TransferTotals received = r.received.Take();
   EXPECT_GT(received.bytes, 4e6);
   EXPECT_LE(received.bytes / received.seconds, 2e6 * 1.1);
@@ -137,7 +141,8 @@ TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
   base::TokenBucket egress(2e6, 64e3, base::MonotonicClock::Get());
   PeerSender limited(&egress, sent, rpc::Credentials::Insecure());
   ASSERT_TRUE(
-      limited.SendToAll({fast.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)))[0].ok());
+      limited.SendToAll({fast.Ref(1)}, 7, 1, Model(1, 1000000), 1.0, In(absl::Seconds(30)))[0]
+          .ok());
   const TransferTotals totals = sent.Take();
   EXPECT_LE(totals.bytes / totals.seconds, 2e6 * 1.1);
 }
@@ -152,6 +157,7 @@ BackgroundMulticast::Outcomes WaitOutcomes(BackgroundMulticast& multicast, int c
     all.delivered += more.delivered;
     all.failed += more.failed;
     all.cancelled += more.cancelled;
+    all.returned_mass += more.returned_mass;
   }
   return all;
 }
@@ -161,10 +167,10 @@ TEST(BackgroundMulticastTest, DeliversToEveryReceiverInTheBackground) {
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   BackgroundMulticast multicast(sender);
-  multicast.Start({a.Ref(1), b.Ref(2)}, 7, 1, Model(1), In(absl::Seconds(10)));
+  multicast.Start({a.Ref(1), b.Ref(2)}, 7, 1, Model(1), 0.5, In(absl::Seconds(10)));
   EXPECT_EQ(WaitOutcomes(multicast, 2).delivered, 2);
-  EXPECT_EQ(a.inbox.TakeLatest()[7], Model(1));
-  EXPECT_EQ(b.inbox.TakeLatest()[7], Model(1));
+  EXPECT_EQ(a.inbox.TakeLatest()[7].model, Model(1));
+  EXPECT_EQ(b.inbox.TakeLatest()[7].model, Model(1));
   EXPECT_EQ(sent.Take().transfers, 2);
 }
 
@@ -174,14 +180,14 @@ TEST(BackgroundMulticastTest, ANewerMulticastSupersedesTheUnfinishedOne) {
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   BackgroundMulticast multicast(sender);
-  multicast.Start({slow.Ref(1)}, 7, 1, Model(1, 1000000), In(absl::Seconds(30)));
+  multicast.Start({slow.Ref(1)}, 7, 1, Model(1, 1000000), 0.5, In(absl::Seconds(30)));
   absl::SleepFor(absl::Milliseconds(200));
-  multicast.Start({fast.Ref(2)}, 7, 2, Model(2, 1000000), In(absl::Seconds(30)));
+  multicast.Start({fast.Ref(2)}, 7, 2, Model(2, 1000000), 0.5, In(absl::Seconds(30)));
   const BackgroundMulticast::Outcomes outcomes = WaitOutcomes(multicast, 2);
   EXPECT_EQ(outcomes.cancelled, 1);
   EXPECT_EQ(outcomes.delivered, 1);
   EXPECT_TRUE(slow.inbox.TakeLatest().empty());
-  EXPECT_EQ(fast.inbox.TakeLatest()[7], Model(2, 1000000));
+  EXPECT_EQ(fast.inbox.TakeLatest()[7].model, Model(2, 1000000));
 }
 
 TEST(BackgroundMulticastTest, APreemptedTransferStopsAndDepositsNothing) {
@@ -191,7 +197,7 @@ TEST(BackgroundMulticastTest, APreemptedTransferStopsAndDepositsNothing) {
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   BackgroundMulticast multicast(sender);
-  multicast.Start({slow.Ref(1), fast.Ref(2)}, 7, 5, Model(5, 1000000), In(absl::Seconds(30)));
+  multicast.Start({slow.Ref(1), fast.Ref(2)}, 7, 5, Model(5, 1000000), 0.5, In(absl::Seconds(30)));
   absl::SleepFor(absl::Milliseconds(300));
   multicast.Stop(4, {1});  // a stale round: ignored
   multicast.Stop(5, {1});
@@ -199,10 +205,12 @@ TEST(BackgroundMulticastTest, APreemptedTransferStopsAndDepositsNothing) {
   EXPECT_EQ(outcomes.delivered, 1);
   EXPECT_EQ(outcomes.cancelled, 1);
   EXPECT_EQ(outcomes.failed, 0);
+  EXPECT_EQ(outcomes.returned_mass, 0.5) << "the preempted transfer's share goes back";
   EXPECT_TRUE(slow.inbox.TakeLatest().empty());
   auto got = fast.inbox.TakeLatest();
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[7], Model(5, 1000000));
+  EXPECT_EQ(got[7].model, Model(5, 1000000));
+  EXPECT_EQ(got[7].mass, 0.5);
 }
 
 TEST(ExchangeInboxTest, TakeLatestKeepsEachSendersNewestRound) {
@@ -212,20 +220,25 @@ TEST(ExchangeInboxTest, TakeLatestKeepsEachSendersNewestRound) {
   ASSERT_TRUE(inbox.Deposit(4, 8, Model(4)).ok());
   auto latest = inbox.TakeLatest();
   ASSERT_EQ(latest.size(), 2u);
-  EXPECT_EQ(latest[7], Model(5));
-  EXPECT_EQ(latest[8], Model(4));
+  EXPECT_EQ(latest[7].model, Model(5));
+  EXPECT_EQ(latest[8].model, Model(4));
   EXPECT_TRUE(inbox.TakeLatest().empty());
 }
 
-TEST(PeerExchangeTest, AveragingIsTheEqualWeightMean) {
-  tensor::TensorMap own = Model(1, 4);
-  ASSERT_TRUE(AverageInto(own, {{2, Model(2, 4)}, {3, Model(6, 4)}}).ok());
-  EXPECT_EQ(own, Model(3, 4));
-  tensor::TensorMap before = own;
-  EXPECT_FALSE(AverageInto(own, {{2, Model(2, 5)}}).ok());
-  EXPECT_EQ(own, before);
-  EXPECT_TRUE(AverageInto(own, {}).ok());
-  EXPECT_EQ(own, before);
+// The mass a model carries crosses the wire; one that is not finite and positive is refused.
+TEST(PeerExchangeTest, AModelCarriesItsMass) {
+  Receiver r(Model(0));
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
+  ASSERT_TRUE(sender.SendToAll({r.Ref(1)}, 7, 1, Model(7), 0.25, In(absl::Seconds(10)))[0].ok());
+  for (double bad : {0.0, -1.0, std::nan("")}) {
+    EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 8, 1, Model(8), bad, In(absl::Seconds(10)))[0].code(),
+              absl::StatusCode::kInvalidArgument)
+        << bad;
+  }
+  auto got = r.inbox.Collect(1, {7, 8}, In(absl::Seconds(1)));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[7].mass, 0.25);
 }
 
 }  // namespace

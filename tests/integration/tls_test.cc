@@ -405,7 +405,7 @@ TEST(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   client::TransferMeter sent;
   client::PeerSender from_store(nullptr, sent, Certificates::Get().Of("store"));
-  absl::Status refused = from_store.SendOne(bob, kAlice, 1, {{"w", {5, 5}}}, deadline);
+  absl::Status refused = from_store.SendOne(bob, kAlice, 1, {{"w", {5, 5}}}, 1.0, deadline);
   EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
   client::PeerSender from_alice(nullptr, sent, Certificates::Get().Of("alice"));
   // Once the coordinator named alice's id, bob cannot send a model as hers.
@@ -415,12 +415,12 @@ TEST(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
   named->set_name("alice");
   inbox.NamePeers(exchange);
   client::PeerSender from_bob(nullptr, sent, Certificates::Get().Of("bob"));
-  absl::Status forged = from_bob.SendOne(bob, kAlice, 1, {{"w", {6, 6}}}, deadline);
+  absl::Status forged = from_bob.SendOne(bob, kAlice, 1, {{"w", {6, 6}}}, 1.0, deadline);
   EXPECT_EQ(forged.code(), absl::StatusCode::kPermissionDenied) << forged;
-  ASSERT_TRUE(from_alice.SendOne(bob, kAlice, 1, {{"w", {1, 2}}}, deadline).ok());
+  ASSERT_TRUE(from_alice.SendOne(bob, kAlice, 1, {{"w", {1, 2}}}, 1.0, deadline).ok());
   auto got = inbox.Collect(1, {kAlice}, deadline);
   ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[kAlice].at("w"), (std::vector<float>{1, 2}));
+  EXPECT_EQ(got[kAlice].model.at("w"), (std::vector<float>{1, 2}));
   server->Shutdown();
 }
 
