@@ -214,10 +214,10 @@ grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackSe
           if (!allowed.ok()) return rpc::ToGrpcStatus(allowed);
         }
         const double mass = push->header.weight();
-        if (!(std::isfinite(mass) && mass > 0)) {
+        if (!(std::isfinite(mass) && mass >= 0)) {
           return grpc::Status(
               grpc::StatusCode::INVALID_ARGUMENT,
-              absl::StrCat("a peer model's mass must be finite and positive, got ", mass));
+              absl::StrCat("a peer model's mass must be finite and not negative, got ", mass));
         }
         uint64_t bytes = 0;
         for (const store::StagedChunk& chunk : push->chunks) bytes += chunk.bytes.size();
@@ -329,12 +329,12 @@ std::vector<absl::Status> PeerSender::SendToAll(const std::vector<v1::PeerRef>& 
 
 absl::StatusOr<double> MixInto(tensor::TensorMap& own, double own_mass,
                                const std::map<uint64_t, PeerModel>& received) {
-  if (!(std::isfinite(own_mass) && own_mass > 0)) {
+  if (!(std::isfinite(own_mass) && own_mass >= 0)) {
     return absl::InvalidArgumentError(absl::StrCat("this trainer's mass is ", own_mass));
   }
   double total = own_mass;
   for (const auto& [sender, peer] : received) {
-    if (!(std::isfinite(peer.mass) && peer.mass > 0)) {
+    if (!(std::isfinite(peer.mass) && peer.mass >= 0)) {
       return absl::InvalidArgumentError(
           absl::StrCat("trainer ", sender, "'s model carries mass ", peer.mass));
     }
@@ -347,6 +347,7 @@ absl::StatusOr<double> MixInto(tensor::TensorMap& own, double own_mass,
     }
     total += peer.mass;
   }
+  if (total == 0) return 0.0;  // nobody's model weighs anything yet: keep this one
   const float own_weight = static_cast<float>(own_mass / total);
   for (auto& [name, values] : own) {
     for (float& v : values) v *= own_weight;

@@ -124,7 +124,7 @@ tensor::TensorMap ToTensorMap(const store::StagedPush& push);
 store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 
 // Receives peers' models into an inbox. `lookup` gives this trainer's tensor shapes; a stream whose
-// tensors do not match, or whose mass (PushHeader.weight) is not finite and positive, is refused
+// tensors do not match, or whose mass (PushHeader.weight) is negative or not finite, is refused
 // (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited.
 // Served with gRPC's callback API: a stream paced by `ingress` waits on a timer, not a thread.
 class PeerService final : public v1::Peer::CallbackService {
@@ -192,13 +192,15 @@ class PeerSender {
 };
 
 // The exchange's mixing rule, push-sum (Kempe et al., 2003; as in Stochastic Gradient Push, Assran
-// et al., 2019; docs/modes.md "Mixing weights"). Every trainer holds a mass, 1 when it joins. A
-// sender keeps one share of its mass and gives one to each receiver with its model (PeerSender's
-// `mass`); a share that does not arrive goes back to its sender. `own` (with the mass `own_mass`
-// > 0 it kept) becomes the mass-weighted mean of itself and every received model, and its mass
-// the sum: the mixing then moves no trainer's data more than another's, whatever the plan's in-
-// and out-degrees. Returns the new mass. INVALID_ARGUMENT (`own` unchanged) when a received model
-// lacks a tensor of `own`, has a different length, or a mass that is not finite and positive.
+// et al., 2019; docs/modes.md "Mixing weights"). Every trainer holds a mass: 1 when the job starts,
+// 0 when it joins a job under way (its untrained model then weighs nothing, and it takes its
+// peers' models). A sender keeps one share of its mass and gives one to each receiver with its
+// model (PeerSender's `mass`); a share that does not arrive goes back to its sender. `own` (with
+// the mass `own_mass` it kept) becomes the mass-weighted mean of itself and every received model,
+// and its mass the sum: the mixing then moves no trainer's data more than another's, whatever the
+// plan's in- and out-degrees. When every mass is 0, `own` stays as it is. Returns the new mass.
+// INVALID_ARGUMENT (`own` unchanged) when a mass is negative or not finite, or a received model
+// lacks a tensor of `own` or has a different length.
 absl::StatusOr<double> MixInto(tensor::TensorMap& own, double own_mass,
                                const std::map<uint64_t, PeerModel>& received);
 

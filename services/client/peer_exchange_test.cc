@@ -165,11 +165,29 @@ TEST(MixInto, WeighsByMassAndRefusesWhatDoesNotFit) {
   EXPECT_EQ(own.at("w"), (std::vector<float>{3, 6}));
   for (const PeerModel& bad :
        {PeerModel{{{"w", {1}}}, 1.0}, PeerModel{{{"v", {1, 1}}}, 1.0},
-        PeerModel{{{"w", {1, 1}}}, 0.0}, PeerModel{{{"w", {1, 1}}}, std::nan("")}}) {
+        PeerModel{{{"w", {1, 1}}}, -1.0}, PeerModel{{{"w", {1, 1}}}, std::nan("")}}) {
     EXPECT_EQ(MixInto(own, 1.0, {{2, bad}}).status().code(), absl::StatusCode::kInvalidArgument);
     EXPECT_EQ(own.at("w"), (std::vector<float>{3, 6})) << "unchanged";
   }
-  EXPECT_EQ(MixInto(own, 0.0, {}).status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(MixInto(own, -1.0, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A trainer that joined a job under way holds no mass: it takes its peers' models whole, and keeps
+// its own while nothing with mass arrived.
+TEST(MixInto, ATrainerWithoutMassTakesItsPeersModels) {
+  tensor::TensorMap own = {{"w", {100}}};
+  absl::StatusOr<double> mass = MixInto(own, 0.0, {{2, PeerModel{{{"w", {9}}}, 0.0}}});
+  ASSERT_TRUE(mass.ok());
+  EXPECT_EQ(*mass, 0.0);
+  EXPECT_EQ(own.at("w")[0], 100) << "nothing weighs anything yet";
+  mass = MixInto(own, 0.0, {{2, PeerModel{{{"w", {2}}}, 0.5}}, {3, PeerModel{{{"w", {4}}}, 0.5}}});
+  ASSERT_TRUE(mass.ok());
+  EXPECT_EQ(*mass, 1.0);
+  EXPECT_EQ(own.at("w")[0], 3) << "the peers' mix, nothing of its own";
+  // Its models weigh nothing with a receiver that has mass.
+  tensor::TensorMap peer = {{"w", {1}}};
+  ASSERT_EQ(*MixInto(peer, 1.0, {{4, PeerModel{{{"w", {100}}}, 0.0}}}), 1.0);
+  EXPECT_EQ(peer.at("w")[0], 1);
 }
 
 // A background exchange takes each sender's newest model with the mass of every model it sent.

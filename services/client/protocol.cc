@@ -110,6 +110,10 @@ absl::StatusOr<std::optional<v1::Proceed>> Protocol::AwaitProceed(
 
 absl::StatusOr<std::optional<PulledModel>> Protocol::Pull(const v1::Proceed& proceed) {
   if (proceed.pull().has_none()) return std::optional<PulledModel>();
+  // A trainer joining a peer-to-peer job under way pulls the store's initial model, which these
+  // modes never update: it holds no mass, so that its exchanges take its peers' trained models
+  // instead of averaging the untrained one in (MixInto).
+  if (welcome().peer_to_peer() && proceed.clock() > 0) mass_ = 0;
   const absl::Time start = clock_.Now();
   const int64_t round = proceed.pull().has_round() ? proceed.pull().round() : -1;
   ASSIGN_OR_RETURN(PulledModel pulled, store_.Pull(round));
@@ -244,6 +248,7 @@ absl::Status Protocol::Exchange(const v1::Proceed& proceed, tensor::TensorMap& o
                              {"received", outcome.received},
                              {"expected", exchange.receive_from_size()},
                              {"preempted", outcome.preempted},
+                             {"mass", mass_},
                              {"seconds", absl::ToDoubleSeconds(took)}});
   MaybeEvaluate(proceed, own);
   return absl::OkStatus();

@@ -104,7 +104,9 @@ class Protocol {
   const absl::Time joined_at_;
   uint64_t sequence_ = 0;
   double push_weight_ = 0;  // of the last grant (0: none said)
-  double mass_ = 1;         // peer-to-peer modes: this trainer's push-sum mass (MixInto)
+  // Peer-to-peer modes: this trainer's push-sum mass (MixInto); 0 for a joiner until its peers'
+  // models reach it.
+  double mass_ = 1;
   std::atomic<bool> done_{false};
   std::atomic<int64_t> last_compute_us_{0};  // the last step's, for the trace's push span
   v1::TransferReport transfers_;             // the last exchange's, for the next report

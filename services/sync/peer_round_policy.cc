@@ -3,8 +3,6 @@
 #include <algorithm>
 #include <limits>
 
-#include "sync/dssync_grouping.h"
-
 namespace syncopate::sync {
 namespace {
 
@@ -19,19 +17,13 @@ PeerRoundPolicy::PeerRoundPolicy(PeerRoundConfig config)
       bandwidth_(kSampleWeight, LinkRates{1, 1}),
       rng_(config_.seed) {}
 
-int PeerRoundPolicy::GroupOf(TrainerId trainer) const {
-  auto it = group_of_.find(trainer);
-  return it == group_of_.end() ? -1 : it->second;
-}
-
-int PeerRoundPolicy::group_count() const { return group_count_; }
-
 absl::StatusOr<int64_t> PeerRoundPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                                 Decisions* decisions) {
   if (absl::Status s = CheckJoin(trainer); !s.ok()) return s;
   gate_.NoteJoin(now);
   clocks_.Set(trainer, granted_clock_);
   newcomers_.insert(trainer);
+  if (granted_clock_ > 0) unfed_.insert(trainer);  // a job under way: its model is untrained
   GrantNewcomers(now, decisions);
   return granted_clock_;
 }
@@ -53,10 +45,8 @@ Decisions PeerRoundPolicy::OnLeave(TrainerId trainer, absl::Time now) {
   if (!clocks_.Get(trainer)) return decisions;
   clocks_.Erase(trainer);
   newcomers_.erase(trainer);
+  unfed_.erase(trainer);
   waiting_.Remove(trainer);
-  group_of_.erase(trainer);
-  group_count_ = 0;
-  for (const auto& [id, group] : group_of_) group_count_ = std::max(group_count_, group + 1);
   bandwidth_.Forget(trainer);
   MaybeRelease(&decisions);
   GrantNewcomers(now, &decisions);
@@ -95,7 +85,7 @@ void PeerRoundPolicy::GrantNewcomers(absl::Time now, Decisions* decisions) {
   }
   for (TrainerId t : newcomers_) {
     const PullSpec pull = resumed_.count(t) > 0 ? PullSpec::None() : PullSpec::Live();
-    decisions->grants.push_back(Grant{t, *clocks_.Get(t), pull, 0, GroupOf(t)});
+    decisions->grants.push_back(Grant{t, *clocks_.Get(t), pull, 0});
   }
   newcomers_.clear();
   resumed_.clear();
@@ -112,10 +102,9 @@ void PeerRoundPolicy::MaybeRelease(Decisions* decisions) {
   }
   std::sort(members.begin(), members.end());
   const int64_t round = granted_clock_ + 1;
-  last_plan_ =
-      config_.planner == "dssync" ? PlanGroups(members, round) : PlanMulticast(members, round);
+  last_plan_ = PlanMulticast(members, round);
   for (TrainerId t : members) {
-    decisions->grants.push_back(Grant{t, round, PullSpec::None(), 0, GroupOf(t), last_plan_[t]});
+    decisions->grants.push_back(Grant{t, round, PullSpec::None(), 0, -1, last_plan_[t]});
   }
   granted_clock_ = round;
 }
@@ -144,53 +133,30 @@ std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
   const MulticastPlan selected = config_.planner == "orpheus"
                                      ? SelectOrpheus(problem, history, round, rng_)
                                      : SelectSelMcast(problem, history, round);
+  auto send = [&](int i, int j) {
+    plan[members[i]].send_to.push_back(members[j]);
+    plan[members[j]].receive_from.push_back(members[i]);
+    last_exchanged_[{members[i], members[j]}] = round;
+  };
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
-      if (!selected.sends.at(i, j)) continue;
-      plan[members[i]].send_to.push_back(members[j]);
-      plan[members[j]].receive_from.push_back(members[i]);
-      last_exchanged_[{members[i], members[j]}] = round;
+      if (selected.sends.at(i, j)) send(i, j);
     }
   }
-  return plan;
-}
-
-std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanGroups(const std::vector<TrainerId>& members,
-                                                              int64_t round) {
-  DsSyncOptions options;
-  options.groups = config_.groups;
-  // Bandwidth-aware: trainers whose slower direction is well below the median's are spread out.
-  std::vector<double> slower;
-  for (TrainerId t : members) {
-    if (!bandwidth_.Measured(t)) continue;
-    const LinkRates r = bandwidth_.Estimate(t);
-    slower.push_back(std::min(r.upload, r.download));
-  }
-  if (!slower.empty()) {
-    std::nth_element(slower.begin(), slower.begin() + slower.size() / 2, slower.end());
-    const double median = slower[slower.size() / 2];
-    for (TrainerId t : members) {
-      const LinkRates r = bandwidth_.Estimate(t);
-      if (bandwidth_.Measured(t) && std::min(r.upload, r.download) < config_.slow_fraction * median)
-        options.slow.push_back(t);
-    }
-  }
-  std::map<TrainerId, PeerExchange> plan;
-  group_of_.clear();
-  const std::vector<std::vector<TrainerId>> groups =
-      DsSyncGroups(members, config_.seed, round, options);
-  group_count_ = static_cast<int>(groups.size());
-  for (size_t g = 0; g < groups.size(); ++g) {
-    for (TrainerId t : groups[g]) {
-      group_of_[t] = static_cast<int>(g);
-      PeerExchange& exchange = plan[t];
-      exchange.round = round;
-      for (TrainerId peer : groups[g]) {
-        if (peer == t) continue;
-        exchange.send_to.push_back(peer);
-        exchange.receive_from.push_back(peer);
+  // A joiner gets a trained model in its first round: the fastest uploader that is no joiner
+  // itself sends to it, if the plan did not.
+  for (int j = 0; j < n; ++j) {
+    if (unfed_.count(members[j]) == 0) continue;
+    if (plan[members[j]].receive_from.empty()) {
+      int best = -1;
+      for (int i = 0; i < n; ++i) {
+        if (i == j || unfed_.count(members[i]) > 0) continue;
+        if (best < 0 || problem.upload[i] > problem.upload[best]) best = i;
       }
+      if (best < 0) continue;  // only joiners: nobody has a trained model to give
+      send(best, j);
     }
+    unfed_.erase(members[j]);
   }
   return plan;
 }

@@ -1,17 +1,14 @@
-// The peer-to-peer modes: trainers exchange models with each other instead of pushing to the store.
-// Rounds are bulk-synchronous: when every live trainer has reported clock c, each is granted with
-// the exchange of round c (whom to send its model to, whom to expect models from), and then
-// computes iteration c + 1. Who talks to whom is the planner's choice:
+// The peer-to-peer multicast modes: trainers exchange models with each other instead of pushing to
+// the store. Rounds are bulk-synchronous: when every live trainer has reported clock c, each is
+// granted with the exchange of round c (whom to send its model to, whom to expect models from), and
+// then computes iteration c + 1. Who talks to whom is the planner's choice:
 //   selmcast  SelMcast's greedy load balancing over the receivers' measured download rates, then
 //             Pareto additions (Luo et al., TSC 2024); at least p receivers per sender
 //   orpheus   p receivers at random (the baseline SelMcast is measured against)
-//   dssync    DS-Sync: the trainers are shuffled into groups every round and exchange within their
-//             group only (Wang et al., 2020); bandwidth-aware, trainers on slow links are spread
-//             over different groups
-// Both multicast planners keep the k-round rule (every pair exchanges at least once per k+1
-// rounds). Bandwidth comes from the trainers' measured transfers (ObserveTransfers). A trainer that
-// leaves releases the barrier; peers it was to exchange with stop waiting for it at the exchange
-// deadline (the trainer side).
+// (dssync has no global barrier: dssync_policy.h.) Both multicast planners keep the k-round rule
+// (every pair exchanges at least once per k+1 rounds). Bandwidth comes from the trainers' measured
+// transfers (ObserveTransfers). A trainer that leaves releases the barrier; peers it was to
+// exchange with stop waiting for it at the exchange deadline (the trainer side).
 #ifndef SYNCOPATE_SYNC_PEER_ROUND_POLICY_H_
 #define SYNCOPATE_SYNC_PEER_ROUND_POLICY_H_
 
@@ -29,14 +26,10 @@
 namespace syncopate::sync {
 
 struct PeerRoundConfig {
-  std::string planner = "selmcast";     // selmcast, orpheus or dssync
-  double min_receivers_fraction = 0.3;  // p = ceil(fraction * n), multicast planners
-  int k = 4;                            // multicast planners' k-round rule
-  int groups = 2;                       // dssync
-  // dssync, bandwidth-aware: a trainer whose slower direction is below this fraction of the median
-  // trainer's is "slow" and kept apart from the other slow ones.
-  double slow_fraction = 0.5;
-  uint64_t seed = 1;  // dssync's shuffle; orpheus's random choices
+  std::string planner = "selmcast";     // selmcast or orpheus
+  double min_receivers_fraction = 0.3;  // p = ceil(fraction * n)
+  int k = 4;                            // the k-round rule
+  uint64_t seed = 1;                    // orpheus's random choices
   int min_trainers = 1;
   absl::Duration start_timeout = absl::Seconds(30);
 };
@@ -48,11 +41,10 @@ class PeerRoundPolicy final : public ClockedPolicy {
   std::string name() const override { return config_.planner; }
   PushMode push_mode() const override { return PushMode::kNone; }
   int64_t staleness_bound() const override { return 0; }
-  int GroupOf(TrainerId trainer) const override;
-  int group_count() const override;
 
   // A newcomer starts at the clock the others were last granted at and is granted at once (it
-  // pulls the store's initial model); its first exchange is the next round's.
+  // pulls the store's initial model); its first exchange is the next round's, in which at least
+  // one trainer sends to it (the fastest uploader), so it takes a trained model at once.
   absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
@@ -76,21 +68,19 @@ class PeerRoundPolicy final : public ClockedPolicy {
   void GrantNewcomers(absl::Time now, Decisions* decisions);
   std::map<TrainerId, PeerExchange> PlanMulticast(const std::vector<TrainerId>& members,
                                                   int64_t round);
-  std::map<TrainerId, PeerExchange> PlanGroups(const std::vector<TrainerId>& members,
-                                               int64_t round);
 
   const PeerRoundConfig config_;
   BandwidthEstimator bandwidth_;
   std::mt19937_64 rng_;
   std::set<TrainerId> newcomers_;  // joined, first grant not yet sent
   std::set<TrainerId> resumed_;    // of newcomers_: resumed, so they keep their model
-  WaitingRoom waiting_;            // reported the barrier clock, not granted yet
-  int64_t granted_clock_ = 0;      // the clock every member was last granted at
+  // Joined a job under way, and no round has planned a sender to them yet.
+  std::set<TrainerId> unfed_;
+  WaitingRoom waiting_;        // reported the barrier clock, not granted yet
+  int64_t granted_clock_ = 0;  // the clock every member was last granted at
   // The k-round rule's memory across membership changes: last round (sender, receiver) exchanged.
   std::map<std::pair<TrainerId, TrainerId>, int64_t> last_exchanged_;
   std::map<TrainerId, PeerExchange> last_plan_;
-  std::map<TrainerId, int> group_of_;
-  int group_count_ = 0;  // 1 + the largest group in group_of_ (0: none)
 };
 
 }  // namespace syncopate::sync

@@ -17,7 +17,6 @@ PeerRoundConfig Config(const std::string& planner, int min_trainers = 1) {
   PeerRoundConfig config;
   config.planner = planner;
   config.min_trainers = min_trainers;
-  config.groups = 2;
   return config;
 }
 
@@ -47,7 +46,7 @@ void ExpectConsistent(const std::map<TrainerId, PeerExchange>& plan) {
 }
 
 TEST(PeerRoundPolicyTest, RoundsAreBulkSynchronousWithAnExchangeEach) {
-  for (const std::string planner : {"selmcast", "orpheus", "dssync"}) {
+  for (const std::string planner : {"selmcast", "orpheus"}) {
     PeerRoundPolicy p(Config(planner, 4));
     Decisions joined = JoinAll(p, 4);
     EXPECT_EQ(Granted(joined).size(), 4u) << planner;  // the gate opens at the fourth join
@@ -105,27 +104,6 @@ TEST(PeerRoundPolicyTest, SelMcastSendsLessToASlowReceiverThanOrpheus) {
   EXPECT_LT(senders_to_slow("selmcast"), senders_to_slow("orpheus"));
 }
 
-TEST(PeerRoundPolicyTest, DsSyncGroupsPartitionAndKeepSlowLinksApart) {
-  PeerRoundConfig config = Config("dssync", 6);
-  config.groups = 2;
-  PeerRoundPolicy p(config);
-  JoinAll(p, 6);
-  for (int64_t clock = 1; clock <= 10; ++clock) {
-    for (TrainerId t = 1; t <= 6; ++t) {
-      const double rate = t == 2 || t == 5 ? 1e6 : 10e6;
-      p.ObserveTransfers(t, TransferSample{rate, 1.0, rate, 1.0});
-    }
-    ReportAll(p, 6, clock);
-    EXPECT_EQ(p.group_count(), 2);
-    EXPECT_NE(p.GroupOf(2), p.GroupOf(5)) << "round " << clock;
-    for (const auto& [t, exchange] : p.last_plan()) {
-      EXPECT_EQ(exchange.send_to.size(), 2u);  // the two others of a group of 3
-      for (TrainerId peer : exchange.send_to) EXPECT_EQ(p.GroupOf(peer), p.GroupOf(t));
-    }
-    ExpectConsistent(p.last_plan());
-  }
-}
-
 TEST(PeerRoundPolicyTest, ADepartureReleasesTheRound) {
   PeerRoundPolicy p(Config("selmcast", 3));
   JoinAll(p, 3);
@@ -151,6 +129,24 @@ TEST(PeerRoundPolicyTest, ANewcomerJoinsAtTheGrantedClockAndTheNextRound) {
   EXPECT_TRUE(p.OnClock(1, 3, kT0)->grants.empty());
   EXPECT_TRUE(p.OnClock(2, 3, kT0)->grants.empty());  // waits for the newcomer's clock 3
   EXPECT_EQ(p.OnClock(3, 3, kT0)->grants.size(), 3u);
+}
+
+// A trainer joining a job under way has an untrained model: its first round always gives it a
+// sender (it takes that model, client/peer_exchange.h). Orpheus's random choice alone leaves it
+// without one in about 1 seed of 64 (p = 3 of 6 others, each sender choosing).
+TEST(PeerRoundPolicyTest, AJoinersFirstRoundGivesItASender) {
+  for (uint64_t seed = 1; seed <= 300; ++seed) {
+    PeerRoundConfig config = Config("orpheus", 6);
+    config.seed = seed;
+    PeerRoundPolicy p(config);
+    JoinAll(p, 6);
+    ReportAll(p, 6, 1);
+    Decisions joined;
+    ASSERT_TRUE(p.OnJoin(7, kT0, &joined).ok());
+    for (TrainerId t = 1; t <= 7; ++t) ASSERT_TRUE(p.OnClock(t, 2, kT0).ok());
+    ASSERT_FALSE(p.last_plan().at(7).receive_from.empty()) << "seed " << seed;
+    ExpectConsistent(p.last_plan());
+  }
 }
 
 TEST(PeerRoundPolicyTest, BadReportsAreRefused) {

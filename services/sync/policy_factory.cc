@@ -6,6 +6,7 @@
 #include "absl/strings/str_join.h"
 #include "sync/bounded_staleness_policy.h"
 #include "sync/dssp_policy.h"
+#include "sync/dssync_policy.h"
 #include "sync/hybrid_policy.h"
 #include "sync/peer_round_policy.h"
 #include "sync/selmcast_ssp_policy.h"
@@ -199,12 +200,19 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     config.start_timeout = options.start_timeout;
     return std::make_unique<SelMcastSspPolicy>(config);
   }
-  if (mode == "dssync" || mode == "selmcast" || mode == "orpheus") {
+  if (mode == "dssync") {
+    DsSyncConfig config;
+    config.groups = options.groups;
+    config.seed = options.seed;
+    config.min_trainers = options.min_trainers;
+    config.start_timeout = options.start_timeout;
+    return std::make_unique<DsSyncPolicy>(config);
+  }
+  if (mode == "selmcast" || mode == "orpheus") {
     PeerRoundConfig config;
     config.planner = mode;
     config.min_receivers_fraction = options.min_receivers_fraction;
     config.k = options.k;
-    config.groups = options.groups;
     config.seed = options.seed;
     config.min_trainers = options.min_trainers;
     config.start_timeout = options.start_timeout;

@@ -135,7 +135,7 @@ TEST(Resume, HybridRegroupsEveryoneIntoOneGroup) {
 }
 
 TEST(Resume, PeerRoundsReleaseTheNextRoundOnceAllAreBack) {
-  auto p = Make("dssync");
+  auto p = Make("selmcast");
   ASSERT_TRUE(p->Recover(0, 3, kWindow).ok());
   // 1 and 2 reported clock 8 (round 7 released); 3 still computes clock 8.
   EXPECT_TRUE(Resume(*p, 1, 8, true, -1).empty());
@@ -149,6 +149,38 @@ TEST(Resume, PeerRoundsReleaseTheNextRoundOnceAllAreBack) {
     ASSERT_TRUE(g.exchange.has_value());
     EXPECT_EQ(g.exchange->round, 8);
   }
+}
+
+// dssync has no global barrier: each group of the round goes on once its own members are back.
+TEST(Resume, DsSyncReleasesEachGroupOnceItsMembersAreBack) {
+  auto p = Make("dssync");  // two groups
+  ASSERT_TRUE(p->Recover(0, 3, kWindow).ok());
+  // 1 and 2 reported clock 8; 3 still computes clock 8.
+  EXPECT_TRUE(Resume(*p, 1, 8, true, -1).empty());
+  EXPECT_TRUE(Resume(*p, 2, 8, true, -1).empty());
+  Decisions d = Resume(*p, 3, 7, false, -1);  // everyone is back: groups without 3 go on
+  d.Append(*p->OnClock(3, 8, kT0));
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2, 3));
+  for (const Grant& g : d.grants) {
+    EXPECT_EQ(g.clock, 8);
+    EXPECT_EQ(g.pull, PullSpec::None());
+    ASSERT_TRUE(g.exchange.has_value());
+    EXPECT_EQ(g.exchange->round, 8);
+  }
+}
+
+// A trainer whose group went on without it (its grant was lost with the coordinator) is granted
+// with what is left of its group, here alone, and keeps its model.
+TEST(Resume, ADsSyncTrainerWhoseGroupWentOnIsGrantedAlone) {
+  auto p = Make("dssync");
+  ASSERT_TRUE(p->Recover(0, 2, kWindow).ok());
+  Resume(*p, 1, 8, false, -1);               // got round 8's grant
+  Decisions d = Resume(*p, 2, 8, true, -1);  // reported 8, its grant was lost
+  ASSERT_THAT(Granted(d), ElementsAre(2));
+  EXPECT_EQ(d.grants[0].clock, 8);
+  EXPECT_EQ(d.grants[0].pull, PullSpec::None());
+  ASSERT_TRUE(d.grants[0].exchange.has_value());
+  EXPECT_TRUE(d.grants[0].exchange->send_to.empty());
 }
 
 TEST(Resume, APeerWhoseReleaseWasLostIsGrantedAloneAndKeepsItsModel) {

@@ -76,6 +76,39 @@ INSTANTIATE_TEST_SUITE_P(Modes, PeerMode,
                            return name;
                          });
 
+// A trainer that joins a running peer-to-peer job starts from the store's untrained initial model:
+// it joins with no mass, and its first exchange, which always has a sender, gives it its peers'
+// models and their mass (docs/modes.md "Mixing weights").
+TEST(P2PE2E, AJoinerTakesItsPeersModels) {
+  const std::string dir = MakeTempDir("p2p-joiner");
+  const int status = RunLocal(dir, {"--mode=selmcast", "--trainers=2", "--scale-events=3s:+1",
+                                    "--target-accuracy=0.99", "--time-limit=25s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  int64_t start = -1;
+  std::vector<nlohmann::json> exchanges;
+  for (const auto& e : ReadTrace(dir, 2)) {
+    if (e["event"] == "start" && start < 0) start = e["clock"];
+    if (e["event"] == "exchange") exchanges.push_back(e);
+  }
+  ASSERT_GT(start, 0) << "the joiner should start in the running job; see " << dir;
+  ASSERT_FALSE(exchanges.empty()) << "see " << dir;
+  EXPECT_GE(exchanges[0]["received"].get<int>(), 1) << "its first round has a sender";
+  EXPECT_GT(exchanges[0]["mass"].get<double>(), 0) << "it took its peers' mass";
+  // The job's masses sum to the two trainers it started with: the joiner brought none.
+  double total = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    const std::vector<nlohmann::json> trace = ReadTrace(dir, rank);
+    for (auto it = trace.rbegin(); it != trace.rend(); ++it) {
+      if ((*it)["event"] == "exchange") {
+        total += (*it)["mass"].get<double>();
+        break;
+      }
+    }
+  }
+  EXPECT_GT(total, 0.5) << "see " << dir;
+  EXPECT_LE(total, 2.0 + 1e-6) << "see " << dir;
+}
+
 TEST(P2PE2E, SelMcastSparesTheSlowLinkAndItsRoundsFinishSooner) {
   // Trainer 3 downloads at 20 Mbit/s, the others at 100; all upload at 100.
   auto run = [](const std::string& mode) {

@@ -5,8 +5,8 @@
 // peers' names. Input: a sequence of operations, each a byte and its arguments (InputReader; see
 // WritePeerInboxSeeds in seeds.cc). Beyond not crashing: every
 // model the inbox hands out fits this trainer's shapes, and mixing it in (MixInto, with the mass
-// the stream's header carries) either succeeds with a finite positive mass or leaves the trainer's
-// model unchanged.
+// the stream's header carries) either succeeds with a finite mass at least the trainer's own or
+// leaves the trainer's model unchanged.
 
 #include <cmath>
 

@@ -1,0 +1,89 @@
+// DS-Sync as published (Wang et al., 2020): every round the trainers are shuffled into groups (by
+// the job's seed, DsSyncGroups; trainers behind slow links go to different groups), and each group
+// synchronises on its own. A trainer that reported clock c is granted round c's exchange with its
+// round-c group as soon as every live member of that group has reported c, whatever the other
+// groups do: there is no global barrier. A straggler holds up the groups it is in, and through
+// them, as the groups reshuffle, the others a few rounds later: the fast trainers run ahead by a
+// few rounds instead of waiting every round (docs/modes.md).
+#ifndef SYNCOPATE_SYNC_DSSYNC_POLICY_H_
+#define SYNCOPATE_SYNC_DSSYNC_POLICY_H_
+
+#include <map>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "sync/bandwidth_estimator.h"
+#include "sync/policy.h"
+
+namespace syncopate::sync {
+
+struct DsSyncConfig {
+  int groups = 2;  // per round, sizes differing by at most one
+  // Bandwidth-aware: a trainer whose slower direction is below this fraction of the median
+  // trainer's is "slow" and kept apart from the other slow ones.
+  double slow_fraction = 0.5;
+  uint64_t seed = 1;  // the shuffle's
+  int min_trainers = 1;
+  absl::Duration start_timeout = absl::Seconds(30);
+};
+
+class DsSyncPolicy final : public ClockedPolicy {
+ public:
+  explicit DsSyncPolicy(DsSyncConfig config);
+
+  std::string name() const override { return "dssync"; }
+  PushMode push_mode() const override { return PushMode::kNone; }
+  int64_t staleness_bound() const override { return -1; }  // groups wait, the job does not
+  // The group of the trainer's last grant, and the groups of the newest round shuffled.
+  int GroupOf(TrainerId trainer) const override;
+  int group_count() const override { return group_count_; }
+
+  // A newcomer starts at the newest clock any member reached and is granted at once (it pulls the
+  // store's initial model); it is in the groups of every round shuffled after it joined.
+  absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
+  absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
+  Decisions OnLeave(TrainerId trainer, absl::Time now) override;
+  Decisions OnTick(absl::Time now) override;
+  int64_t last_closed_round() const override { return 0; }
+  void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
+  std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
+    return bandwidth_.MeasuredEstimate(trainer);
+  }
+
+  // The exchange of each trainer's last grant (for tests and status).
+  const std::map<TrainerId, PeerExchange>& last_exchanges() const { return last_exchange_; }
+
+ private:
+  // A round's groups: each trainer's group index, and the groups' members.
+  struct Grouping {
+    std::vector<std::vector<TrainerId>> groups;
+    std::map<TrainerId, int> group_of;
+  };
+
+  // A resumed trainer keeps its model (it pulls nothing). One that awaits a round whose group went
+  // on without it (its grant was lost) is granted with the members still waiting, or alone.
+  void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) override;
+  // Round `round`'s groups, shuffled over the members when first asked for.
+  const Grouping& GroupsOf(int64_t round);
+  // Grants `trainer`'s group of the round it waits at, if every live member reached that round.
+  void MaybeRelease(TrainerId trainer, Decisions* decisions);
+  // MaybeRelease for every waiter.
+  void ReleaseAll(Decisions* decisions);
+  void GrantNewcomers(absl::Time now, Decisions* decisions);
+  // Groupings no member can still need: every member is past their round.
+  void ForgetOldRounds();
+
+  const DsSyncConfig config_;
+  BandwidthEstimator bandwidth_;
+  std::set<TrainerId> newcomers_;          // joined, first grant not yet sent
+  std::map<TrainerId, int64_t> waiting_;   // reported this clock, not granted yet
+  std::map<int64_t, Grouping> groupings_;  // by round
+  std::map<TrainerId, int> group_of_;      // of each trainer's last grant
+  std::map<TrainerId, PeerExchange> last_exchange_;
+  int group_count_ = 0;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_DSSYNC_POLICY_H_
