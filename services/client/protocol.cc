@@ -254,14 +254,26 @@ absl::Status Protocol::Exchange(const v1::Proceed& proceed, tensor::TensorMap& o
   return absl::OkStatus();
 }
 
+double Protocol::OwnMass(double kept, const std::map<uint64_t, PeerModel>& received) {
+  // Models arrived, and neither they nor this trainer hold mass: every trainer in reach joined the
+  // job under way, or the trainers that held the mass left. The mixing starts afresh, each with
+  // mass 1, as at a job's start.
+  if (kept > 0 || received.empty()) return kept;
+  for (const auto& [sender, peer] : received) {
+    if (peer.mass > 0) return kept;
+  }
+  return 1;
+}
+
 absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
     const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
   peers_->inbox.NamePeers(exchange);
   const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
   std::vector<uint64_t> senders;
   for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
-  // Push-sum: one share of this trainer's mass stays, one goes with each model sent.
-  const double share = mass_ / static_cast<double>(1 + receivers.size());
+  // Push-sum: one share of this trainer's mass stays, one goes with each model sent (as the
+  // wire's float carries it, so that what is deducted is what arrives).
+  const double share = static_cast<float>(mass_ / static_cast<double>(1 + receivers.size()));
   std::vector<absl::Status> sent;
   std::thread send([&] {
     sent = peers_->sender.SendToAll(receivers, welcome().trainer_id(), exchange.round(), own, share,
@@ -286,7 +298,7 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
     spdlog::warn("round {}: {} of {} peers delivered by the deadline", exchange.round(),
                  received.size(), senders.size());
   }
-  ASSIGN_OR_RETURN(mass_, MixInto(own, kept, received));
+  ASSIGN_OR_RETURN(mass_, MixInto(own, OwnMass(kept, received), received));
   return outcome;
 }
 
@@ -295,8 +307,8 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
   // Average in what has arrived, then multicast the result while the next iteration computes.
   peers_->inbox.NamePeers(exchange);
   const std::map<uint64_t, PeerModel> received = peers_->inbox.TakeLatest();
-  ASSIGN_OR_RETURN(const double mass, MixInto(own, mass_, received));
-  const double share = mass / static_cast<double>(1 + exchange.send_to_size());
+  ASSIGN_OR_RETURN(const double mass, MixInto(own, OwnMass(mass_, received), received));
+  const double share = static_cast<float>(mass / static_cast<double>(1 + exchange.send_to_size()));
   peers_->multicast.Start({exchange.send_to().begin(), exchange.send_to().end()},
                           welcome().trainer_id(), exchange.round(), own, share, deadline);
   const BackgroundMulticast::Outcomes ended = peers_->multicast.Take();

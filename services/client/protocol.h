@@ -90,6 +90,9 @@ class Protocol {
                                                   tensor::TensorMap& own, absl::Time deadline);
   absl::StatusOr<ExchangeOutcome> ExchangeInBackground(const v1::PeerExchange& exchange,
                                                        tensor::TensorMap& own, absl::Time deadline);
+  // The mass this trainer mixes `received` in with: `kept`, or 1 when neither it nor any model that
+  // arrived holds mass (nobody in reach does: the mixing starts afresh).
+  static double OwnMass(double kept, const std::map<uint64_t, PeerModel>& received);
   // Evaluates `model` (or marks an evaluation due) when `proceed` asks and eval_interval passed.
   void MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap& model);
   void AddTime(double SessionTimings::*field, absl::Duration d);

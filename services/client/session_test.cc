@@ -386,6 +386,48 @@ TEST_F(SessionTest, AShareThatDoesNotArriveStaysWithItsSender) {
   EXPECT_EQ(metrics_.mixing_mass.Value(), 2.0);
 }
 
+// A trainer joining a peer-to-peer job under way (its first grant pulls the store's initial model
+// at clock 5) holds no mass: its model weighs nothing against its peers' models, which it takes
+// whole. Models without mass (other joiners') leave its own as it is; when nobody in reach holds
+// mass, the mixing starts afresh at mass 1.
+TEST_F(SessionTest, AJoinerTakesItsPeersModelsAndStartsAfreshWhenNobodyHoldsMass) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  v1::Proceed live = Grant(5);
+  live.mutable_pull()->set_live(true);
+  coordinator.Script({live, absl::ZeroDuration()});
+  coordinator.Script({Exchange(6, 6, 9), absl::ZeroDuration()});
+  coordinator.Script({Exchange(7, 7, 9), absl::ZeroDuration()});
+  store_.models[-1] = {{"w", {0, 0}}};
+  FakePeers peers;
+  ASSERT_TRUE(peers.inbox.Deposit(6, 9, {{"w", {8, 8}}}, "", /*mass=*/0.5).ok());
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
+                  &peers.link);
+  ASSERT_TRUE(session.Start().ok());
+  EXPECT_EQ(w_, (std::vector<float>{0, 0}));
+  EXPECT_EQ(metrics_.mixing_mass.Value(), 0);
+  for (float& v : w_) v += 1;
+  ASSERT_TRUE(session.Step(0.5f).ok());
+  EXPECT_EQ(w_, (std::vector<float>{8, 8})) << "the peer's model, nothing of its own";
+  EXPECT_EQ(metrics_.mixing_mass.Value(), 0.5);
+
+  // Another session: only other joiners (no mass) in reach.
+  FakeCoordinator again(clock_, v1::APPLY_MODE_ROUND);
+  again.mutable_welcome().set_peer_to_peer(true);
+  again.Script({live, absl::ZeroDuration()});
+  again.Script({Exchange(6, 6, 9), absl::ZeroDuration()});
+  FakePeers joiners;
+  ASSERT_TRUE(joiners.inbox.Deposit(6, 9, {{"w", {8, 8}}}, "", /*mass=*/0).ok());
+  prometheus::Registry registry;
+  TrainerMetrics metrics(registry);
+  w_ = {0, 0};
+  Session alone(options_, again, store_, parameters_, metrics, trace_, clock_, &joiners.link);
+  ASSERT_TRUE(alone.Start().ok());
+  ASSERT_TRUE(alone.Step(0.5f).ok());
+  EXPECT_EQ(w_, (std::vector<float>{0, 0})) << "a model without mass weighs nothing";
+  EXPECT_EQ(metrics.mixing_mass.Value(), 1.0) << "nobody held mass: it starts afresh";
+}
+
 // selmcast-ssp: an exchange averages in whatever has arrived, without waiting for anyone.
 TEST_F(SessionTest, BackgroundExchangesTakeWhatHasArrived) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);

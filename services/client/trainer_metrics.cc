@@ -66,7 +66,7 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
           "superseded by a newer multicast (selmcast-ssp).")),
       mixing_mass(metrics::AddGauge(r, "syncopate_trainer_mixing_mass",
                                     "This trainer's push-sum mass after its last exchange (1 at "
-                                    "join; the job's masses sum to its trainer count).")),
+                                    "the job's start, 0 for a trainer joining it under way).")),
       refused_calls(prometheus::BuildCounter()
                         .Name("syncopate_trainer_refused_calls_total")
                         .Help("Calls to this trainer's Peer service refused because the caller's "

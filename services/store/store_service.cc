@@ -301,6 +301,12 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
   std::vector<TrainerKey> members;
   std::vector<std::pair<uint64_t, std::string>> names;
   for (const v1::Member& m : request.members()) {
+    // A name the coordinator never gives would also make this shard's checkpoints unreadable.
+    if (!m.name().empty() && !rpc::IsValidName(m.name())) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                          absl::StrCat("trainer id ", m.trainer_id(), " is named ",
+                                       rpc::Quoted(m.name()), ", not a valid name"));
+    }
     members.push_back(TrainerKey{m.trainer_id(), m.incarnation()});
     names.emplace_back(m.trainer_id(), m.name());
   }

@@ -69,6 +69,7 @@ Decisions DsSyncPolicy::OnTick(absl::Time now) {
 void DsSyncPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
   if (r.awaiting_grant) waiting_[r.trainer] = r.clock;
   GrantNewcomers(now, decisions);
+  MaybeRelease(r.trainer, decisions);  // with the gate open already
 }
 
 void DsSyncPolicy::ObserveTransfers(TrainerId trainer, const TransferSample& sample) {

@@ -144,20 +144,20 @@ std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
     }
   }
   // A joiner gets a trained model in its first round: the fastest uploader that is no joiner
-  // itself sends to it, if the plan did not.
+  // itself sends to it, unless the plan has one send to it already.
+  auto joiner = [&](TrainerId t) { return unfed_.count(t) > 0; };
   for (int j = 0; j < n; ++j) {
-    if (unfed_.count(members[j]) == 0) continue;
-    if (plan[members[j]].receive_from.empty()) {
-      int best = -1;
-      for (int i = 0; i < n; ++i) {
-        if (i == j || unfed_.count(members[i]) > 0) continue;
-        if (best < 0 || problem.upload[i] > problem.upload[best]) best = i;
-      }
-      if (best < 0) continue;  // only joiners: nobody has a trained model to give
-      send(best, j);
+    if (!joiner(members[j])) continue;
+    const std::vector<TrainerId>& senders = plan[members[j]].receive_from;
+    if (!std::all_of(senders.begin(), senders.end(), joiner)) continue;
+    int best = -1;
+    for (int i = 0; i < n; ++i) {
+      if (i == j || joiner(members[i])) continue;
+      if (best < 0 || problem.upload[i] > problem.upload[best]) best = i;
     }
-    unfed_.erase(members[j]);
+    if (best >= 0) send(best, j);  // none: only joiners, nobody has a trained model to give
   }
+  for (TrainerId t : members) unfed_.erase(t);
   return plan;
 }
 

@@ -149,6 +149,28 @@ TEST(PeerRoundPolicyTest, AJoinersFirstRoundGivesItASender) {
   }
 }
 
+// Two joiners in one round: one sending to the other does not feed it (neither has a trained
+// model), so each still gets a sender that is no joiner.
+TEST(PeerRoundPolicyTest, AJoinerIsNotFedByAnotherJoinerAlone) {
+  for (uint64_t seed = 1; seed <= 100; ++seed) {
+    PeerRoundConfig config = Config("orpheus", 2);
+    config.seed = seed;
+    PeerRoundPolicy p(config);
+    JoinAll(p, 2);
+    ReportAll(p, 2, 1);
+    Decisions joined;
+    ASSERT_TRUE(p.OnJoin(3, kT0, &joined).ok());
+    ASSERT_TRUE(p.OnJoin(4, kT0, &joined).ok());
+    for (TrainerId t = 1; t <= 4; ++t) ASSERT_TRUE(p.OnClock(t, 2, kT0).ok());
+    for (TrainerId joiner : {3, 4}) {
+      const auto& from = p.last_plan().at(joiner).receive_from;
+      EXPECT_TRUE(std::any_of(from.begin(), from.end(), [](TrainerId s) { return s <= 2; }))
+          << "seed " << seed << ", joiner " << joiner;
+    }
+    ExpectConsistent(p.last_plan());
+  }
+}
+
 TEST(PeerRoundPolicyTest, BadReportsAreRefused) {
   PeerRoundPolicy p(Config("selmcast", 2));
   JoinAll(p, 2);

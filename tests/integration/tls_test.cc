@@ -277,6 +277,21 @@ TEST_F(StoreTlsTest, ARestoredShardKeepsTheNames) {
   EXPECT_TRUE(client("bob")->Push(Header(kBob, 1), {{"w", {1, 1, 1}}}).ok());
 }
 
+// A name the coordinator never gives (one that would forge a log line) is refused: it would also
+// make the shard's checkpoints unreadable.
+TEST_F(StoreTlsTest, AMembershipWithABadNameIsRefused) {
+  v1::Membership bad;
+  v1::Member* member = bad.add_members();
+  member->set_trainer_id(kAlice);
+  member->set_incarnation(1);
+  member->set_name("alice\nforged");
+  bad.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+  bad.set_immediate_weight(1);
+  EXPECT_EQ(SetMembership("coordinator", bad).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(store_.table.NameOf(kAlice), "alice");
+  EXPECT_TRUE(Client("alice")->Push(Header(kAlice, 1), {{"w", {1, 1, 1}}}).ok());
+}
+
 TEST_F(StoreTlsTest, NoCertificateOrAnotherCasCertificateGetsNothing) {
   const tensor::TensorMap before = Model();
   // Another job's certificate, signed by the same CA: its own client refuses the store (another

@@ -188,7 +188,9 @@ own from cert-manager's csi-driver, whose URI names the pod (the trainer's --nam
       csi.cert-manager.io/key-usages: digital signature,key encipherment,server auth,client auth
       csi.cert-manager.io/duration: {{ $csi.duration | quote }}
       csi.cert-manager.io/renew-before: {{ $csi.renewBefore | quote }}
-      csi.cert-manager.io/fs-group: {{ .Values.podSecurityContext.fsGroup | quote }}
+      {{- with .Values.podSecurityContext.fsGroup }}
+      csi.cert-manager.io/fs-group: {{ . | int64 | quote }}
+      {{- end }}
       csi.cert-manager.io/ca-file: ca.crt
       csi.cert-manager.io/certificate-file: tls.crt
       csi.cert-manager.io/privatekey-file: tls.key
