@@ -158,6 +158,7 @@ void DsSyncPolicy::MaybeRelease(TrainerId trainer, Decisions* decisions) {
 void DsSyncPolicy::ReleaseAll(Decisions* decisions) {
   std::vector<TrainerId> waiters;
   for (const auto& [t, clock] : waiting_) waiters.push_back(t);
+  std::sort(waiters.begin(), waiters.end());               // grants in a deterministic order
   for (TrainerId t : waiters) MaybeRelease(t, decisions);  // a no-op for one released meanwhile
 }
 

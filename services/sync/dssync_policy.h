@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
 #include "sync/bandwidth_estimator.h"
 #include "sync/policy.h"
 
@@ -58,7 +59,7 @@ class DsSyncPolicy final : public ClockedPolicy {
   // A round's groups: each trainer's group index, and the groups' members.
   struct Grouping {
     std::vector<std::vector<TrainerId>> groups;
-    std::map<TrainerId, int> group_of;
+    absl::flat_hash_map<TrainerId, int> group_of;
   };
 
   // A resumed trainer keeps its model (it pulls nothing). One that awaits a round whose group went
@@ -76,10 +77,10 @@ class DsSyncPolicy final : public ClockedPolicy {
 
   const DsSyncConfig config_;
   BandwidthEstimator bandwidth_;
-  std::set<TrainerId> newcomers_;          // joined, first grant not yet sent
-  std::map<TrainerId, int64_t> waiting_;   // reported this clock, not granted yet
-  std::map<int64_t, Grouping> groupings_;  // by round
-  std::map<TrainerId, int> group_of_;      // of each trainer's last grant
+  std::set<TrainerId> newcomers_;                    // joined, first grant not yet sent
+  absl::flat_hash_map<TrainerId, int64_t> waiting_;  // reported this clock, not granted yet
+  std::map<int64_t, Grouping> groupings_;            // by round
+  std::map<TrainerId, int> group_of_;                // of each trainer's last grant
   std::map<TrainerId, PeerExchange> last_exchange_;
   int group_count_ = 0;
 };
