@@ -26,8 +26,10 @@ absl::StatusOr<int64_t> DsSyncPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                              Decisions* decisions) {
   if (absl::Status s = CheckJoin(trainer); !s.ok()) return s;
   gate_.NoteJoin(now);
-  // The newest clock: no round after it is shuffled yet, so the newcomer is in the next one.
-  const int64_t start = clocks_.Max().value_or(0);
+  // The newest clock, or the newest round shuffled if later (its trainer left since): no round
+  // after it is shuffled yet, so the newcomer is in the next one's groups.
+  int64_t start = clocks_.Max().value_or(0);
+  if (!groupings_.empty()) start = std::max(start, groupings_.rbegin()->first);
   clocks_.Set(trainer, start);
   newcomers_.insert(trainer);
   GrantNewcomers(now, decisions);

@@ -40,8 +40,9 @@ class DsSyncPolicy final : public ClockedPolicy {
   int GroupOf(TrainerId trainer) const override;
   int group_count() const override { return group_count_; }
 
-  // A newcomer starts at the newest clock any member reached and is granted at once (it pulls the
-  // store's initial model); it is in the groups of every round shuffled after it joined.
+  // A newcomer starts at the newest clock any member reached (or the newest round shuffled, if its
+  // trainer left) and is granted at once (it pulls the store's initial model); it is in the groups
+  // of every later round.
   absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;

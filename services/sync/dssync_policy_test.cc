@@ -164,6 +164,27 @@ TEST(DsSyncPolicyTest, ANewcomerStartsAtTheNewestClockAndIsGroupedFromTheNextRou
   ExpectGroups(d);
 }
 
+// The fastest trainer shuffled round 2 and left: a newcomer starts past that round, so that it is
+// in the groups of its first round rather than alone.
+TEST(DsSyncPolicyTest, ANewcomerStartsPastARoundShuffledWithoutIt) {
+  DsSyncPolicy p(Config(3, 1));
+  JoinAll(p, 3);
+  for (TrainerId t = 1; t <= 3; ++t) ASSERT_TRUE(p.OnClock(t, 1, kT0).ok());
+  ASSERT_TRUE(p.OnClock(3, 2, kT0)->grants.empty());  // round 2 shuffled over 1, 2, 3
+  p.OnLeave(3, kT0);
+  Decisions joined;
+  absl::StatusOr<int64_t> start = p.OnJoin(4, kT0, &joined);
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(*start, 2);
+  EXPECT_THAT(Granted(*p.OnClock(1, 2, kT0)), UnorderedElementsAre());
+  EXPECT_THAT(Granted(*p.OnClock(2, 2, kT0)), UnorderedElementsAre(1, 2));
+  EXPECT_TRUE(p.OnClock(4, 3, kT0)->grants.empty()) << "it waits for its group of round 3";
+  EXPECT_TRUE(p.OnClock(1, 3, kT0)->grants.empty());
+  Decisions d = *p.OnClock(2, 3, kT0);
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2, 4));
+  ExpectGroups(d);
+}
+
 TEST(DsSyncPolicyTest, BadReportsAreRefused) {
   DsSyncPolicy p(Config(2, 1));
   JoinAll(p, 2);
