@@ -327,6 +327,10 @@ std::vector<absl::Status> PeerSender::SendToAll(const std::vector<v1::PeerRef>& 
   return results;
 }
 
+double PushSumShare(double mass, size_t receivers) {
+  return static_cast<float>(mass / static_cast<double>(receivers + 1));
+}
+
 absl::StatusOr<double> MixInto(tensor::TensorMap& own, double own_mass,
                                const std::map<uint64_t, PeerModel>& received) {
   if (!(std::isfinite(own_mass) && own_mass >= 0)) {

@@ -204,6 +204,11 @@ class PeerSender {
 absl::StatusOr<double> MixInto(tensor::TensorMap& own, double own_mass,
                                const std::map<uint64_t, PeerModel>& received);
 
+// The push-sum share of `mass` that a trainer sending to `receivers` peers keeps, and gives each:
+// mass / (receivers + 1), rounded as the wire's float carries it, so that what a sender deducts is
+// what arrives.
+double PushSumShare(double mass, size_t receivers);
+
 }  // namespace syncopate::client
 
 #endif  // SYNCOPATE_CLIENT_PEER_EXCHANGE_H_

@@ -271,9 +271,8 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
   const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
   std::vector<uint64_t> senders;
   for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
-  // Push-sum: one share of this trainer's mass stays, one goes with each model sent (as the
-  // wire's float carries it, so that what is deducted is what arrives).
-  const double share = static_cast<float>(mass_ / static_cast<double>(1 + receivers.size()));
+  // Push-sum: one share of this trainer's mass stays, one goes with each model sent.
+  const double share = PushSumShare(mass_, receivers.size());
   std::vector<absl::Status> sent;
   std::thread send([&] {
     sent = peers_->sender.SendToAll(receivers, welcome().trainer_id(), exchange.round(), own, share,
@@ -308,7 +307,7 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
   peers_->inbox.NamePeers(exchange);
   const std::map<uint64_t, PeerModel> received = peers_->inbox.TakeLatest();
   ASSIGN_OR_RETURN(const double mass, MixInto(own, OwnMass(mass_, received), received));
-  const double share = static_cast<float>(mass / static_cast<double>(1 + exchange.send_to_size()));
+  const double share = PushSumShare(mass, exchange.send_to_size());
   peers_->multicast.Start({exchange.send_to().begin(), exchange.send_to().end()},
                           welcome().trainer_id(), exchange.round(), own, share, deadline);
   const BackgroundMulticast::Outcomes ended = peers_->multicast.Take();

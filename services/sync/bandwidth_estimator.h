@@ -30,8 +30,13 @@ struct TransferSample {
 
 class BandwidthEstimator {
  public:
+  // The peer-to-peer policies' weight of a new sample, and what they assume before any sample.
+  static constexpr double kPolicySampleWeight = 0.3;
+  static constexpr LinkRates kPolicyInitial = {1, 1};
+
   // `weight` of a new sample in (0, 1]; `initial` is assumed for trainers with no sample yet.
-  BandwidthEstimator(double weight, LinkRates initial) : weight_(weight), initial_(initial) {}
+  BandwidthEstimator(double weight = kPolicySampleWeight, LinkRates initial = kPolicyInitial)
+      : weight_(weight), initial_(initial) {}
 
   // One direction's transfer: `bytes` moved in `seconds` of busy time. INVALID_ARGUMENT (nothing
   // changes) unless both are positive and finite. Samples below kMinSampleBytes are ignored (OK):

@@ -5,17 +5,8 @@
 #include "sync/dssync_grouping.h"
 
 namespace syncopate::sync {
-namespace {
-
-// Weight of a new transfer sample in the bandwidth estimate (as the multicast planners').
-constexpr double kSampleWeight = 0.3;
-
-}  // namespace
-
 DsSyncPolicy::DsSyncPolicy(DsSyncConfig config)
-    : ClockedPolicy(config.min_trainers, config.start_timeout),
-      config_(std::move(config)),
-      bandwidth_(kSampleWeight, LinkRates{1, 1}) {}
+    : ClockedPolicy(config.min_trainers, config.start_timeout), config_(std::move(config)) {}
 
 int DsSyncPolicy::GroupOf(TrainerId trainer) const {
   auto it = group_of_.find(trainer);

@@ -4,17 +4,9 @@
 #include <limits>
 
 namespace syncopate::sync {
-namespace {
-
-// Weight of a new transfer sample in the bandwidth estimate.
-constexpr double kSampleWeight = 0.3;
-
-}  // namespace
-
 PeerRoundPolicy::PeerRoundPolicy(PeerRoundConfig config)
     : ClockedPolicy(config.min_trainers, config.start_timeout),
       config_(std::move(config)),
-      bandwidth_(kSampleWeight, LinkRates{1, 1}),
       rng_(config_.seed) {}
 
 absl::StatusOr<int64_t> PeerRoundPolicy::OnJoin(TrainerId trainer, absl::Time now,

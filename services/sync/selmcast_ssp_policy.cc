@@ -5,17 +5,13 @@
 namespace syncopate::sync {
 namespace {
 
-// Weight of a new transfer sample in the bandwidth estimate (as in the BSP peer modes).
-constexpr double kSampleWeight = 0.3;
 // Weight of a new iteration time in its smoothed value.
 constexpr double kIterationWeight = 0.5;
 
 }  // namespace
 
 SelMcastSspPolicy::SelMcastSspPolicy(SelMcastSspConfig config)
-    : ClockedPolicy(config.min_trainers, config.start_timeout),
-      config_(std::move(config)),
-      bandwidth_(kSampleWeight, LinkRates{1, 1}) {}
+    : ClockedPolicy(config.min_trainers, config.start_timeout), config_(std::move(config)) {}
 
 std::vector<TrainerId> SelMcastSspPolicy::ReceiversOf(TrainerId sender) const {
   std::vector<TrainerId> receivers;
