@@ -119,7 +119,7 @@ int main(int argc, char** argv) {
   char pattern[] = "/tmp/syncopate-tls-bench-XXXXXX";
   const std::string tls = mkdtemp(pattern);
   absl::StatusOr<cli::CertificateAuthority> ca = cli::CertificateAuthority::Create(
-      tls + "/ca", rpc::kDefaultTrustDomain, absl::Hours(24), /*replace=*/false);
+      tls + "/ca", rpc::kDefaultTrustDomain, absl::Hours(48), /*replace=*/false);
   if (!ca.ok()) Die("CA", ca.status());
   for (auto [role, name] :
        {std::pair{rpc::Role::kStore, "store"}, std::pair{rpc::Role::kCoordinator, "coordinator"},

@@ -121,6 +121,16 @@ absl::Status CertificateAuthority::Issue(const rpc::Identity& identity, const st
                                          absl::Duration validity) const {
   namespace fs = std::filesystem;
   ASSIGN_OR_RETURN(std::string uri, rpc::SpiffeId(trust_domain_, identity));
+  // A certificate must not outlive the CA that vouches for it.
+  ASSIGN_OR_RETURN(const std::string ca_pem, base::ReadFile(absl::StrCat(dir_, "/", rpc::kCaFile)));
+  ASSIGN_OR_RETURN(const absl::Time ca_expiry, rpc::ExpiryOfCertificate(ca_pem));
+  const absl::Duration left = ca_expiry - absl::Now();
+  if (left < absl::Hours(24)) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the CA in ", dir_, " expires ", absl::FormatTime(ca_expiry, absl::UTCTimeZone()),
+        ", in less than a day: make a new one (syncopate certs ca --force) and issue again"));
+  }
+  validity = std::min(validity, left);
   RETURN_IF_ERROR(base::MakeDirectories(out_dir));
   // Each issue goes into a version folder of its own; the files the process reads are links
   // through "..data", which one rename swaps to the new version (the layout Kubernetes gives a

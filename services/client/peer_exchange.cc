@@ -25,21 +25,30 @@ tensor::TensorMap ToTensorMap(const store::StagedPush& push) {
   return model;
 }
 
-void TransferMeter::Record(uint64_t bytes, absl::Time start, absl::Time end) {
+void TransferMeter::Record(uint64_t peer, uint64_t bytes, absl::Time start, absl::Time end) {
   absl::MutexLock lock(&mu_);
   bytes_ += bytes;
   ++transfers_;
   if (!first_ || start < *first_) first_ = start;
   if (end > last_) last_ = end;
+  if (streams_.size() < static_cast<size_t>(kMaxStreams)) {
+    streams_.push_back({peer, bytes, start, end});
+  }
 }
 
 TransferTotals TransferMeter::Take() {
   absl::MutexLock lock(&mu_);
   const double seconds = first_ ? absl::ToDoubleSeconds(last_ - *first_) : 0.0;
-  TransferTotals out{static_cast<double>(bytes_), seconds, transfers_};
+  TransferTotals out{static_cast<double>(bytes_), seconds, transfers_, {}};
+  for (const Stream& s : streams_) {
+    out.streams.push_back({s.peer, static_cast<double>(s.bytes),
+                           absl::ToDoubleSeconds(s.start - *first_),
+                           absl::ToDoubleSeconds(s.end - s.start)});
+  }
   bytes_ = 0;
   transfers_ = 0;
   first_.reset();
+  streams_.clear();
   return out;
 }
 
@@ -50,11 +59,28 @@ void ExchangeInbox::NamePeers(const v1::PeerExchange& exchange) {
       if (!peer.name().empty()) names_[peer.trainer_id()] = peer.name();
     }
   }
-  // What arrived under a name now known to be another's goes at once: it must not hold the real
-  // sender's places (its own rounds, the per-sender limit).
+  DropDisallowed();
+}
+
+void ExchangeInbox::PlanRound(const v1::PeerExchange& exchange) {
+  NamePeers(exchange);
+  absl::MutexLock lock(&mu_);
+  if (exchange.round() <= done_round_) return;
+  std::set<uint64_t>& senders = plans_[exchange.round()];
+  for (const v1::PeerRef& peer : exchange.receive_from()) senders.insert(peer.trainer_id());
+  DropDisallowed();
+}
+
+void ExchangeInbox::DropDisallowed() {
+  // What arrived under a name now known to be another's, or from a trainer the round's plan does
+  // not name, goes at once: it must not hold the real sender's places (its own rounds, the
+  // per-sender limit).
   for (auto& [round, arrivals] : rounds_) {
     for (auto it = arrivals.begin(); it != arrivals.end();) {
-      if (FromNamedSender(it->first, it->second)) {
+      if (!Planned(round, it->first)) {
+        spdlog::warn("dropped trainer {}'s model of round {}: the round's plan names it no sender",
+                     it->first, round);
+      } else if (FromNamedSender(it->first, it->second)) {
         ++it;
         continue;
       }
@@ -63,6 +89,11 @@ void ExchangeInbox::NamePeers(const v1::PeerExchange& exchange) {
       it = arrivals.erase(it);
     }
   }
+}
+
+bool ExchangeInbox::Planned(int64_t round, uint64_t sender) const {
+  auto plan = plans_.find(round);
+  return plan == plans_.end() || plan->second.count(sender) > 0;
 }
 
 std::optional<std::string> ExchangeInbox::NameOf(uint64_t sender) {
@@ -87,6 +118,11 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
   if (round <= done_round_) {
     return absl::FailedPreconditionError(
         absl::StrCat("round ", round, " arrived after its exchange ended"));
+  }
+  if (!Planned(round, sender)) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "Exchange refused: the coordinator did not name trainer ", sender,
+        " as a sender of round ", round, " to this trainer"));
   }
   if (auto it = rounds_.find(round); it != rounds_.end() && it->second.count(sender) > 0) {
     Arrival& earlier = it->second.at(sender);
@@ -145,6 +181,7 @@ std::map<uint64_t, PeerModel> ExchangeInbox::Collect(int64_t round,
     }
   }
   rounds_.erase(rounds_.begin(), done);
+  plans_.erase(plans_.begin(), plans_.upper_bound(round));
   done_round_ = std::max(done_round_, round);
   return out;
 }
@@ -221,9 +258,13 @@ grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackSe
         }
         uint64_t bytes = 0;
         for (const store::StagedChunk& chunk : push->chunks) bytes += chunk.bytes.size();
-        received_.Record(bytes, start, absl::Now());
-        return rpc::ToGrpcStatus(inbox_.Deposit(push->header.clock(), sender, ToTensorMap(*push),
-                                                caller ? caller->name : "", mass));
+        received_.Record(sender, bytes, start, absl::Now());
+        absl::Status deposited = inbox_.Deposit(push->header.clock(), sender, ToTensorMap(*push),
+                                                caller ? caller->name : "", mass);
+        if (absl::IsPermissionDenied(deposited)) {
+          deposited = authorizer_.Refuse("Exchange", std::move(deposited));
+        }
+        return rpc::ToGrpcStatus(deposited);
       },
       /*open=*/nullptr,
       [this](size_t payload) { return ingress_ ? ingress_->Take(payload) : absl::ZeroDuration(); },
@@ -309,7 +350,7 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
     return absl::Status(s.code(), absl::StrCat("peer ", peer.trainer_id(), " at ", peer.address(),
                                                ": ", s.message()));
   }
-  sent_.Record(bytes, start, absl::Now());
+  sent_.Record(peer.trainer_id(), bytes, start, absl::Now());
   return absl::OkStatus();
 }
 

@@ -11,6 +11,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,25 +29,46 @@
 
 namespace syncopate::client {
 
+// One completed model transfer, as TransferMeter::Take gives it.
+struct StreamTimes {
+  uint64_t peer = 0;
+  double bytes = 0;
+  double start_seconds = 0;  // from the earliest transfer taken with it
+  double seconds = 0;
+};
+
 struct TransferTotals {
   double bytes = 0;
   double seconds = 0;  // first byte to last, over concurrent streams
   int transfers = 0;   // completed model transfers
+  std::vector<StreamTimes> streams;  // the first TransferMeter::kMaxStreams of them
 };
 
-// Bytes moved in one direction by completed model transfers, and the span they took. Thread-safe.
+// Bytes moved in one direction by completed model transfers, the span they took, and each
+// transfer's peer and times. Thread-safe.
 class TransferMeter {
  public:
-  void Record(uint64_t bytes, absl::Time start, absl::Time end);
-  // The totals since the last Take, and resets them.
+  // Transfers kept one by one between two Takes; the totals count every transfer.
+  static constexpr int kMaxStreams = 256;
+
+  // A transfer to or from trainer `peer` that moved `bytes` from `start` to `end`.
+  void Record(uint64_t peer, uint64_t bytes, absl::Time start, absl::Time end);
+  // What was recorded since the last Take, and resets it.
   TransferTotals Take();
 
  private:
+  struct Stream {
+    uint64_t peer;
+    uint64_t bytes;
+    absl::Time start;
+    absl::Time end;
+  };
   absl::Mutex mu_;
   uint64_t bytes_ ABSL_GUARDED_BY(mu_) = 0;
   int transfers_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<absl::Time> first_ ABSL_GUARDED_BY(mu_);
   absl::Time last_ ABSL_GUARDED_BY(mu_);
+  std::vector<Stream> streams_ ABSL_GUARDED_BY(mu_);
 };
 
 // A peer's model as an exchange takes it, with the push-sum mass it carries: the share of its
@@ -73,11 +95,18 @@ class ExchangeInbox {
   // Records the names of the peers the coordinator named in `exchange` (PeerRef.name): a model
   // under one of those ids is then taken only from a caller of that name.
   void NamePeers(const v1::PeerExchange& exchange);
+  // A round exchange's plan (not a background one, whose receivers are not told their senders):
+  // records the names in `exchange` (NamePeers) and its senders (receive_from). A model of that
+  // round from a trainer not among them is then refused (Deposit), and one that arrived before is
+  // dropped with a warning. Planned again (a coordinator that took the job over re-plans the
+  // round), the senders add up. A plan for a round the worker has moved past is ignored.
+  void PlanRound(const v1::PeerExchange& exchange);
   // The name the coordinator gave `sender`, if it named it yet.
   std::optional<std::string> NameOf(uint64_t sender);
   // `caller`: the name in the sending trainer's certificate; empty when it cannot be told (no TLS,
   // or a trainer pool certificate). ALREADY_EXISTS when `sender` already delivered round `round`;
-  // FAILED_PRECONDITION for a round the worker has moved past; RESOURCE_EXHAUSTED when `sender`
+  // FAILED_PRECONDITION for a round the worker has moved past; PERMISSION_DENIED when the round's
+  // plan is known and does not name `sender` as one of its senders; RESOURCE_EXHAUSTED when `sender`
   // has its limit of models waiting or the inbox its total (nothing is kept then). The
   // caller is checked against the coordinator's name for `sender` when the model is taken
   // (Collect, TakeLatest), and a model from another caller is dropped with a warning; the Peer
@@ -111,8 +140,13 @@ class ExchangeInbox {
   // has not named `sender` (nothing to check against), or named it so.
   bool FromNamedSender(uint64_t sender, const Arrival& arrival) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Whether round `round`'s plan, when known, names `sender` among its senders.
+  bool Planned(int64_t round, uint64_t sender) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Drops every waiting model that FromNamedSender and Planned no longer allow, freeing its places.
+  void DropDisallowed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<int64_t, std::map<uint64_t, Arrival>> rounds_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, std::string> names_ ABSL_GUARDED_BY(mu_);      // sender -> its name
+  std::map<int64_t, std::set<uint64_t>> plans_ ABSL_GUARDED_BY(mu_);  // round -> its senders
   std::map<uint64_t, int> pending_by_sender_ ABSL_GUARDED_BY(mu_);  // models in rounds_
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
 };
@@ -125,7 +159,9 @@ store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 
 // Receives peers' models into an inbox. `lookup` gives this trainer's tensor shapes; a stream whose
 // tensors do not match, or whose mass (PushHeader.weight) is negative or not finite, is refused
-// (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited.
+// (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited; a model the inbox refuses by its sender
+// (another trainer's name, not a sender of the round's plan: PERMISSION_DENIED) is counted as a
+// refused call.
 // Served with gRPC's callback API: a stream paced by `ingress` waits on a timer, not a thread.
 class PeerService final : public v1::Peer::CallbackService {
  public:

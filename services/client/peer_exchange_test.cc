@@ -7,6 +7,30 @@
 namespace syncopate::client {
 namespace {
 
+// Each transfer is kept with its peer and its times from the earliest one; the totals span them
+// all; Take starts afresh.
+TEST(TransferMeter, KeepsEachTransferWithItsPeerAndTimes) {
+  TransferMeter meter;
+  const absl::Time t0 = absl::FromUnixSeconds(1000);
+  meter.Record(7, 1000, t0 + absl::Milliseconds(100), t0 + absl::Milliseconds(600));
+  meter.Record(8, 500, t0, t0 + absl::Milliseconds(200));
+  TransferTotals totals = meter.Take();
+  EXPECT_EQ(totals.bytes, 1500);
+  EXPECT_EQ(totals.transfers, 2);
+  EXPECT_DOUBLE_EQ(totals.seconds, 0.6);
+  ASSERT_EQ(totals.streams.size(), 2u);
+  EXPECT_EQ(totals.streams[0].peer, 7u);
+  EXPECT_DOUBLE_EQ(totals.streams[0].start_seconds, 0.1);
+  EXPECT_DOUBLE_EQ(totals.streams[0].seconds, 0.5);
+  EXPECT_EQ(totals.streams[1].peer, 8u);
+  EXPECT_DOUBLE_EQ(totals.streams[1].start_seconds, 0);
+  EXPECT_TRUE(meter.Take().streams.empty());
+  for (int i = 0; i <= TransferMeter::kMaxStreams; ++i) meter.Record(1, 10, t0, t0);
+  totals = meter.Take();
+  EXPECT_EQ(totals.transfers, TransferMeter::kMaxStreams + 1) << "the totals count every one";
+  EXPECT_EQ(totals.streams.size(), static_cast<size_t>(TransferMeter::kMaxStreams));
+}
+
 // --peer-inbox-per-sender and --peer-inbox-models set the limits.
 TEST(ExchangeInbox, TheLimitsAreTheConfiguredOnes) {
   ExchangeInbox inbox(/*max_per_sender=*/2, /*max_pending=*/3);
@@ -95,6 +119,42 @@ TEST(ExchangeInbox, TheNamedSendersModelReplacesAnEarlierForgery) {
   auto got = inbox.Collect(0, {7}, absl::InfinitePast());
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[7].model.at("w"), (std::vector<float>{1}));
+}
+
+v1::PeerExchange Plan(int64_t round, std::vector<uint64_t> senders) {
+  v1::PeerExchange exchange;
+  exchange.set_round(round);
+  for (uint64_t id : senders) exchange.add_receive_from()->set_trainer_id(id);
+  return exchange;
+}
+
+// Once a round's plan is known, only its senders may deliver that round; what an unannounced
+// sender delivered before is dropped and its place freed. Other rounds are not affected.
+TEST(ExchangeInbox, ARoundTakesModelsOnlyFromItsPlannedSenders) {
+  ExchangeInbox inbox(/*max_per_sender=*/1);
+  ASSERT_TRUE(inbox.Deposit(3, 9, {{"w", {9}}}).ok());  // before round 3's plan is known
+  inbox.PlanRound(Plan(3, {7}));
+  const absl::Status refused = inbox.Deposit(3, 8, {{"w", {8}}});
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
+  EXPECT_NE(refused.message().find("trainer 8"), std::string::npos) << refused;
+  EXPECT_TRUE(inbox.Deposit(4, 9, {{"w", {4}}}).ok())
+      << "9's round-3 model was dropped, so its one place is free; round 4 has no plan yet";
+  ASSERT_TRUE(inbox.Deposit(3, 7, {{"w", {7}}}).ok());
+  // Planned again (a coordinator that took over), the senders add up.
+  inbox.PlanRound(Plan(3, {8}));
+  ASSERT_TRUE(inbox.Deposit(3, 8, {{"w", {8}}}).ok());
+  auto got = inbox.Collect(3, {7, 8, 9}, absl::InfinitePast());
+  EXPECT_EQ(got.size(), 2u);
+  EXPECT_EQ(got.count(9), 0u);
+  // A plan for a round already exchanged changes nothing; round 4 keeps 9's model.
+  inbox.PlanRound(Plan(3, {}));
+  inbox.PlanRound(Plan(4, {9}));
+  got = inbox.Collect(4, {9}, absl::InfinitePast());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[9].model.at("w"), (std::vector<float>{4}));
+  // A round planned with no sender takes nothing.
+  inbox.PlanRound(Plan(5, {}));
+  EXPECT_EQ(inbox.Deposit(5, 9, {{"w", {5}}}).code(), absl::StatusCode::kPermissionDenied);
 }
 
 TEST(ExchangeInbox, TheInboxAsAWholeIsBounded) {

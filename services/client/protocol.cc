@@ -113,7 +113,10 @@ absl::StatusOr<std::optional<PulledModel>> Protocol::Pull(const v1::Proceed& pro
   // A trainer joining a peer-to-peer job under way pulls the store's initial model, which these
   // modes never update: it holds no mass, so that its exchanges take its peers' trained models
   // instead of averaging the untrained one in (MixInto).
-  if (welcome().peer_to_peer() && proceed.clock() > 0) mass_ = 0;
+  if (welcome().peer_to_peer()) {
+    if (proceed.clock() > 0) mass_ = 0;
+    metrics_.mixing_mass.Set(mass_);
+  }
   const absl::Time start = clock_.Now();
   const int64_t round = proceed.pull().has_round() ? proceed.pull().round() : -1;
   ASSIGN_OR_RETURN(PulledModel pulled, store_.Pull(round));
@@ -235,6 +238,19 @@ absl::Status Protocol::Exchange(const v1::Proceed& proceed, tensor::TensorMap& o
   transfers_.set_models_sent(sent.transfers);
   transfers_.set_received_bytes(got.bytes);
   transfers_.set_receive_seconds(got.seconds);
+  auto copy = [](const std::vector<StreamTimes>& streams,
+                 google::protobuf::RepeatedPtrField<v1::StreamTransfer>* out) {
+    out->Clear();
+    for (const StreamTimes& s : streams) {
+      v1::StreamTransfer* t = out->Add();
+      t->set_peer(s.peer);
+      t->set_bytes(s.bytes);
+      t->set_start_seconds(s.start_seconds);
+      t->set_seconds(s.seconds);
+    }
+  };
+  copy(sent.streams, transfers_.mutable_sent_streams());
+  copy(got.streams, transfers_.mutable_received_streams());
   const absl::Duration took = clock_.Now() - start;
   AddPull(took);
   metrics_.exchange_duration.Observe(absl::ToDoubleSeconds(took));
@@ -258,16 +274,25 @@ double Protocol::OwnMass(double kept, const std::map<uint64_t, PeerModel>& recei
   // Models arrived, and neither they nor this trainer hold mass: every trainer in reach joined the
   // job under way, or the trainers that held the mass left. The mixing starts afresh, each with
   // mass 1, as at a job's start.
-  if (kept > 0 || received.empty()) return kept;
-  for (const auto& [sender, peer] : received) {
-    if (peer.mass > 0) return kept;
+  if (kept > 0) {
+    massless_exchanges_ = 0;
+    return kept;
   }
+  if (received.empty()) return kept;  // nothing learnt
+  for (const auto& [sender, peer] : received) {
+    if (peer.mass > 0) {
+      massless_exchanges_ = 0;
+      return kept;
+    }
+  }
+  if (++massless_exchanges_ < kMasslessExchangesBeforeRestart) return kept;
+  massless_exchanges_ = 0;
   return 1;
 }
 
 absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
     const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
-  peers_->inbox.NamePeers(exchange);
+  peers_->inbox.PlanRound(exchange);
   const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
   std::vector<uint64_t> senders;
   for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
@@ -312,7 +337,7 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
                           welcome().trainer_id(), exchange.round(), own, share, deadline);
   const BackgroundMulticast::Outcomes ended = peers_->multicast.Take();
   // The shares sent are gone unless their transfers failed (this multicast's or an earlier one's).
-  mass_ = share + ended.returned_mass;
+  mass_ = mass - share * exchange.send_to_size() + ended.returned_mass;
   return ExchangeOutcome{static_cast<int>(received.size()), ended.failed, ended.cancelled};
 }
 

@@ -37,6 +37,10 @@ struct SessionTimings {
 // communication thread in the overlapped modes, never both at once).
 class Protocol {
  public:
+  // Exchanges in a row in which models arrived but neither this trainer nor any of them held mass,
+  // before the mixing starts afresh: one such exchange may only mean that this round's senders
+  // were other joiners (a trained sender's transfer missed the deadline, a group of joiners).
+  static constexpr int kMasslessExchangesBeforeRestart = 3;
   // Every reference must outlive this; `peers` may be null where no peer-to-peer mode runs.
   Protocol(const SessionOptions& options, CoordinatorLink& coordinator, StoreLink& store,
            TrainerMetrics& metrics, TraceWriter& trace, const base::Clock& clock, PeerLink* peers);
@@ -90,9 +94,10 @@ class Protocol {
                                                   tensor::TensorMap& own, absl::Time deadline);
   absl::StatusOr<ExchangeOutcome> ExchangeInBackground(const v1::PeerExchange& exchange,
                                                        tensor::TensorMap& own, absl::Time deadline);
-  // The mass this trainer mixes `received` in with: `kept`, or 1 when neither it nor any model that
-  // arrived holds mass (nobody in reach does: the mixing starts afresh).
-  static double OwnMass(double kept, const std::map<uint64_t, PeerModel>& received);
+  // The mass this trainer mixes `received` in with: `kept`, or 1 on the
+  // kMasslessExchangesBeforeRestart-th exchange in a row in which neither it nor any model that
+  // arrived held mass (nobody in reach does: the mixing starts afresh).
+  double OwnMass(double kept, const std::map<uint64_t, PeerModel>& received);
   // Evaluates `model` (or marks an evaluation due) when `proceed` asks and eval_interval passed.
   void MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap& model);
   void AddTime(double SessionTimings::*field, absl::Duration d);
@@ -110,6 +115,7 @@ class Protocol {
   // Peer-to-peer modes: this trainer's push-sum mass (MixInto); 0 for a joiner until its peers'
   // models reach it.
   double mass_ = 1;
+  int massless_exchanges_ = 0;  // in a row (OwnMass)
   std::atomic<bool> done_{false};
   std::atomic<int64_t> last_compute_us_{0};  // the last step's, for the trace's push span
   v1::TransferReport transfers_;             // the last exchange's, for the next report

@@ -389,7 +389,8 @@ TEST_F(SessionTest, AShareThatDoesNotArriveStaysWithItsSender) {
 // A trainer joining a peer-to-peer job under way (its first grant pulls the store's initial model
 // at clock 5) holds no mass: its model weighs nothing against its peers' models, which it takes
 // whole. Models without mass (other joiners') leave its own as it is; when nobody in reach holds
-// mass, the mixing starts afresh at mass 1.
+// mass for Protocol::kMasslessExchangesBeforeRestart exchanges in a row, the mixing starts afresh
+// at mass 1.
 TEST_F(SessionTest, AJoinerTakesItsPeersModelsAndStartsAfreshWhenNobodyHoldsMass) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.mutable_welcome().set_peer_to_peer(true);
@@ -415,17 +416,26 @@ TEST_F(SessionTest, AJoinerTakesItsPeersModelsAndStartsAfreshWhenNobodyHoldsMass
   FakeCoordinator again(clock_, v1::APPLY_MODE_ROUND);
   again.mutable_welcome().set_peer_to_peer(true);
   again.Script({live, absl::ZeroDuration()});
-  again.Script({Exchange(6, 6, 9), absl::ZeroDuration()});
   FakePeers joiners;
-  ASSERT_TRUE(joiners.inbox.Deposit(6, 9, {{"w", {8, 8}}}, "", /*mass=*/0).ok());
+  const int rounds = Protocol::kMasslessExchangesBeforeRestart;
+  for (int r = 6; r < 6 + rounds; ++r) {
+    again.Script({Exchange(r, r, 9), absl::ZeroDuration()});
+    ASSERT_TRUE(joiners.inbox.Deposit(r, 9, {{"w", {8, 8}}}, "", /*mass=*/0).ok());
+  }
   prometheus::Registry registry;
   TrainerMetrics metrics(registry);
   w_ = {0, 0};
   Session alone(options_, again, store_, parameters_, metrics, trace_, clock_, &joiners.link);
   ASSERT_TRUE(alone.Start().ok());
+  for (int r = 1; r < rounds; ++r) {
+    ASSERT_TRUE(alone.Step(0.5f).ok());
+    EXPECT_EQ(w_, (std::vector<float>{0, 0})) << "a model without mass weighs nothing";
+    EXPECT_EQ(metrics.mixing_mass.Value(), 0) << "one massless exchange proves nothing yet";
+  }
   ASSERT_TRUE(alone.Step(0.5f).ok());
-  EXPECT_EQ(w_, (std::vector<float>{0, 0})) << "a model without mass weighs nothing";
-  EXPECT_EQ(metrics.mixing_mass.Value(), 1.0) << "nobody held mass: it starts afresh";
+  EXPECT_EQ(w_, (std::vector<float>{0, 0}));
+  EXPECT_EQ(metrics.mixing_mass.Value(), 1.0)
+      << "nobody held mass exchange after exchange: it starts afresh";
 }
 
 // selmcast-ssp: an exchange averages in whatever has arrived, without waiting for anyone.

@@ -293,10 +293,7 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
     policy_->ObserveCompute(key.id, report.clock(), report.timings().compute_seconds());
   }
   if (report.has_transfers() && Accept(key.id, "transfers", CheckTransfers(report.transfers()))) {
-    const v1::TransferReport& t = report.transfers();
-    policy_->ObserveTransfers(
-        key.id, sync::TransferSample{t.sent_bytes(), t.send_seconds(), t.received_bytes(),
-                                     t.receive_seconds(), static_cast<int>(t.models_sent())});
+    policy_->ObserveTransfers(key.id, TransferSampleOf(report.transfers()));
   }
   absl::StatusOr<sync::Decisions> decisions = policy_->OnClock(key.id, report.clock(), now);
   if (!decisions.ok()) {

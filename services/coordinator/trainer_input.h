@@ -7,6 +7,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "rpc/identity.h"
+#include "sync/bandwidth_estimator.h"
 #include "syncopate/v1/coordinator.pb.h"
 
 namespace syncopate::coordinator {
@@ -32,9 +33,17 @@ absl::Status CheckJoin(const v1::Join& join);
 // with 1 s and 1% of slack for rounding between the trainer's clocks).
 absl::Status CheckTimings(const v1::TrainerTimings& timings);
 
+// The most streams a transfer report may list per direction (a trainer lists at most
+// client::TransferMeter::kMaxStreams).
+inline constexpr int kMaxReportedStreams = 1024;
+
 // A transfer report: byte counts and durations finite and not negative, durations bounded as
-// timings are.
+// timings are, also each listed stream's (its start too), and at most kMaxReportedStreams streams
+// per direction.
 absl::Status CheckTransfers(const v1::TransferReport& transfers);
+
+// A checked transfer report as the policies' bandwidth estimators take it.
+sync::TransferSample TransferSampleOf(const v1::TransferReport& transfers);
 
 // A test accuracy in [0, 1] with a finite, non-negative age.
 absl::Status CheckAccuracy(double accuracy, double age_seconds);

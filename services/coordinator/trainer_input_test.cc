@@ -85,6 +85,34 @@ TEST(TrainerInput, TransfersAndAccuracy) {
   t.set_receive_seconds(kInf);
   EXPECT_FALSE(CheckTransfers(t).ok());
 
+  t.set_receive_seconds(0.02);
+  v1::StreamTransfer* stream = t.add_received_streams();
+  stream->set_peer(3);
+  stream->set_bytes(4e5);
+  stream->set_start_seconds(0.005);
+  stream->set_seconds(0.01);
+  ASSERT_TRUE(CheckTransfers(t).ok());
+  const sync::TransferSample sample = TransferSampleOf(t);
+  ASSERT_EQ(sample.received_streams.size(), 1u);
+  EXPECT_EQ(sample.received_streams[0].peer, 3u);
+  EXPECT_EQ(sample.received_streams[0].start_seconds, 0.005);
+  EXPECT_TRUE(sample.sent_streams.empty());
+  for (double bad : {kNaN, -1.0, kInf}) {
+    stream->set_seconds(bad);
+    EXPECT_FALSE(CheckTransfers(t).ok()) << bad;
+    stream->set_seconds(0.01);
+    stream->set_start_seconds(bad);
+    EXPECT_FALSE(CheckTransfers(t).ok()) << bad;
+    stream->set_start_seconds(0.005);
+    stream->set_bytes(bad);
+    EXPECT_FALSE(CheckTransfers(t).ok()) << bad;
+    stream->set_bytes(4e5);
+  }
+  for (int i = 0; i < kMaxReportedStreams; ++i) *t.add_sent_streams() = *stream;
+  EXPECT_TRUE(CheckTransfers(t).ok());
+  *t.add_sent_streams() = *stream;
+  EXPECT_FALSE(CheckTransfers(t).ok()) << "one stream too many";
+
   EXPECT_TRUE(CheckAccuracy(0, 0).ok());
   EXPECT_TRUE(CheckAccuracy(1, 2.5).ok());
   for (double bad : {kNaN, -0.01, 1.01, kInf}) EXPECT_FALSE(CheckAccuracy(bad, 0).ok()) << bad;

@@ -54,10 +54,11 @@ class Authorizer {
   // ("a push for trainer 3").
   absl::Status RequireName(const std::optional<Identity>& caller, absl::string_view name,
                            absl::string_view rpc, absl::string_view what) const;
+  // Counts a refusal of `rpc` that the service decided by a rule of its own, and returns `status`.
+  absl::Status Refuse(absl::string_view rpc, absl::Status status) const;
 
  private:
   Authorizer(bool enforce, std::string trust_domain, OnRefusal on_refusal);
-  absl::Status Refuse(absl::string_view rpc, absl::Status status) const;
 
   const bool enforce_;
   const std::string trust_domain_;

@@ -7,6 +7,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "grpcpp/security/tls_certificate_verifier.h"
 #include "grpcpp/security/tls_credentials_options.h"
 #include "openssl/pem.h"
@@ -65,14 +66,30 @@ class RoleVerifier final : public grpc::experimental::ExternalCertificateVerifie
   const std::string trust_domain_;
 };
 
-}  // namespace
+using X509Pointer = std::unique_ptr<X509, decltype(&X509_free)>;
 
-absl::StatusOr<Identity> IdentityOfCertificate(const std::string& pem, std::string* trust_domain) {
+absl::StatusOr<X509Pointer> ParseCertificate(const std::string& pem) {
   std::unique_ptr<BIO, decltype(&BIO_free)> bio(
       BIO_new_mem_buf(pem.data(), static_cast<int>(pem.size())), &BIO_free);
-  std::unique_ptr<X509, decltype(&X509_free)> cert(
-      bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr, &X509_free);
+  X509Pointer cert(bio ? PEM_read_bio_X509(bio.get(), nullptr, nullptr, nullptr) : nullptr,
+                   &X509_free);
   if (!cert) return absl::InvalidArgumentError("not a PEM certificate");
+  return cert;
+}
+
+}  // namespace
+
+absl::StatusOr<absl::Time> ExpiryOfCertificate(const std::string& pem) {
+  ASSIGN_OR_RETURN(X509Pointer cert, ParseCertificate(pem));
+  struct tm expiry = {};
+  if (ASN1_TIME_to_tm(X509_get0_notAfter(cert.get()), &expiry) != 1) {
+    return absl::InvalidArgumentError("the certificate's expiry cannot be read");
+  }
+  return absl::FromTM(expiry, absl::UTCTimeZone());
+}
+
+absl::StatusOr<Identity> IdentityOfCertificate(const std::string& pem, std::string* trust_domain) {
+  ASSIGN_OR_RETURN(X509Pointer cert, ParseCertificate(pem));
   std::unique_ptr<GENERAL_NAMES, decltype(&GENERAL_NAMES_free)> names(
       static_cast<GENERAL_NAMES*>(
           X509_get_ext_d2i(cert.get(), NID_subject_alt_name, nullptr, nullptr)),

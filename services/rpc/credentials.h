@@ -63,6 +63,8 @@ class Credentials {
 // The one Syncopate identity among a PEM certificate's URI subject alternative names, and its trust
 // domain. INVALID_ARGUMENT when the PEM does not parse, or names none or more than one.
 absl::StatusOr<Identity> IdentityOfCertificate(const std::string& pem, std::string* trust_domain);
+// When the PEM certificate `pem` expires (its notAfter); INVALID_ARGUMENT when it is not one.
+absl::StatusOr<absl::Time> ExpiryOfCertificate(const std::string& pem);
 
 // The flags every binary takes to choose its credentials.
 inline constexpr char kTlsDirFlagHelp[] =

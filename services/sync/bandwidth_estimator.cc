@@ -1,47 +1,89 @@
 #include "sync/bandwidth_estimator.h"
 
+#include <algorithm>
 #include <cmath>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 
 namespace syncopate::sync {
 
-absl::Status BandwidthEstimator::AddUpload(TrainerId trainer, double bytes, double seconds) {
-  return Add(trainer, bytes, seconds, &Smoothed::upload);
+double BandwidthEstimator::PeakRate(const std::vector<StreamSample>& streams) {
+  // Sweep the streams' starts and ends in time order; at equal times ends go first (a stream that
+  // ends as another starts does not overlap it).
+  std::vector<std::pair<double, double>> events;  // (time, rate change)
+  for (const StreamSample& s : streams) {
+    if (!(s.bytes >= kMinSampleBytes && std::isfinite(s.bytes) && s.seconds > 0 &&
+          std::isfinite(s.seconds) && std::isfinite(s.start_seconds))) {
+      continue;
+    }
+    const double rate = s.bytes / s.seconds;
+    events.emplace_back(s.start_seconds, rate);
+    events.emplace_back(s.start_seconds + s.seconds, -rate);
+  }
+  std::sort(events.begin(), events.end());
+  double current = 0;
+  double peak = 0;
+  for (const auto& [time, change] : events) {
+    current += change;
+    peak = std::max(peak, current);
+  }
+  return peak;
 }
 
-void BandwidthEstimator::Observe(TrainerId trainer, const TransferSample& sample) {
-  if (sample.sent_bytes > 0)
-    AddUpload(trainer, sample.sent_bytes, sample.send_seconds).IgnoreError();
-  if (sample.received_bytes > 0) {
-    AddDownload(trainer, sample.received_bytes, sample.receive_seconds).IgnoreError();
-  }
+absl::Status BandwidthEstimator::AddUpload(TrainerId trainer, double bytes, double seconds) {
+  return Add(trainer, bytes, seconds, &Samples::upload);
 }
 
 absl::Status BandwidthEstimator::AddDownload(TrainerId trainer, double bytes, double seconds) {
-  return Add(trainer, bytes, seconds, &Smoothed::download);
+  return Add(trainer, bytes, seconds, &Samples::download);
+}
+
+void BandwidthEstimator::Observe(TrainerId trainer, const TransferSample& sample) {
+  auto observe = [&](double bytes, double seconds, const std::vector<StreamSample>& streams,
+                     std::deque<double> Samples::*direction) {
+    if (!streams.empty()) {
+      if (const double peak = PeakRate(streams); peak > 0) AddRate(trainer, peak, direction);
+      return;
+    }
+    if (bytes > 0) Add(trainer, bytes, seconds, direction).IgnoreError();
+  };
+  observe(sample.sent_bytes, sample.send_seconds, sample.sent_streams, &Samples::upload);
+  observe(sample.received_bytes, sample.receive_seconds, sample.received_streams,
+          &Samples::download);
 }
 
 absl::Status BandwidthEstimator::Add(TrainerId trainer, double bytes, double seconds,
-                                     std::optional<double> Smoothed::*direction) {
+                                     std::deque<double> Samples::*direction) {
   if (!std::isfinite(bytes) || !std::isfinite(seconds) || bytes <= 0 || seconds <= 0) {
     return absl::InvalidArgumentError(absl::StrCat(
         "a transfer sample needs positive bytes and seconds, got ", bytes, " in ", seconds, " s"));
   }
   if (bytes < kMinSampleBytes) return absl::OkStatus();
-  const double rate = bytes / seconds;
-  std::optional<double>& smoothed = rates_[trainer].*direction;
-  smoothed = smoothed ? (1 - weight_) * *smoothed + weight_ * rate : rate;
-  means_.reset();
+  AddRate(trainer, bytes / seconds, direction);
   return absl::OkStatus();
 }
 
-double BandwidthEstimator::MeanOf(std::optional<double> Smoothed::*direction,
-                                  double fallback) const {
+void BandwidthEstimator::AddRate(TrainerId trainer, double rate,
+                                 std::deque<double> Samples::*direction) {
+  std::deque<double>& samples = rates_[trainer].*direction;
+  samples.push_back(rate);
+  if (samples.size() > static_cast<size_t>(kWindow)) samples.pop_front();
+  means_.reset();
+}
+
+std::optional<double> BandwidthEstimator::Achieved(const std::deque<double>& samples) {
+  if (samples.empty()) return std::nullopt;
+  std::vector<double> sorted(samples.begin(), samples.end());
+  std::sort(sorted.begin(), sorted.end(), std::greater<>());
+  return sorted.size() >= 3 ? sorted[1] : sorted[0];
+}
+
+double BandwidthEstimator::MeanOf(std::deque<double> Samples::*direction, double fallback) const {
   double sum = 0;
   int count = 0;
-  for (const auto& [id, smoothed] : rates_) {
-    if (const std::optional<double>& rate = smoothed.*direction) {
+  for (const auto& [id, samples] : rates_) {
+    if (std::optional<double> rate = Achieved(samples.*direction)) {
       sum += *rate;
       ++count;
     }
@@ -50,19 +92,23 @@ double BandwidthEstimator::MeanOf(std::optional<double> Smoothed::*direction,
 }
 
 LinkRates BandwidthEstimator::Estimate(TrainerId trainer) const {
-  Smoothed smoothed;
-  if (auto it = rates_.find(trainer); it != rates_.end()) smoothed = it->second;
-  if (smoothed.upload && smoothed.download) return {*smoothed.upload, *smoothed.download};
-  if (!means_) {
-    means_ = LinkRates{MeanOf(&Smoothed::upload, initial_.upload),
-                       MeanOf(&Smoothed::download, initial_.download)};
+  std::optional<double> upload;
+  std::optional<double> download;
+  if (auto it = rates_.find(trainer); it != rates_.end()) {
+    upload = Achieved(it->second.upload);
+    download = Achieved(it->second.download);
   }
-  return {smoothed.upload.value_or(means_->upload), smoothed.download.value_or(means_->download)};
+  if (upload && download) return {*upload, *download};
+  if (!means_) {
+    means_ = LinkRates{MeanOf(&Samples::upload, initial_.upload),
+                       MeanOf(&Samples::download, initial_.download)};
+  }
+  return {upload.value_or(means_->upload), download.value_or(means_->download)};
 }
 
 bool BandwidthEstimator::Measured(TrainerId trainer) const {
   auto it = rates_.find(trainer);
-  return it != rates_.end() && it->second.upload && it->second.download;
+  return it != rates_.end() && !it->second.upload.empty() && !it->second.download.empty();
 }
 
 }  // namespace syncopate::sync

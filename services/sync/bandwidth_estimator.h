@@ -1,12 +1,20 @@
-// Smoothed per-trainer link rates from measured transfers, for the peer-to-peer modes' planning.
-// Trainers time their real transfers and report, per round, the bytes they sent and received and
-// how long each direction was busy; the estimate is an exponentially weighted moving average of
-// the achieved rates. Pure: no clocks.
+// Per-trainer link rates from measured transfers, for the peer-to-peer modes' planning. Trainers
+// time their real transfers and report, per exchange, each model stream they sent and received
+// (its peer, bytes, start and duration). A direction's sample is the most its streams moved at
+// once (PeakRate): a slow peer's long stream adds its own small rate instead of stretching the
+// span over which the fast ones are divided, so one slow sender does not cap its receiver's
+// download estimate, nor one slow receiver its sender's upload. Every sample is a lower bound of
+// what the link can do (it did it); the estimate is what the link recently achieved: the second
+// largest of its last kWindow samples (the largest while it has fewer than three), so a round in
+// which a trainer met only slow peers does not pull it down, one outlier does not lift it, and a
+// link that slows down is followed within kWindow reports. Pure: no clocks.
 #ifndef SYNCOPATE_SYNC_BANDWIDTH_ESTIMATOR_H_
 #define SYNCOPATE_SYNC_BANDWIDTH_ESTIMATOR_H_
 
+#include <deque>
 #include <map>
 #include <optional>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "sync/clock_table.h"
@@ -18,33 +26,50 @@ struct LinkRates {
   double download = 0;  // bytes/s it received at (its ingress)
 };
 
+// One model stream in a trainer's report, as the trainer timed it.
+struct StreamSample {
+  TrainerId peer = 0;        // the receiver (sent) or the sender (received)
+  double bytes = 0;
+  double start_seconds = 0;  // from the direction's earliest stream in the report
+  double seconds = 0;        // first byte to last
+};
+
 // One trainer's measured transfers since its last report (P2P modes): bytes sent and received and
-// how long each direction was busy.
+// how long each direction was busy, and each stream when the trainer reports them.
 struct TransferSample {
   double sent_bytes = 0;
   double send_seconds = 0;
   double received_bytes = 0;
   double receive_seconds = 0;
   int models_sent = 0;  // completed model transfers among the bytes sent
+  std::vector<StreamSample> sent_streams;
+  std::vector<StreamSample> received_streams;
 };
 
 class BandwidthEstimator {
  public:
-  // The peer-to-peer policies' weight of a new sample, and what they assume before any sample.
-  static constexpr double kPolicySampleWeight = 0.3;
+  // Samples kept per trainer and direction.
+  static constexpr int kWindow = 8;
+  // What the peer-to-peer policies assume before any sample.
   static constexpr LinkRates kPolicyInitial = {1, 1};
+  static constexpr double kMinSampleBytes = 64 * 1024;
 
-  // `weight` of a new sample in (0, 1]; `initial` is assumed for trainers with no sample yet.
-  BandwidthEstimator(double weight = kPolicySampleWeight, LinkRates initial = kPolicyInitial)
-      : weight_(weight), initial_(initial) {}
+  // `initial` is assumed for trainers with no sample yet.
+  explicit BandwidthEstimator(LinkRates initial = kPolicyInitial) : initial_(initial) {}
+
+  // The most bytes/s `streams` moved at once: each stream moves its bytes evenly over its span,
+  // and the rates of the streams under way add up; 0 when no stream carries kMinSampleBytes with a
+  // positive, finite span (the others are skipped: their time is mostly latency).
+  static double PeakRate(const std::vector<StreamSample>& streams);
 
   // One direction's transfer: `bytes` moved in `seconds` of busy time. INVALID_ARGUMENT (nothing
   // changes) unless both are positive and finite. Samples below kMinSampleBytes are ignored (OK):
   // their time is mostly latency, not bandwidth.
   absl::Status AddUpload(TrainerId trainer, double bytes, double seconds);
   absl::Status AddDownload(TrainerId trainer, double bytes, double seconds);
-  // Both directions of a report; a direction without bytes carries no rate and a bad one is
-  // dropped (a report never fails on its measurements).
+  // Both directions of a report: a direction's sample is its streams' PeakRate when it has
+  // streams, else its bytes over its busy seconds. A direction without bytes carries no rate and a
+  // bad one is dropped (a report never fails on its measurements).
   void Observe(TrainerId trainer, const TransferSample& sample);
 
   // The estimate; for a direction without samples, the mean of the other trainers' estimates in
@@ -62,20 +87,20 @@ class BandwidthEstimator {
     means_.reset();
   }
 
-  static constexpr double kMinSampleBytes = 64 * 1024;
-
  private:
-  struct Smoothed {
-    std::optional<double> upload;
-    std::optional<double> download;
+  struct Samples {
+    std::deque<double> upload;  // the newest last, at most kWindow
+    std::deque<double> download;
   };
   absl::Status Add(TrainerId trainer, double bytes, double seconds,
-                   std::optional<double> Smoothed::*direction);
-  double MeanOf(std::optional<double> Smoothed::*direction, double fallback) const;
+                   std::deque<double> Samples::*direction);
+  void AddRate(TrainerId trainer, double rate, std::deque<double> Samples::*direction);
+  // The estimate from one direction's samples (the header's rule); nullopt without samples.
+  static std::optional<double> Achieved(const std::deque<double>& samples);
+  double MeanOf(std::deque<double> Samples::*direction, double fallback) const;
 
-  const double weight_;
   const LinkRates initial_;
-  std::map<TrainerId, Smoothed> rates_;
+  std::map<TrainerId, Samples> rates_;
   // Both directions' means, computed when first needed after a change (a round's plan asks for
   // every unmeasured trainer's estimate: O(n) once, not per trainer).
   mutable std::optional<LinkRates> means_;

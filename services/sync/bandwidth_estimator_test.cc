@@ -1,5 +1,7 @@
 #include "sync/bandwidth_estimator.h"
 
+#include <cmath>
+
 #include "gtest/gtest.h"
 
 namespace syncopate::sync {
@@ -7,20 +9,37 @@ namespace {
 
 constexpr double kMB = 1e6;
 
-TEST(BandwidthEstimatorTest, SmoothsSamplesPerDirection) {
-  BandwidthEstimator estimator(0.5, {1, 1});
+// A link is credited with what it recently achieved: the largest sample while there are fewer than
+// three, then the second largest of the last kWindow (one outlier does not lift it).
+TEST(BandwidthEstimatorTest, KeepsWhatEachDirectionRecentlyAchieved) {
+  BandwidthEstimator estimator({1, 1});
   ASSERT_TRUE(estimator.AddUpload(1, 10 * kMB, 1).ok());
   EXPECT_DOUBLE_EQ(estimator.Estimate(1).upload, 10 * kMB);
   ASSERT_TRUE(estimator.AddUpload(1, 20 * kMB, 1).ok());
-  EXPECT_DOUBLE_EQ(estimator.Estimate(1).upload, 15 * kMB);
+  EXPECT_DOUBLE_EQ(estimator.Estimate(1).upload, 20 * kMB);
+  ASSERT_TRUE(estimator.AddUpload(1, 5 * kMB, 1).ok());
+  EXPECT_DOUBLE_EQ(estimator.Estimate(1).upload, 10 * kMB) << "the second largest of three";
   EXPECT_FALSE(estimator.Measured(1));
   ASSERT_TRUE(estimator.AddDownload(1, 4 * kMB, 2).ok());
   EXPECT_DOUBLE_EQ(estimator.Estimate(1).download, 2 * kMB);
   EXPECT_TRUE(estimator.Measured(1));
 }
 
+TEST(BandwidthEstimatorTest, FollowsALinkThatSlowsDownWithinTheWindow) {
+  BandwidthEstimator estimator({1, 1});
+  for (int i = 0; i < BandwidthEstimator::kWindow; ++i) {
+    ASSERT_TRUE(estimator.AddDownload(1, 10 * kMB, 1).ok());
+  }
+  for (int i = 0; i < BandwidthEstimator::kWindow - 2; ++i) {
+    ASSERT_TRUE(estimator.AddDownload(1, 2 * kMB, 1).ok());
+  }
+  EXPECT_DOUBLE_EQ(estimator.Estimate(1).download, 10 * kMB) << "two fast samples still in";
+  ASSERT_TRUE(estimator.AddDownload(1, 2 * kMB, 1).ok());
+  EXPECT_DOUBLE_EQ(estimator.Estimate(1).download, 2 * kMB) << "one left: an outlier";
+}
+
 TEST(BandwidthEstimatorTest, UnmeasuredTrainersGetTheMeanOrTheInitialGuess) {
-  BandwidthEstimator estimator(0.3, {7, 9});
+  BandwidthEstimator estimator({7, 9});
   EXPECT_DOUBLE_EQ(estimator.Estimate(5).upload, 7);
   EXPECT_DOUBLE_EQ(estimator.Estimate(5).download, 9);
   ASSERT_TRUE(estimator.AddUpload(1, 10 * kMB, 1).ok());
@@ -32,7 +51,7 @@ TEST(BandwidthEstimatorTest, UnmeasuredTrainersGetTheMeanOrTheInitialGuess) {
 }
 
 TEST(BandwidthEstimatorTest, RefusesBadSamplesAndIgnoresTinyOnes) {
-  BandwidthEstimator estimator(0.5, {1, 1});
+  BandwidthEstimator estimator({1, 1});
   EXPECT_FALSE(estimator.AddUpload(1, -5, 1).ok());
   EXPECT_FALSE(estimator.AddUpload(1, 5 * kMB, 0).ok());
   EXPECT_FALSE(estimator.AddDownload(1, 5 * kMB, std::nan("")).ok());
@@ -41,7 +60,7 @@ TEST(BandwidthEstimatorTest, RefusesBadSamplesAndIgnoresTinyOnes) {
 }
 
 TEST(BandwidthEstimatorTest, RanksASlowLinkBelowTheOthers) {
-  BandwidthEstimator estimator(0.3, {1, 1});
+  BandwidthEstimator estimator({1, 1});
   for (int round = 0; round < 10; ++round) {
     for (TrainerId t = 1; t <= 4; ++t) {
       const double rate = t == 3 ? 2.5 * kMB : 12.5 * kMB;  // 20 vs 100 Mbit/s
@@ -50,6 +69,59 @@ TEST(BandwidthEstimatorTest, RanksASlowLinkBelowTheOthers) {
   }
   for (TrainerId t : {1, 2, 4})
     EXPECT_GT(estimator.Estimate(t).upload, estimator.Estimate(3).upload);
+}
+
+TEST(BandwidthEstimatorTest, PeakRateAddsConcurrentStreamsAndTakesTheMostOfSequentialOnes) {
+  using S = StreamSample;
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::PeakRate({}), 0);
+  // Two at once: 10 + 5 MB/s.
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::PeakRate({S{1, 10 * kMB, 0, 1}, S{2, 10 * kMB, 0, 2}}),
+                   15 * kMB);
+  // One after the other (the second starts as the first ends): the faster one.
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::PeakRate({S{1, 10 * kMB, 0, 1}, S{2, 8 * kMB, 1, 1}}),
+                   10 * kMB);
+  // Tiny, empty or malformed streams are skipped.
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::PeakRate({S{1, 1000, 0, 0.0001}, S{2, 4 * kMB, 0, 0},
+                                                 S{3, 4 * kMB, std::nan(""), 1},
+                                                 S{4, 4 * kMB, 0, 2}}),
+                   2 * kMB);
+}
+
+// A receiver fed by a fast and a slow sender at once: the span of its transfers is the slow
+// sender's, yet its download is what both moved together, not the bytes over that span.
+TEST(BandwidthEstimatorTest, ASlowSenderDoesNotCapItsReceiversDownload) {
+  BandwidthEstimator estimator({1, 1});
+  TransferSample sample;
+  // 10 MB/s from the fast sender for 0.1 s, 1 MB/s from the slow one for 0.5 s.
+  sample.received_streams = {{1, 1 * kMB, 0, 0.1}, {2, 0.5 * kMB, 0, 0.5}};
+  sample.received_bytes = 1.5 * kMB;
+  sample.receive_seconds = 0.5;
+  estimator.Observe(7, sample);
+  EXPECT_DOUBLE_EQ(estimator.Estimate(7).download, 11 * kMB);
+  EXPECT_LT(1.5 * kMB / 0.5, 0.3 * estimator.Estimate(7).download) << "the span's rule";
+  // Rounds in which only the slow sender fed it do not pull it down.
+  estimator.Observe(7, sample);
+  TransferSample slow_only;
+  slow_only.received_streams = {{2, 0.5 * kMB, 0, 0.5}};
+  for (int i = 0; i < 3; ++i) estimator.Observe(7, slow_only);
+  EXPECT_DOUBLE_EQ(estimator.Estimate(7).download, 11 * kMB);
+}
+
+// A sender whose streams go to a fast and a slow receiver: its upload is their sum while both run.
+TEST(BandwidthEstimatorTest, ASlowReceiverDoesNotCapItsSendersUpload) {
+  BandwidthEstimator estimator({1, 1});
+  TransferSample sample;
+  sample.sent_streams = {{1, 2 * kMB, 0, 0.2}, {2, 2 * kMB, 0, 2}};
+  sample.sent_bytes = 4 * kMB;
+  sample.send_seconds = 2;
+  estimator.Observe(7, sample);
+  EXPECT_DOUBLE_EQ(estimator.Estimate(7).upload, 11 * kMB);
+  // Without streams the span's rule still applies (an older trainer's report).
+  TransferSample totals;
+  totals.sent_bytes = 4 * kMB;
+  totals.send_seconds = 2;
+  estimator.Observe(8, totals);
+  EXPECT_DOUBLE_EQ(estimator.Estimate(8).upload, 2 * kMB);
 }
 
 }  // namespace

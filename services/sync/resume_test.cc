@@ -9,8 +9,10 @@
 namespace syncopate::sync {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::IsEmpty;
+using ::testing::Not;
 using ::testing::Pair;
 using ::testing::UnorderedElementsAre;
 
@@ -158,7 +160,9 @@ TEST(Resume, DsSyncReleasesEachGroupOnceItsMembersAreBack) {
   // 1 and 2 reported clock 8; 3 still computes clock 8.
   EXPECT_TRUE(Resume(*p, 1, 8, true, -1).empty());
   EXPECT_TRUE(Resume(*p, 2, 8, true, -1).empty());
-  Decisions d = Resume(*p, 3, 7, false, -1);  // everyone is back: groups without 3 go on
+  Decisions d = Resume(*p, 3, 7, false, -1);  // everyone is back: the group without 3 goes on
+  EXPECT_THAT(Granted(d), Not(IsEmpty())) << "no global barrier waits for 3";
+  EXPECT_THAT(Granted(d), Not(Contains(3)));
   d.Append(*p->OnClock(3, 8, kT0));
   EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2, 3));
   for (const Grant& g : d.grants) {
@@ -172,7 +176,10 @@ TEST(Resume, DsSyncReleasesEachGroupOnceItsMembersAreBack) {
 // A trainer whose group went on without it (its grant was lost with the coordinator) is granted
 // with what is left of its group, here alone, and keeps its model.
 TEST(Resume, ADsSyncTrainerWhoseGroupWentOnIsGrantedAlone) {
-  auto p = Make("dssync");
+  PolicyOptions options;
+  options.mode = "dssync";
+  options.groups = 1;  // 1 and 2 share every round's group
+  auto p = Make(options);
   ASSERT_TRUE(p->Recover(0, 2, kWindow).ok());
   Resume(*p, 1, 8, false, -1);               // got round 8's grant
   Decisions d = Resume(*p, 2, 8, true, -1);  // reported 8, its grant was lost

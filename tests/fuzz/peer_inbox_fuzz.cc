@@ -85,13 +85,19 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
         inbox.MarkGone(input.Byte());
         break;
       case 4: {
+        const bool plan = input.Byte() % 2 == 0;  // a round's plan, or only the names
         v1::PeerExchange exchange;
+        exchange.set_round(static_cast<int8_t>(input.Byte()));
         for (int n = input.Byte() % 8; n > 0; --n) {
           v1::PeerRef* peer = exchange.add_receive_from();
           peer->set_trainer_id(input.Byte());
           peer->set_name(input.ShortString());
         }
-        inbox.NamePeers(exchange);
+        if (plan) {
+          inbox.PlanRound(exchange);
+        } else {
+          inbox.NamePeers(exchange);
+        }
         break;
       }
     }

@@ -93,11 +93,16 @@ void WritePeerInboxSeeds(SeedWriter& out) {
     v1::PushHeader header = Header(sender, 1, 1, v1::APPLY_MODE_NONE, 1, round);
     return '\0' + Short(caller) + Long(EncodeStream(ChunkedStream(header, model, 16)));
   };
-  const std::string name_peer = std::string("\4\1") + '\1' + Short("trainer-1");
+  // Names trainer 1 "trainer-1" (case 4: names only, round 3, one peer); as round 3's plan, with
+  // \0 instead of the first \1.
+  const std::string name_peer = std::string("\4\1\3\1") + '\1' + Short("trainer-1");
+  const std::string plan = std::string("\4") + '\0' + "\3\1\1" + Short("trainer-1");
   const std::string collect = std::string("\1\3\2") + '\1' + '\2';
   out.Write("peer_inbox_fuzz", "collect", deposit(1, 3, "trainer-1") + deposit(2, 3, "") + collect);
   out.Write("peer_inbox_fuzz", "named",
             deposit(1, 3, "impostor") + name_peer + deposit(1, 3, "trainer-1") + collect);
+  out.Write("peer_inbox_fuzz", "planned",
+            deposit(2, 3, "") + plan + deposit(2, 3, "") + deposit(1, 3, "trainer-1") + collect);
   out.Write("peer_inbox_fuzz", "latest",
             deposit(1, 4, "") + deposit(1, 5, "") + std::string("\3\2") + "\2");
 }

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/files.h"
 #include "cli/certificates.h"
 #include "client/peer_exchange.h"
 #include "client/session_client.h"
@@ -57,9 +58,9 @@ class Certificates {
     char pattern[] = "/tmp/syncopate-tls-test-XXXXXX";
     root_ = mkdtemp(pattern);
     auto ca = cli::CertificateAuthority::Create(root_ + "/ca", rpc::kDefaultTrustDomain,
-                                                absl::Hours(24), /*replace=*/false);
+                                                absl::Hours(48), /*replace=*/false);
     auto other = cli::CertificateAuthority::Create(root_ + "/other-ca", rpc::kDefaultTrustDomain,
-                                                   absl::Hours(24), /*replace=*/false);
+                                                   absl::Hours(48), /*replace=*/false);
     auto elsewhere = cli::CertificateAuthority::Open(root_ + "/ca", "other.job");
     if (!ca.ok() || !other.ok() || !elsewhere.ok()) {
       ADD_FAILURE() << ca.status() << other.status() << elsewhere.status();
@@ -439,6 +440,44 @@ TEST(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
   server->Shutdown();
 }
 
+// A trainer of the job that the coordinator did not name as a sender of the round is refused at
+// the Peer service, counted, and nothing of it is taken.
+TEST(PeerTlsTest, AnUnannouncedSenderIsRefused) {
+  client::ExchangeInbox inbox;
+  client::TransferMeter received;
+  int refusals = 0;
+  client::PeerService service(
+      inbox, client::ShapeLookup({{"w", {0, 0}}}), nullptr, received,
+      rpc::Authorizer(Certificates::Get().Of("bob"), [&](absl::string_view) { ++refusals; }));
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  ASSERT_TRUE(
+      rpc::StartServer("127.0.0.1:0", {&service}, Certificates::Get().Of("bob"), &server, &port)
+          .ok());
+  v1::PeerRef bob;
+  bob.set_trainer_id(kBob);
+  bob.set_address(absl::StrCat("127.0.0.1:", port));
+  // Round 4 takes alice's model only; bob's own certificate is a trainer's of the job.
+  v1::PeerExchange exchange;
+  exchange.set_round(4);
+  v1::PeerRef* named = exchange.add_receive_from();
+  named->set_trainer_id(kAlice);
+  named->set_name("alice");
+  inbox.PlanRound(exchange);
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  client::TransferMeter sent;
+  client::PeerSender from_bob(nullptr, sent, Certificates::Get().Of("bob"));
+  const absl::Status refused = from_bob.SendOne(bob, kBob, 4, {{"w", {6, 6}}}, 1.0, deadline);
+  EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
+  EXPECT_EQ(refusals, 1);
+  client::PeerSender from_alice(nullptr, sent, Certificates::Get().Of("alice"));
+  ASSERT_TRUE(from_alice.SendOne(bob, kAlice, 4, {{"w", {1, 2}}}, 1.0, deadline).ok());
+  auto got = inbox.Collect(4, {kAlice, kBob}, absl::Now());
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[kAlice].model.at("w"), (std::vector<float>{1, 2}));
+  server->Shutdown();
+}
+
 // Re-issuing swaps ..data to a new version folder (the three files are links through it), keeps
 // the version it replaced for a process reading it right now, and removes older ones; a CA is not
 // replaced unless asked.
@@ -473,6 +512,33 @@ TEST(CertificatesTest, ReissuingSwapsTheFilesTogether) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(rpc::CredentialsFromFlags("", false, std::nullopt).status().code(),
             absl::StatusCode::kInvalidArgument);
+}
+
+// A certificate never outlives its CA: its validity is cut to the CA's, and a CA with less than a
+// day left issues nothing.
+TEST(CertificatesTest, ACertificateEndsBeforeItsCa) {
+  const std::string root = Certificates::Get().root();
+  absl::StatusOr<cli::CertificateAuthority> ca =
+      cli::CertificateAuthority::Open(root + "/ca", rpc::kDefaultTrustDomain);
+  ASSERT_TRUE(ca.ok()) << ca.status();
+  ASSERT_TRUE(ca->Issue({Role::kTrainer, "dave"}, root + "/dave", absl::Hours(24 * 365)).ok());
+  absl::StatusOr<std::string> ca_pem = base::ReadFile(root + "/ca/" + rpc::kCaFile);
+  absl::StatusOr<std::string> pem = base::ReadFile(root + "/dave/" + rpc::kCertFile);
+  ASSERT_TRUE(ca_pem.ok() && pem.ok());
+  absl::StatusOr<absl::Time> ca_expiry = rpc::ExpiryOfCertificate(*ca_pem);
+  absl::StatusOr<absl::Time> expiry = rpc::ExpiryOfCertificate(*pem);
+  ASSERT_TRUE(ca_expiry.ok() && expiry.ok()) << ca_expiry.status() << expiry.status();
+  EXPECT_LE(*expiry, *ca_expiry);
+  EXPECT_GT(*expiry, absl::Now() + absl::Hours(23)) << "a day, as the CA's two allow";
+  EXPECT_EQ(rpc::ExpiryOfCertificate("not a certificate").status().code(),
+            absl::StatusCode::kInvalidArgument);
+
+  absl::StatusOr<cli::CertificateAuthority> ending = cli::CertificateAuthority::Create(
+      root + "/ending-ca", rpc::kDefaultTrustDomain, absl::Hours(24), /*replace=*/false);
+  ASSERT_TRUE(ending.ok()) << ending.status();
+  const absl::Status refused = ending->Issue({Role::kTrainer, "erin"}, root + "/erin");
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_FALSE(std::filesystem::exists(root + "/erin/" + rpc::kCertFile));
 }
 
 }  // namespace

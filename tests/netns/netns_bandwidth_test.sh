@@ -1,9 +1,13 @@
 #!/usr/bin/env bash
 # Real links instead of emulated ones: four trainers, each in its own network namespace, joined to
-# a hub namespace (store and coordinator) by veth links shaped with `tc tbf`: three at 100 Mbit/s,
-# trainer-3 at 20 Mbit/s in both directions. A selmcast job runs until the coordinator has measured
-# every trainer's link; the test then checks that its estimates (from /metrics) rank trainer-3's
-# link below every other trainer's, in both directions.
+# a hub namespace (store and coordinator) by veth links shaped with `tc tbf` at 100 Mbit/s, except
+# two directions at 20 Mbit/s: trainer-2 sends slowly (a slow sender) and trainer-3 receives slowly
+# (a slow receiver). A selmcast job runs until the coordinator has measured every trainer's link;
+# the test then checks its estimates (from /metrics): trainer-2's upload and trainer-3's download
+# rank below every other trainer's, and neither slow direction drags another estimate down with
+# it: the trainers trainer-2 sends to keep their downloads, and those sending to trainer-3 their
+# uploads (each estimate is what a trainer's streams moved at once, not bytes over the span the
+# slowest one stretched).
 # Every address lives inside namespaces this test creates (10.77.0.0/24); nothing in the root
 # namespace is touched. Exits 77 (CTest: skipped) without root, iproute2 or tc.
 # usage: netns_bandwidth_test.sh BIN_DIR
@@ -38,7 +42,8 @@ in_hub ip link add br0 type bridge
 in_hub ip addr add 10.77.0.1/24 dev br0
 in_hub ip link set br0 up
 
-RATES=(100mbit 100mbit 100mbit 20mbit)
+UP=(100mbit 100mbit 20mbit 100mbit)    # what each trainer sends at
+DOWN=(100mbit 100mbit 100mbit 20mbit)  # what each trainer receives at
 for i in 0 1 2 3; do
   ns="${P}t$i"
   ip netns add "$ns"
@@ -51,8 +56,8 @@ for i in 0 1 2 3; do
   ip netns exec "$ns" ip addr add "10.77.0.$((10 + i))/24" dev "v$i"
   ip netns exec "$ns" ip link set "v$i" up
   # Shape both directions: the trainer's side sends, the hub's side sends towards the trainer.
-  ip netns exec "$ns" tc qdisc add dev "v$i" root tbf rate "${RATES[$i]}" burst 32kbit latency 400ms
-  in_hub tc qdisc add dev "h$i" root tbf rate "${RATES[$i]}" burst 32kbit latency 400ms
+  ip netns exec "$ns" tc qdisc add dev "v$i" root tbf rate "${UP[$i]}" burst 32kbit latency 400ms
+  in_hub tc qdisc add dev "h$i" root tbf rate "${DOWN[$i]}" burst 32kbit latency 400ms
 done
 
 # Mutual TLS as in a real job: a CA and one certificate per process.
@@ -64,10 +69,12 @@ for i in 0 1 2 3; do
   certs issue --ca-dir="$WORK/tls/ca" --role=trainer --name="trainer-$i" --out="$WORK/tls/trainer-$i"
 done
 
-in_hub "$BIN/syncopate-store" --listen=10.77.0.1:7070 --metrics-listen=10.77.0.1:9100 \
+# Started with ip netns exec itself (not in_hub, a shell function that & would fork): $! is then
+# the server, which cleanup kills.
+ip netns exec "$HUB" "$BIN/syncopate-store" --listen=10.77.0.1:7070 --metrics-listen=10.77.0.1:9100 \
   --tls-dir="$WORK/tls/store" >"$WORK/store.log" 2>&1 &
 PIDS+=($!)
-in_hub "$BIN/syncopate-coordinator" --listen=10.77.0.1:7000 --metrics-listen=10.77.0.1:9101 \
+ip netns exec "$HUB" "$BIN/syncopate-coordinator" --listen=10.77.0.1:7000 --metrics-listen=10.77.0.1:9101 \
   --stores=10.77.0.1:7070 --mode=selmcast --p=0.5 --min-trainers=4 --exchange-timeout=5s \
   --tls-dir="$WORK/tls/coordinator" >"$WORK/coordinator.log" 2>&1 &
 PIDS+=($!)
@@ -101,14 +108,24 @@ for name, direction, value in re.findall(
         r'(?=[^}]*direction="([^"]+)")[^}]*\} (\S+)', sys.argv[1]):
     rates[(name, direction)] = float(value)
 ok = True
-for direction in ("upload", "download"):
-    slow = rates[("trainer-3", direction)]
-    others = [rates[(f"trainer-{i}", direction)] for i in range(3)]
-    print(f"{direction}: trainer-3 {slow / 1e6:.2f} MB/s, others "
-          + ", ".join(f"{o / 1e6:.2f}" for o in others) + " MB/s")
-    if not all(slow < o for o in others):
-        print(f"FAIL: trainer-3's {direction} is not ranked below every other trainer's")
+# (slow trainer, direction): trainer-2 sends slowly, trainer-3 receives slowly.
+for slow_name, direction in (("trainer-2", "upload"), ("trainer-3", "download")):
+    slow = rates[(slow_name, direction)]
+    others = {f"trainer-{i}": rates[(f"trainer-{i}", direction)]
+              for i in range(4) if f"trainer-{i}" != slow_name}
+    print(f"{direction}: {slow_name} {slow / 1e6:.2f} MB/s, others "
+          + ", ".join(f"{n} {o / 1e6:.2f}" for n, o in others.items()) + " MB/s")
+    if not all(slow < o for o in others.values()):
+        print(f"FAIL: {slow_name}'s {direction} is not ranked below every other trainer's")
         ok = False
+    # The other slow direction's trainer, and everyone else, keep an estimate near the fastest:
+    # a slow peer does not cap it.
+    fastest = max(others.values())
+    for name, rate in others.items():
+        if rate < 0.5 * fastest:
+            print(f"FAIL: {name}'s {direction} ({rate / 1e6:.2f} MB/s) is under half the "
+                  f"fastest ({fastest / 1e6:.2f}): a slow peer capped it")
+            ok = False
 sys.exit(0 if ok else 1)
 PY
 echo "passed"
