@@ -8,27 +8,28 @@
 
 namespace syncopate::sync {
 
-double BandwidthEstimator::PeakRate(const std::vector<StreamSample>& streams) {
-  // Sweep the streams' starts and ends in time order; at equal times ends go first (a stream that
-  // ends as another starts does not overlap it).
-  std::vector<std::pair<double, double>> events;  // (time, rate change)
+double BandwidthEstimator::ProvenRate(const std::vector<StreamSample>& streams) {
+  struct Span {
+    double start, end, bytes;
+  };
+  std::vector<Span> spans;  // in order of their ends
   for (const StreamSample& s : streams) {
-    if (!(s.bytes >= kMinSampleBytes && std::isfinite(s.bytes) && s.seconds > 0 &&
-          std::isfinite(s.seconds) && std::isfinite(s.start_seconds))) {
-      continue;
+    if (s.bytes >= kMinSampleBytes && std::isfinite(s.bytes) && s.seconds > 0 &&
+        std::isfinite(s.seconds) && std::isfinite(s.start_seconds)) {
+      spans.push_back({s.start_seconds, s.start_seconds + s.seconds, s.bytes});
     }
-    const double rate = s.bytes / s.seconds;
-    events.emplace_back(s.start_seconds, rate);
-    events.emplace_back(s.start_seconds + s.seconds, -rate);
   }
-  std::sort(events.begin(), events.end());
-  double current = 0;
-  double peak = 0;
-  for (const auto& [time, change] : events) {
-    current += change;
-    peak = std::max(peak, current);
+  std::sort(spans.begin(), spans.end(), [](const Span& a, const Span& b) { return a.end < b.end; });
+  double best = 0;
+  for (const Span& first : spans) {  // windows opening at `first`'s start
+    double bytes = 0;
+    for (const Span& s : spans) {  // closing at each end in turn
+      if (s.start < first.start) continue;
+      bytes += s.bytes;
+      best = std::max(best, bytes / (s.end - first.start));
+    }
   }
-  return peak;
+  return best;
 }
 
 absl::Status BandwidthEstimator::AddUpload(TrainerId trainer, double bytes, double seconds) {
@@ -43,7 +44,7 @@ void BandwidthEstimator::Observe(TrainerId trainer, const TransferSample& sample
   auto observe = [&](double bytes, double seconds, const std::vector<StreamSample>& streams,
                      std::deque<double> Samples::*direction) {
     if (!streams.empty()) {
-      if (const double peak = PeakRate(streams); peak > 0) AddRate(trainer, peak, direction);
+      if (const double rate = ProvenRate(streams); rate > 0) AddRate(trainer, rate, direction);
       return;
     }
     if (bytes > 0) Add(trainer, bytes, seconds, direction).IgnoreError();

@@ -1,13 +1,13 @@
 // Per-trainer link rates from measured transfers, for the peer-to-peer modes' planning. Trainers
 // time their real transfers and report, per exchange, each model stream they sent and received
-// (its peer, bytes, start and duration). A direction's sample is the most its streams moved at
-// once (PeakRate): a slow peer's long stream adds its own small rate instead of stretching the
-// span over which the fast ones are divided, so one slow sender does not cap its receiver's
+// (its peer, bytes, start and duration). A direction's sample is the most bytes per second its
+// streams prove the link carried (ProvenRate): a slow peer's long stream does not stretch the
+// window the fast streams are measured over, so one slow sender does not cap its receiver's
 // download estimate, nor one slow receiver its sender's upload. Every sample is a lower bound of
-// what the link can do (it did it); the estimate is what the link recently achieved: the second
-// largest of its last kWindow samples (the largest while it has fewer than three), so a round in
-// which a trainer met only slow peers does not pull it down, one outlier does not lift it, and a
-// link that slows down is followed within kWindow reports. Pure: no clocks.
+// what the link can do; the estimate is what the link recently achieved: the second largest of its
+// last kWindow samples (the largest while it has fewer than three), so a round in which a trainer
+// met only slow peers does not pull it down, one outlier does not lift it, and a link that slows
+// down is followed within kWindow reports. Pure: no clocks.
 #ifndef SYNCOPATE_SYNC_BANDWIDTH_ESTIMATOR_H_
 #define SYNCOPATE_SYNC_BANDWIDTH_ESTIMATOR_H_
 
@@ -57,17 +57,19 @@ class BandwidthEstimator {
   // `initial` is assumed for trainers with no sample yet.
   explicit BandwidthEstimator(LinkRates initial = kPolicyInitial) : initial_(initial) {}
 
-  // The most bytes/s `streams` moved at once: each stream moves its bytes evenly over its span,
-  // and the rates of the streams under way add up; 0 when no stream carries kMinSampleBytes with a
-  // positive, finite span (the others are skipped: their time is mostly latency).
-  static double PeakRate(const std::vector<StreamSample>& streams);
+  // The most bytes/s `streams` prove their link carried: over every window from one stream's
+  // start to another's end, the bytes of the streams that ran wholly inside it over the window's
+  // length (all of them crossed the link within it, so each is a lower bound of its rate). 0 when
+  // no stream carries kMinSampleBytes with a positive, finite span (the others are skipped: their
+  // time is mostly latency). O(k^2) in the k streams.
+  static double ProvenRate(const std::vector<StreamSample>& streams);
 
   // One direction's transfer: `bytes` moved in `seconds` of busy time. INVALID_ARGUMENT (nothing
   // changes) unless both are positive and finite. Samples below kMinSampleBytes are ignored (OK):
   // their time is mostly latency, not bandwidth.
   absl::Status AddUpload(TrainerId trainer, double bytes, double seconds);
   absl::Status AddDownload(TrainerId trainer, double bytes, double seconds);
-  // Both directions of a report: a direction's sample is its streams' PeakRate when it has
+  // Both directions of a report: a direction's sample is its streams' ProvenRate when it has
   // streams, else its bytes over its busy seconds. A direction without bytes carries no rate and a
   // bad one is dropped (a report never fails on its measurements).
   void Observe(TrainerId trainer, const TransferSample& sample);

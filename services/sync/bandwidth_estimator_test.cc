@@ -71,19 +71,25 @@ TEST(BandwidthEstimatorTest, RanksASlowLinkBelowTheOthers) {
     EXPECT_GT(estimator.Estimate(t).upload, estimator.Estimate(3).upload);
 }
 
-TEST(BandwidthEstimatorTest, PeakRateAddsConcurrentStreamsAndTakesTheMostOfSequentialOnes) {
+TEST(BandwidthEstimatorTest, ProvenRateIsTheBusiestWindowsBytesOverItsLength) {
   using S = StreamSample;
-  EXPECT_DOUBLE_EQ(BandwidthEstimator::PeakRate({}), 0);
-  // Two at once: 10 + 5 MB/s.
-  EXPECT_DOUBLE_EQ(BandwidthEstimator::PeakRate({S{1, 10 * kMB, 0, 1}, S{2, 10 * kMB, 0, 2}}),
-                   15 * kMB);
-  // One after the other (the second starts as the first ends): the faster one.
-  EXPECT_DOUBLE_EQ(BandwidthEstimator::PeakRate({S{1, 10 * kMB, 0, 1}, S{2, 8 * kMB, 1, 1}}),
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::ProvenRate({}), 0);
+  // Two streams sharing the link over the same second: both count.
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::ProvenRate({S{1, 5 * kMB, 0, 1}, S{2, 5 * kMB, 0, 1}}),
                    10 * kMB);
+  // One inside the other: the inner one alone, or both over the outer span.
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::ProvenRate({S{1, 10 * kMB, 0, 1}, S{2, 10 * kMB, 0, 2}}),
+                   10 * kMB);
+  // One after the other: the faster one (both together: 9 MB/s).
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::ProvenRate({S{1, 10 * kMB, 0, 1}, S{2, 8 * kMB, 1, 1}}),
+                   10 * kMB);
+  // A stream that began before a window does not count in it.
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::ProvenRate({S{1, 4 * kMB, 0, 2}, S{2, 3 * kMB, 1, 1}}),
+                   3.5 * kMB);
   // Tiny, empty or malformed streams are skipped.
-  EXPECT_DOUBLE_EQ(BandwidthEstimator::PeakRate({S{1, 1000, 0, 0.0001}, S{2, 4 * kMB, 0, 0},
-                                                 S{3, 4 * kMB, std::nan(""), 1},
-                                                 S{4, 4 * kMB, 0, 2}}),
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::ProvenRate({S{1, 1000, 0, 0.0001}, S{2, 4 * kMB, 0, 0},
+                                                   S{3, 4 * kMB, std::nan(""), 1},
+                                                   S{4, 4 * kMB, 0, 2}}),
                    2 * kMB);
 }
 
@@ -97,17 +103,18 @@ TEST(BandwidthEstimatorTest, ASlowSenderDoesNotCapItsReceiversDownload) {
   sample.received_bytes = 1.5 * kMB;
   sample.receive_seconds = 0.5;
   estimator.Observe(7, sample);
-  EXPECT_DOUBLE_EQ(estimator.Estimate(7).download, 11 * kMB);
-  EXPECT_LT(1.5 * kMB / 0.5, 0.3 * estimator.Estimate(7).download) << "the span's rule";
+  EXPECT_DOUBLE_EQ(estimator.Estimate(7).download, 10 * kMB);
+  EXPECT_LT(1.5 * kMB / 0.5, 0.5 * estimator.Estimate(7).download) << "the span's rule";
   // Rounds in which only the slow sender fed it do not pull it down.
   estimator.Observe(7, sample);
   TransferSample slow_only;
   slow_only.received_streams = {{2, 0.5 * kMB, 0, 0.5}};
   for (int i = 0; i < 3; ++i) estimator.Observe(7, slow_only);
-  EXPECT_DOUBLE_EQ(estimator.Estimate(7).download, 11 * kMB);
+  EXPECT_DOUBLE_EQ(estimator.Estimate(7).download, 10 * kMB);
 }
 
-// A sender whose streams go to a fast and a slow receiver: its upload is their sum while both run.
+// A sender whose streams go to a fast and a slow receiver: its upload is the fast stream's rate, not
+// the bytes over the slow one's span.
 TEST(BandwidthEstimatorTest, ASlowReceiverDoesNotCapItsSendersUpload) {
   BandwidthEstimator estimator({1, 1});
   TransferSample sample;
@@ -115,7 +122,7 @@ TEST(BandwidthEstimatorTest, ASlowReceiverDoesNotCapItsSendersUpload) {
   sample.sent_bytes = 4 * kMB;
   sample.send_seconds = 2;
   estimator.Observe(7, sample);
-  EXPECT_DOUBLE_EQ(estimator.Estimate(7).upload, 11 * kMB);
+  EXPECT_DOUBLE_EQ(estimator.Estimate(7).upload, 10 * kMB);
   // Without streams the span's rule still applies (an older trainer's report).
   TransferSample totals;
   totals.sent_bytes = 4 * kMB;

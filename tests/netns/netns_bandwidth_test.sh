@@ -118,13 +118,15 @@ for slow_name, direction in (("trainer-2", "upload"), ("trainer-3", "download"))
     if not all(slow < o for o in others.values()):
         print(f"FAIL: {slow_name}'s {direction} is not ranked below every other trainer's")
         ok = False
-    # The other slow direction's trainer, and everyone else, keep an estimate near the fastest:
-    # a slow peer does not cap it.
-    fastest = max(others.values())
+    # Everyone else, the other slow direction's trainer too, keeps an estimate well above the slow
+    # link's (the links are 5x apart): a slow peer does not cap it. Measured here (bench/README.md,
+    # "Link estimates"): per-stream estimates 2.5-5.2x the slow link's; the rule before them
+    # (bytes over the span of a round's streams) 1.95-2.3x, so this check alone does not always
+    # tell the two apart; BandwidthEstimatorTest does.
     for name, rate in others.items():
-        if rate < 0.5 * fastest:
-            print(f"FAIL: {name}'s {direction} ({rate / 1e6:.2f} MB/s) is under half the "
-                  f"fastest ({fastest / 1e6:.2f}): a slow peer capped it")
+        if rate < 2 * slow:
+            print(f"FAIL: {name}'s {direction} ({rate / 1e6:.2f} MB/s) is under twice the slow "
+                  f"link's: a slow peer capped it")
             ok = False
 sys.exit(0 if ok else 1)
 PY
