@@ -12,6 +12,8 @@ namespace {
 
 // Relative slack for "does not lengthen the estimate", against rounding in sums of bytes.
 constexpr double kSlack = 1e-9;
+// Normalized loads within this fraction of each other count as near-equal in the basic selection.
+constexpr double kNearEqualLoad = 0.1;
 
 // Running per-trainer byte totals of a plan being built.
 struct Loads {
@@ -139,9 +141,18 @@ MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& histo
     auto load = [&](int j) { return (p.volume[i] + loads.received[j]) / p.download[j]; };
     std::stable_sort(candidates.begin(), candidates.end(),
                      [&](int a, int b) { return load(a) < load(b); });
-    for (int c = 0; c < missing && c < static_cast<int>(candidates.size()); ++c) {
-      Add(p, i, candidates[c], x, loads);
-    }
+    const int take = std::min<int>(missing, candidates.size());
+    if (take == 0) continue;
+    // Among the loads near the take-th lightest, the pairs synchronized longest ago go first: with
+    // static bandwidths, ties broken by index would pick the same receivers every round, and the
+    // k-round rule would then force every other pair at once.
+    const double bar = load(candidates[take - 1]) * (1 + kNearEqualLoad);
+    const auto near = std::partition_point(candidates.begin(), candidates.end(),
+                                           [&](int j) { return load(j) <= bar; });
+    std::stable_sort(candidates.begin(), near, [&](int a, int b) {
+      return history.RoundsSince(i, a, round) > history.RoundsSince(i, b, round);
+    });
+    for (int c = 0; c < take; ++c) Add(p, i, candidates[c], x, loads);
   }
 
   // Pareto improvement: add pairs, longest unsynchronized first, that stay within the estimate.

@@ -96,9 +96,12 @@ double EstimateSeconds(const MulticastProblem& problem, const PairMatrix& sends)
 
 // SelMcast's Algorithm 1 for round `round`. Forced pairs first; then, senders with the most
 // forced receivers first, each tops up to p_i receivers with the lightest normalized load
-// ((volume + bytes already coming) / download); then every unselected pair, longest unsynchronized
-// first, is added when it lengthens neither the sender's nor the receiver's time beyond the
-// estimate (skipped when `pareto_additions` is false). Deterministic: ties go to the lower index.
+// ((volume + bytes already coming) / download), where among loads within 10% of the heaviest one
+// it needs the pair synchronized longest ago goes first (so that with static bandwidths the pairs
+// rotate instead of all coming due under the k-round rule at once); then every unselected pair,
+// longest unsynchronized first, is added when it lengthens neither the sender's nor the
+// receiver's time beyond the estimate (skipped when `pareto_additions` is false). Deterministic:
+// remaining ties go to the lower index.
 MulticastPlan SelectSelMcast(const MulticastProblem& problem, const PairHistory& history,
                              int64_t round, bool pareto_additions = true);
 
