@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Peer-to-peer modes on one machine with emulated links: `syncopate compare` over bsp, dssync,
-# selmcast, selmcast-ssp and orpheus with 4 trainers, trainer 3's link (both directions) at a fifth
-# of the others' (20 vs 100 Mbit/s, token buckets on every transfer, store traffic included).
+# selmcast, selmcast-ssp, orpheus and orpheus-ssp with 4 trainers, trainer 3's link (both
+# directions) at a fifth of the others' (20 vs 100 Mbit/s, token buckets on every transfer, store
+# traffic included).
 # Prints time to the target test accuracy (80%) and the mean round time (wall seconds per clock of
 # the fastest trainer), each as a ratio of bsp's. Not a test: figures for bench/README.md.
 #   bench/p2p_bench.sh [OUT_DIR]        (default: /tmp/syncopate-p2p-bench)
@@ -12,7 +13,7 @@ cd "$(dirname "$0")/.."
 out="${1:-/tmp/syncopate-p2p-bench}"
 rm -rf "$out"
 ./scripts/build.sh > /dev/null
-modes="${MODES:-bsp,dssync,selmcast,selmcast-ssp,orpheus}"
+modes="${MODES:-bsp,dssync,selmcast,selmcast-ssp,orpheus,orpheus-ssp}"
 ./build/bin/syncopate compare --modes="$modes" --trainers=4 \
   --target-accuracy="${TARGET:-0.80}" --time-limit="${TIME_LIMIT:-200s}" --eval-interval=0.5s \
   --step-time="${STEP_TIME:-0s}" \

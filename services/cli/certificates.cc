@@ -124,11 +124,12 @@ absl::Status CertificateAuthority::Issue(const rpc::Identity& identity, const st
   // A certificate must not outlive the CA that vouches for it.
   ASSIGN_OR_RETURN(const std::string ca_pem, base::ReadFile(absl::StrCat(dir_, "/", rpc::kCaFile)));
   ASSIGN_OR_RETURN(const absl::Time ca_expiry, rpc::ExpiryOfCertificate(ca_pem));
-  const absl::Duration left = ca_expiry - absl::Now();
+  // An hour's margin: openssl counts the days from its own start, a little later.
+  const absl::Duration left = ca_expiry - absl::Now() - absl::Hours(1);
   if (left < absl::Hours(24)) {
     return absl::FailedPreconditionError(absl::StrCat(
         "the CA in ", dir_, " expires ", absl::FormatTime(ca_expiry, absl::UTCTimeZone()),
-        ", in less than a day: make a new one (syncopate certs ca --force) and issue again"));
+        ", in less than 25 hours: make a new one (syncopate certs ca --force) and issue again"));
   }
   validity = std::min(validity, left);
   RETURN_IF_ERROR(base::MakeDirectories(out_dir));

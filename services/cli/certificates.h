@@ -36,7 +36,7 @@ class CertificateAuthority {
   // as ca.crt, tls.crt and tls.key: links through out_dir/..data to a new version folder, swapped
   // in one rename, so a process watching the directory (rpc::Credentials) takes the new files
   // together at its next refresh. The validity is cut to end before the CA's own certificate
-  // does. INVALID_ARGUMENT for a bad name; FAILED_PRECONDITION when the CA has less than a day
+  // does. INVALID_ARGUMENT for a bad name; FAILED_PRECONDITION when the CA has less than 25 hours
   // left; INTERNAL with openssl's output when it fails.
   absl::Status Issue(const rpc::Identity& identity, const std::string& out_dir,
                      absl::Duration validity = absl::Hours(24 * 30)) const;

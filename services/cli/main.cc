@@ -86,9 +86,9 @@ struct ScenarioFlags {
   void Add(CLI::App* cmd) {
     syncopate::cli::LocalClusterOptions& c = run.cluster;
     syncopate::sync::PolicyOptions& p = c.policy;
-    cmd->add_option(
-        "--staleness", p.staleness,
-        "SSP and selmcast-ssp bound s (default 3; selmcast-ssp 4); DSSP lower bound s_lo");
+    cmd->add_option("--staleness", p.staleness,
+                    "SSP, selmcast-ssp and orpheus-ssp bound s (default 3; the -ssp P2P modes 4); "
+                    "DSSP lower bound s_lo");
     cmd->add_option("--staleness-max", p.staleness_max, "DSSP upper bound s_hi");
     cmd->add_option("--dssp-rule", p.dssp_rule,
                     "DSSP: capped (default: no trainer more than s_hi ahead of the slowest) or "
@@ -103,10 +103,11 @@ struct ScenarioFlags {
                     "Hybrid: split groups where step times differ by this ratio");
     cmd->add_option("--regroup-every", p.regroup_every,
                     "Hybrid: propose a regrouping every this many rounds");
-    cmd->add_option("--p", p.min_receivers_fraction,
-                    "selmcast(-ssp), orpheus: each trainer sends to at least ceil(p * n) peers");
+    cmd->add_option(
+        "--p", p.min_receivers_fraction,
+        "selmcast(-ssp), orpheus(-ssp): each trainer sends to at least ceil(p * n) peers");
     cmd->add_option("--k", p.k,
-                    "selmcast(-ssp), orpheus: every pair exchanges once per k+1 rounds");
+                    "selmcast(-ssp), orpheus(-ssp): every pair exchanges once per k+1 rounds");
     cmd->add_option("--eta", p.eta,
                     "selmcast-ssp: never preempt a transfer with less than eta of the model left");
     cmd->add_option("--egress-rate", egress_rate,
@@ -293,8 +294,9 @@ int main(int argc, char** argv) {
                           "hybrid: at most this many groups; dssync: this many groups");
   cluster_cmd->add_option("--p", cluster_sim.sim.policy.min_receivers_fraction,
                           "selmcast(-ssp), orpheus: minimum receivers as a fraction of n");
-  cluster_cmd->add_option("--k", cluster_sim.sim.policy.k,
-                          "selmcast(-ssp), orpheus: every pair exchanges once per k+1 rounds");
+  cluster_cmd->add_option(
+      "--k", cluster_sim.sim.policy.k,
+      "selmcast(-ssp), orpheus(-ssp): every pair exchanges once per k+1 rounds");
   cluster_cmd->add_option("--seed", cluster_sim.sim.seed, "Seed of the step times and the modes");
 
   std::string coordinator = "127.0.0.1:7000";
@@ -318,8 +320,12 @@ int main(int argc, char** argv) {
   for (CLI::App* cmd : {certs_ca_cmd, certs_issue_cmd}) {
     cmd->add_option("--ca-dir", certs.ca_dir, "The CA's directory (ca.crt, ca.key)")->required();
     cmd->add_option("--trust-domain", certs.trust_domain, "SPIFFE trust domain of the identities");
-    cmd->add_option("--days", certs.days, "Validity in days")->check(CLI::Range(1, 3650));
   }
+  // A CA of one day could issue nothing: a certificate must end at least a day before it does.
+  certs_ca_cmd->add_option("--days", certs.days, "Validity in days")->check(CLI::Range(2, 3650));
+  certs_issue_cmd
+      ->add_option("--days", certs.days, "Validity in days (cut to end before the CA does)")
+      ->check(CLI::Range(1, 3650));
   certs_issue_cmd->add_option("--role", certs.role, "coordinator, store, trainer or operator")
       ->required();
   certs_issue_cmd->add_option("--name", certs.name, "The process's name (a trainer's --name)");

@@ -161,7 +161,8 @@ std::string FormatStatus(const v1::ClusterStatus& status) {
   FillFromStatus(status, &s);
   std::string out = absl::StrFormat("mode %s", status.mode());
   // The modes that bound staleness (BSP reports 0, the others -1 or nothing meaningful).
-  if (status.mode() == "ssp" || status.mode() == "dssp" || status.mode() == "selmcast-ssp") {
+  if (status.mode() == "ssp" || status.mode() == "dssp" || status.mode() == "selmcast-ssp" ||
+      status.mode() == "orpheus-ssp") {
     absl::StrAppendFormat(&out, " (staleness bound %d)", status.staleness_bound());
   }
   absl::StrAppendFormat(&out, ", %d of %d trainers live, up %.1fs, min clock %d, %d rounds closed",

@@ -60,8 +60,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
   const v1::Welcome& welcome = job->coordinator_->welcome();
   RETURN_IF_ERROR(base::WriteReadyFile(options.ready_file, {0, job->metrics_port(), 0}));
   job->coordinator_->OnPeerDirective(
-      [node = job->peers_.get(), in_rounds = !welcome.exchange_in_background()](
-          const v1::Directive& d) { node->HandleDirective(d, in_rounds); });
+      [node = job->peers_.get()](const v1::Directive& d) { node->HandleDirective(d); });
   // The link limits hold for all of the trainer's traffic: store pushes and pulls too.
   job->store_ = std::make_unique<StoreClient>(
       std::vector<std::string>(welcome.store_addresses().begin(), welcome.store_addresses().end()),

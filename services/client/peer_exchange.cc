@@ -120,9 +120,9 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
         absl::StrCat("round ", round, " arrived after its exchange ended"));
   }
   if (!Planned(round, sender)) {
-    return absl::PermissionDeniedError(absl::StrCat(
-        "Exchange refused: the coordinator did not name trainer ", sender,
-        " as a sender of round ", round, " to this trainer"));
+    return absl::PermissionDeniedError(
+        absl::StrCat("Exchange refused: the coordinator did not name trainer ", sender,
+                     " as a sender of round ", round, " to this trainer"));
   }
   if (auto it = rounds_.find(round); it != rounds_.end() && it->second.count(sender) > 0) {
     Arrival& earlier = it->second.at(sender);

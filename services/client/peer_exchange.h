@@ -39,8 +39,8 @@ struct StreamTimes {
 
 struct TransferTotals {
   double bytes = 0;
-  double seconds = 0;  // first byte to last, over concurrent streams
-  int transfers = 0;   // completed model transfers
+  double seconds = 0;                // first byte to last, over concurrent streams
+  int transfers = 0;                 // completed model transfers
   std::vector<StreamTimes> streams;  // the first TransferMeter::kMaxStreams of them
 };
 
@@ -95,19 +95,19 @@ class ExchangeInbox {
   // Records the names of the peers the coordinator named in `exchange` (PeerRef.name): a model
   // under one of those ids is then taken only from a caller of that name.
   void NamePeers(const v1::PeerExchange& exchange);
-  // A round exchange's plan (not a background one, whose receivers are not told their senders):
-  // records the names in `exchange` (NamePeers) and its senders (receive_from). A model of that
-  // round from a trainer not among them is then refused (Deposit), and one that arrived before is
-  // dropped with a warning. Planned again (a coordinator that took the job over re-plans the
-  // round), the senders add up. A plan for a round the worker has moved past is ignored.
+  // A round exchange's plan (not a background one, whose receivers are not told their senders), as
+  // the worker starts the exchange: records the names in `exchange` (NamePeers) and its senders
+  // (receive_from). A model of that round from a trainer not among them is then refused
+  // (Deposit), and one that arrived before is dropped with a warning. Planned again, the senders
+  // add up. A plan for a round the worker has moved past is ignored.
   void PlanRound(const v1::PeerExchange& exchange);
   // The name the coordinator gave `sender`, if it named it yet.
   std::optional<std::string> NameOf(uint64_t sender);
   // `caller`: the name in the sending trainer's certificate; empty when it cannot be told (no TLS,
   // or a trainer pool certificate). ALREADY_EXISTS when `sender` already delivered round `round`;
   // FAILED_PRECONDITION for a round the worker has moved past; PERMISSION_DENIED when the round's
-  // plan is known and does not name `sender` as one of its senders; RESOURCE_EXHAUSTED when `sender`
-  // has its limit of models waiting or the inbox its total (nothing is kept then). The
+  // plan is known and does not name `sender` as one of its senders; RESOURCE_EXHAUSTED when
+  // `sender` has its limit of models waiting or the inbox its total (nothing is kept then). The
   // caller is checked against the coordinator's name for `sender` when the model is taken
   // (Collect, TakeLatest), and a model from another caller is dropped with a warning; the Peer
   // service refuses it at once when the name is known already. `mass`: the model's push-sum mass.
@@ -145,9 +145,9 @@ class ExchangeInbox {
   // Drops every waiting model that FromNamedSender and Planned no longer allow, freeing its places.
   void DropDisallowed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<int64_t, std::map<uint64_t, Arrival>> rounds_ ABSL_GUARDED_BY(mu_);
-  std::map<uint64_t, std::string> names_ ABSL_GUARDED_BY(mu_);      // sender -> its name
+  std::map<uint64_t, std::string> names_ ABSL_GUARDED_BY(mu_);        // sender -> its name
   std::map<int64_t, std::set<uint64_t>> plans_ ABSL_GUARDED_BY(mu_);  // round -> its senders
-  std::map<uint64_t, int> pending_by_sender_ ABSL_GUARDED_BY(mu_);  // models in rounds_
+  std::map<uint64_t, int> pending_by_sender_ ABSL_GUARDED_BY(mu_);    // models in rounds_
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
 };
 

@@ -49,11 +49,8 @@ absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions&
   return node;
 }
 
-void PeerNode::HandleDirective(const v1::Directive& directive, bool in_rounds) {
+void PeerNode::HandleDirective(const v1::Directive& directive) {
   if (directive.has_peer_left()) inbox_.MarkGone(directive.peer_left().trainer_id());
-  if (in_rounds && directive.has_proceed() && directive.proceed().has_exchange()) {
-    inbox_.PlanRound(directive.proceed().exchange());
-  }
   if (directive.has_stop_sending()) {
     const v1::StopSending& stop = directive.stop_sending();
     multicast_->Stop(stop.round(), {stop.receivers().begin(), stop.receivers().end()});

@@ -61,11 +61,9 @@ class PeerNode {
   const std::string& address() const { return address_; }
   PeerLink& link() { return *link_; }
   ExchangeInbox& inbox() { return inbox_; }
-  // A peer directive from the coordinator: PeerLeft (the exchange stops waiting for that peer),
-  // StopSending (the multicast's transfers to those receivers are preempted), or a Proceed whose
-  // exchange is a round's (`in_rounds`: not a background multicast): the inbox learns the round's
-  // plan as soon as it is read (ExchangeInbox::PlanRound).
-  void HandleDirective(const v1::Directive& directive, bool in_rounds);
+  // A peer directive from the coordinator: PeerLeft (the exchange stops waiting for that peer) or
+  // StopSending (the multicast's transfers to those receivers are preempted).
+  void HandleDirective(const v1::Directive& directive);
   LinkLimits limits() { return {egress_ ? &*egress_ : nullptr, ingress_ ? &*ingress_ : nullptr}; }
 
  private:

@@ -112,9 +112,6 @@ void SessionClient::ReadLoop() {
         if (on_peer_directive_) on_peer_directive_(directive);
         continue;
       }
-      if (directive.has_proceed() && directive.proceed().has_exchange() && on_peer_directive_) {
-        on_peer_directive_(directive);  // queued too: the worker runs the exchange
-      }
       if (directive.has_evicted() || directive.has_done()) final_directive_ = true;
       directives_.push_back(directive);
     }

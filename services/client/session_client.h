@@ -58,9 +58,7 @@ class SessionClient final : public CoordinatorLink {
   // once the session is closed or lost.
   absl::Status ReportClock(const v1::ClockReport& report) override;
   // Peer-to-peer modes: `callback` runs (on the reading thread) for every PeerLeft and
-  // StopSending directive from now on, instead of queueing it with the Proceeds, and for every
-  // Proceed that carries an exchange, which is queued too (its plan is known before the worker
-  // gets to it).
+  // StopSending directive from now on, instead of queueing it with the Proceeds.
   void OnPeerDirective(std::function<void(const v1::Directive&)> callback);
   // Sends heartbeats every welcome().heartbeat_interval_seconds with `timings()` until Close.
   void StartHeartbeats(std::function<v1::TrainerTimings()> timings) override;

@@ -58,7 +58,8 @@ int main(int argc, char** argv) {
   app.add_option("--mode", policy_options.mode,
                  "Sync mode: " + absl::StrJoin(syncopate::sync::SupportedModes(), ", "));
   app.add_option("--staleness", policy_options.staleness,
-                 "SSP and selmcast-ssp bound s (default 3; selmcast-ssp 4); DSSP lower bound s_lo");
+                 "SSP, selmcast-ssp and orpheus-ssp bound s (default 3; the -ssp P2P modes 4); "
+                 "DSSP lower bound s_lo");
   app.add_option("--staleness-max", policy_options.staleness_max, "DSSP upper bound s_hi");
   app.add_option("--dssp-rule", policy_options.dssp_rule,
                  "DSSP: capped (default: no trainer more than s_hi ahead of the slowest) or paper "
@@ -74,12 +75,14 @@ int main(int argc, char** argv) {
   app.add_option("--regroup-every", policy_options.regroup_every,
                  "Hybrid: propose a regrouping every this many rounds");
   app.add_option("--p", policy_options.min_receivers_fraction,
-                 "selmcast(-ssp), orpheus: each trainer sends to at least ceil(p * n) peers");
-  app.add_option("--k", policy_options.k,
-                 "selmcast(-ssp), orpheus: every pair exchanges at least once per k+1 rounds");
+                 "selmcast(-ssp), orpheus(-ssp): each trainer sends to at least ceil(p * n) peers");
+  app.add_option(
+      "--k", policy_options.k,
+      "selmcast(-ssp), orpheus(-ssp): every pair exchanges at least once per k+1 rounds");
   app.add_option("--eta", policy_options.eta,
                  "selmcast-ssp: never preempt a transfer with less than eta of the model left");
-  app.add_option("--seed", policy_options.seed, "dssync's shuffle and orpheus's random choices");
+  app.add_option("--seed", policy_options.seed,
+                 "dssync's shuffle and orpheus(-ssp)'s random choices");
   app.add_option("--exchange-timeout", exchange_timeout,
                  "Peer-to-peer modes: how long an exchange waits for its peers");
   app.add_option("--min-trainers", policy_options.min_trainers,

@@ -89,8 +89,8 @@ absl::Status CheckTransfers(const v1::TransferReport& t) {
   }
   if (absl::Status s = CheckSeconds("send_seconds", t.send_seconds()); !s.ok()) return s;
   if (absl::Status s = CheckSeconds("receive_seconds", t.receive_seconds()); !s.ok()) return s;
-  for (const auto& [field, streams] :
-       {std::pair{"sent_streams", &t.sent_streams()}, {"received_streams", &t.received_streams()}}) {
+  for (const auto& [field, streams] : {std::pair{"sent_streams", &t.sent_streams()},
+                                       {"received_streams", &t.received_streams()}}) {
     if (streams->size() > kMaxReportedStreams) {
       return absl::InvalidArgumentError(absl::StrCat(field, " lists ", streams->size(),
                                                      " streams; at most ", kMaxReportedStreams));
@@ -100,8 +100,8 @@ absl::Status CheckTransfers(const v1::TransferReport& t) {
         return absl::InvalidArgumentError(absl::StrCat(
             field, ": a stream's bytes must be finite and not negative; got ", stream.bytes()));
       }
-      for (auto [what, seconds] : {std::pair{"start_seconds", stream.start_seconds()},
-                                   {"seconds", stream.seconds()}}) {
+      for (auto [what, seconds] :
+           {std::pair{"start_seconds", stream.start_seconds()}, {"seconds", stream.seconds()}}) {
         if (absl::Status s = CheckSeconds(what, seconds); !s.ok()) {
           return absl::InvalidArgumentError(absl::StrCat(field, ": ", s.message()));
         }
@@ -112,8 +112,13 @@ absl::Status CheckTransfers(const v1::TransferReport& t) {
 }
 
 sync::TransferSample TransferSampleOf(const v1::TransferReport& t) {
-  sync::TransferSample sample{t.sent_bytes(),     t.send_seconds(), t.received_bytes(),
-                              t.receive_seconds(), static_cast<int>(t.models_sent()), {}, {}};
+  sync::TransferSample sample{t.sent_bytes(),
+                              t.send_seconds(),
+                              t.received_bytes(),
+                              t.receive_seconds(),
+                              static_cast<int>(t.models_sent()),
+                              {},
+                              {}};
   for (const auto& [streams, out] : {std::pair{&t.sent_streams(), &sample.sent_streams},
                                      {&t.received_streams(), &sample.received_streams}}) {
     for (const v1::StreamTransfer& s : *streams) {

@@ -33,9 +33,9 @@ absl::Status CheckJoin(const v1::Join& join);
 // with 1 s and 1% of slack for rounding between the trainer's clocks).
 absl::Status CheckTimings(const v1::TrainerTimings& timings);
 
-// The most streams a transfer report may list per direction (a trainer lists at most
-// client::TransferMeter::kMaxStreams).
-inline constexpr int kMaxReportedStreams = 1024;
+// The most streams a transfer report may list per direction: what a trainer lists at most
+// (client::TransferMeter::kMaxStreams); the bandwidth estimate is quadratic in them.
+inline constexpr int kMaxReportedStreams = 256;
 
 // A transfer report: byte counts and durations finite and not negative, durations bounded as
 // timings are, also each listed stream's (its start too), and at most kMaxReportedStreams streams

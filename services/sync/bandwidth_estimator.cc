@@ -14,8 +14,8 @@ double BandwidthEstimator::ProvenRate(const std::vector<StreamSample>& streams) 
   };
   std::vector<Span> spans;  // in order of their ends
   for (const StreamSample& s : streams) {
-    if (s.bytes >= kMinSampleBytes && std::isfinite(s.bytes) && s.seconds > 0 &&
-        std::isfinite(s.seconds) && std::isfinite(s.start_seconds)) {
+    if (s.bytes > 0 && std::isfinite(s.bytes) && s.seconds > 0 && std::isfinite(s.seconds) &&
+        std::isfinite(s.start_seconds)) {
       spans.push_back({s.start_seconds, s.start_seconds + s.seconds, s.bytes});
     }
   }
@@ -26,7 +26,7 @@ double BandwidthEstimator::ProvenRate(const std::vector<StreamSample>& streams) 
     for (const Span& s : spans) {  // closing at each end in turn
       if (s.start < first.start) continue;
       bytes += s.bytes;
-      best = std::max(best, bytes / (s.end - first.start));
+      if (bytes >= kMinSampleBytes) best = std::max(best, bytes / (s.end - first.start));
     }
   }
   return best;

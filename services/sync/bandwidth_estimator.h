@@ -28,7 +28,7 @@ struct LinkRates {
 
 // One model stream in a trainer's report, as the trainer timed it.
 struct StreamSample {
-  TrainerId peer = 0;        // the receiver (sent) or the sender (received)
+  TrainerId peer = 0;  // the receiver (sent) or the sender (received)
   double bytes = 0;
   double start_seconds = 0;  // from the direction's earliest stream in the report
   double seconds = 0;        // first byte to last
@@ -59,9 +59,10 @@ class BandwidthEstimator {
 
   // The most bytes/s `streams` prove their link carried: over every window from one stream's
   // start to another's end, the bytes of the streams that ran wholly inside it over the window's
-  // length (all of them crossed the link within it, so each is a lower bound of its rate). 0 when
-  // no stream carries kMinSampleBytes with a positive, finite span (the others are skipped: their
-  // time is mostly latency). O(k^2) in the k streams.
+  // length (all of them crossed the link within it, so each is a lower bound of its rate), over
+  // the windows that carry at least kMinSampleBytes (a smaller one's time is mostly latency).
+  // Streams without bytes or with a span that is not positive and finite are skipped; 0 when no
+  // window qualifies. O(k^2) in the k streams.
   static double ProvenRate(const std::vector<StreamSample>& streams);
 
   // One direction's transfer: `bytes` moved in `seconds` of busy time. INVALID_ARGUMENT (nothing

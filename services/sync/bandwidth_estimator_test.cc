@@ -86,15 +86,22 @@ TEST(BandwidthEstimatorTest, ProvenRateIsTheBusiestWindowsBytesOverItsLength) {
   // A stream that began before a window does not count in it.
   EXPECT_DOUBLE_EQ(BandwidthEstimator::ProvenRate({S{1, 4 * kMB, 0, 2}, S{2, 3 * kMB, 1, 1}}),
                    3.5 * kMB);
-  // Tiny, empty or malformed streams are skipped.
-  EXPECT_DOUBLE_EQ(BandwidthEstimator::ProvenRate({S{1, 1000, 0, 0.0001}, S{2, 4 * kMB, 0, 0},
-                                                   S{3, 4 * kMB, std::nan(""), 1},
-                                                   S{4, 4 * kMB, 0, 2}}),
-                   2 * kMB);
+  // Empty or malformed streams are skipped, and so is a window under kMinSampleBytes (1000 bytes
+  // in 0.1 ms would be 10 MB/s).
+  EXPECT_DOUBLE_EQ(
+      BandwidthEstimator::ProvenRate({S{1, 1000, 0, 0.0001}, S{2, 4 * kMB, 0, 0},
+                                      S{3, 4 * kMB, std::nan(""), 1}, S{4, 4 * kMB, 0, 2}}),
+      (4 * kMB + 1000) / 2);
+  // Small models count together: three 40 KB streams in 10 ms are one 120 KB window.
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::ProvenRate(
+                       {S{1, 40e3, 0, 0.01}, S{2, 40e3, 0, 0.01}, S{3, 40e3, 0, 0.01}}),
+                   12 * kMB);
+  EXPECT_DOUBLE_EQ(BandwidthEstimator::ProvenRate({S{1, 40e3, 0, 0.01}}), 0);
 }
 
 // A receiver fed by a fast and a slow sender at once: the span of its transfers is the slow
-// sender's, yet its download is what both moved together, not the bytes over that span.
+// sender's, yet its download is the rate the fast sender's stream proved, not the bytes over that
+// span.
 TEST(BandwidthEstimatorTest, ASlowSenderDoesNotCapItsReceiversDownload) {
   BandwidthEstimator estimator({1, 1});
   TransferSample sample;
@@ -113,8 +120,8 @@ TEST(BandwidthEstimatorTest, ASlowSenderDoesNotCapItsReceiversDownload) {
   EXPECT_DOUBLE_EQ(estimator.Estimate(7).download, 10 * kMB);
 }
 
-// A sender whose streams go to a fast and a slow receiver: its upload is the fast stream's rate, not
-// the bytes over the slow one's span.
+// A sender whose streams go to a fast and a slow receiver: its upload is the fast stream's rate,
+// not the bytes over the slow one's span.
 TEST(BandwidthEstimatorTest, ASlowReceiverDoesNotCapItsSendersUpload) {
   BandwidthEstimator estimator({1, 1});
   TransferSample sample;

@@ -150,8 +150,13 @@ class Simulation {
       const double out = static_cast<double>(t.grant.exchange->send_to.size());
       const double in = static_cast<double>(t.grant.exchange->receive_from.size());
       communicate = TransferSeconds(std::max(out, in));
-      t.transfers = TransferSample{out * o_.model_bytes, TransferSeconds(out), in * o_.model_bytes,
-                                   TransferSeconds(in), static_cast<int>(out), {}, {}};
+      t.transfers = TransferSample{out * o_.model_bytes,
+                                   TransferSeconds(out),
+                                   in * o_.model_bytes,
+                                   TransferSeconds(in),
+                                   static_cast<int>(out),
+                                   {},
+                                   {}};
     } else if (t.grant.pull.kind != PullSpec::Kind::kNone) {
       communicate = TransferSeconds(1);
     }

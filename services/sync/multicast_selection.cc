@@ -143,13 +143,17 @@ MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& histo
                      [&](int a, int b) { return load(a) < load(b); });
     const int take = std::min<int>(missing, candidates.size());
     if (take == 0) continue;
-    // Among the loads near the take-th lightest, the pairs synchronized longest ago go first: with
-    // static bandwidths, ties broken by index would pick the same receivers every round, and the
-    // k-round rule would then force every other pair at once.
-    const double bar = load(candidates[take - 1]) * (1 + kNearEqualLoad);
-    const auto near = std::partition_point(candidates.begin(), candidates.end(),
-                                           [&](int j) { return load(j) <= bar; });
-    std::stable_sort(candidates.begin(), near, [&](int a, int b) {
+    // Receivers clearly lighter than the take-th lightest are taken; among those near it (within
+    // kNearEqualLoad either way) the pairs synchronized longest ago go first: with static
+    // bandwidths, ties broken by index would pick the same receivers every round, and the k-round
+    // rule would then force every other pair at once.
+    const double heaviest = load(candidates[take - 1]);
+    const auto near = std::partition_point(candidates.begin(), candidates.end(), [&](int j) {
+      return load(j) < heaviest / (1 + kNearEqualLoad);
+    });
+    const auto beyond = std::partition_point(
+        near, candidates.end(), [&](int j) { return load(j) <= heaviest * (1 + kNearEqualLoad); });
+    std::stable_sort(near, beyond, [&](int a, int b) {
       return history.RoundsSince(i, a, round) > history.RoundsSince(i, b, round);
     });
     for (int c = 0; c < take; ++c) Add(p, i, candidates[c], x, loads);

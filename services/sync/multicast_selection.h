@@ -96,9 +96,10 @@ double EstimateSeconds(const MulticastProblem& problem, const PairMatrix& sends)
 
 // SelMcast's Algorithm 1 for round `round`. Forced pairs first; then, senders with the most
 // forced receivers first, each tops up to p_i receivers with the lightest normalized load
-// ((volume + bytes already coming) / download), where among loads within 10% of the heaviest one
-// it needs the pair synchronized longest ago goes first (so that with static bandwidths the pairs
-// rotate instead of all coming due under the k-round rule at once); then every unselected pair,
+// ((volume + bytes already coming) / download), where among the loads within 10% of the heaviest
+// one it needs (either way) the pair synchronized longest ago goes first, and clearly lighter ones
+// are always taken (so that with static bandwidths the pairs rotate instead of all coming due
+// under the k-round rule at once); then every unselected pair,
 // longest unsynchronized first, is added when it lengthens neither the sender's nor the
 // receiver's time beyond the estimate (skipped when `pareto_additions` is false). Deterministic:
 // remaining ties go to the lower index.

@@ -204,6 +204,23 @@ int MostForcedPairsInARound(MulticastProblem problem, int k, int rounds, bool pa
   return most;
 }
 
+// Staleness only reorders receivers near the heaviest one a sender needs: clearly lighter ones are
+// always taken, however recently they were sent to.
+TEST(MulticastSelectionTest, StaleReceiversNeverDisplaceClearlyLighterOnes) {
+  MulticastProblem p = Uniform(6, 3, 100, 10, MulticastLayer::kL7);
+  p.download = {100, 100, 100, 10, 9.52, 9.17};  // sender 0's loads 0.1, 0.1, 1, 1.05, 1.09
+  PairHistory history(6, 4);
+  for (int i = 0; i < 6; ++i) {
+    for (int j = 0; j < 6; ++j) history.Set(i, j, 5);
+  }
+  history.Set(0, 3, 3);  // the stalest of the near-equal ones
+  const PairMatrix sends = SelectSelMcast(p, history, 7, /*pareto_additions=*/false).sends;
+  EXPECT_TRUE(sends.at(0, 1));
+  EXPECT_TRUE(sends.at(0, 2));
+  EXPECT_TRUE(sends.at(0, 3));
+  EXPECT_EQ(sends.RowCount(0), 3);
+}
+
 // Ties broken by index gave 60 forced pairs in one round (27 with the Pareto step) on the uniform
 // links, and 60 (10) with a slow receiver; with stale pairs first 3 (3), and 12 (5). Without the
 // Pareto step the nine pairs into the slow receiver still come due together: its load is never

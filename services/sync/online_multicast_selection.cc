@@ -183,4 +183,34 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
   return plan;
 }
 
+OnlineMulticastPlan SelectOrpheusOnline(const OnlineMulticastProblem& p, const PairHistory& history,
+                                        int64_t round, std::mt19937_64& rng) {
+  const int n = p.size();
+  const int kappa = p.ready;
+  OnlineMulticastPlan plan{PairMatrix(n), PairMatrix(n), std::vector<double>(n, 0.0)};
+  for (int i = 0; i < n; ++i) {
+    for (int j = 0; j < n; ++j) {
+      if (i != kappa && i != j && p.in_flight.at(i, j)) plan.sends.set(i, j, true);
+    }
+  }
+  std::vector<int> rest;
+  for (int j = 0; j < n; ++j) {
+    if (j == kappa) continue;
+    if (history.Forced(kappa, j, round)) {
+      plan.sends.set(kappa, j, true);
+    } else {
+      rest.push_back(j);
+    }
+  }
+  const int missing = std::min<int>(p.links.min_receivers[kappa] - plan.sends.RowCount(kappa),
+                                    static_cast<int>(rest.size()));
+  // A partial Fisher-Yates shuffle draws `missing` distinct receivers uniformly.
+  for (int c = 0; c < missing; ++c) {
+    std::uniform_int_distribution<size_t> pick(c, rest.size() - 1);
+    std::swap(rest[c], rest[pick(rng)]);
+    plan.sends.set(kappa, rest[c], true);
+  }
+  return plan;
+}
+
 }  // namespace syncopate::sync

@@ -13,6 +13,7 @@
 #define SYNCOPATE_SYNC_ONLINE_MULTICAST_SELECTION_H_
 
 #include <cstdint>
+#include <random>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -56,6 +57,14 @@ struct OnlineMulticastPlan {
 // forced pairs come from `history`). Deterministic: ties go to the lower index.
 OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& problem,
                                          const PairHistory& history, int64_t round);
+
+// Orpheus under SSP (orpheus-ssp), the baseline selmcast-ssp is measured against: trainer
+// `problem.ready`'s forced pairs, then receivers drawn uniformly at random from the rest until it
+// has p. No Pareto additions, no preemption: every in-flight pair is kept (deadline_seconds stay
+// 0).
+OnlineMulticastPlan SelectOrpheusOnline(const OnlineMulticastProblem& problem,
+                                        const PairHistory& history, int64_t round,
+                                        std::mt19937_64& rng);
 
 }  // namespace syncopate::sync
 

@@ -135,6 +135,32 @@ TEST(OnlineMulticastSelectionTest, BlockedTasksAbsorbMoreReceivers) {
 // Many rounds of online decisions on random links: every decision keeps p (as far as candidates
 // allow), never delays a task past the deadline its additions respected, and a receiver dropped
 // from a multicast never comes back to it.
+// orpheus-ssp: the ready trainer's forced pairs, topped up to p with random others; every in-flight
+// pair is kept, however far from done.
+TEST(OnlineMulticastSelectionTest, OrpheusPicksForcedPairsThenRandomReceiversAndPreemptsNothing) {
+  const int n = 8;
+  OnlineMulticastProblem p = Idle(n, 2);
+  p.ready = 0;
+  StartFlight(p, 1, 2, 10);  // nothing of it delivered yet
+  StartFlight(p, 3, 2, 10);
+  PairHistory history = Fresh(n, 4, 10);
+  history.Set(0, 5, 4);  // last synchronized 6 rounds ago: forced
+  std::mt19937_64 rng(7);
+  std::vector<int> picked(n, 0);
+  for (int trial = 0; trial < 200; ++trial) {
+    const OnlineMulticastPlan plan = SelectOrpheusOnline(p, history, 10, rng);
+    EXPECT_EQ(plan.sends.RowCount(0), 2) << "p = 2: the forced pair and one more";
+    EXPECT_TRUE(plan.sends.at(0, 5));
+    EXPECT_FALSE(plan.sends.at(0, 0));
+    EXPECT_TRUE(plan.sends.at(1, 2));
+    EXPECT_TRUE(plan.sends.at(3, 2));
+    EXPECT_EQ(plan.preempted.RowCount(1) + plan.preempted.RowCount(3), 0);
+    for (int j = 1; j < n; ++j) picked[j] += plan.sends.at(0, j) ? 1 : 0;
+  }
+  // The random picks spread over the six other candidates (200 picks, 33 each expected).
+  for (int j : {1, 2, 3, 4, 6, 7}) EXPECT_GT(picked[j], 15) << j;
+}
+
 TEST(OnlineMulticastSelectionTest, RandomDecisionsKeepTheirInvariants) {
   std::mt19937_64 rng(42);
   std::uniform_real_distribution<double> unit(0, 1);

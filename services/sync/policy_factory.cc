@@ -15,11 +15,13 @@
 namespace syncopate::sync {
 
 std::vector<std::string> SupportedModes() {
-  return {"bsp",    "asp",    "ssp",      "dssp",         "wbsp",   "wbsp-overlap",
-          "hybrid", "dssync", "selmcast", "selmcast-ssp", "orpheus"};
+  return {"bsp",    "asp",    "ssp",      "dssp",         "wbsp",    "wbsp-overlap",
+          "hybrid", "dssync", "selmcast", "selmcast-ssp", "orpheus", "orpheus-ssp"};
 }
 
-int64_t DefaultStaleness(const std::string& mode) { return mode == "selmcast-ssp" ? 4 : 3; }
+int64_t DefaultStaleness(const std::string& mode) {
+  return mode == "selmcast-ssp" || mode == "orpheus-ssp" ? 4 : 3;
+}
 
 int64_t PolicyOptions::Staleness() const { return staleness.value_or(DefaultStaleness(mode)); }
 
@@ -33,7 +35,8 @@ absl::Status CheckStaleness(const PolicyOptions& options) {
 }
 
 bool IsPeerToPeer(const std::string& mode) {
-  return mode == "dssync" || mode == "selmcast" || mode == "orpheus" || mode == "selmcast-ssp";
+  return mode == "dssync" || mode == "selmcast" || mode == "orpheus" || mode == "selmcast-ssp" ||
+         mode == "orpheus-ssp";
 }
 
 bool PushesToRounds(const std::string& mode) {
@@ -110,6 +113,9 @@ std::string DescribeMode(const PolicyOptions& o) {
     return absl::StrCat("s=", o.Staleness(), ", eta=", o.eta, ", p=", o.min_receivers_fraction,
                         "n, k=", o.k);
   }
+  if (o.mode == "orpheus-ssp") {
+    return absl::StrCat("s=", o.Staleness(), ", p=", o.min_receivers_fraction, "n, k=", o.k);
+  }
   return "";
 }
 
@@ -185,13 +191,15 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     }
     if (options.k < 0) return absl::InvalidArgumentError("--k must be >= 0");
   }
-  if (mode == "selmcast-ssp") {
+  if (mode == "selmcast-ssp" || mode == "orpheus-ssp") {
     if (absl::Status s = CheckStaleness(options); !s.ok()) return s;
     if (!(options.eta > 0 && options.eta <= 1)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("selmcast-ssp needs 0 < --eta <= 1, got ", options.eta));
+          absl::StrCat(mode, " needs 0 < --eta <= 1, got ", options.eta));
     }
     SelMcastSspConfig config;
+    config.planner = mode == "orpheus-ssp" ? "orpheus" : "selmcast";
+    config.seed = options.seed;
     config.staleness = options.Staleness();
     config.eta = options.eta;
     config.min_receivers_fraction = options.min_receivers_fraction;

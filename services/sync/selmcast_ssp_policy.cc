@@ -11,7 +11,9 @@ constexpr double kIterationWeight = 0.5;
 }  // namespace
 
 SelMcastSspPolicy::SelMcastSspPolicy(SelMcastSspConfig config)
-    : ClockedPolicy(config.min_trainers, config.start_timeout), config_(std::move(config)) {}
+    : ClockedPolicy(config.min_trainers, config.start_timeout),
+      config_(std::move(config)),
+      rng_(config_.seed) {}
 
 std::vector<TrainerId> SelMcastSspPolicy::ReceiversOf(TrainerId sender) const {
   std::vector<TrainerId> receivers;
@@ -170,7 +172,9 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
       history.Set(i, j, round - since);
     }
   }
-  const OnlineMulticastPlan plan = SelectSelMcastOnline(p, history, round);
+  const OnlineMulticastPlan plan = config_.planner == "orpheus"
+                                       ? SelectOrpheusOnline(p, history, round, rng_)
+                                       : SelectSelMcastOnline(p, history, round);
 
   for (auto& [sender, multicast] : in_flight_) {
     const int i = index.at(sender);

@@ -5,7 +5,8 @@
 // flight (Decisions::preemptions), except nearly-delivered ones (< eta of the model left) and the
 // pairs the k-round rule required. Trainers send in the background while they compute, and average
 // whatever models have arrived before each iteration; a trainer's multicast ends at its next grant
-// (a newer model supersedes it).
+// (a newer model supersedes it). With the "orpheus" planner (orpheus-ssp, the baseline) the same
+// policy draws each multicast's receivers at random (SelectOrpheusOnline) and preempts nothing.
 //
 // What the policy estimates, from its own event times and the trainers' reports:
 //   - a multicast's remaining bytes: the model's bytes less the pair's planned rate (the sender's
@@ -19,6 +20,7 @@
 #define SYNCOPATE_SYNC_SELMCAST_SSP_POLICY_H_
 
 #include <map>
+#include <random>
 #include <set>
 #include <string>
 #include <vector>
@@ -30,6 +32,10 @@
 namespace syncopate::sync {
 
 struct SelMcastSspConfig {
+  // "selmcast" (SelectSelMcastOnline: the mode selmcast-ssp) or "orpheus" (SelectOrpheusOnline:
+  // orpheus-ssp, the baseline, whose receivers are drawn with `seed`).
+  std::string planner = "selmcast";
+  uint64_t seed = 1;
   int64_t staleness = 4;
   double eta = 0.75;
   double min_receivers_fraction = 0.3;
@@ -42,7 +48,7 @@ class SelMcastSspPolicy final : public ClockedPolicy {
  public:
   explicit SelMcastSspPolicy(SelMcastSspConfig config);
 
-  std::string name() const override { return "selmcast-ssp"; }
+  std::string name() const override { return config_.planner + "-ssp"; }
   PushMode push_mode() const override { return PushMode::kNone; }
   int64_t staleness_bound() const override { return config_.staleness; }
   bool exchange_in_background() const override { return true; }
@@ -85,6 +91,7 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   double ModelBytes() const { return model_bytes_ > 0 ? model_bytes_ : 1.0; }
 
   const SelMcastSspConfig config_;
+  std::mt19937_64 rng_;  // orpheus-ssp's draws
   BandwidthEstimator bandwidth_;
   std::set<TrainerId> waiting_;    // reported (or joined), not granted yet
   std::set<TrainerId> newcomers_;  // joined, first grant (a pull, no multicast) not sent yet

@@ -1,6 +1,9 @@
 #include "sync/selmcast_ssp_policy.h"
 
 #include <algorithm>
+#include <map>
+#include <random>
+#include <set>
 
 #include "gtest/gtest.h"
 #include "sync/policy_test_util.h"
@@ -142,6 +145,43 @@ TEST(SelMcastSspPolicyTest, FactoryBuildsItWithThePapersDefaults) {
   options.staleness = -1;
   EXPECT_FALSE(MakePolicy(options).ok());
   EXPECT_EQ(DefaultStaleness("ssp"), 3);
+}
+
+// orpheus-ssp is the same policy with Orpheus's random receivers: the bound holds alike, and it
+// never preempts.
+TEST(SelMcastSspPolicyTest, OrpheusSspKeepsTheBoundAndNeverPreempts) {
+  PolicyOptions options;
+  options.mode = "orpheus-ssp";
+  options.min_trainers = 4;
+  absl::StatusOr<std::unique_ptr<SyncPolicy>> made = MakePolicy(options);
+  ASSERT_TRUE(made.ok()) << made.status();
+  SyncPolicy& p = **made;
+  EXPECT_EQ(p.name(), "orpheus-ssp");
+  EXPECT_EQ(p.staleness_bound(), 4);
+  EXPECT_TRUE(p.exchange_in_background());
+  EXPECT_EQ(Granted(JoinAll(p, 4)).size(), 4u);
+  std::mt19937_64 rng(11);
+  std::map<TrainerId, int64_t> clock;
+  std::set<TrainerId> computing = {1, 2, 3, 4};  // granted, not reported yet
+  for (int event = 0; event < 400; ++event) {
+    // A random trainer that is computing reports; trainer 4 only every fifth time (a straggler).
+    std::vector<TrainerId> ready(computing.begin(), computing.end());
+    TrainerId t = ready[rng() % ready.size()];
+    if (t == 4 && rng() % 5 != 0 && ready.size() > 1) t = ready[0] == 4 ? ready[1] : ready[0];
+    computing.erase(t);
+    absl::StatusOr<Decisions> d = p.OnClock(t, ++clock[t], kT0 + absl::Milliseconds(event));
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_TRUE(d->preemptions.empty());
+    for (const Grant& g : d->grants) {
+      computing.insert(g.trainer);
+      int64_t min = clock[1];
+      for (TrainerId u : {2, 3, 4}) min = std::min(min, clock[u]);
+      EXPECT_LE(g.clock - min, 4) << "trainer " << g.trainer << " past the bound";
+      ASSERT_TRUE(g.exchange.has_value());
+      EXPECT_GE(g.exchange->send_to.size(), 2u);  // p = ceil(0.3 * 4)
+    }
+    ASSERT_FALSE(computing.empty()) << "every trainer waits: the bound deadlocked";
+  }
 }
 
 }  // namespace

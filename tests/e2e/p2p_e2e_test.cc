@@ -1,4 +1,4 @@
-// End-to-end: the peer-to-peer modes (dssync, selmcast, selmcast-ssp, orpheus) under
+// End-to-end: the peer-to-peer modes (dssync, selmcast, selmcast-ssp, orpheus, orpheus-ssp) under
 // `syncopate local`, checked through reports and traces: they train to the target, SelMcast
 // spares a trainer behind a slow link where Orpheus does not, and a dead trainer costs its peers
 // one exchange deadline.
@@ -54,7 +54,7 @@ TEST_P(PeerMode, ReachesTheTargetExchangingEveryRound) {
   for (int rank = 0; rank < 3; ++rank) {
     const Exchanges x = ReadExchanges(dir, rank);
     EXPECT_GT(x.count, 20) << "trainer " << rank;
-    if (mode == "selmcast-ssp") {
+    if (mode == "selmcast-ssp" || mode == "orpheus-ssp") {
       // Models arrive in the background and nothing is awaited: some must have arrived.
       EXPECT_EQ(x.expected, 0);
       EXPECT_GT(x.received, 0) << "trainer " << rank << " never received a model";
@@ -69,7 +69,8 @@ TEST_P(PeerMode, ReachesTheTargetExchangingEveryRound) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, PeerMode,
-                         ::testing::Values("dssync", "selmcast", "selmcast-ssp", "orpheus"),
+                         ::testing::Values("dssync", "selmcast", "selmcast-ssp", "orpheus",
+                                           "orpheus-ssp"),
                          [](const auto& info) {
                            std::string name = info.param;
                            std::replace(name.begin(), name.end(), '-', '_');

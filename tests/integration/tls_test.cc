@@ -405,19 +405,34 @@ TEST(CoordinatorTlsTest, ATrainerJoinsOnlyUnderItsCertificatesName) {
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
 }
 
-TEST(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
+// Bob's Peer service, under his certificate, counting its refusals.
+class PeerTlsTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    int port = 0;
+    ASSERT_TRUE(
+        rpc::StartServer("127.0.0.1:0", {&service_}, Certificates::Get().Of("bob"), &server_, &port)
+            .ok());
+    bob.set_trainer_id(kBob);
+    bob.set_address(absl::StrCat("127.0.0.1:", port));
+  }
+  void TearDown() override {
+    if (server_) server_->Shutdown();
+  }
+
   client::ExchangeInbox inbox;
-  client::TransferMeter received;
-  client::PeerService service(inbox, client::ShapeLookup({{"w", {0, 0}}}), nullptr, received,
-                              rpc::Authorizer(Certificates::Get().Of("bob"), nullptr));
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
-  ASSERT_TRUE(
-      rpc::StartServer("127.0.0.1:0", {&service}, Certificates::Get().Of("bob"), &server, &port)
-          .ok());
-  v1::PeerRef bob;
-  bob.set_trainer_id(kBob);
-  bob.set_address(absl::StrCat("127.0.0.1:", port));
+  int refusals = 0;
+  v1::PeerRef bob;  // where to send to him
+
+ private:
+  client::TransferMeter received_;
+  client::PeerService service_{
+      inbox, client::ShapeLookup({{"w", {0, 0}}}), nullptr, received_,
+      rpc::Authorizer(Certificates::Get().Of("bob"), [this](absl::string_view) { ++refusals; })};
+  std::unique_ptr<grpc::Server> server_;
+};
+
+TEST_F(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   client::TransferMeter sent;
   client::PeerSender from_store(nullptr, sent, Certificates::Get().Of("store"));
@@ -433,30 +448,16 @@ TEST(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
   client::PeerSender from_bob(nullptr, sent, Certificates::Get().Of("bob"));
   absl::Status forged = from_bob.SendOne(bob, kAlice, 1, {{"w", {6, 6}}}, 1.0, deadline);
   EXPECT_EQ(forged.code(), absl::StatusCode::kPermissionDenied) << forged;
+  EXPECT_EQ(refusals, 2) << "both refusals counted";
   ASSERT_TRUE(from_alice.SendOne(bob, kAlice, 1, {{"w", {1, 2}}}, 1.0, deadline).ok());
   auto got = inbox.Collect(1, {kAlice}, deadline);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[kAlice].model.at("w"), (std::vector<float>{1, 2}));
-  server->Shutdown();
 }
 
 // A trainer of the job that the coordinator did not name as a sender of the round is refused at
 // the Peer service, counted, and nothing of it is taken.
-TEST(PeerTlsTest, AnUnannouncedSenderIsRefused) {
-  client::ExchangeInbox inbox;
-  client::TransferMeter received;
-  int refusals = 0;
-  client::PeerService service(
-      inbox, client::ShapeLookup({{"w", {0, 0}}}), nullptr, received,
-      rpc::Authorizer(Certificates::Get().Of("bob"), [&](absl::string_view) { ++refusals; }));
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
-  ASSERT_TRUE(
-      rpc::StartServer("127.0.0.1:0", {&service}, Certificates::Get().Of("bob"), &server, &port)
-          .ok());
-  v1::PeerRef bob;
-  bob.set_trainer_id(kBob);
-  bob.set_address(absl::StrCat("127.0.0.1:", port));
+TEST_F(PeerTlsTest, AnUnannouncedSenderIsRefused) {
   // Round 4 takes alice's model only; bob's own certificate is a trainer's of the job.
   v1::PeerExchange exchange;
   exchange.set_round(4);
@@ -475,7 +476,6 @@ TEST(PeerTlsTest, AnUnannouncedSenderIsRefused) {
   auto got = inbox.Collect(4, {kAlice, kBob}, absl::Now());
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[kAlice].model.at("w"), (std::vector<float>{1, 2}));
-  server->Shutdown();
 }
 
 // Re-issuing swaps ..data to a new version folder (the three files are links through it), keeps
