@@ -197,16 +197,20 @@ MulticastPlan SelectOrpheus(const MulticastProblem& p, const PairHistory& histor
     for (int j = 0; j < n; ++j) {
       if (j != i && !x.at(i, j)) candidates.push_back(j);
     }
-    const int missing = std::min<int>(p.min_receivers[i] - x.RowCount(i), candidates.size());
-    // A partial Fisher-Yates shuffle draws `missing` distinct receivers uniformly.
-    for (int c = 0; c < missing; ++c) {
-      std::uniform_int_distribution<size_t> pick(c, candidates.size() - 1);
-      std::swap(candidates[c], candidates[pick(rng)]);
-      Add(p, i, candidates[c], x, loads);
-    }
+    const int drawn = DrawUniformly(candidates, p.min_receivers[i] - x.RowCount(i), rng);
+    for (int c = 0; c < drawn; ++c) Add(p, i, candidates[c], x, loads);
   }
   plan.estimated_seconds = EstimateSeconds(p, x);
   return plan;
+}
+
+int DrawUniformly(std::vector<int>& candidates, int count, std::mt19937_64& rng) {
+  const int drawn = std::clamp(count, 0, static_cast<int>(candidates.size()));
+  for (int c = 0; c < drawn; ++c) {
+    std::uniform_int_distribution<size_t> pick(c, candidates.size() - 1);
+    std::swap(candidates[c], candidates[pick(rng)]);
+  }
+  return drawn;
 }
 
 int DefaultMinReceivers(int n, double fraction) {

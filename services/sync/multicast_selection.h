@@ -111,6 +111,10 @@ MulticastPlan SelectSelMcast(const MulticastProblem& problem, const PairHistory&
 MulticastPlan SelectOrpheus(const MulticastProblem& problem, const PairHistory& history,
                             int64_t round, std::mt19937_64& rng);
 
+// Moves `count` (at most all, at least none) of `candidates`, drawn uniformly without replacement,
+// to its front in the order drawn (a partial Fisher-Yates shuffle); returns how many it moved.
+int DrawUniformly(std::vector<int>& candidates, int count, std::mt19937_64& rng);
+
 // The default p: ceil(fraction * n), clamped to [1, n-1] (0 when n < 2).
 int DefaultMinReceivers(int n, double fraction = 0.3);
 

@@ -202,14 +202,9 @@ OnlineMulticastPlan SelectOrpheusOnline(const OnlineMulticastProblem& p, const P
       rest.push_back(j);
     }
   }
-  const int missing = std::min<int>(p.links.min_receivers[kappa] - plan.sends.RowCount(kappa),
-                                    static_cast<int>(rest.size()));
-  // A partial Fisher-Yates shuffle draws `missing` distinct receivers uniformly.
-  for (int c = 0; c < missing; ++c) {
-    std::uniform_int_distribution<size_t> pick(c, rest.size() - 1);
-    std::swap(rest[c], rest[pick(rng)]);
-    plan.sends.set(kappa, rest[c], true);
-  }
+  const int drawn =
+      DrawUniformly(rest, p.links.min_receivers[kappa] - plan.sends.RowCount(kappa), rng);
+  for (int c = 0; c < drawn; ++c) plan.sends.set(kappa, rest[c], true);
   return plan;
 }
 
