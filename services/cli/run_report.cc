@@ -14,7 +14,11 @@ void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary) {
   double ratio_sum = 0, wait_sum = 0, real_sum = 0, emulated_sum = 0;
   double slowest_compute_per_step = -1;
   summary->overhead_per_step_seconds = 0;
+  double multicasts = 0, receivers = 0, delivered = 0;
   for (const v1::TrainerStatus& t : status.trainers()) {
+    multicasts += static_cast<double>(t.multicasts());
+    receivers += static_cast<double>(t.multicast_receivers());
+    delivered += static_cast<double>(t.models_delivered());
     TrainerSummary s;
     s.rank = static_cast<int>(t.rank());
     s.slowdown = t.slowdown();
@@ -49,6 +53,9 @@ void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary) {
   summary->mean_wait_seconds = n > 0 ? wait_sum / n : 0;
   summary->mean_real_compute_seconds = n > 0 ? real_sum / n : 0;
   summary->mean_emulated_compute_seconds = n > 0 ? emulated_sum / n : 0;
+  const double pairs_per_multicast = multicasts * (n - 1);
+  summary->planned_multicast_scale = pairs_per_multicast > 0 ? receivers / pairs_per_multicast : 0;
+  summary->multicast_scale = pairs_per_multicast > 0 ? delivered / pairs_per_multicast : 0;
   summary->rounds_closed = status.rounds_closed();
   summary->store_restarts = status.store_restarts();
   summary->store_rounds_lost = status.store_rounds_lost();
@@ -89,6 +96,8 @@ nlohmann::json ToJson(const RunSummary& s) {
                       {"mean_emulated_compute_seconds", s.mean_emulated_compute_seconds},
                       {"overhead_per_step_seconds", s.overhead_per_step_seconds},
                       {"rounds_closed", s.rounds_closed},
+                      {"planned_multicast_scale", s.planned_multicast_scale},
+                      {"multicast_scale", s.multicast_scale},
                       {"interrupted", s.interrupted},
                       {"faults", faults},
                       {"store_restarts", s.store_restarts},
@@ -153,6 +162,10 @@ std::string FormatSummary(const RunSummary& s) {
              s.wall_seconds, s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a",
              s.compute_time_ratio, s.mean_real_compute_seconds, s.mean_emulated_compute_seconds,
              s.overhead_per_step_seconds * 1000) +
+         (s.planned_multicast_scale > 0
+              ? absl::StrFormat("multicast scale %.2f (receivers named %.2f)\n", s.multicast_scale,
+                                s.planned_multicast_scale)
+              : "") +
          FaultLines(s) + TrainerTable(s.per_trainer);
 }
 

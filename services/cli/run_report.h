@@ -51,6 +51,11 @@ struct RunSummary {
   // straggler's compute; 0 before any trainer took a step.
   double overhead_per_step_seconds = 0;
   int64_t rounds_closed = 0;
+  // Peer-to-peer modes (0 in the others, and before any multicast): per multicast, the receivers
+  // it named and the models delivered, each over n - 1 trainers. The latter is SelMcast's
+  // "multicast scale"; transfers still on their way at the end are not counted.
+  double planned_multicast_scale = 0;
+  double multicast_scale = 0;
   bool interrupted = false;
   // What went wrong during the run, and when (elapsed seconds): processes that crashed and were
   // restarted. A run with faults or a failure is not a normal finish (`syncopate local` exits 4).

@@ -71,5 +71,35 @@ TEST(FillFromStatus, ReportsTheSlowestTrainersOverheadAndRealAndEmulatedCompute)
   EXPECT_DOUBLE_EQ(summary.per_trainer[1].emulated_compute_seconds, 15.0);
 }
 
+// Multicast scale: per multicast, the receivers named and the models delivered over n - 1.
+TEST(FillFromStatus, ReportsTheMulticastScale) {
+  v1::ClusterStatus status;
+  auto add = [&](int rank, uint64_t multicasts, uint64_t receivers, uint64_t delivered) {
+    v1::TrainerStatus* t = status.add_trainers();
+    t->set_rank(rank);
+    t->set_multicasts(multicasts);
+    t->set_multicast_receivers(receivers);
+    t->set_models_delivered(delivered);
+  };
+  add(0, 10, 20, 15);
+  add(1, 30, 40, 25);
+  add(2, 0, 0, 0);
+  add(3, 0, 0, 0);
+  add(4, 0, 0, 0);
+  RunSummary summary;
+  FillFromStatus(status, &summary);
+  EXPECT_DOUBLE_EQ(summary.planned_multicast_scale, 60.0 / (40 * 4));
+  EXPECT_DOUBLE_EQ(summary.multicast_scale, 40.0 / (40 * 4));
+  EXPECT_NE(FormatSummary(summary).find("multicast scale 0.25 (receivers named 0.38)"),
+            std::string::npos)
+      << FormatSummary(summary);
+  EXPECT_EQ(ToJson(summary)["multicast_scale"], 0.25);
+  // Store modes multicast nothing: no such line.
+  RunSummary store_mode;
+  FillFromStatus(v1::ClusterStatus(), &store_mode);
+  EXPECT_EQ(store_mode.multicast_scale, 0);
+  EXPECT_EQ(FormatSummary(store_mode).find("multicast scale"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace syncopate::cli

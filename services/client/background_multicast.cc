@@ -23,23 +23,33 @@ void BackgroundMulticast::Finish(std::vector<std::unique_ptr<Transfer>>& transfe
 
 void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
                                 tensor::TensorMap model, double mass, absl::Time deadline) {
-  std::vector<std::unique_ptr<Transfer>> previous;
+  // Those this multicast supersedes, and those that ended, are joined; the others go on.
+  std::vector<std::unique_ptr<Transfer>> finished;
   {
     absl::MutexLock lock(&mu_);
-    previous.swap(transfers_);
+    auto superseded = [&](const Transfer& t) {
+      return std::any_of(peers.begin(), peers.end(),
+                         [&](const v1::PeerRef& peer) { return peer.trainer_id() == t.receiver; });
+    };
+    std::vector<std::unique_ptr<Transfer>> running;
+    for (auto& t : transfers_) {
+      (t->ended || superseded(*t) ? finished : running).push_back(std::move(t));
+    }
+    transfers_.swap(running);
   }
-  Finish(previous);
+  Finish(finished);
   auto snapshot = std::make_shared<const tensor::TensorMap>(std::move(model));
   absl::MutexLock lock(&mu_);
-  round_ = round;
   for (const v1::PeerRef& peer : peers) {
     auto transfer = std::make_unique<Transfer>();
     transfer->receiver = peer.trainer_id();
+    transfer->round = round;
     Transfer* t = transfer.get();
     t->thread = std::thread([this, t, peer, from, round, snapshot, mass, deadline] {
       const absl::Status s =
           sender_.SendOne(peer, from, round, *snapshot, mass, deadline, &t->cancel);
       absl::MutexLock lock(&mu_);
+      t->ended = true;
       if (s.ok()) {
         ++outcomes_.delivered;
         return;
@@ -58,9 +68,9 @@ void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t 
 
 void BackgroundMulticast::Stop(int64_t round, const std::vector<uint64_t>& receivers) {
   absl::MutexLock lock(&mu_);
-  if (round != round_) return;
   for (auto& t : transfers_) {
-    if (std::find(receivers.begin(), receivers.end(), t->receiver) != receivers.end()) {
+    if (t->round == round &&
+        std::find(receivers.begin(), receivers.end(), t->receiver) != receivers.end()) {
       t->cancel.Cancel();
     }
   }

@@ -1,6 +1,7 @@
-// selmcast-ssp's sending side: a trainer's multicast runs on its own threads while the trainer
-// computes. A newer multicast supersedes (cancels) what is left of the previous one, and the
-// coordinator can preempt single receivers (StopSending).
+// selmcast-ssp's and orpheus-ssp's sending side: a trainer's multicasts run on their own threads
+// while the trainer computes. A multicast runs until each transfer is delivered, fails, or is
+// cancelled: by the coordinator (StopSending preempts single receivers), or by a newer multicast
+// to the same receiver (the newer model supersedes the older on that pair only).
 #ifndef SYNCOPATE_CLIENT_BACKGROUND_MULTICAST_H_
 #define SYNCOPATE_CLIENT_BACKGROUND_MULTICAST_H_
 
@@ -28,28 +29,29 @@ class BackgroundMulticast {
     double returned_mass = 0;
   };
 
-  // Cancels what is left of the previous multicast, then sends `model`, carrying push-sum mass
-  // `mass` to each, as round `round` from `from` to every peer, each stream until `deadline`.
-  // Returns at once.
+  // Cancels the earlier transfers to any of `peers`, then sends `model`, carrying push-sum mass
+  // `mass` to each, as round `round` from `from` to every peer, each stream until `deadline`. The
+  // earlier transfers to other receivers go on. Returns once the cancelled ones have stopped.
   void Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
              tensor::TensorMap model, double mass, absl::Time deadline);
-  // Preempts the round-`round` transfers to `receivers`; a no-op for another round (a stale
-  // directive) or a transfer that already ended.
+  // Preempts the round-`round` transfers to `receivers`; a no-op for a transfer of another round
+  // (a stale directive) or one that already ended.
   void Stop(int64_t round, const std::vector<uint64_t>& receivers);
   Outcomes Take();
 
  private:
   struct Transfer {
     uint64_t receiver = 0;
+    int64_t round = 0;
     TransferCancel cancel;
     std::thread thread;
+    bool ended = false;  // guarded by mu_: its thread is done but for returning
   };
-  // Cancels and joins the current transfers. Call without mu_ held.
-  void Finish(std::vector<std::unique_ptr<Transfer>>& transfers);
+  // Cancels and joins `transfers`. Call without mu_ held.
+  static void Finish(std::vector<std::unique_ptr<Transfer>>& transfers);
 
   PeerSender& sender_;
   absl::Mutex mu_;
-  int64_t round_ ABSL_GUARDED_BY(mu_) = -1;
   std::vector<std::unique_ptr<Transfer>> transfers_ ABSL_GUARDED_BY(mu_);
   Outcomes outcomes_ ABSL_GUARDED_BY(mu_);
 };

@@ -294,6 +294,8 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
   }
   if (report.has_transfers() && Accept(key.id, "transfers", CheckTransfers(report.transfers()))) {
     policy_->ObserveTransfers(key.id, TransferSampleOf(report.transfers()));
+    v1::TrainerStatus& status = trainer_status_[names_[key.id]];
+    status.set_models_delivered(status.models_delivered() + report.transfers().models_sent());
   }
   absl::StatusOr<sync::Decisions> decisions = policy_->OnClock(key.id, report.clock(), now);
   if (!decisions.ok()) {
@@ -774,7 +776,14 @@ void Coordinator::Deliver(Action& action) {
     p->set_push_weight(policy_->PushWeight(JobSize()));
     p->set_group(g.group);
     p->set_evaluate(g.trainer == evaluator);
-    if (g.exchange) *p->mutable_exchange() = ExchangeOf(*g.exchange);
+    if (g.exchange) {
+      *p->mutable_exchange() = ExchangeOf(*g.exchange);
+      if (const int receivers = p->exchange().send_to_size(); receivers > 0) {
+        v1::TrainerStatus& status = trainer_status_[names_[g.trainer]];
+        status.set_multicasts(status.multicasts() + 1);
+        status.set_multicast_receivers(status.multicast_receivers() + receivers);
+      }
+    }
     it->second.outbox->Send(std::move(directive));
     metrics_.grants.Increment();
     if (auto arrival = report_arrival_.find(g.trainer); arrival != report_arrival_.end()) {

@@ -1,6 +1,7 @@
 #include "sync/selmcast_ssp_policy.h"
 
 #include <algorithm>
+#include <iterator>
 
 namespace syncopate::sync {
 namespace {
@@ -19,7 +20,7 @@ std::vector<TrainerId> SelMcastSspPolicy::ReceiversOf(TrainerId sender) const {
   std::vector<TrainerId> receivers;
   auto it = in_flight_.find(sender);
   if (it == in_flight_.end()) return receivers;
-  for (const auto& [receiver, rate] : it->second.rate) receivers.push_back(receiver);
+  for (const auto& [receiver, transfer] : it->second) receivers.push_back(receiver);
   return receivers;
 }
 
@@ -56,7 +57,7 @@ Decisions SelMcastSspPolicy::OnLeave(TrainerId trainer, absl::Time now) {
   granted_at_.erase(trainer);
   iteration_seconds_.erase(trainer);
   in_flight_.erase(trainer);
-  for (auto& [sender, multicast] : in_flight_) multicast.rate.erase(trainer);
+  for (auto& [sender, transfers] : in_flight_) transfers.erase(trainer);
   bandwidth_.Forget(trainer);
   return Evaluate(now);
 }
@@ -118,9 +119,30 @@ double SelMcastSspPolicy::Tau(TrainerId trainer, absl::Time now) const {
   return tau;
 }
 
+double SelMcastSspPolicy::Remaining(const Transfer& transfer, absl::Time now) const {
+  const double elapsed = absl::ToDoubleSeconds(now - transfer.start);
+  return std::max(0.0, ModelBytes() - transfer.rate * elapsed);
+}
+
+void SelMcastSspPolicy::RetireDelivered(absl::Time now) {
+  for (auto sender = in_flight_.begin(); sender != in_flight_.end();) {
+    Transfers& transfers = sender->second;
+    for (auto it = transfers.begin(); it != transfers.end();) {
+      it = Remaining(it->second, now) > 0 ? std::next(it) : transfers.erase(it);
+    }
+    sender = transfers.empty() ? in_flight_.erase(sender) : std::next(sender);
+  }
+}
+
 PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, absl::Time now,
                                               Decisions* decisions) {
-  in_flight_.erase(kappa);  // its previous multicast is superseded
+  RetireDelivered(now);
+  // Kappa's earlier transfers go on beside its new multicast, out of the planner's sight.
+  Transfers earlier;
+  if (auto it = in_flight_.find(kappa); it != in_flight_.end()) {
+    earlier = std::move(it->second);
+    in_flight_.erase(it);
+  }
   PeerExchange exchange{round, {}, {}};
   std::vector<TrainerId> members;
   std::map<TrainerId, int> index;
@@ -129,7 +151,10 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
     members.push_back(t);
   }
   const int n = static_cast<int>(members.size());
-  if (n < 2) return exchange;
+  if (n < 2) {
+    if (!earlier.empty()) in_flight_[kappa] = std::move(earlier);
+    return exchange;
+  }
 
   OnlineMulticastProblem p;
   const double volume = ModelBytes();
@@ -156,19 +181,19 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
     // A pair never seen counts as just exchanged: a joiner is not forced on everyone at once.
     history.Set(p.ready, j, last_exchange(kappa, members[j], round - 1));
   }
-  for (const auto& [sender, multicast] : in_flight_) {
+  for (const auto& [sender, transfers] : in_flight_) {
     const int i = index.at(sender);
-    const double elapsed = absl::ToDoubleSeconds(now - multicast.start);
-    for (const auto& [receiver, rate] : multicast.rate) {
+    int64_t sender_round = 0;
+    for (const auto& [receiver, transfer] : transfers) {
       const int j = index.at(receiver);
       p.in_flight.set(i, j, true);
-      p.pinned.set(i, j, multicast.pinned.count(receiver) > 0);
-      p.remaining[static_cast<size_t>(i) * n + j] = std::max(0.0, volume - rate * elapsed);
+      p.pinned.set(i, j, transfer.pinned);
+      p.remaining[static_cast<size_t>(i) * n + j] = Remaining(transfer, now);
+      sender_round = std::max(sender_round, transfer.round);
     }
-    // Its rounds-since-exchange as of its own round, shifted to kappa's round.
+    // Its rounds-since-exchange as of its newest round, shifted to kappa's round.
     for (int j = 0; j < n; ++j) {
-      const int64_t since =
-          multicast.round - last_exchange(sender, members[j], multicast.round - 1);
+      const int64_t since = sender_round - last_exchange(sender, members[j], sender_round - 1);
       history.Set(i, j, round - since);
     }
   }
@@ -176,42 +201,58 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
                                        ? SelectOrpheusOnline(p, history, round, rng_)
                                        : SelectSelMcastOnline(p, history, round);
 
-  for (auto& [sender, multicast] : in_flight_) {
+  for (auto& [sender, transfers] : in_flight_) {
     const int i = index.at(sender);
-    Preemption preemption{sender, multicast.round, {}};
+    std::map<int64_t, Preemption> by_round;  // one StopSending per round of the sender's
     for (int j = 0; j < n; ++j) {
       if (!plan.preempted.at(i, j)) continue;
       const TrainerId receiver = members[j];
+      auto it = transfers.find(receiver);
+      if (it == transfers.end()) continue;
+      const Transfer& transfer = it->second;
+      Preemption& preemption = by_round[transfer.round];
+      preemption.sender = sender;
+      preemption.round = transfer.round;
       preemption.receivers.push_back(receiver);
-      multicast.rate.erase(receiver);
       // It did not synchronize after all: the k-round rule counts from the exchange before.
-      const int64_t previous = multicast.previous_exchange[receiver];
-      if (previous < 0) {
+      if (transfer.previous_exchange < 0) {
         last_exchanged_.erase({sender, receiver});
       } else {
-        last_exchanged_[{sender, receiver}] = previous;
+        last_exchanged_[{sender, receiver}] = transfer.previous_exchange;
       }
+      transfers.erase(it);
+      ++preempted_transfers_;
     }
-    if (preemption.receivers.empty()) continue;
-    preempted_transfers_ += static_cast<int64_t>(preemption.receivers.size());
-    decisions->preemptions.push_back(std::move(preemption));
+    for (auto& [r, preemption] : by_round) decisions->preemptions.push_back(std::move(preemption));
+  }
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    it = it->second.empty() ? in_flight_.erase(it) : std::next(it);
   }
 
-  Multicast& multicast = in_flight_[kappa];
-  multicast.round = round;
-  multicast.start = now;
   const int i = p.ready;
   const int receivers = plan.sends.RowCount(i);
+  // The new model supersedes the earlier one on the pairs it takes again (the trainer's sender
+  // cancels those); the others share the upload with it.
+  for (int j = 0; j < n; ++j) {
+    if (plan.sends.at(i, j)) earlier.erase(members[j]);
+  }
+  const int uploads = receivers + static_cast<int>(earlier.size());
+  Transfers& transfers = in_flight_[kappa];
+  transfers = std::move(earlier);
   for (int j = 0; j < n; ++j) {
     if (!plan.sends.at(i, j)) continue;
     const TrainerId receiver = members[j];
-    multicast.rate[receiver] =
-        std::min(p.links.upload[i] / receivers, p.links.download[j] / plan.sends.ColumnCount(j));
-    if (history.Forced(i, j, round)) multicast.pinned.insert(receiver);
-    multicast.previous_exchange[receiver] = last_exchange(kappa, receiver, -1);
+    Transfer& transfer = transfers[receiver];
+    transfer.round = round;
+    transfer.start = now;
+    transfer.rate =
+        std::min(p.links.upload[i] / uploads, p.links.download[j] / plan.sends.ColumnCount(j));
+    transfer.pinned = history.Forced(i, j, round);
+    transfer.previous_exchange = last_exchange(kappa, receiver, -1);
     last_exchanged_[{kappa, receiver}] = round;
     exchange.send_to.push_back(receiver);
   }
+  if (transfers.empty()) in_flight_.erase(kappa);
   return exchange;
 }
 

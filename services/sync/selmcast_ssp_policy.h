@@ -4,18 +4,23 @@
 // receivers from the live bandwidth estimates, and may preempt receivers of multicasts still in
 // flight (Decisions::preemptions), except nearly-delivered ones (< eta of the model left) and the
 // pairs the k-round rule required. Trainers send in the background while they compute, and average
-// whatever models have arrived before each iteration; a trainer's multicast ends at its next grant
-// (a newer model supersedes it). With the "orpheus" planner (orpheus-ssp, the baseline) the same
-// policy draws each multicast's receivers at random (SelectOrpheusOnline) and preempts nothing.
+// whatever models have arrived before each iteration. A multicast runs until it is delivered or
+// preempted: a trainer's next grant does not cancel it, except the transfers to receivers the new
+// multicast sends to again (a newer model supersedes the older one on that pair only). With the
+// "orpheus" planner (orpheus-ssp, the baseline) the same policy draws each multicast's receivers at
+// random (SelectOrpheusOnline) and preempts nothing.
 //
 // What the policy estimates, from its own event times and the trainers' reports:
-//   - a multicast's remaining bytes: the model's bytes less the pair's planned rate (the sender's
-//     upload split over its receivers, the receiver's download split over its senders) times the
-//     time since the grant;
+//   - a transfer's remaining bytes: the model's bytes less the pair's planned rate (the sender's
+//     upload split over its transfers, the receiver's download split over its senders) times the
+//     time since the grant; a transfer with nothing left by that estimate counts as delivered;
 //   - tau_i, the time before trainer i could start its next multicast anyway: the rest of its
 //     current iteration (smoothed report-minus-grant time), or, while the bound holds it back, the
 //     rest of the slowest trainer's iteration;
 //   - the model's bytes: bytes sent per completed model transfer, as reported.
+// The planner sees one multicast per trainer: while a trainer's new multicast is planned, what is
+// left of its earlier ones (on receivers the new one does not take) is not counted in its
+// receivers' loads, and takes a share of its upload.
 #ifndef SYNCOPATE_SYNC_SELMCAST_SSP_POLICY_H_
 #define SYNCOPATE_SYNC_SELMCAST_SSP_POLICY_H_
 
@@ -66,7 +71,8 @@ class SelMcastSspPolicy final : public ClockedPolicy {
     return bandwidth_.MeasuredEstimate(trainer);
   }
 
-  // A trainer's current multicast receivers (empty when none is in flight), for tests and status.
+  // The receivers `sender`'s multicasts are still sending to (of any of its rounds), for tests and
+  // status.
   std::vector<TrainerId> ReceiversOf(TrainerId sender) const;
   // Preemptions so far.
   int64_t preempted_transfers() const { return preempted_transfers_; }
@@ -74,20 +80,26 @@ class SelMcastSspPolicy final : public ClockedPolicy {
  private:
   // A resumed trainer keeps its model; awaiting a grant, it gets a multicast like any waiter.
   void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) override;
-  struct Multicast {
+  // One receiver of a multicast in flight.
+  struct Transfer {
     int64_t round = 0;
     absl::Time start;
-    std::map<TrainerId, double> rate;  // receiver -> planned bytes/s
-    std::set<TrainerId> pinned;        // forced by the k-round rule
+    double rate = 0;      // planned bytes/s
+    bool pinned = false;  // forced by the k-round rule
     // The pair's previous last exchange, restored if it is preempted (it did not synchronize).
-    std::map<TrainerId, int64_t> previous_exchange;
+    int64_t previous_exchange = -1;
   };
+  using Transfers = std::map<TrainerId, Transfer>;  // receiver -> its transfer
 
   Decisions Evaluate(absl::Time now);
   // Plans `trainer`'s multicast of round `round` and preempts in-flight receivers it displaces.
   PeerExchange PlanMulticast(TrainerId trainer, int64_t round, absl::Time now,
                              Decisions* decisions);
   double Tau(TrainerId trainer, absl::Time now) const;
+  // Bytes still to deliver on `transfer`, by its planned rate.
+  double Remaining(const Transfer& transfer, absl::Time now) const;
+  // Forgets the transfers delivered by now (by Remaining).
+  void RetireDelivered(absl::Time now);
   double ModelBytes() const { return model_bytes_ > 0 ? model_bytes_ : 1.0; }
 
   const SelMcastSspConfig config_;
@@ -97,7 +109,7 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   std::set<TrainerId> newcomers_;  // joined, first grant (a pull, no multicast) not sent yet
   std::map<TrainerId, absl::Time> granted_at_;
   std::map<TrainerId, double> iteration_seconds_;  // smoothed report - grant
-  std::map<TrainerId, Multicast> in_flight_;
+  std::map<TrainerId, Transfers> in_flight_;       // sender -> its transfers in flight
   std::map<std::pair<TrainerId, TrainerId>, int64_t> last_exchanged_;  // (sender, receiver)
   double model_bytes_ = 0;
   int64_t floor_clock_ = 0;

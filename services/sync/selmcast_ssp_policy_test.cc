@@ -131,6 +131,40 @@ TEST(SelMcastSspPolicyTest, PreemptsASlowMulticastForAReadyTrainerAndNeverReAdds
   EXPECT_EQ(p.preempted_transfers(), preempted);
 }
 
+// A multicast is not cut short by its sender's next grant: the receivers the new multicast does
+// not take again keep receiving the earlier model until it is delivered (by the planned rate), and
+// only then are they forgotten.
+TEST(SelMcastSspPolicyTest, AMulticastOutlivesItsSendersNextGrantUntilDelivered) {
+  PolicyOptions options;
+  options.mode = "orpheus-ssp";  // one random receiver per multicast (p = 1): they differ
+  options.min_trainers = 4;
+  options.min_receivers_fraction = 0.25;
+  absl::StatusOr<std::unique_ptr<SyncPolicy>> made = MakePolicy(options);
+  ASSERT_TRUE(made.ok()) << made.status();
+  auto& p = static_cast<SelMcastSspPolicy&>(**made);
+  JoinAll(p, 4);
+  // 1 MB models over 1 MB/s links: a transfer takes about a second, a step 10 ms.
+  for (TrainerId t = 1; t <= 4; ++t) p.ObserveTransfers(t, TransferSample{1e6, 1.0, 1e6, 1.0, 1});
+  std::set<TrainerId> sent_to;
+  bool kept_an_earlier_receiver = false;
+  for (int64_t clock = 1; clock <= 4; ++clock) {
+    absl::StatusOr<Decisions> d = p.OnClock(1, clock, kT0 + absl::Milliseconds(10 * clock));
+    ASSERT_TRUE(d.ok()) << d.status();
+    EXPECT_TRUE(d->preemptions.empty());
+    ASSERT_NE(GrantOf(*d, 1), nullptr);
+    const std::vector<TrainerId>& now_to = GrantOf(*d, 1)->exchange->send_to;
+    sent_to.insert(now_to.begin(), now_to.end());
+    const std::vector<TrainerId> receiving = p.ReceiversOf(1);
+    EXPECT_EQ(std::set<TrainerId>(receiving.begin(), receiving.end()), sent_to)
+        << "an earlier multicast was cut short at clock " << clock;
+    kept_an_earlier_receiver |= receiving.size() > now_to.size();
+  }
+  EXPECT_TRUE(kept_an_earlier_receiver);
+  // Ten seconds on, every transfer is delivered by its planned rate: forgotten at the next plan.
+  ASSERT_TRUE(p.OnClock(2, 1, kT0 + absl::Seconds(10)).ok());
+  EXPECT_TRUE(p.ReceiversOf(1).empty());
+}
+
 TEST(SelMcastSspPolicyTest, FactoryBuildsItWithThePapersDefaults) {
   PolicyOptions options;
   options.mode = "selmcast-ssp";

@@ -51,6 +51,12 @@ TEST_P(PeerMode, ReachesTheTargetExchangingEveryRound) {
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   EXPECT_EQ(summary["mode"], mode);
   EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  // Every multicast names at least p = 1 of the 2 others, and delivers to no more than it names.
+  EXPECT_GE(summary["planned_multicast_scale"].get<double>(), 0.5) << "see " << dir;
+  EXPECT_GT(summary["multicast_scale"].get<double>(), 0) << "see " << dir;
+  EXPECT_LE(summary["multicast_scale"].get<double>(),
+            summary["planned_multicast_scale"].get<double>())
+      << "see " << dir;
   for (int rank = 0; rank < 3; ++rank) {
     const Exchanges x = ReadExchanges(dir, rank);
     EXPECT_GT(x.count, 20) << "trainer " << rank;
