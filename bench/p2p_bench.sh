@@ -4,7 +4,9 @@
 # directions) at a fifth of the others' (20 vs 100 Mbit/s, token buckets on every transfer, store
 # traffic included).
 # Prints time to the target test accuracy (80%) and the mean round time (wall seconds per clock of
-# the fastest trainer), each as a ratio of bsp's. Not a test: figures for bench/README.md.
+# the fastest trainer), each as a ratio of bsp's; the compute-time ratio (SelMcast's "NPU
+# utilization": compute over wall time, mean over trainers); and the multicast scale (models
+# delivered per multicast over n - 1; "-" for bsp). Not a test: figures for bench/README.md.
 #   bench/p2p_bench.sh [OUT_DIR]        (default: /tmp/syncopate-p2p-bench)
 # Environment: MODES (bsp first), TARGET (0.80), STEP_TIME (emulated accelerator step, 0s),
 # TIME_LIMIT (200s).
@@ -28,12 +30,14 @@ for mode in modes:
     s = json.load(open(f"{out}/{mode}/summary.json"))
     clock = max(t["clock"] for t in s["per_trainer"])
     rows[mode] = (s.get("time_to_target_seconds") if s["reached_target"] else None,
-                  s["wall_seconds"] / max(clock, 1))
-base_t, base_r = rows["bsp"]
+                  s["wall_seconds"] / max(clock, 1), s["compute_time_ratio"],
+                  s.get("multicast_scale", 0))
+base_t, base_r = rows["bsp"][:2]
 to = f"to {target:.0%} (s)"
-print(f'{"mode":13} {to:>11} {"vs bsp":>7} {"round (ms)":>11} {"vs bsp":>7}')
-for mode, (t, r) in rows.items():
+print(f'{"mode":13} {to:>11} {"vs bsp":>7} {"round (ms)":>11} {"vs bsp":>7} {"util":>5} {"scale":>6}')
+for mode, (t, r, util, scale) in rows.items():
     tt = f"{t:11.1f}" if t is not None else f'{"-":>11}'
     rt = f"{t / base_t:7.2f}" if t is not None and base_t else f'{"-":>7}'
-    print(f"{mode:13} {tt} {rt} {r * 1000:11.1f} {r / base_r:7.2f}")
+    sc = f"{scale:6.2f}" if scale > 0 else f'{"-":>6}'
+    print(f"{mode:13} {tt} {rt} {r * 1000:11.1f} {r / base_r:7.2f} {util:5.2f} {sc}")
 PY

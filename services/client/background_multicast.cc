@@ -23,21 +23,26 @@ void BackgroundMulticast::Finish(std::vector<std::unique_ptr<Transfer>>& transfe
 
 void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
                                 tensor::TensorMap model, double mass, absl::Time deadline) {
-  // Those this multicast supersedes, and those that ended, are joined; the others go on.
-  std::vector<std::unique_ptr<Transfer>> finished;
+  // Those this multicast supersedes are cancelled, without waiting for them to stop; those that
+  // ended are joined (at once: their threads are done); the others go on.
+  std::vector<std::unique_ptr<Transfer>> ended;
   {
     absl::MutexLock lock(&mu_);
-    auto superseded = [&](const Transfer& t) {
-      return std::any_of(peers.begin(), peers.end(),
-                         [&](const v1::PeerRef& peer) { return peer.trainer_id() == t.receiver; });
-    };
     std::vector<std::unique_ptr<Transfer>> running;
     for (auto& t : transfers_) {
-      (t->ended || superseded(*t) ? finished : running).push_back(std::move(t));
+      if (t->ended) {
+        ended.push_back(std::move(t));
+        continue;
+      }
+      const bool superseded = std::any_of(peers.begin(), peers.end(), [&](const v1::PeerRef& peer) {
+        return peer.trainer_id() == t->receiver;
+      });
+      if (superseded) t->cancel.Cancel();
+      running.push_back(std::move(t));
     }
     transfers_.swap(running);
   }
-  Finish(finished);
+  Finish(ended);
   auto snapshot = std::make_shared<const tensor::TensorMap>(std::move(model));
   absl::MutexLock lock(&mu_);
   for (const v1::PeerRef& peer : peers) {

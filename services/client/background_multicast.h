@@ -31,7 +31,8 @@ class BackgroundMulticast {
 
   // Cancels the earlier transfers to any of `peers`, then sends `model`, carrying push-sum mass
   // `mass` to each, as round `round` from `from` to every peer, each stream until `deadline`. The
-  // earlier transfers to other receivers go on. Returns once the cancelled ones have stopped.
+  // earlier transfers to other receivers go on. Returns at once: nothing here waits for a
+  // transfer (a cancelled one stops at its next chunk, in its own thread).
   void Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
              tensor::TensorMap model, double mass, absl::Time deadline);
   // Preempts the round-`round` transfers to `receivers`; a no-op for a transfer of another round
@@ -45,7 +46,7 @@ class BackgroundMulticast {
     int64_t round = 0;
     TransferCancel cancel;
     std::thread thread;
-    bool ended = false;  // guarded by mu_: its thread is done but for returning
+    bool ended = false;  // guarded by mu_: its thread is done but for returning (join is immediate)
   };
   // Cancels and joins `transfers`. Call without mu_ held.
   static void Finish(std::vector<std::unique_ptr<Transfer>>& transfers);

@@ -230,17 +230,22 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
   }
 
   const int i = p.ready;
-  const int receivers = plan.sends.RowCount(i);
-  // The new model supersedes the earlier one on the pairs it takes again (the trainer's sender
-  // cancels those); the others share the upload with it.
-  for (int j = 0; j < n; ++j) {
-    if (plan.sends.at(i, j)) earlier.erase(members[j]);
-  }
-  const int uploads = receivers + static_cast<int>(earlier.size());
-  Transfers& transfers = in_flight_[kappa];
-  transfers = std::move(earlier);
+  // On a pair the new multicast takes again, the earlier transfer is kept when it is nearly
+  // delivered (less than eta of the model left: the paper's rule for keeping a receiver) and the
+  // new model does not go there; otherwise the new model supersedes it (the trainer's sender
+  // cancels it). The earlier transfers to other receivers go on and share the upload.
+  std::vector<int> takes;
   for (int j = 0; j < n; ++j) {
     if (!plan.sends.at(i, j)) continue;
+    auto it = earlier.find(members[j]);
+    if (it != earlier.end() && Remaining(it->second, now) < config_.eta * volume) continue;
+    if (it != earlier.end()) earlier.erase(it);
+    takes.push_back(j);
+  }
+  const int uploads = static_cast<int>(takes.size() + earlier.size());
+  Transfers& transfers = in_flight_[kappa];
+  transfers = std::move(earlier);
+  for (int j : takes) {
     const TrainerId receiver = members[j];
     Transfer& transfer = transfers[receiver];
     transfer.round = round;

@@ -5,10 +5,11 @@
 // flight (Decisions::preemptions), except nearly-delivered ones (< eta of the model left) and the
 // pairs the k-round rule required. Trainers send in the background while they compute, and average
 // whatever models have arrived before each iteration. A multicast runs until it is delivered or
-// preempted: a trainer's next grant does not cancel it, except the transfers to receivers the new
-// multicast sends to again (a newer model supersedes the older one on that pair only). With the
-// "orpheus" planner (orpheus-ssp, the baseline) the same policy draws each multicast's receivers at
-// random (SelectOrpheusOnline) and preempts nothing.
+// preempted: a trainer's next grant does not cancel it. Where the new multicast takes a receiver
+// again, the earlier transfer is kept if it is nearly delivered (< eta of the model left), and the
+// new model skips that receiver; otherwise the newer model supersedes the older on that pair. With
+// the "orpheus" planner (orpheus-ssp, the baseline) the same policy draws each multicast's
+// receivers at random (SelectOrpheusOnline) and preempts nothing.
 //
 // What the policy estimates, from its own event times and the trainers' reports:
 //   - a transfer's remaining bytes: the model's bytes less the pair's planned rate (the sender's

@@ -165,6 +165,33 @@ TEST(SelMcastSspPolicyTest, AMulticastOutlivesItsSendersNextGrantUntilDelivered)
   EXPECT_TRUE(p.ReceiversOf(1).empty());
 }
 
+// Taken again by the sender's next multicast, a receiver gets the newer model unless the earlier
+// one is nearly delivered (less than eta = 0.75 of it left), which then finishes instead.
+TEST(SelMcastSspPolicyTest, ANearlyDeliveredTransferIsNotSuperseded) {
+  PolicyOptions options;
+  options.mode = "orpheus-ssp";
+  options.min_trainers = 4;
+  options.min_receivers_fraction = 1.0;  // every multicast goes to all three others
+  absl::StatusOr<std::unique_ptr<SyncPolicy>> made = MakePolicy(options);
+  ASSERT_TRUE(made.ok()) << made.status();
+  auto& p = static_cast<SelMcastSspPolicy&>(**made);
+  JoinAll(p, 4);
+  // 1 MB models; trainer 1's 1 MB/s upload split three ways: a multicast takes 3 s.
+  for (TrainerId t = 1; t <= 4; ++t) p.ObserveTransfers(t, TransferSample{1e6, 1.0, 1e6, 1.0, 1});
+  auto send_to = [&](int64_t clock, absl::Duration at) {
+    absl::StatusOr<Decisions> d = p.OnClock(1, clock, kT0 + at);
+    EXPECT_TRUE(d.ok()) << d.status();
+    const Grant* g = d.ok() ? GrantOf(*d, 1) : nullptr;
+    return g == nullptr ? std::vector<TrainerId>{99} : g->exchange->send_to;
+  };
+  EXPECT_EQ(send_to(1, absl::ZeroDuration()), (std::vector<TrainerId>{2, 3, 4}));
+  // Half a second in, 5/6 of each model is still to go: the newer model replaces it.
+  EXPECT_EQ(send_to(2, absl::Milliseconds(500)), (std::vector<TrainerId>{2, 3, 4}));
+  // 2.5 s later a sixth is left: those transfers finish, and the new model goes nowhere.
+  EXPECT_TRUE(send_to(3, absl::Seconds(3)).empty());
+  EXPECT_EQ(p.ReceiversOf(1), (std::vector<TrainerId>{2, 3, 4}));
+}
+
 TEST(SelMcastSspPolicyTest, FactoryBuildsItWithThePapersDefaults) {
   PolicyOptions options;
   options.mode = "selmcast-ssp";
