@@ -225,12 +225,10 @@ absl::Status Protocol::Exchange(const v1::Proceed& proceed, tensor::TensorMap& o
   const absl::Time start = clock_.Now();
   const v1::PeerExchange& exchange = proceed.exchange();
   const v1::Welcome& w = welcome();
-  const absl::Time deadline =
-      absl::Now() +
-      absl::Seconds(w.exchange_timeout_seconds() > 0 ? w.exchange_timeout_seconds() : 10.0);
-  ASSIGN_OR_RETURN(const ExchangeOutcome outcome,
-                   w.exchange_in_background() ? ExchangeInBackground(exchange, own, deadline)
-                                              : ExchangeInRound(exchange, own, deadline));
+  const absl::Time deadline = ExchangeDeadline();
+  ASSIGN_OR_RETURN(const ExchangeOutcome outcome, w.exchange_in_background()
+                                                      ? ExchangeInBackground(exchange, own)
+                                                      : ExchangeInRound(exchange, own, deadline));
   const TransferTotals sent = peers_->sent.Take();
   const TransferTotals got = peers_->received.Take();
   transfers_.set_sent_bytes(sent.bytes);
@@ -327,18 +325,33 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
 }
 
 absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
-    const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
-  // Average in what has arrived, then multicast the result while the next iteration computes.
+    const v1::PeerExchange& exchange, tensor::TensorMap& own) {
+  // Average in what has arrived; the multicast follows the next step (StartPlannedMulticast),
+  // while the iteration after it computes.
   peers_->inbox.NamePeers(exchange);
   const std::map<uint64_t, PeerModel> received = peers_->inbox.TakeLatest();
   ASSIGN_OR_RETURN(const double mass, MixInto(own, OwnMass(mass_, received), received));
-  const double share = PushSumShare(mass, exchange.send_to_size());
-  peers_->multicast.Start({exchange.send_to().begin(), exchange.send_to().end()},
-                          welcome().trainer_id(), exchange.round(), own, share, deadline);
   const BackgroundMulticast::Outcomes ended = peers_->multicast.Take();
-  // The shares sent are gone unless their transfers failed (this multicast's or an earlier one's).
-  mass_ = mass - share * exchange.send_to_size() + ended.returned_mass;
+  // The shares of transfers that failed or were cancelled come back.
+  mass_ = mass + ended.returned_mass;
+  planned_multicast_ = exchange;
   return ExchangeOutcome{static_cast<int>(received.size()), ended.failed, ended.cancelled};
+}
+
+void Protocol::StartPlannedMulticast(tensor::TensorMap own) {
+  if (!planned_multicast_ || peers_ == nullptr) return;
+  const v1::PeerExchange exchange = std::move(*planned_multicast_);
+  planned_multicast_.reset();
+  const double share = PushSumShare(mass_, exchange.send_to_size());
+  peers_->multicast.Start({exchange.send_to().begin(), exchange.send_to().end()},
+                          welcome().trainer_id(), exchange.round(), std::move(own), share,
+                          ExchangeDeadline());
+  mass_ -= share * exchange.send_to_size();
+}
+
+absl::Time Protocol::ExchangeDeadline() const {
+  const double seconds = welcome().exchange_timeout_seconds();
+  return absl::Now() + absl::Seconds(seconds > 0 ? seconds : 10.0);
 }
 
 }  // namespace syncopate::client

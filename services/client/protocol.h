@@ -67,6 +67,14 @@ class Protocol {
   // (by the exchange deadline; under selmcast-ssp whatever has arrived, multicasting in the
   // background); `own` becomes the average, which is evaluated when due.
   absl::Status Exchange(const v1::Proceed& proceed, tensor::TensorMap& own);
+  // selmcast-ssp, orpheus-ssp: whether the last exchange planned a multicast not started yet.
+  bool multicast_planned() const { return planned_multicast_.has_value(); }
+  // Starts that multicast, of `own`: the model after the step that followed the exchange, so that
+  // the step counts at this trainer's whole mass, as in push-sum SGD (sent before it, the copies
+  // would carry the model without the step, and the step would move the job's model by only the
+  // share kept). Each receiver gets its share of the mass. A no-op when none is planned. Call
+  // before reporting the step.
+  void StartPlannedMulticast(tensor::TensorMap own);
   // Leaves the job (idempotent).
   void Leave(const std::string& reason) { coordinator_.Leave(reason); }
 
@@ -92,12 +100,15 @@ class Protocol {
   };
   absl::StatusOr<ExchangeOutcome> ExchangeInRound(const v1::PeerExchange& exchange,
                                                   tensor::TensorMap& own, absl::Time deadline);
+  // Averages in what has arrived and plans the multicast StartPlannedMulticast starts.
   absl::StatusOr<ExchangeOutcome> ExchangeInBackground(const v1::PeerExchange& exchange,
-                                                       tensor::TensorMap& own, absl::Time deadline);
+                                                       tensor::TensorMap& own);
   // The mass this trainer mixes `received` in with: `kept`, or 1 on the
   // kMasslessExchangesBeforeRestart-th exchange in a row in which neither it nor any model that
   // arrived held mass (nobody in reach does: the mixing starts afresh).
   double OwnMass(double kept, const std::map<uint64_t, PeerModel>& received);
+  // Now plus the exchange timeout the coordinator set (10 s when it set none).
+  absl::Time ExchangeDeadline() const;
   // Evaluates `model` (or marks an evaluation due) when `proceed` asks and eval_interval passed.
   void MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap& model);
   void AddTime(double SessionTimings::*field, absl::Duration d);
@@ -115,7 +126,8 @@ class Protocol {
   // Peer-to-peer modes: this trainer's push-sum mass (MixInto); 0 for a joiner until its peers'
   // models reach it.
   double mass_ = 1;
-  int massless_exchanges_ = 0;  // in a row (OwnMass)
+  int massless_exchanges_ = 0;                         // in a row (OwnMass)
+  std::optional<v1::PeerExchange> planned_multicast_;  // StartPlannedMulticast's
   std::atomic<bool> done_{false};
   std::atomic<int64_t> last_compute_us_{0};  // the last step's, for the trace's push span
   v1::TransferReport transfers_;             // the last exchange's, for the next report

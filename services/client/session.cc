@@ -70,6 +70,12 @@ absl::StatusOr<bool> Session::StepSequential(float loss) {
     absl::StatusOr<tensor::TensorMap> delta = TakeDelta(clock);
     if (!delta.ok()) return End(delta.status(), "");
     if (absl::Status pushed = protocol_.Push(*delta, clock); !pushed.ok()) return End(pushed, "");
+  } else if (protocol_.multicast_planned()) {
+    const absl::Time start = clock_.Now();
+    tensor::TensorMap own;
+    if (absl::Status read = model_.Read(&own); !read.ok()) return End(read, "");
+    protocol_.StartPlannedMulticast(std::move(own));
+    protocol_.AddWait(clock_.Now() - start);
   }
   if (absl::Status reported = protocol_.Report(clock, loss); !reported.ok()) {
     return End(reported, "");

@@ -15,6 +15,7 @@
 #include "client/peer_exchange.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
+#include "rpc/grpc_util.h"
 
 namespace syncopate::client {
 namespace {
@@ -456,6 +457,41 @@ TEST_F(SessionTest, BackgroundExchangesTakeWhatHasArrived) {
   EXPECT_EQ(session.Step(0.5f).value_or(false), true);
   EXPECT_EQ(w_, (std::vector<float>{2.25f, 2.25f}));
   EXPECT_TRUE(store_.pushes.empty());
+}
+
+// selmcast-ssp: the multicast an exchange plans leaves after the step that follows it, with that
+// step in the model (push-sum SGD: the step counts at the trainer's whole mass) and the receiver's
+// share of the mass.
+TEST_F(SessionTest, ABackgroundMulticastCarriesTheStepThatFollowedItsExchange) {
+  ExchangeInbox inbox;
+  TransferMeter received;
+  PeerService service(inbox, ShapeLookup({{"w", {0, 0}}}), nullptr, received,
+                      rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
+  std::unique_ptr<grpc::Server> server;
+  int port = 0;
+  ASSERT_TRUE(
+      rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server, &port)
+          .ok());
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.mutable_welcome().set_exchange_in_background(true);
+  v1::Proceed grant = Exchange(0, 0, 9);
+  v1::PeerRef* to = grant.mutable_exchange()->add_send_to();
+  to->set_trainer_id(5);
+  to->set_address("127.0.0.1:" + std::to_string(port));
+  coordinator.Script({grant, absl::ZeroDuration()});
+  coordinator.Script({Exchange(1, 1, 9), absl::ZeroDuration()});
+  FakePeers peers;
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
+                  &peers.link);
+  ASSERT_TRUE(session.Start().ok());
+  for (float& v : w_) v += 0.25f;  // the step
+  EXPECT_EQ(session.Step(0.5f).value_or(false), true);
+  std::map<uint64_t, PeerModel> got = inbox.Collect(0, {7}, absl::Now() + absl::Seconds(10));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[7].model["w"], (std::vector<float>{0.25f, 0.25f}));
+  EXPECT_EQ(got[7].mass, 0.5);
+  server->Shutdown();
 }
 
 TEST_F(SessionTest, EvictionEndsTheRunWithAborted) {
