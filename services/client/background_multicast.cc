@@ -5,6 +5,11 @@
 #include <algorithm>
 
 namespace syncopate::client {
+namespace {
+
+constexpr size_t kMaxEarlyStopRounds = 16;
+
+}  // namespace
 
 BackgroundMulticast::~BackgroundMulticast() {
   std::vector<std::unique_ptr<Transfer>> transfers;
@@ -45,7 +50,16 @@ void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t 
   Finish(ended);
   auto snapshot = std::make_shared<const tensor::TensorMap>(std::move(model));
   absl::MutexLock lock(&mu_);
+  newest_round_ = std::max(newest_round_, round);
+  std::set<uint64_t> stopped;
+  if (auto it = early_stops_.find(round); it != early_stops_.end()) stopped = std::move(it->second);
+  early_stops_.erase(early_stops_.begin(), early_stops_.upper_bound(round));
   for (const v1::PeerRef& peer : peers) {
+    if (stopped.count(peer.trainer_id()) > 0) {  // preempted before it started
+      ++outcomes_.cancelled;
+      outcomes_.returned_mass += mass;
+      continue;
+    }
     auto transfer = std::make_unique<Transfer>();
     transfer->receiver = peer.trainer_id();
     transfer->round = round;
@@ -73,6 +87,12 @@ void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t 
 
 void BackgroundMulticast::Stop(int64_t round, const std::vector<uint64_t>& receivers) {
   absl::MutexLock lock(&mu_);
+  if (round > newest_round_) {
+    early_stops_[round].insert(receivers.begin(), receivers.end());
+    // Honest coordinators preempt a round or two ahead at most: the oldest go beyond that.
+    while (early_stops_.size() > kMaxEarlyStopRounds) early_stops_.erase(early_stops_.begin());
+    return;
+  }
   for (auto& t : transfers_) {
     if (t->round == round &&
         std::find(receivers.begin(), receivers.end(), t->receiver) != receivers.end()) {

@@ -5,7 +5,9 @@
 #ifndef SYNCOPATE_CLIENT_BACKGROUND_MULTICAST_H_
 #define SYNCOPATE_CLIENT_BACKGROUND_MULTICAST_H_
 
+#include <map>
 #include <memory>
+#include <set>
 #include <thread>
 #include <vector>
 
@@ -36,7 +38,10 @@ class BackgroundMulticast {
   void Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
              tensor::TensorMap model, double mass, absl::Time deadline);
   // Preempts the round-`round` transfers to `receivers`; a no-op for a transfer of another round
-  // (a stale directive) or one that already ended.
+  // (a stale directive) or one that already ended. For a round newer than any started yet (the
+  // trainer starts a multicast after the step that follows its exchange, and the coordinator may
+  // preempt it before), the stop is kept, and Start leaves those receivers out: their shares
+  // come back as cancelled.
   void Stop(int64_t round, const std::vector<uint64_t>& receivers);
   Outcomes Take();
 
@@ -53,6 +58,9 @@ class BackgroundMulticast {
 
   PeerSender& sender_;
   absl::Mutex mu_;
+  int64_t newest_round_ ABSL_GUARDED_BY(mu_) = -1;  // of the multicasts started
+  // Stops for rounds not started yet: round -> receivers.
+  std::map<int64_t, std::set<uint64_t>> early_stops_ ABSL_GUARDED_BY(mu_);
   std::vector<std::unique_ptr<Transfer>> transfers_ ABSL_GUARDED_BY(mu_);
   Outcomes outcomes_ ABSL_GUARDED_BY(mu_);
 };

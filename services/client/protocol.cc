@@ -347,6 +347,7 @@ void Protocol::StartPlannedMulticast(tensor::TensorMap own) {
                           welcome().trainer_id(), exchange.round(), std::move(own), share,
                           ExchangeDeadline());
   mass_ -= share * exchange.send_to_size();
+  metrics_.mixing_mass.Set(mass_);
 }
 
 absl::Time Protocol::ExchangeDeadline() const {

@@ -64,8 +64,9 @@ class Protocol {
   // in peer-to-peer modes, the last exchange's transfers.
   absl::Status Report(int64_t clock, float loss);
   // Peer-to-peer: sends `own` to the peers `proceed` names and averages in the models they sent
-  // (by the exchange deadline; under selmcast-ssp whatever has arrived, multicasting in the
-  // background); `own` becomes the average, which is evaluated when due.
+  // (by the exchange deadline); `own` becomes the average, which is evaluated when due. Under
+  // selmcast-ssp and orpheus-ssp: averages in whatever has arrived and plans the multicast that
+  // StartPlannedMulticast starts after the next step.
   absl::Status Exchange(const v1::Proceed& proceed, tensor::TensorMap& own);
   // selmcast-ssp, orpheus-ssp: whether the last exchange planned a multicast not started yet.
   bool multicast_planned() const { return planned_multicast_.has_value(); }

@@ -21,8 +21,9 @@
 //     applies the pulled model between steps, and never waits for the coordinator;
 //   - peer-to-peer in rounds (dssync, selmcast): Step exchanges models with the peers the
 //     directive names and averages them in;
-//   - peer-to-peer in the background (selmcast-ssp): Step averages in what has arrived and
-//     multicasts the result while the caller computes on.
+//   - peer-to-peer in the background (selmcast-ssp, orpheus-ssp): Step starts the multicast the
+//     last grant planned, of the model with the step just taken, then averages in what has
+//     arrived while the caller computes on.
 // Time between Steps is the caller's compute; time inside them is wait and communication.
 #ifndef SYNCOPATE_CLIENT_SESSION_H_
 #define SYNCOPATE_CLIENT_SESSION_H_

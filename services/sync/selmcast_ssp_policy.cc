@@ -57,7 +57,9 @@ Decisions SelMcastSspPolicy::OnLeave(TrainerId trainer, absl::Time now) {
   granted_at_.erase(trainer);
   iteration_seconds_.erase(trainer);
   in_flight_.erase(trainer);
+  newest_round_.erase(trainer);
   for (auto& [sender, transfers] : in_flight_) transfers.erase(trainer);
+  EraseEmptyRows();
   bandwidth_.Forget(trainer);
   return Evaluate(now);
 }
@@ -125,12 +127,17 @@ double SelMcastSspPolicy::Remaining(const Transfer& transfer, absl::Time now) co
 }
 
 void SelMcastSspPolicy::RetireDelivered(absl::Time now) {
-  for (auto sender = in_flight_.begin(); sender != in_flight_.end();) {
-    Transfers& transfers = sender->second;
+  for (auto& [sender, transfers] : in_flight_) {
     for (auto it = transfers.begin(); it != transfers.end();) {
       it = Remaining(it->second, now) > 0 ? std::next(it) : transfers.erase(it);
     }
-    sender = transfers.empty() ? in_flight_.erase(sender) : std::next(sender);
+  }
+  EraseEmptyRows();
+}
+
+void SelMcastSspPolicy::EraseEmptyRows() {
+  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
+    it = it->second.empty() ? in_flight_.erase(it) : std::next(it);
   }
 }
 
@@ -183,14 +190,13 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
   }
   for (const auto& [sender, transfers] : in_flight_) {
     const int i = index.at(sender);
-    int64_t sender_round = 0;
     for (const auto& [receiver, transfer] : transfers) {
       const int j = index.at(receiver);
       p.in_flight.set(i, j, true);
       p.pinned.set(i, j, transfer.pinned);
       p.remaining[static_cast<size_t>(i) * n + j] = Remaining(transfer, now);
-      sender_round = std::max(sender_round, transfer.round);
     }
+    const int64_t sender_round = newest_round_.at(sender);
     // Its rounds-since-exchange as of its newest round, shifted to kappa's round.
     for (int j = 0; j < n; ++j) {
       const int64_t since = sender_round - last_exchange(sender, members[j], sender_round - 1);
@@ -225,9 +231,7 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
     }
     for (auto& [r, preemption] : by_round) decisions->preemptions.push_back(std::move(preemption));
   }
-  for (auto it = in_flight_.begin(); it != in_flight_.end();) {
-    it = it->second.empty() ? in_flight_.erase(it) : std::next(it);
-  }
+  EraseEmptyRows();
 
   const int i = p.ready;
   // On a pair the new multicast takes again, the earlier transfer is kept when it is nearly
@@ -235,16 +239,22 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
   // new model does not go there; otherwise the new model supersedes it (the trainer's sender
   // cancels it). The earlier transfers to other receivers go on and share the upload.
   std::vector<int> takes;
+  // A superseded transfer never synchronized: the k-round rule counts from the exchange before it.
+  std::map<TrainerId, int64_t> superseded_previous;
   for (int j = 0; j < n; ++j) {
     if (!plan.sends.at(i, j)) continue;
     auto it = earlier.find(members[j]);
     if (it != earlier.end() && Remaining(it->second, now) < config_.eta * volume) continue;
-    if (it != earlier.end()) earlier.erase(it);
+    if (it != earlier.end()) {
+      superseded_previous[members[j]] = it->second.previous_exchange;
+      earlier.erase(it);
+    }
     takes.push_back(j);
   }
   const int uploads = static_cast<int>(takes.size() + earlier.size());
   Transfers& transfers = in_flight_[kappa];
   transfers = std::move(earlier);
+  newest_round_[kappa] = round;
   for (int j : takes) {
     const TrainerId receiver = members[j];
     Transfer& transfer = transfers[receiver];
@@ -253,7 +263,10 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
     transfer.rate =
         std::min(p.links.upload[i] / uploads, p.links.download[j] / plan.sends.ColumnCount(j));
     transfer.pinned = history.Forced(i, j, round);
-    transfer.previous_exchange = last_exchange(kappa, receiver, -1);
+    auto superseded = superseded_previous.find(receiver);
+    transfer.previous_exchange = superseded != superseded_previous.end()
+                                     ? superseded->second
+                                     : last_exchange(kappa, receiver, -1);
     last_exchanged_[{kappa, receiver}] = round;
     exchange.send_to.push_back(receiver);
   }

@@ -19,9 +19,12 @@
 //     current iteration (smoothed report-minus-grant time), or, while the bound holds it back, the
 //     rest of the slowest trainer's iteration;
 //   - the model's bytes: bytes sent per completed model transfer, as reported.
+//   - a transfer counts from the grant, although the trainer starts it after the step that
+//     follows (the model must carry that step): the estimate runs one iteration early;
 // The planner sees one multicast per trainer: while a trainer's new multicast is planned, what is
 // left of its earlier ones (on receivers the new one does not take) is not counted in its
-// receivers' loads, and takes a share of its upload.
+// receivers' loads; it takes a share of the upload from the new transfers, while its own planned
+// rate stays as it was.
 #ifndef SYNCOPATE_SYNC_SELMCAST_SSP_POLICY_H_
 #define SYNCOPATE_SYNC_SELMCAST_SSP_POLICY_H_
 
@@ -101,6 +104,8 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   double Remaining(const Transfer& transfer, absl::Time now) const;
   // Forgets the transfers delivered by now (by Remaining).
   void RetireDelivered(absl::Time now);
+  // Forgets senders with no transfer left.
+  void EraseEmptyRows();
   double ModelBytes() const { return model_bytes_ > 0 ? model_bytes_ : 1.0; }
 
   const SelMcastSspConfig config_;
@@ -111,6 +116,7 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   std::map<TrainerId, absl::Time> granted_at_;
   std::map<TrainerId, double> iteration_seconds_;  // smoothed report - grant
   std::map<TrainerId, Transfers> in_flight_;       // sender -> its transfers in flight
+  std::map<TrainerId, int64_t> newest_round_;      // sender -> the round of its last multicast
   std::map<std::pair<TrainerId, TrainerId>, int64_t> last_exchanged_;  // (sender, receiver)
   double model_bytes_ = 0;
   int64_t floor_clock_ = 0;

@@ -235,6 +235,27 @@ TEST(BackgroundMulticastTest, APreemptedTransferStopsAndDepositsNothing) {
   EXPECT_EQ(got[7].mass, 0.5);
 }
 
+// The coordinator may preempt a multicast before the trainer starts it (it starts after the step
+// that follows its grant): the stop is kept, and the multicast leaves that receiver out.
+TEST(BackgroundMulticastTest, AStopBeforeTheStartIsKept) {
+  Receiver a(Model(0)), b(Model(0));
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
+  BackgroundMulticast multicast(sender);
+  multicast.Stop(3, {1});
+  multicast.Start({a.Ref(1), b.Ref(2)}, 7, 3, Model(3), 0.25, In(absl::Seconds(10)));
+  const BackgroundMulticast::Outcomes outcomes = WaitOutcomes(multicast, 2);
+  EXPECT_EQ(outcomes.delivered, 1);
+  EXPECT_EQ(outcomes.cancelled, 1);
+  EXPECT_EQ(outcomes.returned_mass, 0.25);
+  EXPECT_TRUE(a.inbox.TakeLatest().empty());
+  EXPECT_EQ(b.inbox.TakeLatest()[7].model, Model(3));
+  // Spent: the next multicast of another round goes to receiver 1 again.
+  multicast.Start({a.Ref(1)}, 7, 4, Model(4), 0.5, In(absl::Seconds(10)));
+  EXPECT_EQ(WaitOutcomes(multicast, 1).delivered, 1);
+  EXPECT_EQ(a.inbox.TakeLatest()[7].model, Model(4));
+}
+
 TEST(ExchangeInboxTest, TakeLatestKeepsEachSendersNewestRound) {
   ExchangeInbox inbox;
   ASSERT_TRUE(inbox.Deposit(3, 7, Model(3)).ok());
