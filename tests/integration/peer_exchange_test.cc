@@ -174,42 +174,46 @@ TEST(BackgroundMulticastTest, DeliversToEveryReceiverInTheBackground) {
   EXPECT_EQ(sent.Take().transfers, 2);
 }
 
+// A background multicast's sender, and two receivers of 1 MB models: `slow` behind a 1 MB/s
+// ingress (about a second per model), `fast` unlimited.
+struct SlowAndFastReceivers {
+  base::TokenBucket ingress{1e6, 64e3, base::MonotonicClock::Get()};
+  Receiver slow{Model(0, 250000), &ingress};
+  Receiver fast{Model(0, 250000)};
+  TransferMeter sent;
+  PeerSender sender{nullptr, sent, rpc::Credentials::Insecure()};
+  BackgroundMulticast multicast{sender};
+};
+
 // 1 MB into a 1 MB/s ingress takes about a second: the trainer's next multicast, to another
 // receiver, starts long before, and leaves it running.
 TEST(BackgroundMulticastTest, AMulticastGoesOnPastTheNextOne) {
-  base::TokenBucket ingress(1e6, 64e3, base::MonotonicClock::Get());
-  Receiver slow(Model(0, 250000), &ingress), fast(Model(0, 250000));
-  TransferMeter sent;
-  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
-  BackgroundMulticast multicast(sender);
-  multicast.Start({slow.Ref(1)}, 7, 1, Model(1, 250000), 0.5, In(absl::Seconds(30)));
-  multicast.Start({fast.Ref(2)}, 7, 2, Model(2, 250000), 0.5, In(absl::Seconds(30)));
-  const BackgroundMulticast::Outcomes outcomes = WaitOutcomes(multicast, 2);
+  SlowAndFastReceivers r;
+  r.multicast.Start({r.slow.Ref(1)}, 7, 1, Model(1, 250000), 0.5, In(absl::Seconds(30)));
+  r.multicast.Start({r.fast.Ref(2)}, 7, 2, Model(2, 250000), 0.5, In(absl::Seconds(30)));
+  const BackgroundMulticast::Outcomes outcomes = WaitOutcomes(r.multicast, 2);
   EXPECT_EQ(outcomes.delivered, 2);
   EXPECT_EQ(outcomes.cancelled, 0);
-  EXPECT_EQ(slow.inbox.TakeLatest()[7].model, Model(1, 250000));
-  EXPECT_EQ(fast.inbox.TakeLatest()[7].model, Model(2, 250000));
+  EXPECT_EQ(r.slow.inbox.TakeLatest()[7].model, Model(1, 250000));
+  EXPECT_EQ(r.fast.inbox.TakeLatest()[7].model, Model(2, 250000));
 }
 
 // A newer model to the same receiver replaces the older one still on its way (its share goes
 // back to the sender); the newer multicast's other receivers are served as usual.
 TEST(BackgroundMulticastTest, ANewerModelSupersedesTheOlderOnTheSamePair) {
-  base::TokenBucket ingress(1e6, 64e3, base::MonotonicClock::Get());
-  Receiver slow(Model(0, 250000), &ingress), fast(Model(0, 250000));
-  TransferMeter sent;
-  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
-  BackgroundMulticast multicast(sender);
-  multicast.Start({slow.Ref(1)}, 7, 1, Model(1, 250000), 0.5, In(absl::Seconds(30)));
-  multicast.Start({slow.Ref(1), fast.Ref(2)}, 7, 2, Model(2, 250000), 0.25, In(absl::Seconds(30)));
-  const BackgroundMulticast::Outcomes outcomes = WaitOutcomes(multicast, 3);
+  SlowAndFastReceivers r;
+  r.multicast.Start({r.slow.Ref(1)}, 7, 1, Model(1, 250000), 0.5, In(absl::Seconds(30)));
+  r.multicast.Start({r.slow.Ref(1), r.fast.Ref(2)}, 7, 2, Model(2, 250000), 0.25,
+                    In(absl::Seconds(30)));
+  const BackgroundMulticast::Outcomes outcomes = WaitOutcomes(r.multicast, 3);
   EXPECT_EQ(outcomes.cancelled, 1);
   EXPECT_EQ(outcomes.delivered, 2);
   EXPECT_EQ(outcomes.returned_mass, 0.5);
-  auto got = slow.inbox.TakeLatest();
+  auto got = r.slow.inbox.TakeLatest();
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[7].model, Model(2, 250000));
   EXPECT_EQ(got[7].mass, 0.25) << "only the newer model arrived";
-  EXPECT_EQ(fast.inbox.TakeLatest()[7].model, Model(2, 250000));
+  EXPECT_EQ(r.fast.inbox.TakeLatest()[7].model, Model(2, 250000));
 }
 
 TEST(BackgroundMulticastTest, APreemptedTransferStopsAndDepositsNothing) {
