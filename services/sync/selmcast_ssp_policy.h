@@ -18,9 +18,9 @@
 //   - tau_i, the time before trainer i could start its next multicast anyway: the rest of its
 //     current iteration (smoothed report-minus-grant time), or, while the bound holds it back, the
 //     rest of the slowest trainer's iteration;
-//   - the model's bytes: bytes sent per completed model transfer, as reported.
 //   - a transfer counts from the grant, although the trainer starts it after the step that
 //     follows (the model must carry that step): the estimate runs one iteration early;
+//   - the model's bytes: bytes sent per completed model transfer, as reported.
 // The planner sees one multicast per trainer: while a trainer's new multicast is planned, what is
 // left of its earlier ones (on receivers the new one does not take) is not counted in its
 // receivers' loads; it takes a share of the upload from the new transfers, while its own planned
