@@ -6,6 +6,7 @@
 # CPU both get the same threads (THREADS, default: all cores). PyTorch comes from PYTHON (default:
 # the first of python3, /usr/bin/python3 that imports torch; on Debian 12: apt-get install
 # python3-torch, CPU only). BIN_DIR (default build/bin) holds syncopate-cnn-throughput.
+# PYTORCH_ARGS go to bench/pytorch_cnn.py: --cuda-graph replays PyTorch's step as one CUDA graph.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 device=${1:-cpu}
@@ -26,10 +27,10 @@ bench=${BIN_DIR:-build/bin}/syncopate-cnn-throughput
 [[ -x $bench ]] || { echo "build first: ./scripts/build.sh" >&2; exit 1; }
 
 rate() { sed -n 's/.*"samples_per_second": \([0-9.]*\).*/\1/p'; }
-echo "device=$device batch=128 steps=$steps threads=$threads ($("$PYTHON" -c 'import torch; print("torch", torch.__version__)'))"
+echo "device=$device batch=128 steps=$steps threads=$threads pytorch_args=${PYTORCH_ARGS:-none} ($("$PYTHON" -c 'import torch; print("torch", torch.__version__)'))"
 printf '%-6s %14s %14s %8s\n' round syncopate/s pytorch/s ratio
 for round in $(seq 1 "$rounds"); do
   ours=$(OPENBLAS_NUM_THREADS=$threads "$bench" --device="$device" --steps="$steps" | rate)
-  theirs=$("$PYTHON" bench/pytorch_cnn.py --device="$device" --steps="$steps" --threads="$threads" | rate)
-  printf '%-6s %14s %14s %8.2f\n' "$round" "$ours" "$theirs" "$(echo "$ours / $theirs" | bc -l)"
+  theirs=$("$PYTHON" bench/pytorch_cnn.py --device="$device" --steps="$steps" --threads="$threads" ${PYTORCH_ARGS:-} | rate)
+  awk -v r="$round" -v a="$ours" -v b="$theirs" 'BEGIN { printf "%-6s %14s %14s %8.2f\n", r, a, b, a / b }'
 done
