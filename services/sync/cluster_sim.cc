@@ -258,7 +258,9 @@ class Simulation {
 
 }  // namespace
 
-absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options) {
+namespace {
+
+absl::Status CheckOptions(const ClusterSimOptions& options) {
   if (options.trainers < 1 || options.trainers > 1'000'000) {
     return absl::InvalidArgumentError("trainers must be between 1 and 1,000,000");
   }
@@ -289,11 +291,26 @@ absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& option
   if (options.rejoin_at_clock > 0 && options.rejoin_at_clock <= options.leave_at_clock) {
     return absl::InvalidArgumentError("a trainer rejoins after it left: rejoin_at > leave_at");
   }
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options) {
+  RETURN_IF_ERROR(CheckOptions(options));
   PolicyOptions policy = options.policy;
   policy.min_trainers = options.trainers;
   absl::StatusOr<std::unique_ptr<SyncPolicy>> made = MakePolicy(policy);
   if (!made.ok()) return made.status();
   Simulation simulation(options, *std::move(made));
+  return simulation.Run();
+}
+
+absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options,
+                                                 std::unique_ptr<SyncPolicy> policy) {
+  RETURN_IF_ERROR(CheckOptions(options));
+  if (policy == nullptr) return absl::InvalidArgumentError("no policy to simulate");
+  Simulation simulation(options, std::move(policy));
   return simulation.Run();
 }
 

@@ -10,6 +10,7 @@
 #define SYNCOPATE_SYNC_CLUSTER_SIM_H_
 
 #include <cstdint>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -65,6 +66,9 @@ struct ClusterSimResult {
 // refuses an event the simulated trainers make correctly, or grants nothing for 300 s of
 // simulated time while every trainer waits (a policy bug).
 absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options);
+// The same with a policy of the caller's (options.policy is not used): a seam for tests.
+absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options,
+                                                 std::unique_ptr<SyncPolicy> policy);
 
 }  // namespace syncopate::sync
 

@@ -1,5 +1,8 @@
 #include "sync/cluster_sim.h"
 
+#include <memory>
+#include <string>
+
 #include "gtest/gtest.h"
 
 namespace syncopate::sync {
@@ -14,6 +17,63 @@ ClusterSimOptions Scenario(const std::string& mode, int trainers = 8, int64_t cl
   o.step = absl::Milliseconds(100);
   o.clocks = clocks;
   return o;
+}
+
+// ASP until some trainer reports clock 3, then nothing: the trainers wait for grants that never
+// come, and only the simulator's ticks are left.
+class StopsGrantingPolicy final : public SyncPolicy {
+ public:
+  StopsGrantingPolicy() {
+    PolicyOptions options;
+    options.mode = "asp";
+    inner_ = *MakePolicy(options);
+  }
+  std::string name() const override { return "stops-granting"; }
+  PushMode push_mode() const override { return inner_->push_mode(); }
+  int64_t staleness_bound() const override { return inner_->staleness_bound(); }
+  absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* d) override {
+    return inner_->OnJoin(trainer, now, d);
+  }
+  absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override {
+    absl::StatusOr<Decisions> d = inner_->OnClock(trainer, clock, now);
+    stopped_ |= clock >= 3;
+    return stopped_ && d.ok() ? Decisions{} : d;
+  }
+  Decisions OnLeave(TrainerId trainer, absl::Time now) override {
+    return inner_->OnLeave(trainer, now);
+  }
+  Decisions OnTick(absl::Time now) override {
+    Decisions d = inner_->OnTick(now);
+    return stopped_ ? Decisions{} : d;
+  }
+  absl::Status Recover(int64_t last_closed_round, int expected, absl::Duration window) override {
+    return inner_->Recover(last_closed_round, expected, window);
+  }
+  absl::Status OnResume(const Resumption& r, absl::Time now, Decisions* d) override {
+    return inner_->OnResume(r, now, d);
+  }
+  std::optional<int64_t> ClockOf(TrainerId trainer) const override {
+    return inner_->ClockOf(trainer);
+  }
+  std::optional<int64_t> MinClock() const override { return inner_->MinClock(); }
+  int64_t last_closed_round() const override { return inner_->last_closed_round(); }
+
+ private:
+  std::unique_ptr<SyncPolicy> inner_;
+  bool stopped_ = false;
+};
+
+TEST(ClusterSimTest, APolicyThatGrantsNothingIsReportedAsStalled) {
+  absl::StatusOr<ClusterSimResult> r =
+      SimulateCluster(Scenario("asp", 4), std::make_unique<StopsGrantingPolicy>());
+  ASSERT_FALSE(r.ok());
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kInternal);
+  EXPECT_NE(r.status().message().find("stops-granting: no trainer can go on"), std::string::npos)
+      << r.status();
+  // The same scenario under the policy it wraps runs to the end.
+  EXPECT_TRUE(SimulateCluster(Scenario("asp", 4)).ok());
+  EXPECT_EQ(SimulateCluster(Scenario("asp", 4), nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 TEST(ClusterSimTest, BspWaitsForTheStragglerEveryRound) {
