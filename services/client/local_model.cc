@@ -1,10 +1,15 @@
 #include "client/local_model.h"
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 
 namespace syncopate::client {
 
-absl::Status LocalModel::Begin() { return parameters_.Read(&base_); }
+absl::Status LocalModel::Begin() {
+  RETURN_IF_ERROR(parameters_.Read(&base_));
+  base_is_current_ = true;
+  return absl::OkStatus();
+}
 
 absl::StatusOr<tensor::TensorMap> LocalModel::TakeDelta(std::optional<int64_t> pending_clock) {
   tensor::TensorMap current;
@@ -15,6 +20,7 @@ absl::StatusOr<tensor::TensorMap> LocalModel::TakeDelta(std::optional<int64_t> p
     for (size_t i = 0; i < values.size(); ++i) values[i] -= b[i];
   }
   base_ = std::move(current);
+  base_is_current_ = true;
   unpushed_steps_ = 0;
   if (pending_clock) pending_.push_back({*pending_clock, delta});
   return delta;
@@ -29,22 +35,38 @@ absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t include
     }
   }
   while (!pending_.empty() && pending_.front().clock <= includes_clock) pending_.pop_front();
-  tensor::TensorMap current;
-  if (absl::Status read = parameters_.Read(&current); !read.ok()) return read;
   tensor::TensorMap new_base;
-  for (auto& [name, local] : current) {
+  for (const auto& [name, b] : base_) {
     std::vector<float> base = pulled.at(name);
     for (const Pending& p : pending_) {
       const std::vector<float>& d = p.delta.at(name);
       for (size_t i = 0; i < base.size(); ++i) base[i] += d[i];
     }
-    // local = base + (local - old base): the steps since the last push.
-    const std::vector<float>& old_base = base_.at(name);
-    for (size_t i = 0; i < local.size(); ++i) local[i] = base[i] + (local[i] - old_base[i]);
     new_base.emplace(name, std::move(base));
   }
-  absl::Status written = parameters_.Write(current);
-  if (!written.ok()) return written;
+  if (base_is_current_) {
+    // No step since the base was read: local - base is zero, and the new local model is the new
+    // base. One read of the parameters (a device-to-host copy on a GPU) fewer per round.
+    return WriteAndRebase(nullptr, std::move(new_base));
+  }
+  tensor::TensorMap current;
+  if (absl::Status read = parameters_.Read(&current); !read.ok()) return read;
+  for (auto& [name, local] : current) {
+    // local = base + (local - old base): the steps since the last push.
+    const std::vector<float>& base = new_base.at(name);
+    const std::vector<float>& old_base = base_.at(name);
+    for (size_t i = 0; i < local.size(); ++i) local[i] = base[i] + (local[i] - old_base[i]);
+  }
+  return WriteAndRebase(&current, std::move(new_base));
+}
+
+absl::Status LocalModel::WriteAndRebase(const tensor::TensorMap* local,
+                                        tensor::TensorMap new_base) {
+  if (absl::Status written = parameters_.Write(local != nullptr ? *local : new_base);
+      !written.ok()) {
+    base_is_current_ = false;  // a failed write may have changed some of them
+    return written;
+  }
   base_ = std::move(new_base);
   return absl::OkStatus();
 }

@@ -28,8 +28,13 @@ class LocalModel {
   // The parameters' current values become the base. The parameters' read error as it is.
   absl::Status Begin();
 
-  // Counts one training step the caller took on the parameters.
-  void CountStep() { ++unpushed_steps_; }
+  // Counts one training step the caller took on the parameters. Every change the caller makes to
+  // the parameters must be counted before the next call here: a rebase with no step counted since
+  // the base was taken does not read the parameters (it writes the new base).
+  void CountStep() {
+    ++unpushed_steps_;
+    base_is_current_ = false;
+  }
 
   // The change since the last TakeDelta or Rebase; the base moves to the current model. With a
   // `pending_clock` (round pushes) the delta is also kept until a pulled round includes it. The
@@ -52,10 +57,14 @@ class LocalModel {
     tensor::TensorMap delta;
   };
 
+  // Writes `local` (null: `new_base` itself) to the parameters; then `new_base` becomes the base.
+  absl::Status WriteAndRebase(const tensor::TensorMap* local, tensor::TensorMap new_base);
+
   Parameters& parameters_;
   tensor::TensorMap base_;
   std::deque<Pending> pending_;
   int64_t unpushed_steps_ = 0;
+  bool base_is_current_ = false;  // the parameters equal base_ (no step since it was taken)
 };
 
 }  // namespace syncopate::client

@@ -82,5 +82,68 @@ TEST(LocalModel, BadPullChangesNothing) {
   EXPECT_EQ(W(local), (std::vector<float>{1, 1, 1}));
 }
 
+// Parameters that count their reads and can refuse writes, around a CountingModel's.
+class ReadCountingParameters final : public Parameters {
+ public:
+  explicit ReadCountingParameters(Parameters& inner) : inner_(inner) {}
+  std::vector<tensor::TensorSpec> Specs() const override { return inner_.Specs(); }
+  absl::Status Read(tensor::TensorMap* out) const override {
+    ++reads;
+    return inner_.Read(out);
+  }
+  absl::Status Write(const tensor::TensorMap& in) override {
+    if (refuse_writes) return absl::UnavailableError("device lost");
+    return inner_.Write(in);
+  }
+  mutable int reads = 0;
+  bool refuse_writes = false;
+
+ private:
+  Parameters& inner_;
+};
+
+// A round with no step between the push and the pull (every sequential mode) reads the
+// parameters once, for the delta; the rebase writes the new base without reading them again, and
+// gives what the full rebase gives.
+TEST(LocalModel, ARebaseWithNoStepSinceThePushReadsNothing) {
+  CountingModel model;
+  ReadCountingParameters counted(model.parameters());
+  LocalModel local(counted);
+  ASSERT_TRUE(local.Begin().ok());
+  model.Step(local, 1);
+  ASSERT_TRUE(local.TakeDelta(1).ok());
+  ASSERT_TRUE(local.TakeDelta(2).ok());  // an empty delta, pending too
+  const int reads = counted.reads;
+  // The round includes clock 1 only: clock 2's (empty) delta is kept on top of the pulled model.
+  ASSERT_TRUE(local.Rebase({{"w", {5, 6, 7}}}, 1).ok());
+  EXPECT_EQ(counted.reads, reads);
+  EXPECT_EQ(W(local), (std::vector<float>{5, 6, 7}));
+  EXPECT_EQ(local.pending_deltas(), 1u);
+  // The next step is measured from the rebased model.
+  model.Step(local, 2);
+  EXPECT_EQ(local.TakeDelta(3).value()["w"], (std::vector<float>{2, 2, 2}));
+  // A step between the push and the pull: the rebase reads the parameters to keep it.
+  model.Step(local, 1);
+  const int before_step_rebase = counted.reads;
+  ASSERT_TRUE(local.Rebase({{"w", {0, 0, 0}}}, 3).ok());
+  EXPECT_EQ(counted.reads, before_step_rebase + 1);
+  EXPECT_EQ(W(local), (std::vector<float>{1, 1, 1}));
+}
+
+// A write that fails may have changed some parameters: the next rebase reads them again.
+TEST(LocalModel, AFailedWriteMakesTheNextRebaseReadTheParameters) {
+  CountingModel model;
+  ReadCountingParameters counted(model.parameters());
+  LocalModel local(counted);
+  ASSERT_TRUE(local.Begin().ok());
+  counted.refuse_writes = true;
+  EXPECT_EQ(local.Rebase({{"w", {1, 1, 1}}}, -1).code(), absl::StatusCode::kUnavailable);
+  counted.refuse_writes = false;
+  const int reads = counted.reads;
+  ASSERT_TRUE(local.Rebase({{"w", {2, 2, 2}}}, -1).ok());
+  EXPECT_EQ(counted.reads, reads + 1);
+  EXPECT_EQ(W(local), (std::vector<float>{2, 2, 2}));
+}
+
 }  // namespace
 }  // namespace syncopate::client
