@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # run.sh of a folder that scripts/gpu-bundle.sh made: on a GPU machine, from a checkout of the
 # commit the folder names in `commit`, runs compute_test, the gpu tests (cuda_backend_test,
-# gpu_e2e_test) and bench/cnn_bench.sh cuda, each with its log in LOG_DIR (default: the bundle's
+# gpu_e2e_test) and bench/cnn_bench.sh cuda (against PyTorch eager, then PyTorch as a CUDA graph;
+# ROUNDS and STEPS pass through), each with its log in LOG_DIR (default: the bundle's
 # log/). Uses the machine's CUDA libraries (from /usr/local/cuda or Python's nvidia-* wheels) and
 # PyTorch (python3). Meant for a GPU machine: a GPU is required (SYNCOPATE_REQUIRE_GPU=1, so the
 # gpu tests fail rather than skip when theirs cannot be used). Exits 1 when any of them failed, or
@@ -45,7 +46,12 @@ if [[ $gpu_tests_passed -eq 0 ]]; then
   echo "FAIL: no gpu test passed a single test (all skipped or failed): see $logs" >&2
   status=1
 fi
+# Against PyTorch eager, then against PyTorch with its step replayed as a CUDA graph (its best
+# for a model this small; bench/README.md).
 echo "== bench/cnn_bench.sh cuda"
-BIN_DIR="$here/bin" PYTHON=python3 bench/cnn_bench.sh cuda "${ROUNDS:-3}" 2>&1 |
+BIN_DIR="$here/bin" PYTHON=python3 PYTORCH_ARGS= bench/cnn_bench.sh cuda "${ROUNDS:-3}" 2>&1 |
   tee "$logs/cnn_bench_cuda.txt" || status=1
+echo "== bench/cnn_bench.sh cuda, PyTorch as a CUDA graph"
+BIN_DIR="$here/bin" PYTHON=python3 PYTORCH_ARGS=--cuda-graph bench/cnn_bench.sh cuda "${ROUNDS:-3}" \
+  2>&1 | tee "$logs/cnn_bench_cuda_graph.txt" || status=1
 exit $status
