@@ -32,5 +32,6 @@ printf '%-6s %14s %14s %8s\n' round syncopate/s pytorch/s ratio
 for round in $(seq 1 "$rounds"); do
   ours=$(OPENBLAS_NUM_THREADS=$threads "$bench" --device="$device" --steps="$steps" | rate)
   theirs=$("$PYTHON" bench/pytorch_cnn.py --device="$device" --steps="$steps" --threads="$threads" ${PYTORCH_ARGS:-} | rate)
+  [[ -n $ours && -n $theirs ]] || { echo "round $round: a benchmark printed no rate" >&2; exit 1; }
   awk -v r="$round" -v a="$ours" -v b="$theirs" 'BEGIN { printf "%-6s %14s %14s %8.2f\n", r, a, b, a / b }'
 done

@@ -46,7 +46,9 @@ absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t include
   }
   if (base_is_current_) {
     // No step since the base was read: local - base is zero, and the new local model is the new
-    // base. One read of the parameters (a device-to-host copy on a GPU) fewer per round.
+    // base. One read of the parameters (a device-to-host copy on a GPU) fewer per round. The
+    // result is the full path's for finite values, except that a -0.0 base stays -0.0 (the full
+    // path adds +0.0) and an Inf or NaN local value gives the pulled value (the full path, NaN).
     return WriteAndRebase(nullptr, std::move(new_base));
   }
   tensor::TensorMap current;

@@ -64,7 +64,9 @@ class LocalModel {
   tensor::TensorMap base_;
   std::deque<Pending> pending_;
   int64_t unpushed_steps_ = 0;
-  bool base_is_current_ = false;  // the parameters equal base_ (no step since it was taken)
+  // The parameters equal base_ (no step since it was taken), up to their own rounding of a Write
+  // (say, of fp16 tensors).
+  bool base_is_current_ = false;
 };
 
 }  // namespace syncopate::client

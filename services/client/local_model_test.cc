@@ -122,6 +122,18 @@ TEST(LocalModel, ARebaseWithNoStepSinceThePushReadsNothing) {
   // The next step is measured from the rebased model.
   model.Step(local, 2);
   EXPECT_EQ(local.TakeDelta(3).value()["w"], (std::vector<float>{2, 2, 2}));
+  // The same sequence through the full rebase (a step of 0 counted before it) ends bit-identical.
+  CountingModel full_model;
+  LocalModel full(full_model.parameters());
+  ASSERT_TRUE(full.Begin().ok());
+  full_model.Step(full, 1);
+  ASSERT_TRUE(full.TakeDelta(1).ok());
+  ASSERT_TRUE(full.TakeDelta(2).ok());
+  full_model.Step(full, 0);
+  ASSERT_TRUE(full.Rebase({{"w", {5, 6, 7}}}, 1).ok());
+  full_model.Step(full, 2);
+  ASSERT_TRUE(full.TakeDelta(3).ok());
+  EXPECT_EQ(W(full), W(local));
   // A step between the push and the pull: the rebase reads the parameters to keep it.
   model.Step(local, 1);
   const int before_step_rebase = counted.reads;

@@ -66,7 +66,8 @@ struct ClusterSimResult {
 // refuses an event the simulated trainers make correctly, or grants nothing for 300 s of
 // simulated time while every trainer waits (a policy bug).
 absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options);
-// The same with a policy of the caller's (options.policy is not used): a seam for tests.
+// The same with a policy of the caller's (options.policy is not used, and the policy's own
+// min_trainers holds): a seam for tests.
 absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options,
                                                  std::unique_ptr<SyncPolicy> policy);
 

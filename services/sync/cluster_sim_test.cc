@@ -20,13 +20,13 @@ ClusterSimOptions Scenario(const std::string& mode, int trainers = 8, int64_t cl
 }
 
 // ASP until some trainer reports clock 3, then nothing: the trainers wait for grants that never
-// come, and only the simulator's ticks are left.
+// come, and only the simulator's ticks are left. Forwards only what the simulator calls for asp.
 class StopsGrantingPolicy final : public SyncPolicy {
  public:
   StopsGrantingPolicy() {
     PolicyOptions options;
     options.mode = "asp";
-    inner_ = *MakePolicy(options);
+    inner_ = MakePolicy(options).value();
   }
   std::string name() const override { return "stops-granting"; }
   PushMode push_mode() const override { return inner_->push_mode(); }
