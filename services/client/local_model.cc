@@ -26,7 +26,7 @@ absl::StatusOr<tensor::TensorMap> LocalModel::TakeDelta(std::optional<int64_t> p
   return delta;
 }
 
-absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t includes_clock) {
+absl::Status LocalModel::CheckShapes(const tensor::TensorMap& pulled) const {
   for (const auto& [name, b] : base_) {
     auto it = pulled.find(name);
     if (it == pulled.end() || it->second.size() != b.size()) {
@@ -34,6 +34,19 @@ absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t include
           absl::StrCat("pulled model lacks parameter '", name, "' or has a wrong size"));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::Status LocalModel::Replace(const tensor::TensorMap& model) {
+  RETURN_IF_ERROR(CheckShapes(model));
+  RETURN_IF_ERROR(WriteAndRebase(nullptr, model));
+  unpushed_steps_ = 0;
+  base_is_current_ = true;
+  return absl::OkStatus();
+}
+
+absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t includes_clock) {
+  RETURN_IF_ERROR(CheckShapes(pulled));
   while (!pending_.empty() && pending_.front().clock <= includes_clock) pending_.pop_front();
   tensor::TensorMap new_base;
   for (const auto& [name, b] : base_) {

@@ -46,6 +46,12 @@ class LocalModel {
   // has a wrong size; the parameters' read or write error as it is.
   absl::Status Rebase(const tensor::TensorMap& pulled, int64_t includes_clock);
 
+  // The parameters and the base become `model`: the local steps since the last TakeDelta are
+  // dropped (a peer-to-peer exchange's average replaces the local model), pending deltas are kept.
+  // INVALID_ARGUMENT (nothing changes) when `model` lacks a parameter or has a wrong size; the
+  // parameters' write error as it is.
+  absl::Status Replace(const tensor::TensorMap& model);
+
   // Steps since the last TakeDelta.
   int64_t unpushed_steps() const { return unpushed_steps_; }
   size_t pending_deltas() const { return pending_.size(); }
@@ -57,6 +63,8 @@ class LocalModel {
     tensor::TensorMap delta;
   };
 
+  // INVALID_ARGUMENT unless `pulled` has every parameter of the base, at its size.
+  absl::Status CheckShapes(const tensor::TensorMap& pulled) const;
   // Writes `local` (null: `new_base` itself) to the parameters; then `new_base` becomes the base.
   absl::Status WriteAndRebase(const tensor::TensorMap* local, tensor::TensorMap new_base);
 

@@ -142,6 +142,25 @@ TEST(LocalModel, ARebaseWithNoStepSinceThePushReadsNothing) {
   EXPECT_EQ(W(local), (std::vector<float>{1, 1, 1}));
 }
 
+// An exchange's average replaces the local model and the base, without a read; the next delta
+// counts from it. A model of the wrong shape changes nothing.
+TEST(LocalModel, ReplaceLoadsTheModelAsTheNewBase) {
+  CountingModel model;
+  ReadCountingParameters counted(model.parameters());
+  LocalModel local(counted);
+  ASSERT_TRUE(local.Begin().ok());
+  model.Step(local, 1);
+  EXPECT_EQ(local.Replace({{"w", {1}}}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(W(local), (std::vector<float>{1, 1, 1}));
+  const int reads = counted.reads;
+  ASSERT_TRUE(local.Replace({{"w", {4, 5, 6}}}).ok());
+  EXPECT_EQ(counted.reads, reads);
+  EXPECT_EQ(W(local), (std::vector<float>{4, 5, 6}));
+  EXPECT_EQ(local.unpushed_steps(), 0);
+  model.Step(local, 2);
+  EXPECT_EQ(local.TakeDelta(std::nullopt).value()["w"], (std::vector<float>{2, 2, 2}));
+}
+
 // A write that fails may have changed some parameters: the next rebase reads them again.
 TEST(LocalModel, AFailedWriteMakesTheNextRebaseReadTheParameters) {
   CountingModel model;

@@ -135,10 +135,8 @@ absl::Status Session::Apply(const v1::Proceed& proceed) {
     tensor::TensorMap own;
     RETURN_IF_ERROR(model_.Read(&own));
     RETURN_IF_ERROR(protocol_.Exchange(proceed, own));
-    // The average replaces the local model: the base moves to the local model first, so the
-    // rebase keeps nothing of it (nothing is pending in these modes).
-    RETURN_IF_ERROR(model_.TakeDelta(std::nullopt).status());
-    return model_.Rebase(own, -1);
+    // The average replaces the local model (nothing is pending in these modes).
+    return model_.Replace(own);
   }
   ASSIGN_OR_RETURN(std::optional<PulledModel> pulled, protocol_.Pull(proceed));
   if (!pulled) return absl::OkStatus();
