@@ -46,8 +46,8 @@ if [[ $gpu_tests_passed -eq 0 ]]; then
   echo "FAIL: no gpu test passed a single test (all skipped or failed): see $logs" >&2
   status=1
 fi
-# Against PyTorch eager, then against PyTorch with its step replayed as a CUDA graph (its best
-# for a model this small; bench/README.md).
+# Against PyTorch eager, then against PyTorch with its step replayed as a CUDA graph (PyTorch's
+# standard remedy for launch overhead; bench/README.md).
 echo "== bench/cnn_bench.sh cuda"
 BIN_DIR="$here/bin" PYTHON=python3 PYTORCH_ARGS= bench/cnn_bench.sh cuda "${ROUNDS:-3}" 2>&1 |
   tee "$logs/cnn_bench_cuda.txt" || status=1

@@ -256,10 +256,6 @@ class Simulation {
   SteadyClock::duration policy_time_{};
 };
 
-}  // namespace
-
-namespace {
-
 absl::Status CheckOptions(const ClusterSimOptions& options) {
   if (options.trainers < 1 || options.trainers > 1'000'000) {
     return absl::InvalidArgumentError("trainers must be between 1 and 1,000,000");
