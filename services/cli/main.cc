@@ -98,7 +98,10 @@ struct ScenarioFlags {
         "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "
         "of the N live trainers, in every mode), mean (round modes), sum (immediate modes) "
         "or paper (each mode's published rule)");
-    cmd->add_option("--groups", p.groups, "Hybrid: at most this many groups");
+    cmd->add_option("--groups", p.groups, "Hybrid: at most this many groups; dssync: per round");
+    cmd->add_option("--group-sizes", p.group_sizes,
+                    "dssync: equal (default: sizes differ by at most one) or bandwidth (groups "
+                    "holding a slow link are smaller, by the measured link rates)");
     cmd->add_option("--split-ratio", p.split_ratio,
                     "Hybrid: split groups where step times differ by this ratio");
     cmd->add_option("--regroup-every", p.regroup_every,

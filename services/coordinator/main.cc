@@ -69,7 +69,11 @@ int main(int argc, char** argv) {
       "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "
       "of the N live trainers, in every mode), mean (round modes), sum (immediate modes) "
       "or paper (each mode's published rule)");
-  app.add_option("--groups", policy_options.groups, "Hybrid: at most this many groups");
+  app.add_option("--groups", policy_options.groups,
+                 "Hybrid: at most this many groups; dssync: per round");
+  app.add_option("--group-sizes", policy_options.group_sizes,
+                 "dssync: equal (default: sizes differ by at most one) or bandwidth (groups "
+                 "holding a slow link are smaller, by the measured link rates)");
   app.add_option("--split-ratio", policy_options.split_ratio,
                  "Hybrid: split groups where step times differ by this ratio");
   app.add_option("--regroup-every", policy_options.regroup_every,

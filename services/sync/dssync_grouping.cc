@@ -1,6 +1,8 @@
 #include "sync/dssync_grouping.h"
 
 #include <algorithm>
+#include <cmath>
+#include <optional>
 
 namespace syncopate::sync {
 namespace {
@@ -34,6 +36,53 @@ void Shuffle(std::vector<uint64_t>& items, SplitMix64& rng) {
   for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[rng.Below(i)]);
 }
 
+double Median(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
+
+// GroupSizing::kBandwidth's sizes for `groups`, which hold the slow members dealt so far, over
+// `members` (`others`: those not slow). Contract in the header.
+std::vector<size_t> BandwidthSizes(const std::vector<std::vector<uint64_t>>& groups,
+                                   const std::vector<uint64_t>& members,
+                                   const std::vector<uint64_t>& others,
+                                   const std::map<uint64_t, double>& rates) {
+  auto given = [&](uint64_t m) -> std::optional<double> {
+    auto it = rates.find(m);
+    if (it == rates.end() || !std::isfinite(it->second) || it->second <= 0) return std::nullopt;
+    return it->second;
+  };
+  std::vector<double> known;
+  for (uint64_t m : members) {
+    if (auto rate = given(m)) known.push_back(*rate);
+  }
+  const double fallback = known.empty() ? 1.0 : Median(known);
+  auto rate_of = [&](uint64_t m) { return given(m).value_or(fallback); };
+  std::vector<double> other_rates;
+  for (uint64_t m : others) other_rates.push_back(rate_of(m));
+  const double typical = other_rates.empty() ? fallback : Median(other_rates);
+
+  const size_t count = groups.size();
+  const size_t floor = members.size() >= 2 * count ? 2 : 1;
+  std::vector<size_t> sizes(count);
+  std::vector<double> slowest(count, typical);
+  size_t placed = 0;
+  for (size_t g = 0; g < count; ++g) {
+    for (uint64_t m : groups[g]) slowest[g] = std::min(slowest[g], rate_of(m));
+    sizes[g] = std::max(groups[g].size(), floor);
+    placed += sizes[g];
+  }
+  // The exchange of a group of size s takes (s - 1) / slowest: one more place makes it s / slowest.
+  for (; placed < members.size(); ++placed) {
+    size_t best = 0;
+    for (size_t g = 1; g < count; ++g) {
+      if (sizes[g] / slowest[g] < sizes[best] / slowest[best]) best = g;
+    }
+    ++sizes[best];
+  }
+  return sizes;
+}
+
 }  // namespace
 
 std::vector<std::vector<uint64_t>> DsSyncGroups(std::vector<uint64_t> members, uint64_t seed,
@@ -60,9 +109,18 @@ std::vector<std::vector<uint64_t>> DsSyncGroups(std::vector<uint64_t> members, u
   // position when they are fewer than the groups.
   const size_t offset = rng.Below(count);
   std::vector<std::vector<uint64_t>> groups(count);
-  size_t dealt = 0;
-  for (const std::vector<uint64_t>* part : {&slow, &others}) {
-    for (uint64_t m : *part) groups[(offset + dealt++) % count].push_back(m);
+  if (options.sizing == GroupSizing::kEqual) {
+    size_t dealt = 0;
+    for (const std::vector<uint64_t>* part : {&slow, &others}) {
+      for (uint64_t m : *part) groups[(offset + dealt++) % count].push_back(m);
+    }
+  } else {
+    for (size_t d = 0; d < slow.size(); ++d) groups[(offset + d) % count].push_back(slow[d]);
+    const std::vector<size_t> sizes = BandwidthSizes(groups, members, others, options.rates);
+    size_t next = 0;
+    for (size_t g = 0; g < count; ++g) {
+      while (groups[g].size() < sizes[g]) groups[g].push_back(others[next++]);
+    }
   }
   for (auto& g : groups) std::sort(g.begin(), g.end());
   return groups;

@@ -6,16 +6,35 @@
 #define SYNCOPATE_SYNC_DSSYNC_GROUPING_H_
 
 #include <cstdint>
+#include <map>
 #include <vector>
 
 namespace syncopate::sync {
 
+// How many members each group of a round gets.
+enum class GroupSizing {
+  kEqual,  // sizes differ by at most one
+  // A group's exchange sends (size - 1) models over its slowest link, so groups with slower links
+  // are smaller: each group starts with the members dealt to it, and at least two members where
+  // there are at least twice as many members as groups (so nobody is left alone); every further
+  // place goes to the group whose exchange, (size - 1) / slowest rate, would then be shortest
+  // (ties: the lower index). A group's slowest rate is the median rate of the members that are not
+  // slow, or the least rate of the `slow` members dealt to it where that is lower. The members
+  // that are not slow fill the places in shuffled order. Equal rates give sizes that differ by at
+  // most one.
+  kBandwidth,
+};
+
 struct DsSyncOptions {
-  // Groups per round (clamped to [1, number of members]); sizes differ by at most one.
+  // Groups per round (clamped to [1, number of members]).
   int groups = 2;
   // Bandwidth-aware: the members in `slow` (e.g. behind slow links) are dealt to different groups
   // first, so no group holds two of them while there are at least as many groups as slow members.
   std::vector<uint64_t> slow;
+  GroupSizing sizing = GroupSizing::kEqual;
+  // kBandwidth: each member's link rate (its slower direction; any unit, positive). A member
+  // without one counts at the median of those given; none given: equal sizes.
+  std::map<uint64_t, double> rates;
 };
 
 // The groups of round `round`, each sorted by id; `members` in any order (duplicates ignored).

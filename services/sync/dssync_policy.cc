@@ -86,12 +86,15 @@ const DsSyncPolicy::Grouping& DsSyncPolicy::GroupsOf(int64_t round) {
   const std::vector<TrainerId> members = clocks_.Members();
   DsSyncOptions options;
   options.groups = config_.groups;
-  // Bandwidth-aware: trainers whose slower direction is well below the median's are spread out.
+  options.sizing = config_.sizing;
+  // Bandwidth-aware: trainers whose slower direction is well below the median's are spread out
+  // (and, sized by bandwidth, their groups are smaller).
   std::vector<double> slower;
   for (TrainerId t : members) {
     if (!bandwidth_.Measured(t)) continue;
     const LinkRates r = bandwidth_.Estimate(t);
     slower.push_back(std::min(r.upload, r.download));
+    if (config_.sizing == GroupSizing::kBandwidth) options.rates[t] = slower.back();
   }
   if (!slower.empty()) {
     std::nth_element(slower.begin(), slower.begin() + slower.size() / 2, slower.end());

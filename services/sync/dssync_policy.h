@@ -15,12 +15,16 @@
 
 #include "absl/container/flat_hash_map.h"
 #include "sync/bandwidth_estimator.h"
+#include "sync/dssync_grouping.h"
 #include "sync/policy.h"
 
 namespace syncopate::sync {
 
 struct DsSyncConfig {
-  int groups = 2;  // per round, sizes differing by at most one
+  int groups = 2;  // per round
+  // kEqual: sizes differ by at most one; kBandwidth: groups holding a slow link are smaller, by
+  // the measured rates (DsSyncGroups). Trainers not measured yet count at the median.
+  GroupSizing sizing = GroupSizing::kEqual;
   // Bandwidth-aware: a trainer whose slower direction is below this fraction of the median
   // trainer's is "slow" and kept apart from the other slow ones.
   double slow_fraction = 0.5;

@@ -69,6 +69,29 @@ TEST(DsSyncPolicyTest, EveryRoundIsAPartitionIntoGroupsThatKeepsSlowLinksApart) 
   EXPECT_EQ(p.push_mode(), PushMode::kNone);
 }
 
+TEST(DsSyncPolicyTest, SizedByBandwidthTheSlowLinksGroupIsSmaller) {
+  DsSyncConfig config = Config(6);
+  config.sizing = GroupSizing::kBandwidth;
+  DsSyncPolicy p(config);
+  JoinAll(p, 6);
+  for (int64_t clock = 1; clock <= 10; ++clock) {
+    for (TrainerId t = 1; t <= 6; ++t) {
+      // Trainer 2's link is a tenth of the others': its group's exchange takes (2 - 1) / 1 against
+      // (4 - 1) / 10 for the other group; equal groups of 3 would take it (3 - 1) / 1.
+      const double rate = t == 2 ? 1e6 : 10e6;
+      p.ObserveTransfers(t, TransferSample{rate, 1.0, rate, 1.0, 1, {}, {}});
+    }
+    Decisions round;
+    for (TrainerId t = 1; t <= 6; ++t) round.Append(*p.OnClock(t, clock, kT0));
+    ASSERT_EQ(Granted(round).size(), 6u) << "round " << clock;
+    ExpectGroups(round);
+    for (const Grant& g : round.grants) {
+      const bool with_slow = p.GroupOf(g.trainer) == p.GroupOf(2);
+      EXPECT_EQ(g.exchange->send_to.size(), with_slow ? 1u : 3u) << "round " << clock;
+    }
+  }
+}
+
 // No global barrier: the group without the straggler is granted while the straggler's group
 // waits for it.
 TEST(DsSyncPolicyTest, AGroupProceedsWhileAnotherWaitsForItsStraggler) {

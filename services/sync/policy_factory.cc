@@ -89,6 +89,13 @@ absl::StatusOr<DsspRule> ResolveDsspRule(const PolicyOptions& o) {
       absl::StrCat("unknown dssp rule '", o.dssp_rule, "' (supported: capped, paper)"));
 }
 
+absl::StatusOr<GroupSizing> ResolveGroupSizing(const PolicyOptions& o) {
+  if (o.group_sizes == "equal") return GroupSizing::kEqual;
+  if (o.group_sizes == "bandwidth") return GroupSizing::kBandwidth;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown group sizes '", o.group_sizes, "' (supported: equal, bandwidth)"));
+}
+
 std::string DescribeMode(const PolicyOptions& o) {
   if (!IsPeerToPeer(o.mode)) {
     absl::StatusOr<Aggregation> rule = ResolveAggregation(o);
@@ -105,7 +112,10 @@ std::string DescribeMode(const PolicyOptions& o) {
     }
     return absl::StrCat("deltas ", deltas);
   }
-  if (o.mode == "dssync") return absl::StrCat("groups=", o.groups);
+  if (o.mode == "dssync") {
+    return absl::StrCat("groups=", o.groups,
+                        o.group_sizes == "bandwidth" ? " sized by bandwidth" : "");
+  }
   if (o.mode == "selmcast" || o.mode == "orpheus") {
     return absl::StrCat("p=", o.min_receivers_fraction, "n, k=", o.k);
   }
@@ -130,6 +140,8 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
   if (!aggregation.ok()) return aggregation.status();
   absl::StatusOr<DsspRule> dssp_rule = ResolveDsspRule(options);
   if (!dssp_rule.ok()) return dssp_rule.status();
+  absl::StatusOr<GroupSizing> group_sizing = ResolveGroupSizing(options);
+  if (!group_sizing.ok()) return group_sizing.status();
   if (mode == "bsp" || mode == "asp" || mode == "ssp") {
     BoundedStalenessConfig config;
     config.name = mode;
@@ -211,6 +223,7 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
   if (mode == "dssync") {
     DsSyncConfig config;
     config.groups = options.groups;
+    config.sizing = *group_sizing;
     config.seed = options.seed;
     config.min_trainers = options.min_trainers;
     config.start_timeout = options.start_timeout;

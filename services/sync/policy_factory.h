@@ -9,6 +9,7 @@
 
 #include "absl/status/statusor.h"
 #include "sync/dssp_policy.h"
+#include "sync/dssync_grouping.h"
 #include "sync/policy.h"
 
 namespace syncopate::sync {
@@ -36,8 +37,11 @@ struct PolicyOptions {
   double split_ratio = 1.5;
   int regroup_every = 8;
   // Peer-to-peer modes: selmcast/orpheus send to at least ceil(min_receivers_fraction * n)
-  // receivers, every pair at least once per k+1 rounds; dssync uses `groups`; `seed` drives
-  // dssync's shuffle and orpheus's random choices.
+  // receivers, every pair at least once per k+1 rounds; dssync uses `groups`, sized by
+  // `group_sizes`: "equal" (the default: sizes differ by at most one) or "bandwidth" (groups
+  // holding a slow link are smaller, GroupSizing::kBandwidth; an unknown name is refused in every
+  // mode); `seed` drives dssync's shuffle and orpheus's random choices.
+  std::string group_sizes = "equal";
   double min_receivers_fraction = 0.3;
   int k = 4;
   uint64_t seed = 1;
@@ -64,9 +68,12 @@ absl::StatusOr<Aggregation> ResolveAggregation(const PolicyOptions& options);
 // The DSSP rule options.dssp_rule names; INVALID_ARGUMENT for an unknown name.
 absl::StatusOr<DsspRule> ResolveDsspRule(const PolicyOptions& options);
 
+// The dssync group sizing options.group_sizes names; INVALID_ARGUMENT for an unknown name.
+absl::StatusOr<GroupSizing> ResolveGroupSizing(const PolicyOptions& options);
+
 // The parameters that matter for options.mode, for reports ("s=3, deltas sum/n",
 // "s=3..15, deltas sum/n", "s=3..15 uncapped (paper), deltas sum/n", "deltas mean", "groups=2",
-// ...).
+// "groups=2 sized by bandwidth", ...).
 std::string DescribeMode(const PolicyOptions& options);
 
 // INVALID_ARGUMENT for an unknown mode or an option the mode cannot use (a negative bound,

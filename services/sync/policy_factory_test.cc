@@ -35,6 +35,18 @@ TEST(PolicyFactory, DsspTakesThePapersUncappedRuleOnRequest) {
   EXPECT_EQ(DescribeMode(o), "s=3..15 uncapped (paper), deltas sum/n");
 }
 
+TEST(PolicyFactory, DsSyncSizesGroupsByBandwidthOnRequest) {
+  PolicyOptions o;
+  o.mode = "dssync";
+  EXPECT_EQ(DescribeMode(o), "groups=2");
+  EXPECT_EQ(*ResolveGroupSizing(o), GroupSizing::kEqual);
+  o.group_sizes = "bandwidth";
+  absl::StatusOr<std::unique_ptr<SyncPolicy>> p = MakePolicy(o);
+  ASSERT_TRUE(p.ok()) << p.status();
+  EXPECT_EQ(DescribeMode(o), "groups=2 sized by bandwidth");
+  EXPECT_EQ(*ResolveGroupSizing(o), GroupSizing::kBandwidth);
+}
+
 TEST(PolicyFactory, RejectsUnknownModesAndBadOptions) {
   auto rejects = [](PolicyOptions o) {
     return MakePolicy(o).status().code() == absl::StatusCode::kInvalidArgument;
@@ -57,6 +69,12 @@ TEST(PolicyFactory, RejectsUnknownModesAndBadOptions) {
     o = PolicyOptions();
     o.mode = mode;
     o.dssp_rule = "uncapped";  // a typo is refused even where the rule does not apply
+    EXPECT_TRUE(rejects(o)) << mode;
+  }
+  for (const char* mode : {"dssync", "bsp"}) {
+    o = PolicyOptions();
+    o.mode = mode;
+    o.group_sizes = "topology";
     EXPECT_TRUE(rejects(o)) << mode;
   }
   o = PolicyOptions();
