@@ -131,6 +131,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
                         absl::StrCat("--aggregation=", options.policy.aggregation),
                         absl::StrCat("--groups=", options.policy.groups),
                         absl::StrCat("--group-sizes=", options.policy.group_sizes),
+                        absl::StrCat("--global-average-every=",
+                                     options.policy.global_average_every),
                         absl::StrCat("--split-ratio=", options.policy.split_ratio),
                         absl::StrCat("--regroup-every=", options.policy.regroup_every),
                         absl::StrCat("--p=", options.policy.min_receivers_fraction),

@@ -102,6 +102,8 @@ struct ScenarioFlags {
     cmd->add_option("--group-sizes", p.group_sizes,
                     "dssync: equal (default: sizes differ by at most one) or bandwidth (groups "
                     "holding a slow link are smaller, by the measured link rates)");
+    cmd->add_option("--global-average-every", p.global_average_every,
+                    "dssync: every this many rounds, one group of all trainers (0: never)");
     cmd->add_option("--split-ratio", p.split_ratio,
                     "Hybrid: split groups where step times differ by this ratio");
     cmd->add_option("--regroup-every", p.regroup_every,

@@ -74,6 +74,8 @@ int main(int argc, char** argv) {
   app.add_option("--group-sizes", policy_options.group_sizes,
                  "dssync: equal (default: sizes differ by at most one) or bandwidth (groups "
                  "holding a slow link are smaller, by the measured link rates)");
+  app.add_option("--global-average-every", policy_options.global_average_every,
+                 "dssync: every this many rounds, one group of all trainers (0: never)");
   app.add_option("--split-ratio", policy_options.split_ratio,
                  "Hybrid: split groups where step times differ by this ratio");
   app.add_option("--regroup-every", policy_options.regroup_every,

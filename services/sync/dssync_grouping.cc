@@ -90,6 +90,7 @@ std::vector<std::vector<uint64_t>> DsSyncGroups(std::vector<uint64_t> members, u
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
   if (members.empty()) return {};
+  if (options.global_every > 0 && round > 0 && round % options.global_every == 0) return {members};
   const size_t count =
       std::clamp<size_t>(static_cast<size_t>(std::max(options.groups, 1)), 1, members.size());
   SplitMix64 rng(seed ^ (static_cast<uint64_t>(round) * 0xd1342543de82ef95ULL));

@@ -35,6 +35,9 @@ struct DsSyncOptions {
   // kBandwidth: each member's link rate (its slower direction; any unit, positive). A member
   // without one counts at the median of those given; none given: equal sizes.
   std::map<uint64_t, double> rates;
+  // Every round that is a positive multiple of this is one group of all members: a global average
+  // (the paper's periodic one), after which every model is the same. 0: never.
+  int64_t global_every = 0;
 };
 
 // The groups of round `round`, each sorted by id; `members` in any order (duplicates ignored).

@@ -185,6 +185,17 @@ TEST(DsSyncGroupingTest, SizedByBandwidthUnmeasuredMembersCountAtTheMedian) {
   }
 }
 
+TEST(DsSyncGroupingTest, EveryKthRoundIsOneGroupOfAll) {
+  const std::vector<uint64_t> members = Ids(7);
+  DsSyncOptions options = Options(3, {20}, GroupSizing::kBandwidth, {{20, 1.0}});
+  options.global_every = 4;
+  for (int64_t round = 0; round <= 12; ++round) {
+    const auto groups = DsSyncGroups(members, 1, round, options);
+    ExpectPartition(groups, members);
+    EXPECT_EQ(groups.size(), round > 0 && round % 4 == 0 ? 1u : 3u) << "round " << round;
+  }
+}
+
 TEST(DsSyncGroupingTest, EmptyAndDuplicateMembers) {
   EXPECT_TRUE(DsSyncGroups({}, 1, 1, Options(2)).empty());
   auto groups = DsSyncGroups({30, 10, 30, 20}, 1, 1, Options(5));

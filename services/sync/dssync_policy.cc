@@ -87,6 +87,7 @@ const DsSyncPolicy::Grouping& DsSyncPolicy::GroupsOf(int64_t round) {
   DsSyncOptions options;
   options.groups = config_.groups;
   options.sizing = config_.sizing;
+  options.global_every = config_.global_every;
   // Bandwidth-aware: trainers whose slower direction is well below the median's are spread out
   // (and, sized by bandwidth, their groups are smaller).
   std::vector<double> slower;

@@ -25,6 +25,8 @@ struct DsSyncConfig {
   // kEqual: sizes differ by at most one; kBandwidth: groups holding a slow link are smaller, by
   // the measured rates (DsSyncGroups). Trainers not measured yet count at the median.
   GroupSizing sizing = GroupSizing::kEqual;
+  // Every this many rounds, one group of all trainers (DsSyncOptions::global_every); 0: never.
+  int64_t global_every = 0;
   // Bandwidth-aware: a trainer whose slower direction is below this fraction of the median
   // trainer's is "slow" and kept apart from the other slow ones.
   double slow_fraction = 0.5;

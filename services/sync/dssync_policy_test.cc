@@ -113,6 +113,30 @@ TEST(DsSyncPolicyTest, AGroupProceedsWhileAnotherWaitsForItsStraggler) {
   ExpectGroups(late);
 }
 
+// Every third round is one group of all four: nobody is granted it before the straggler reports
+// it, and then everyone exchanges with everyone.
+TEST(DsSyncPolicyTest, AGlobalAverageRoundWaitsForEveryone) {
+  DsSyncConfig config = Config(4);
+  config.global_every = 3;
+  DsSyncPolicy p(config);
+  JoinAll(p, 4);
+  for (int64_t clock = 1; clock <= 6; ++clock) {
+    Decisions others;
+    for (TrainerId t = 1; t <= 3; ++t) others.Append(*p.OnClock(t, clock, kT0));
+    Decisions late = *p.OnClock(4, clock, kT0);
+    if (clock % 3 == 0) {
+      EXPECT_TRUE(Granted(others).empty()) << "round " << clock;
+      ASSERT_EQ(Granted(late).size(), 4u) << "round " << clock;
+      ExpectGroups(late);
+      EXPECT_EQ(p.group_count(), 1);
+      for (const Grant& g : late.grants) EXPECT_EQ(g.exchange->send_to.size(), 3u);
+    } else {
+      EXPECT_EQ(Granted(others).size(), 2u) << "round " << clock;  // the straggler's pair waits
+      EXPECT_EQ(Granted(late).size(), 2u) << "round " << clock;
+    }
+  }
+}
+
 // Stepping the straggler at a third of the others' speed: under the global barrier (selmcast's
 // rounds) nobody ever gets more than one clock ahead of it; under dssync the fast trainers run
 // ahead, and complete more steps in the same time.

@@ -113,8 +113,11 @@ std::string DescribeMode(const PolicyOptions& o) {
     return absl::StrCat("deltas ", deltas);
   }
   if (o.mode == "dssync") {
-    return absl::StrCat("groups=", o.groups,
-                        o.group_sizes == "bandwidth" ? " sized by bandwidth" : "");
+    return absl::StrCat(
+        "groups=", o.groups, o.group_sizes == "bandwidth" ? " sized by bandwidth" : "",
+        o.global_average_every > 0
+            ? absl::StrCat(", global average every ", o.global_average_every, " rounds")
+            : "");
   }
   if (o.mode == "selmcast" || o.mode == "orpheus") {
     return absl::StrCat("p=", o.min_receivers_fraction, "n, k=", o.k);
@@ -198,6 +201,9 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     if (mode == "dssync" && options.groups < 1) {
       return absl::InvalidArgumentError("dssync needs --groups >= 1");
     }
+    if (mode == "dssync" && options.global_average_every < 0) {
+      return absl::InvalidArgumentError("dssync needs --global-average-every >= 0");
+    }
     if (!(options.min_receivers_fraction > 0 && options.min_receivers_fraction <= 1)) {
       return absl::InvalidArgumentError("peer-to-peer modes need 0 < --p <= 1");
     }
@@ -224,6 +230,7 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     DsSyncConfig config;
     config.groups = options.groups;
     config.sizing = *group_sizing;
+    config.global_every = options.global_average_every;
     config.seed = options.seed;
     config.min_trainers = options.min_trainers;
     config.start_timeout = options.start_timeout;

@@ -40,8 +40,10 @@ struct PolicyOptions {
   // receivers, every pair at least once per k+1 rounds; dssync uses `groups`, sized by
   // `group_sizes`: "equal" (the default: sizes differ by at most one) or "bandwidth" (groups
   // holding a slow link are smaller, GroupSizing::kBandwidth; an unknown name is refused in every
-  // mode); `seed` drives dssync's shuffle and orpheus's random choices.
+  // mode), with one group of all every `global_average_every` rounds (0: never); `seed` drives
+  // dssync's shuffle and orpheus's random choices.
   std::string group_sizes = "equal";
+  int64_t global_average_every = 0;
   double min_receivers_fraction = 0.3;
   int k = 4;
   uint64_t seed = 1;
@@ -73,7 +75,7 @@ absl::StatusOr<GroupSizing> ResolveGroupSizing(const PolicyOptions& options);
 
 // The parameters that matter for options.mode, for reports ("s=3, deltas sum/n",
 // "s=3..15, deltas sum/n", "s=3..15 uncapped (paper), deltas sum/n", "deltas mean", "groups=2",
-// "groups=2 sized by bandwidth", ...).
+// "groups=2 sized by bandwidth, global average every 20 rounds", ...).
 std::string DescribeMode(const PolicyOptions& options);
 
 // INVALID_ARGUMENT for an unknown mode or an option the mode cannot use (a negative bound,

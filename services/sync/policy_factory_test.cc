@@ -45,6 +45,9 @@ TEST(PolicyFactory, DsSyncSizesGroupsByBandwidthOnRequest) {
   ASSERT_TRUE(p.ok()) << p.status();
   EXPECT_EQ(DescribeMode(o), "groups=2 sized by bandwidth");
   EXPECT_EQ(*ResolveGroupSizing(o), GroupSizing::kBandwidth);
+  o.global_average_every = 20;
+  EXPECT_TRUE(MakePolicy(o).ok());
+  EXPECT_EQ(DescribeMode(o), "groups=2 sized by bandwidth, global average every 20 rounds");
 }
 
 TEST(PolicyFactory, RejectsUnknownModesAndBadOptions) {
@@ -77,6 +80,10 @@ TEST(PolicyFactory, RejectsUnknownModesAndBadOptions) {
     o.group_sizes = "topology";
     EXPECT_TRUE(rejects(o)) << mode;
   }
+  o = PolicyOptions();
+  o.mode = "dssync";
+  o.global_average_every = -1;
+  EXPECT_TRUE(rejects(o));
   o = PolicyOptions();
   o.mode = "hybrid";
   o.groups = 0;
