@@ -297,6 +297,8 @@ int main(int argc, char** argv) {
                           "DSSP: capped (default) or paper (the fastest trainer's lead unbounded)");
   cluster_cmd->add_option("--groups", cluster_sim.sim.policy.groups,
                           "hybrid: at most this many groups; dssync: this many groups");
+  cluster_cmd->add_option("--global-average-every", cluster_sim.sim.policy.global_average_every,
+                          "dssync: every this many rounds, one group of all trainers (0: never)");
   cluster_cmd->add_option("--p", cluster_sim.sim.policy.min_receivers_fraction,
                           "selmcast(-ssp), orpheus: minimum receivers as a fraction of n");
   cluster_cmd->add_option(

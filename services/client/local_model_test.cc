@@ -103,7 +103,7 @@ class ReadCountingParameters final : public Parameters {
 };
 
 // A begun LocalModel over a CountingModel whose parameter reads are counted.
-class CountedLocalModel : public ::testing::Test {
+class CountedLocalModelTest : public ::testing::Test {
  protected:
   void SetUp() override { ASSERT_TRUE(local.Begin().ok()); }
 
@@ -115,7 +115,7 @@ class CountedLocalModel : public ::testing::Test {
 // A round with no step between the push and the pull (every sequential mode) reads the
 // parameters once, for the delta; the rebase writes the new base without reading them again, and
 // gives what the full rebase gives.
-TEST_F(CountedLocalModel, ARebaseWithNoStepSinceThePushReadsNothing) {
+TEST_F(CountedLocalModelTest, ARebaseWithNoStepSinceThePushReadsNothing) {
   model.Step(local, 1);
   ASSERT_TRUE(local.TakeDelta(1).ok());
   ASSERT_TRUE(local.TakeDelta(2).ok());  // an empty delta, pending too
@@ -150,7 +150,7 @@ TEST_F(CountedLocalModel, ARebaseWithNoStepSinceThePushReadsNothing) {
 
 // An exchange's average replaces the local model and the base, without a read; the next delta
 // counts from it. A model of the wrong shape changes nothing.
-TEST_F(CountedLocalModel, ReplaceLoadsTheModelAsTheNewBase) {
+TEST_F(CountedLocalModelTest, ReplaceLoadsTheModelAsTheNewBase) {
   model.Step(local, 1);
   EXPECT_EQ(local.Replace({{"w", {1}}}).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(W(local), (std::vector<float>{1, 1, 1}));
@@ -164,7 +164,7 @@ TEST_F(CountedLocalModel, ReplaceLoadsTheModelAsTheNewBase) {
 }
 
 // A write that fails may have changed some parameters: the next rebase reads them again.
-TEST_F(CountedLocalModel, AFailedWriteMakesTheNextRebaseReadTheParameters) {
+TEST_F(CountedLocalModelTest, AFailedWriteMakesTheNextRebaseReadTheParameters) {
   counted.refuse_writes = true;
   EXPECT_EQ(local.Rebase({{"w", {1, 1, 1}}}, -1).code(), absl::StatusCode::kUnavailable);
   counted.refuse_writes = false;

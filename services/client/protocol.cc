@@ -36,6 +36,13 @@ absl::Status Protocol::Begin(const tensor::TensorMap& initial) {
   header.set_trainer_id(welcome().trainer_id());
   header.set_incarnation(welcome().incarnation());
   RETURN_IF_ERROR(store_.Initialize(header, initial));
+  // A trainer joining a peer-to-peer job under way holds an untrained model (its own, or the
+  // store's initial one, which these modes never update): it holds no mass, so that its exchanges
+  // take its peers' trained models instead of averaging the untrained one in (MixInto).
+  if (welcome().peer_to_peer()) {
+    if (welcome().start_clock() > 0) mass_ = 0;
+    metrics_.mixing_mass.Set(mass_);
+  }
   coordinator_.StartHeartbeats([this] { return Timings(); });
   return absl::OkStatus();
 }
@@ -110,13 +117,6 @@ absl::StatusOr<std::optional<v1::Proceed>> Protocol::AwaitProceed(
 
 absl::StatusOr<std::optional<PulledModel>> Protocol::Pull(const v1::Proceed& proceed) {
   if (proceed.pull().has_none()) return std::optional<PulledModel>();
-  // A trainer joining a peer-to-peer job under way pulls the store's initial model, which these
-  // modes never update: it holds no mass, so that its exchanges take its peers' trained models
-  // instead of averaging the untrained one in (MixInto).
-  if (welcome().peer_to_peer()) {
-    if (proceed.clock() > 0) mass_ = 0;
-    metrics_.mixing_mass.Set(mass_);
-  }
   const absl::Time start = clock_.Now();
   const int64_t round = proceed.pull().has_round() ? proceed.pull().round() : -1;
   ASSIGN_OR_RETURN(PulledModel pulled, store_.Pull(round));

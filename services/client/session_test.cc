@@ -387,14 +387,15 @@ TEST_F(SessionTest, AShareThatDoesNotArriveStaysWithItsSender) {
   EXPECT_EQ(metrics_.mixing_mass.Value(), 2.0);
 }
 
-// A trainer joining a peer-to-peer job under way (its first grant pulls the store's initial model
-// at clock 5) holds no mass: its model weighs nothing against its peers' models, which it takes
+// A trainer joining a peer-to-peer job under way (welcomed at clock 5; its first grant pulls the
+// store's initial model) holds no mass: its model weighs nothing against its peers' models, which it takes
 // whole. Models without mass (other joiners') leave its own as it is; when nobody in reach holds
 // mass for Protocol::kMasslessExchangesBeforeRestart exchanges in a row, the mixing starts afresh
 // at mass 1.
 TEST_F(SessionTest, AJoinerTakesItsPeersModelsAndStartsAfreshWhenNobodyHoldsMass) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.mutable_welcome().set_start_clock(5);
   v1::Proceed live = Grant(5);
   live.mutable_pull()->set_live(true);
   coordinator.Script({live, absl::ZeroDuration()});
@@ -416,6 +417,7 @@ TEST_F(SessionTest, AJoinerTakesItsPeersModelsAndStartsAfreshWhenNobodyHoldsMass
   // Another session: only other joiners (no mass) in reach.
   FakeCoordinator again(clock_, v1::APPLY_MODE_ROUND);
   again.mutable_welcome().set_peer_to_peer(true);
+  again.mutable_welcome().set_start_clock(5);
   again.Script({live, absl::ZeroDuration()});
   FakePeers joiners;
   const int rounds = Protocol::kMasslessExchangesBeforeRestart;
@@ -437,6 +439,24 @@ TEST_F(SessionTest, AJoinerTakesItsPeersModelsAndStartsAfreshWhenNobodyHoldsMass
   EXPECT_EQ(w_, (std::vector<float>{0, 0}));
   EXPECT_EQ(metrics.mixing_mass.Value(), 1.0)
       << "nobody held mass exchange after exchange: it starts afresh";
+}
+
+// A dssync joiner's first grant is its group's exchange: it takes its peers' trained models and
+// their mass before its first step, which then starts from them.
+TEST_F(SessionTest, AJoinerWhoseFirstGrantIsAnExchangeStartsFromItsPeersModels) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.mutable_welcome().set_start_clock(6);
+  coordinator.Script({Exchange(6, 6, 9), absl::ZeroDuration()});
+  coordinator.Script({Exchange(7, 7, 9), absl::ZeroDuration()});
+  FakePeers peers;
+  ASSERT_TRUE(peers.inbox.Deposit(6, 9, {{"w", {8, 8}}}, "", /*mass=*/0.5).ok());
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
+                  &peers.link);
+  ASSERT_TRUE(session.Start().ok());
+  EXPECT_EQ(w_, (std::vector<float>{8, 8})) << "its peer's model, before any step of its own";
+  EXPECT_EQ(metrics_.mixing_mass.Value(), 0.5);
+  EXPECT_TRUE(store_.pulled.empty()) << "it pulled nothing";
 }
 
 // selmcast-ssp: an exchange averages in whatever has arrived, without waiting for anyone.

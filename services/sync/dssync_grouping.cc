@@ -63,7 +63,7 @@ std::vector<size_t> BandwidthSizes(const std::vector<std::vector<uint64_t>>& gro
   const double typical = other_rates.empty() ? fallback : Median(other_rates);
 
   const size_t count = groups.size();
-  const size_t floor = members.size() >= 2 * count ? 2 : 1;
+  const size_t floor = members.size() >= 2 ? 2 : 1;  // DsSyncGroups keeps count <= members / 2
   std::vector<size_t> sizes(count);
   std::vector<double> slowest(count, typical);
   size_t placed = 0;
@@ -90,9 +90,13 @@ std::vector<std::vector<uint64_t>> DsSyncGroups(std::vector<uint64_t> members, u
   std::sort(members.begin(), members.end());
   members.erase(std::unique(members.begin(), members.end()), members.end());
   if (members.empty()) return {};
-  if (options.global_every > 0 && round > 0 && round % options.global_every == 0) return {members};
-  const size_t count =
-      std::clamp<size_t>(static_cast<size_t>(std::max(options.groups, 1)), 1, members.size());
+  if (options.global_average_every > 0 && round > 0 && round % options.global_average_every == 0) {
+    return {members};
+  }
+  const size_t most = options.sizing == GroupSizing::kEqual
+                          ? members.size()
+                          : std::max<size_t>(1, members.size() / 2);
+  const size_t count = std::clamp<size_t>(static_cast<size_t>(std::max(options.groups, 1)), 1, most);
   SplitMix64 rng(seed ^ (static_cast<uint64_t>(round) * 0xd1342543de82ef95ULL));
 
   // Slow members first (in shuffled order), then the others: dealing this sequence round-robin

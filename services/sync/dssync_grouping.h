@@ -1,7 +1,7 @@
 // DS-Sync's divide-and-shuffle grouping (Wang et al., 2020): each round the trainers are split
 // into groups that average parameters only among themselves, and the groups are reshuffled every
 // round so the model still mixes globally. The grouping is a pure function of (members, seed,
-// round, options): every trainer computes the same one from the seed the coordinator gives.
+// round, options); the coordinator computes it and grants each group its exchange.
 #ifndef SYNCOPATE_SYNC_DSSYNC_GROUPING_H_
 #define SYNCOPATE_SYNC_DSSYNC_GROUPING_H_
 
@@ -15,8 +15,8 @@ namespace syncopate::sync {
 enum class GroupSizing {
   kEqual,  // sizes differ by at most one
   // A group's exchange sends (size - 1) models over its slowest link, so groups with slower links
-  // are smaller: each group starts with the members dealt to it, and at least two members where
-  // there are at least twice as many members as groups (so nobody is left alone); every further
+  // are smaller. There are at most half as many groups as members (at least one), so that nobody
+  // is left alone: each group starts with the members dealt to it, and at least two; every further
   // place goes to the group whose exchange, (size - 1) / slowest rate, would then be shortest
   // (ties: the lower index). A group's slowest rate is the median rate of the members that are not
   // slow, or the least rate of the `slow` members dealt to it where that is lower. The members
@@ -26,18 +26,19 @@ enum class GroupSizing {
 };
 
 struct DsSyncOptions {
-  // Groups per round (clamped to [1, number of members]).
+  // Groups per round (clamped to [1, number of members]; kBandwidth: to [1, members / 2]).
   int groups = 2;
   // Bandwidth-aware: the members in `slow` (e.g. behind slow links) are dealt to different groups
   // first, so no group holds two of them while there are at least as many groups as slow members.
   std::vector<uint64_t> slow;
   GroupSizing sizing = GroupSizing::kEqual;
-  // kBandwidth: each member's link rate (its slower direction; any unit, positive). A member
-  // without one counts at the median of those given; none given: equal sizes.
+  // kBandwidth: each member's link rate (its slower direction; any unit). A member without one,
+  // or with one that is not positive and finite, counts at the median of those given; none
+  // given: sizes that differ by at most one.
   std::map<uint64_t, double> rates;
   // Every round that is a positive multiple of this is one group of all members: a global average
-  // (the paper's periodic one), after which every model is the same. 0: never.
-  int64_t global_every = 0;
+  // (the paper's periodic one). 0: never.
+  int64_t global_average_every = 0;
 };
 
 // The groups of round `round`, each sorted by id; `members` in any order (duplicates ignored).

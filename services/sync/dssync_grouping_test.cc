@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <set>
+#include <tuple>
 
 #include "gtest/gtest.h"
 
@@ -140,7 +141,8 @@ TEST(DsSyncGroupingTest, SizedByBandwidthEqualRatesGiveEvenGroups) {
       for (const DsSyncOptions& o : {options, Options(g, {}, GroupSizing::kBandwidth)}) {
         const auto groups = DsSyncGroups(members, 3, 1, o);
         ExpectPartition(groups, members);
-        EXPECT_EQ(groups.size(), static_cast<size_t>(std::min(n, g)));
+        // At most half as many groups as members, so nobody is alone.
+        EXPECT_EQ(groups.size(), static_cast<size_t>(std::min(std::max(1, n / 2), g)));
         size_t smallest = SIZE_MAX;
         size_t largest = 0;
         for (const auto& group : groups) {
@@ -164,11 +166,24 @@ TEST(DsSyncGroupingTest, SizedByBandwidthNoSlowLinkIsLeftAlone) {
     ExpectPartition(groups, six);
     for (const auto& group : groups) EXPECT_EQ(group.size(), 2u);
   }
-  // ...and with fewer, some groups are of one, as under equal sizing.
-  const std::vector<uint64_t> five = Ids(5);
-  const auto groups = DsSyncGroups(five, 1, 0, options);
-  ExpectPartition(groups, five);
-  EXPECT_EQ(groups.size(), 3u);
+  // ...and never alone, where the fast group would otherwise take every place: one slow link of
+  // 4 trainers in 2 groups (not 1 and 3); of 3 in 2 groups (one group: equal sizing would leave
+  // one trainer alone); of 5 in 3 groups (two groups, of 2 and 3).
+  for (const auto& [n, groups, expected] : std::vector<std::tuple<int, int, std::vector<size_t>>>{
+           {4, 2, {2, 2}}, {3, 2, {3}}, {5, 3, {2, 3}}}) {
+    const std::vector<uint64_t> ids = Ids(n);
+    DsSyncOptions few = Options(groups, {10}, GroupSizing::kBandwidth);
+    for (uint64_t m : ids) few.rates[m] = m == 10 ? 0.001 : 100.0;
+    for (int64_t round = 0; round < 10; ++round) {
+      const auto grouping = DsSyncGroups(ids, 1, round, few);
+      ExpectPartition(grouping, ids);
+      std::vector<size_t> sizes;
+      for (const auto& group : grouping) sizes.push_back(group.size());
+      std::sort(sizes.begin(), sizes.end());
+      EXPECT_EQ(sizes, expected) << n << " members, " << groups << " groups, round " << round;
+      EXPECT_EQ(SizeOfGroupOf(grouping, 10), expected.front());
+    }
+  }
 }
 
 TEST(DsSyncGroupingTest, SizedByBandwidthUnmeasuredMembersCountAtTheMedian) {
@@ -188,7 +203,7 @@ TEST(DsSyncGroupingTest, SizedByBandwidthUnmeasuredMembersCountAtTheMedian) {
 TEST(DsSyncGroupingTest, EveryKthRoundIsOneGroupOfAll) {
   const std::vector<uint64_t> members = Ids(7);
   DsSyncOptions options = Options(3, {20}, GroupSizing::kBandwidth, {{20, 1.0}});
-  options.global_every = 4;
+  options.global_average_every = 4;
   for (int64_t round = 0; round <= 12; ++round) {
     const auto groups = DsSyncGroups(members, 1, round, options);
     ExpectPartition(groups, members);

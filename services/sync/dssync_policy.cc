@@ -21,6 +21,15 @@ absl::StatusOr<int64_t> DsSyncPolicy::OnJoin(TrainerId trainer, absl::Time now,
   // after it is shuffled yet, so the newcomer is in the next one's groups.
   int64_t start = clocks_.Max().value_or(0);
   if (!groupings_.empty()) start = std::max(start, groupings_.rbegin()->first);
+  if (gate_.is_open() && start > 0) {
+    // A job under way: the newcomer starts at that next round as if it had reported it, and waits
+    // there for its group, whose exchange is its first grant. It takes its group's trained models
+    // before its first step.
+    clocks_.Set(trainer, start + 1);
+    waiting_[trainer] = start + 1;
+    MaybeRelease(trainer, decisions);
+    return start + 1;
+  }
   clocks_.Set(trainer, start);
   newcomers_.insert(trainer);
   GrantNewcomers(now, decisions);
@@ -87,7 +96,7 @@ const DsSyncPolicy::Grouping& DsSyncPolicy::GroupsOf(int64_t round) {
   DsSyncOptions options;
   options.groups = config_.groups;
   options.sizing = config_.sizing;
-  options.global_every = config_.global_every;
+  options.global_average_every = config_.global_average_every;
   // Bandwidth-aware: trainers whose slower direction is well below the median's are spread out
   // (and, sized by bandwidth, their groups are smaller).
   std::vector<double> slower;

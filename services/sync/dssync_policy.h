@@ -25,8 +25,9 @@ struct DsSyncConfig {
   // kEqual: sizes differ by at most one; kBandwidth: groups holding a slow link are smaller, by
   // the measured rates (DsSyncGroups). Trainers not measured yet count at the median.
   GroupSizing sizing = GroupSizing::kEqual;
-  // Every this many rounds, one group of all trainers (DsSyncOptions::global_every); 0: never.
-  int64_t global_every = 0;
+  // Every this many rounds, one group of all trainers (DsSyncOptions::global_average_every); 0:
+  // never.
+  int64_t global_average_every = 0;
   // Bandwidth-aware: a trainer whose slower direction is below this fraction of the median
   // trainer's is "slow" and kept apart from the other slow ones.
   double slow_fraction = 0.5;
@@ -42,13 +43,17 @@ class DsSyncPolicy final : public ClockedPolicy {
   std::string name() const override { return "dssync"; }
   PushMode push_mode() const override { return PushMode::kNone; }
   int64_t staleness_bound() const override { return -1; }  // groups wait, the job does not
-  // The group of the trainer's last grant, and the groups of the newest round shuffled.
+  // The group of the trainer's last grant, and the groups of the newest round shuffled (1 for a
+  // global average round).
   int GroupOf(TrainerId trainer) const override;
   int group_count() const override { return group_count_; }
 
-  // A newcomer starts at the newest clock any member reached (or the newest round shuffled, if its
-  // trainer left) and is granted at once (it pulls the store's initial model); it is in the groups
-  // of every later round.
+  // Into a job under way (a member reported a clock), a newcomer starts one past the newest clock
+  // any member reached (or the newest round shuffled, if its trainer left), as if it had reported
+  // that clock: that round's groups, shuffled then, include it, and its first grant is its group's
+  // exchange, so that it takes its group's trained models before its first step. At the job's
+  // start it starts at the newest clock and is granted at once (it pulls the store's initial
+  // model). Either way it is in the groups of every later round.
   absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;

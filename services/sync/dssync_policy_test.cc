@@ -117,7 +117,7 @@ TEST(DsSyncPolicyTest, AGroupProceedsWhileAnotherWaitsForItsStraggler) {
 // it, and then everyone exchanges with everyone.
 TEST(DsSyncPolicyTest, AGlobalAverageRoundWaitsForEveryone) {
   DsSyncConfig config = Config(4);
-  config.global_every = 3;
+  config.global_average_every = 3;
   DsSyncPolicy p(config);
   JoinAll(p, 4);
   for (int64_t clock = 1; clock <= 6; ++clock) {
@@ -190,7 +190,10 @@ TEST(DsSyncPolicyTest, ADepartureReleasesItsGroup) {
   for (const Grant& g : d.grants) EXPECT_EQ(g.exchange->send_to.size(), 2u);
 }
 
-TEST(DsSyncPolicyTest, ANewcomerStartsAtTheNewestClockAndIsGroupedFromTheNextRound) {
+// Into a job under way, a newcomer starts past the newest round shuffled, as if it had reported
+// it: its first grant is that round's exchange with its group, so it takes their trained models
+// before its first step.
+TEST(DsSyncPolicyTest, ANewcomerTakesItsGroupsModelsBeforeItsFirstStep) {
   DsSyncPolicy p(Config(2, 1));
   JoinAll(p, 2);
   ASSERT_TRUE(p.OnClock(1, 1, kT0)->grants.empty());
@@ -199,16 +202,32 @@ TEST(DsSyncPolicyTest, ANewcomerStartsAtTheNewestClockAndIsGroupedFromTheNextRou
   Decisions joined;
   absl::StatusOr<int64_t> start = p.OnJoin(3, kT0, &joined);
   ASSERT_TRUE(start.ok());
-  EXPECT_EQ(*start, 2);
-  ASSERT_THAT(Granted(joined), UnorderedElementsAre(3));  // at once: the gate is open
-  EXPECT_EQ(joined.grants[0].pull, PullSpec::Live());
+  EXPECT_EQ(*start, 3);
+  EXPECT_TRUE(joined.grants.empty()) << "it waits for its group of round 3";
   EXPECT_THAT(Granted(*p.OnClock(2, 2, kT0)), UnorderedElementsAre(1, 2));
-  // Round 3 is shuffled with the newcomer in it: one group of three.
-  EXPECT_TRUE(p.OnClock(3, 3, kT0)->grants.empty());
+  // Round 3 was shuffled with the newcomer in it: one group of three.
   EXPECT_TRUE(p.OnClock(1, 3, kT0)->grants.empty());
   Decisions d = *p.OnClock(2, 3, kT0);
   EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2, 3));
   ExpectGroups(d);
+  for (const Grant& g : d.grants) {
+    EXPECT_EQ(g.pull, PullSpec::None());
+    EXPECT_EQ(g.exchange->send_to.size(), 2u);
+  }
+  EXPECT_TRUE(p.OnClock(3, 4, kT0).ok()) << "then its first step";
+}
+
+// Before anyone reported a clock there is no trained model: a newcomer pulls the store's initial
+// model, as the first trainers did, and is granted at once.
+TEST(DsSyncPolicyTest, ANewcomerAtTheJobsStartPullsTheInitialModel) {
+  DsSyncPolicy p(Config(2, 1));
+  JoinAll(p, 2);
+  Decisions joined;
+  absl::StatusOr<int64_t> start = p.OnJoin(3, kT0, &joined);
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(*start, 0);
+  ASSERT_THAT(Granted(joined), UnorderedElementsAre(3));
+  EXPECT_EQ(joined.grants[0].pull, PullSpec::Live());
 }
 
 // The fastest trainer shuffled round 2 and left: a newcomer starts past that round, so that it is
@@ -222,10 +241,10 @@ TEST(DsSyncPolicyTest, ANewcomerStartsPastARoundShuffledWithoutIt) {
   Decisions joined;
   absl::StatusOr<int64_t> start = p.OnJoin(4, kT0, &joined);
   ASSERT_TRUE(start.ok());
-  EXPECT_EQ(*start, 2);
+  EXPECT_EQ(*start, 3);
+  EXPECT_TRUE(joined.grants.empty()) << "it waits for its group of round 3";
   EXPECT_THAT(Granted(*p.OnClock(1, 2, kT0)), UnorderedElementsAre());
   EXPECT_THAT(Granted(*p.OnClock(2, 2, kT0)), UnorderedElementsAre(1, 2));
-  EXPECT_TRUE(p.OnClock(4, 3, kT0)->grants.empty()) << "it waits for its group of round 3";
   EXPECT_TRUE(p.OnClock(1, 3, kT0)->grants.empty());
   Decisions d = *p.OnClock(2, 3, kT0);
   EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2, 4));

@@ -230,7 +230,7 @@ absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& opti
     DsSyncConfig config;
     config.groups = options.groups;
     config.sizing = *group_sizing;
-    config.global_every = options.global_average_every;
+    config.global_average_every = options.global_average_every;
     config.seed = options.seed;
     config.min_trainers = options.min_trainers;
     config.start_timeout = options.start_timeout;

@@ -37,11 +37,11 @@ struct PolicyOptions {
   double split_ratio = 1.5;
   int regroup_every = 8;
   // Peer-to-peer modes: selmcast/orpheus send to at least ceil(min_receivers_fraction * n)
-  // receivers, every pair at least once per k+1 rounds; dssync uses `groups`, sized by
+  // receivers, every pair at least once per k+1 rounds. dssync uses `groups`, sized by
   // `group_sizes`: "equal" (the default: sizes differ by at most one) or "bandwidth" (groups
-  // holding a slow link are smaller, GroupSizing::kBandwidth; an unknown name is refused in every
-  // mode), with one group of all every `global_average_every` rounds (0: never); `seed` drives
-  // dssync's shuffle and orpheus's random choices.
+  // holding a slow link are smaller, GroupSizing::kBandwidth); an unknown name is refused in every
+  // mode. Every `global_average_every` rounds (0: never) dssync's round is one group of all.
+  // `seed` drives dssync's shuffle and orpheus's random choices.
   std::string group_sizes = "equal";
   int64_t global_average_every = 0;
   double min_receivers_fraction = 0.3;
