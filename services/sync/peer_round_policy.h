@@ -42,9 +42,11 @@ class PeerRoundPolicy final : public ClockedPolicy {
   PushMode push_mode() const override { return PushMode::kNone; }
   int64_t staleness_bound() const override { return 0; }
 
-  // A newcomer starts at the clock the others were last granted at and is granted at once (it
-  // pulls the store's initial model); its first exchange is the next round's, in which at least
-  // one trainer sends to it (the fastest uploader), so it takes a trained model at once.
+  // Into a job under way (a round was granted), a newcomer starts at the next round as if it had
+  // reported it: its first grant is that round's exchange, in which at least one trained trainer
+  // sends to it (the fastest uploader), so its first step starts from a trained model. At the
+  // job's start it starts at the granted clock and is granted at once (it pulls the store's
+  // initial model).
   absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;

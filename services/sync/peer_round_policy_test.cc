@@ -116,7 +116,9 @@ TEST(PeerRoundPolicyTest, ADepartureReleasesTheRound) {
   }
 }
 
-TEST(PeerRoundPolicyTest, ANewcomerJoinsAtTheGrantedClockAndTheNextRound) {
+// Into a job under way, a newcomer waits at the next round as if it had reported it: that round's
+// exchange is its first grant, before its first step.
+TEST(PeerRoundPolicyTest, ANewcomerStartsWithTheNextRoundsExchange) {
   PeerRoundPolicy p(Config("orpheus", 2));
   JoinAll(p, 2);
   ReportAll(p, 2, 1);
@@ -124,11 +126,27 @@ TEST(PeerRoundPolicyTest, ANewcomerJoinsAtTheGrantedClockAndTheNextRound) {
   Decisions d;
   absl::StatusOr<int64_t> start = p.OnJoin(3, kT0, &d);
   ASSERT_TRUE(start.ok());
-  EXPECT_EQ(*start, 2);
-  ASSERT_EQ(Granted(d), (std::vector<TrainerId>{3}));  // at once: the gate is open
+  EXPECT_EQ(*start, 3);
+  EXPECT_TRUE(d.grants.empty()) << "it waits for round 3";
   EXPECT_TRUE(p.OnClock(1, 3, kT0)->grants.empty());
-  EXPECT_TRUE(p.OnClock(2, 3, kT0)->grants.empty());  // waits for the newcomer's clock 3
-  EXPECT_EQ(p.OnClock(3, 3, kT0)->grants.size(), 3u);
+  Decisions round = *p.OnClock(2, 3, kT0);
+  ASSERT_EQ(Granted(round), (std::vector<TrainerId>{1, 2, 3}));
+  for (const Grant& g : round.grants) EXPECT_EQ(g.pull, PullSpec::None());
+  EXPECT_FALSE(p.last_plan().at(3).receive_from.empty());
+  EXPECT_TRUE(p.OnClock(3, 4, kT0).ok()) << "then its first step";
+}
+
+// Before a round was granted there is no trained model: a newcomer pulls the store's initial
+// model, as the first trainers did, and is granted at once.
+TEST(PeerRoundPolicyTest, ANewcomerAtTheJobsStartPullsTheInitialModel) {
+  PeerRoundPolicy p(Config("selmcast", 2));
+  JoinAll(p, 2);
+  Decisions d;
+  absl::StatusOr<int64_t> start = p.OnJoin(3, kT0, &d);
+  ASSERT_TRUE(start.ok());
+  EXPECT_EQ(*start, 0);
+  ASSERT_EQ(Granted(d), (std::vector<TrainerId>{3}));
+  EXPECT_EQ(d.grants[0].pull, PullSpec::Live());
 }
 
 // A trainer joining a job under way has an untrained model: its first round always gives it a
@@ -142,8 +160,8 @@ TEST(PeerRoundPolicyTest, AJoinersFirstRoundGivesItASender) {
     JoinAll(p, 6);
     ReportAll(p, 6, 1);
     Decisions joined;
-    ASSERT_TRUE(p.OnJoin(7, kT0, &joined).ok());
-    for (TrainerId t = 1; t <= 7; ++t) ASSERT_TRUE(p.OnClock(t, 2, kT0).ok());
+    ASSERT_TRUE(p.OnJoin(7, kT0, &joined).ok());  // waits at round 2
+    for (TrainerId t = 1; t <= 6; ++t) ASSERT_TRUE(p.OnClock(t, 2, kT0).ok());
     ASSERT_FALSE(p.last_plan().at(7).receive_from.empty()) << "seed " << seed;
     ExpectConsistent(p.last_plan());
   }
@@ -161,7 +179,7 @@ TEST(PeerRoundPolicyTest, AJoinerIsNotFedByAnotherJoinerAlone) {
     Decisions joined;
     ASSERT_TRUE(p.OnJoin(3, kT0, &joined).ok());
     ASSERT_TRUE(p.OnJoin(4, kT0, &joined).ok());
-    for (TrainerId t = 1; t <= 4; ++t) ASSERT_TRUE(p.OnClock(t, 2, kT0).ok());
+    for (TrainerId t = 1; t <= 2; ++t) ASSERT_TRUE(p.OnClock(t, 2, kT0).ok());
     for (TrainerId joiner : {3, 4}) {
       const auto& from = p.last_plan().at(joiner).receive_from;
       EXPECT_TRUE(std::any_of(from.begin(), from.end(), [](TrainerId s) { return s <= 2; }))

@@ -85,9 +85,8 @@ INSTANTIATE_TEST_SUITE_P(Modes, PeerMode,
 
 // A trainer that joins a running peer-to-peer job holds an untrained model: it joins with no mass,
 // and its first exchange, which always has a sender, gives it its peers' models and their mass
-// (docs/modes.md "Mixing weights"). Under selmcast that exchange follows its first step (taken on
-// the store's initial model); under dssync it comes first, so that its first step starts from its
-// peers' models.
+// (docs/modes.md "Mixing weights"). That exchange comes before its first step, so that its first
+// step starts from its peers' models.
 class P2PJoiner : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(P2PJoiner, TakesItsPeersModels) {
@@ -105,8 +104,7 @@ TEST_P(P2PJoiner, TakesItsPeersModels) {
   }
   ASSERT_GT(start, 0) << "the joiner should start in the running job; see " << dir;
   ASSERT_FALSE(exchanges.empty()) << "see " << dir;
-  EXPECT_EQ(exchanges[0]["round"].get<int64_t>(), mode == "dssync" ? start : start + 1)
-      << "see " << dir;
+  EXPECT_EQ(exchanges[0]["round"].get<int64_t>(), start) << "before its first step; see " << dir;
   EXPECT_GE(exchanges[0]["received"].get<int>(), 1) << "its first round has a sender";
   EXPECT_GT(exchanges[0]["mass"].get<double>(), 0) << "it took its peers' mass";
   // The job's masses sum to the two trainers it started with: the joiner brought none.
