@@ -169,6 +169,12 @@ SessionKey Coordinator::Admit(const sync::Member& member, const v1::Join& join,
   by_rank_.emplace(join.rank(), member.id);
   names_[member.id] = member.name;
   last_progress_[member.id] = clock_.Now();
+  // One that is not granted at once (a peer-to-peer joiner waiting for its first exchange, a
+  // resumed trainer awaiting its grant) holds no grant, so it cannot be what holds others up.
+  if (std::none_of(decisions.grants.begin(), decisions.grants.end(),
+                   [&](const sync::Grant& g) { return g.trainer == member.id; })) {
+    ungranted_.insert(member.id);
+  }
 
   v1::TrainerStatus& status = trainer_status_[member.name];
   status.set_trainer_id(member.id);
@@ -400,6 +406,7 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
     sessions_.erase(it);
   }
   report_arrival_.erase(key.id);
+  ungranted_.erase(key.id);
   last_progress_.erase(key.id);
   const std::string& name = names_[key.id];
   v1::TrainerStatus& status = trainer_status_[name];
@@ -676,8 +683,8 @@ void Coordinator::EvictStalled(absl::Time now) {
   std::vector<SessionKey> stalled;
   for (const auto& [id, session] : sessions_) {
     auto progress = last_progress_.find(id);
-    if (report_arrival_.count(id) == 0 && progress != last_progress_.end() &&
-        now - progress->second > timeout) {
+    if (report_arrival_.count(id) == 0 && ungranted_.count(id) == 0 &&
+        progress != last_progress_.end() && now - progress->second > timeout) {
       stalled.push_back({id, session.incarnation});
     }
   }
@@ -786,6 +793,7 @@ void Coordinator::Deliver(Action& action) {
     }
     it->second.outbox->Send(std::move(directive));
     metrics_.grants.Increment();
+    ungranted_.erase(g.trainer);
     if (auto arrival = report_arrival_.find(g.trainer); arrival != report_arrival_.end()) {
       metrics_.directive_latency.Observe(absl::ToDoubleSeconds(now - arrival->second));
       report_arrival_.erase(arrival);

@@ -213,6 +213,9 @@ class Coordinator {
   std::map<sync::TrainerId, absl::Time> report_arrival_ ABSL_GUARDED_BY(mu_);
   // Every live trainer: when it last reported a clock (or joined).
   std::map<sync::TrainerId, absl::Time> last_progress_ ABSL_GUARDED_BY(mu_);
+  // Admitted without a grant and not granted since: they hold no grant, so the progress timeout
+  // does not apply to them.
+  std::set<sync::TrainerId> ungranted_ ABSL_GUARDED_BY(mu_);
   std::deque<Action> pending_ ABSL_GUARDED_BY(mu_);
   bool membership_dirty_ ABSL_GUARDED_BY(mu_) = false;
   bool syncing_members_ ABSL_GUARDED_BY(mu_) = false;  // the action thread is telling the stores

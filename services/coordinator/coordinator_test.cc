@@ -181,6 +181,15 @@ class CoordinatorTest : public ::testing::Test {
     ADD_FAILURE() << "no directive";
     return d;
   }
+  // Joins a peer-to-peer job (with a peer address).
+  std::pair<SessionKey, std::shared_ptr<Outbox>> JoinPeer(const std::string& name, uint32_t rank) {
+    auto outbox = std::make_shared<Outbox>();
+    v1::Join join;
+    join.set_name(name);
+    join.set_rank(rank);
+    join.set_peer_address("127.0.0.1:" + std::to_string(7100 + rank));
+    return {*coordinator_->Join(join, outbox), outbox};
+  }
   static bool Quiet(Outbox& outbox) {
     v1::Directive d;
     return !outbox.Pop(&d, absl::Milliseconds(100));
@@ -506,16 +515,8 @@ TEST_F(CoordinatorTest, PeerToPeerJoinsNeedAPeerAddressAndDeparturesAreAnnounced
   EXPECT_EQ(coordinator_->Join(anonymous, std::make_shared<Outbox>()).status().code(),
             absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(coordinator_->Status().live_trainers(), 0u) << "a refused join changed nothing";
-  auto join = [&](const std::string& name, uint32_t rank) {
-    auto outbox = std::make_shared<Outbox>();
-    v1::Join j;
-    j.set_name(name);
-    j.set_rank(rank);
-    j.set_peer_address("127.0.0.1:" + std::to_string(7100 + rank));
-    return std::pair{*coordinator_->Join(j, outbox), outbox};
-  };
-  auto [a, out_a] = join("a", 0);
-  auto [b, out_b] = join("b", 1);
+  auto [a, out_a] = JoinPeer("a", 0);
+  auto [b, out_b] = JoinPeer("b", 1);
   for (Outbox* out : {out_a.get(), out_b.get()}) {
     v1::Directive welcome = Next(*out);
     EXPECT_TRUE(welcome.welcome().peer_to_peer());
@@ -670,6 +671,37 @@ TEST_F(CoordinatorTest, AStuckTrainerThatHoldsOthersUpIsEvicted) {
   ASSERT_TRUE(evicted.has_evicted());
   EXPECT_NE(evicted.evicted().reason().find("no progress"), std::string::npos);
   EXPECT_EQ(Next(*out_a).proceed().pull().round(), 1) << "the round closes without b";
+}
+
+// A peer-to-peer joiner waits for the next round's exchange without a grant: when a stuck trainer
+// holds that round up past the progress timeout, the stuck one is evicted, not the joiner, which
+// then gets its first grant.
+TEST_F(CoordinatorTest, AJoinerWaitingForItsFirstExchangeIsNotStalled) {
+  Make("selmcast", 2);
+  auto [a, out_a] = JoinPeer("a", 0);
+  auto [b, out_b] = JoinPeer("b", 1);
+  for (Outbox* out : {out_a.get(), out_b.get()}) {
+    ASSERT_TRUE(Next(*out).has_welcome());
+    ASSERT_TRUE(Next(*out).has_proceed());
+  }
+  Report(a, 1);
+  Report(b, 1);
+  ASSERT_TRUE(Next(*out_a).has_proceed());
+  ASSERT_TRUE(Next(*out_b).has_proceed());
+  Report(a, 2);  // round 2 waits for b, which is stuck
+  auto [c, out_c] = JoinPeer("c", 2);
+  EXPECT_EQ(Next(*out_c).welcome().start_clock(), 2);
+  for (int s = 0; s < 62; ++s) {
+    for (const SessionKey& key : {a, b, c}) coordinator_->Heartbeat(key, v1::Heartbeat());
+    clock_.Advance(absl::Seconds(1));
+  }
+  const v1::Directive evicted = Next(*out_b);
+  ASSERT_TRUE(evicted.has_evicted());
+  EXPECT_NE(evicted.evicted().reason().find("no progress"), std::string::npos);
+  const v1::Directive first = Next(*out_c);
+  ASSERT_TRUE(first.has_proceed()) << "the joiner stays: " << first.DebugString();
+  EXPECT_EQ(first.proceed().exchange().round(), 2);
+  EXPECT_EQ(first.proceed().exchange().receive_from_size(), 1) << "a sends to it";
 }
 
 // A coordinator frozen for 10 s (SIGSTOP, a long GC-like pause) heard nobody meanwhile: that is

@@ -53,7 +53,8 @@ class DsSyncPolicy final : public ClockedPolicy {
   // that clock: that round's groups, shuffled then, include it, and its first grant is its group's
   // exchange, so that it takes its group's trained models before its first step. At the job's
   // start it starts at the newest clock and is granted at once (it pulls the store's initial
-  // model). Either way it is in the groups of every later round.
+  // model). Either way it is in the groups of every later round. Joiners of one burst start one
+  // round apart: the first one's round is shuffled as it joins, so the next starts past it.
   absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
@@ -89,8 +90,11 @@ class DsSyncPolicy final : public ClockedPolicy {
 
   const DsSyncConfig config_;
   BandwidthEstimator bandwidth_;
-  std::set<TrainerId> newcomers_;                    // joined, first grant not yet sent
-  absl::flat_hash_map<TrainerId, int64_t> waiting_;  // reported this clock, not granted yet
+  // Joined at the job's start (or while the gate was closed), first grant not yet sent; a joiner
+  // of a job under way waits in waiting_ instead.
+  std::set<TrainerId> newcomers_;
+  absl::flat_hash_map<TrainerId, int64_t> waiting_;  // reported (or joined at) this clock, not
+                                                     // granted yet
   std::map<int64_t, Grouping> groupings_;            // by round
   std::map<TrainerId, int> group_of_;                // of each trainer's last grant
   std::map<TrainerId, PeerExchange> last_exchange_;

@@ -25,6 +25,8 @@ absl::StatusOr<int64_t> PeerRoundPolicy::OnJoin(TrainerId trainer, absl::Time no
   }
   clocks_.Set(trainer, granted_clock_);
   newcomers_.insert(trainer);
+  // A job under way whose gate is closed (a recovery): it pulls the untrained initial model.
+  if (granted_clock_ > 0) unfed_.insert(trainer);
   GrantNewcomers(now, decisions);
   return granted_clock_;
 }

@@ -74,11 +74,13 @@ class PeerRoundPolicy final : public ClockedPolicy {
   const PeerRoundConfig config_;
   BandwidthEstimator bandwidth_;
   std::mt19937_64 rng_;
-  std::set<TrainerId> newcomers_;  // joined, first grant not yet sent
-  std::set<TrainerId> resumed_;    // of newcomers_: resumed, so they keep their model
+  // Joined at the job's start (or while the gate was closed), first grant not yet sent; a joiner
+  // of a job under way waits in waiting_ instead.
+  std::set<TrainerId> newcomers_;
+  std::set<TrainerId> resumed_;  // of newcomers_: resumed, so they keep their model
   // Joined a job under way, and no round has planned a sender to them yet.
   std::set<TrainerId> unfed_;
-  WaitingRoom waiting_;        // reported the barrier clock, not granted yet
+  WaitingRoom waiting_;        // reported the barrier clock (or joined at it), not granted yet
   int64_t granted_clock_ = 0;  // the clock every member was last granted at
   // The k-round rule's memory across membership changes: last round (sender, receiver) exchanged.
   std::map<std::pair<TrainerId, TrainerId>, int64_t> last_exchanged_;
