@@ -388,10 +388,10 @@ TEST_F(SessionTest, AShareThatDoesNotArriveStaysWithItsSender) {
 }
 
 // A trainer joining a peer-to-peer job under way (welcomed at clock 5; its first grant pulls the
-// store's initial model) holds no mass: its model weighs nothing against its peers' models, which it takes
-// whole. Models without mass (other joiners') leave its own as it is; when nobody in reach holds
-// mass for Protocol::kMasslessExchangesBeforeRestart exchanges in a row, the mixing starts afresh
-// at mass 1.
+// store's initial model) holds no mass: its model weighs nothing against its peers' models, which
+// it takes whole. Models without mass (other joiners') leave its own as it is; when nobody in reach
+// holds mass for Protocol::kMasslessExchangesBeforeRestart exchanges in a row, the mixing starts
+// afresh at mass 1.
 TEST_F(SessionTest, AJoinerTakesItsPeersModelsAndStartsAfreshWhenNobodyHoldsMass) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.mutable_welcome().set_peer_to_peer(true);

@@ -96,7 +96,8 @@ std::vector<std::vector<uint64_t>> DsSyncGroups(std::vector<uint64_t> members, u
   const size_t most = options.sizing == GroupSizing::kEqual
                           ? members.size()
                           : std::max<size_t>(1, members.size() / 2);
-  const size_t count = std::clamp<size_t>(static_cast<size_t>(std::max(options.groups, 1)), 1, most);
+  const size_t count =
+      std::clamp<size_t>(static_cast<size_t>(std::max(options.groups, 1)), 1, most);
   SplitMix64 rng(seed ^ (static_cast<uint64_t>(round) * 0xd1342543de82ef95ULL));
 
   // Slow members first (in shuffled order), then the others: dealing this sequence round-robin

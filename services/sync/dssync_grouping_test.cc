@@ -190,9 +190,8 @@ TEST(DsSyncGroupingTest, SizedByBandwidthUnmeasuredMembersCountAtTheMedian) {
   // 10 is slow (1); 20 and 30 were measured at 10; the rest were not, so count at 10 too. With a
   // zero or negative rate ignored as unmeasured.
   const std::vector<uint64_t> members = Ids(6);
-  const DsSyncOptions options =
-      Options(2, {10}, GroupSizing::kBandwidth,
-              {{10, 1.0}, {20, 10.0}, {30, 10.0}, {40, 0.0}, {50, -3.0}});
+  const DsSyncOptions options = Options(2, {10}, GroupSizing::kBandwidth,
+                                        {{10, 1.0}, {20, 10.0}, {30, 10.0}, {40, 0.0}, {50, -3.0}});
   for (int64_t round = 0; round < 10; ++round) {
     const auto groups = DsSyncGroups(members, 2, round, options);
     ExpectPartition(groups, members);
