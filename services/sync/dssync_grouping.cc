@@ -36,11 +36,6 @@ void Shuffle(std::vector<uint64_t>& items, SplitMix64& rng) {
   for (size_t i = items.size(); i > 1; --i) std::swap(items[i - 1], items[rng.Below(i)]);
 }
 
-double Median(std::vector<double> values) {
-  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
-  return values[values.size() / 2];
-}
-
 // GroupSizing::kBandwidth's sizes for `groups`, which hold the slow members dealt so far, over
 // `members` (`others`: those not slow). Contract in the header.
 std::vector<size_t> BandwidthSizes(const std::vector<std::vector<uint64_t>>& groups,
@@ -56,11 +51,11 @@ std::vector<size_t> BandwidthSizes(const std::vector<std::vector<uint64_t>>& gro
   for (uint64_t m : members) {
     if (auto rate = given(m)) known.push_back(*rate);
   }
-  const double fallback = known.empty() ? 1.0 : Median(known);
+  const double fallback = known.empty() ? 1.0 : UpperMedian(known);
   auto rate_of = [&](uint64_t m) { return given(m).value_or(fallback); };
   std::vector<double> other_rates;
   for (uint64_t m : others) other_rates.push_back(rate_of(m));
-  const double typical = other_rates.empty() ? fallback : Median(other_rates);
+  const double typical = other_rates.empty() ? fallback : UpperMedian(other_rates);
 
   const size_t count = groups.size();
   const size_t floor = members.size() >= 2 ? 2 : 1;  // DsSyncGroups keeps count <= members / 2
@@ -84,6 +79,11 @@ std::vector<size_t> BandwidthSizes(const std::vector<std::vector<uint64_t>>& gro
 }
 
 }  // namespace
+
+double UpperMedian(std::vector<double> values) {
+  std::nth_element(values.begin(), values.begin() + values.size() / 2, values.end());
+  return values[values.size() / 2];
+}
 
 std::vector<std::vector<uint64_t>> DsSyncGroups(std::vector<uint64_t> members, uint64_t seed,
                                                 int64_t round, const DsSyncOptions& options) {

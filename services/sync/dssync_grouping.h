@@ -41,6 +41,10 @@ struct DsSyncOptions {
   int64_t global_average_every = 0;
 };
 
+// The upper median of `values` (the middle one, or the higher of the middle two); `values` must not
+// be empty.
+double UpperMedian(std::vector<double> values);
+
 // The groups of round `round`, each sorted by id; `members` in any order (duplicates ignored).
 // Independent of the platform's standard library: the shuffle uses its own generator.
 std::vector<std::vector<uint64_t>> DsSyncGroups(std::vector<uint64_t> members, uint64_t seed,

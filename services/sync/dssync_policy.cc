@@ -107,8 +107,7 @@ const DsSyncPolicy::Grouping& DsSyncPolicy::GroupsOf(int64_t round) {
     if (config_.sizing == GroupSizing::kBandwidth) options.rates[t] = slower.back();
   }
   if (!slower.empty()) {
-    std::nth_element(slower.begin(), slower.begin() + slower.size() / 2, slower.end());
-    const double median = slower[slower.size() / 2];
+    const double median = UpperMedian(slower);
     for (TrainerId t : members) {
       const LinkRates r = bandwidth_.Estimate(t);
       if (bandwidth_.Measured(t) && std::min(r.upload, r.download) < config_.slow_fraction * median)

@@ -13,20 +13,18 @@ absl::StatusOr<int64_t> PeerRoundPolicy::OnJoin(TrainerId trainer, absl::Time no
                                                 Decisions* decisions) {
   if (absl::Status s = CheckJoin(trainer); !s.ok()) return s;
   gate_.NoteJoin(now);
+  if (granted_clock_ > 0) unfed_.insert(trainer);  // a job under way: its model is untrained
   if (gate_.is_open() && granted_clock_ > 0) {
-    // A job under way: its model is untrained. It waits at the next round as if it had reported
-    // it; that round's exchange, in which a trained trainer sends to it, is its first grant.
+    // It waits at the next round as if it had reported it; that round's exchange, in which a
+    // trained trainer sends to it, is its first grant.
     const int64_t start = granted_clock_ + 1;
     clocks_.Set(trainer, start);
-    unfed_.insert(trainer);
     waiting_.Add(trainer, start);
     MaybeRelease(decisions);
     return start;
   }
   clocks_.Set(trainer, granted_clock_);
   newcomers_.insert(trainer);
-  // A job under way whose gate is closed (a recovery): it pulls the untrained initial model.
-  if (granted_clock_ > 0) unfed_.insert(trainer);
   GrantNewcomers(now, decisions);
   return granted_clock_;
 }
