@@ -73,7 +73,6 @@ void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t 
         ++outcomes_.delivered;
         return;
       }
-      outcomes_.returned_mass += mass;
       if (t->cancel.cancelled()) {
         ++outcomes_.cancelled;
       } else {

@@ -27,7 +27,9 @@ class BackgroundMulticast {
     int delivered = 0;
     int failed = 0;     // a dead or slow peer (the deadline), a refused stream
     int cancelled = 0;  // preempted or superseded
-    // The push-sum mass the failed and cancelled transfers carried: it goes back to the sender.
+    // The push-sum mass of the transfers stopped before they started: it never left, so it goes
+    // back to the sender. The share of a transfer that started stays on the sender's running sums
+    // for its receiver, whatever became of it (PeerSender::SendOne).
     double returned_mass = 0;
   };
 

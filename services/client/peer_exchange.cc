@@ -1,7 +1,9 @@
 #include "client/peer_exchange.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
+#include <random>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -112,9 +114,28 @@ bool ExchangeInbox::FromNamedSender(uint64_t sender, const Arrival& arrival) con
   return false;
 }
 
-absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
-                                    const std::string& caller, double mass) {
+void ExchangeInbox::SetIncarnation(uint64_t incarnation) {
   absl::MutexLock lock(&mu_);
+  incarnation_ = incarnation;
+}
+
+double ExchangeInbox::Credit(uint64_t sender, double share, const LedgerTotal& ledger) {
+  if (ledger.ledger == 0) return share;
+  auto [it, first] = credited_.try_emplace({sender, ledger.ledger}, ledger.sent_total);
+  if (first) return ledger.sent_total;  // every share this incarnation was sent
+  const double credit = std::max(0.0, ledger.sent_total - it->second);
+  it->second = std::max(it->second, ledger.sent_total);
+  return credit;
+}
+
+absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
+                                    const std::string& caller, double mass, LedgerTotal ledger) {
+  absl::MutexLock lock(&mu_);
+  if (ledger.receiver_incarnation != 0 && ledger.receiver_incarnation != incarnation_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "a model for incarnation ", ledger.receiver_incarnation, " of this trainer, which is ",
+        incarnation_ == 0 ? "not welcomed yet" : absl::StrCat("incarnation ", incarnation_)));
+  }
   if (round <= done_round_) {
     return absl::FailedPreconditionError(
         absl::StrCat("round ", round, " arrived after its exchange ended"));
@@ -130,7 +151,7 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
     // to the one from the named sender.
     auto name = names_.find(sender);
     if (name != names_.end() && caller == name->second && earlier.caller != caller) {
-      earlier = Arrival{{std::move(model), mass}, caller};
+      earlier = Arrival{{std::move(model), Credit(sender, mass, ledger)}, caller};
       return absl::OkStatus();
     }
     return absl::AlreadyExistsError(
@@ -143,7 +164,7 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
         "inbox full: trainer ", sender, " has ", from_sender, " models waiting (at most ",
         max_per_sender_, "), ", pending_, " in all (at most ", max_pending_, ")"));
   }
-  rounds_[round].emplace(sender, Arrival{{std::move(model), mass}, caller});
+  rounds_[round].emplace(sender, Arrival{{std::move(model), Credit(sender, mass, ledger)}, caller});
   ++pending_by_sender_[sender];
   ++pending_;
   return absl::OkStatus();
@@ -191,8 +212,10 @@ void ExchangeInbox::MarkGone(uint64_t sender) {
   gone_[sender] = collecting_.value_or(done_round_ + 1);
 }
 
-std::map<uint64_t, PeerModel> ExchangeInbox::TakeLatest() {
+std::map<uint64_t, PeerModel> ExchangeInbox::TakeLatest(absl::Time wait_until) {
   absl::MutexLock lock(&mu_);
+  auto arrived = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return pending_ > 0; };
+  mu_.AwaitWithDeadline(absl::Condition(&arrived), wait_until);
   std::map<uint64_t, PeerModel> latest;
   for (auto& [round, models] : rounds_) {  // ascending rounds: newer models replace older ones
     for (auto& [sender, arrival] : models) {
@@ -251,16 +274,20 @@ grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackSe
           if (!allowed.ok()) return rpc::ToGrpcStatus(allowed);
         }
         const double mass = push->header.weight();
-        if (!(std::isfinite(mass) && mass >= 0)) {
-          return grpc::Status(
-              grpc::StatusCode::INVALID_ARGUMENT,
-              absl::StrCat("a peer model's mass must be finite and not negative, got ", mass));
+        const LedgerTotal ledger{push->header.mass_ledger(), push->header.mass_sent_total(),
+                                 push->header.receiver_incarnation()};
+        for (double m : {mass, ledger.sent_total}) {
+          if (!(std::isfinite(m) && m >= 0)) {
+            return grpc::Status(
+                grpc::StatusCode::INVALID_ARGUMENT,
+                absl::StrCat("a peer model's mass must be finite and not negative, got ", m));
+          }
         }
         uint64_t bytes = 0;
         for (const store::StagedChunk& chunk : push->chunks) bytes += chunk.bytes.size();
         received_.Record(sender, bytes, start, absl::Now());
         absl::Status deposited = inbox_.Deposit(push->header.clock(), sender, ToTensorMap(*push),
-                                                caller ? caller->name : "", mass);
+                                                caller ? caller->name : "", mass, ledger);
         if (absl::IsPermissionDenied(deposited)) {
           deposited = authorizer_.Refuse("Exchange", std::move(deposited));
         }
@@ -276,13 +303,23 @@ PeerSender::PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Cred
     : egress_(egress),
       sent_(sent),
       credentials_(std::move(credentials)),
-      chunk_bytes_(chunk_bytes) {}
+      chunk_bytes_(chunk_bytes),
+      ledger_([] {
+        std::random_device device;
+        const uint64_t ledger = (uint64_t{device()} << 32) | device();
+        return ledger != 0 ? ledger : 1;
+      }()) {}
 
 v1::Peer::Stub& PeerSender::StubFor(const std::string& address) {
   absl::MutexLock lock(&mu_);
   std::unique_ptr<v1::Peer::Stub>& stub = stubs_[address];
   if (!stub) stub = v1::Peer::NewStub(rpc::MakeChannel(address, credentials_, rpc::Role::kTrainer));
   return *stub;
+}
+
+double PeerSender::AddToLedger(const v1::PeerRef& receiver, double share) {
+  absl::MutexLock lock(&mu_);
+  return sent_total_[{receiver.trainer_id(), receiver.incarnation()}] += share;
 }
 
 void TransferCancel::Cancel() {
@@ -324,6 +361,9 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
   header->set_trainer_id(sender);
   header->set_clock(round);
   header->set_weight(static_cast<float>(mass));
+  header->set_mass_ledger(ledger_);
+  header->set_mass_sent_total(AddToLedger(peer, header->weight()));
+  header->set_receiver_incarnation(peer.incarnation());
   for (const auto& [name, values] : model) {
     tensor::ToProto({name, {static_cast<int64_t>(values.size())}}, header->add_tensors());
   }

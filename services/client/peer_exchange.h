@@ -13,6 +13,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -78,6 +79,14 @@ struct PeerModel {
   double mass = 1;
 };
 
+// What a model's sender has sent to this receiver so far, by its running sums (PushHeader's
+// mass_ledger, mass_sent_total and receiver_incarnation).
+struct LedgerTotal {
+  uint64_t ledger = 0;  // the sender's running sums; 0: none (the model carries its share)
+  double sent_total = 0;
+  uint64_t receiver_incarnation = 0;  // the incarnation the total was sent to; 0: unsaid
+};
+
 // Models received from peers, by round and sender. Thread-safe.
 class ExchangeInbox {
  public:
@@ -92,6 +101,8 @@ class ExchangeInbox {
   explicit ExchangeInbox(int max_per_sender = kMaxPendingPerSender, int max_pending = kMaxPending)
       : max_per_sender_(std::max(1, max_per_sender)), max_pending_(std::max(1, max_pending)) {}
 
+  // This trainer's incarnation (its Welcome's): a model addressed to another one is refused.
+  void SetIncarnation(uint64_t incarnation);
   // Records the names of the peers the coordinator named in `exchange` (PeerRef.name): a model
   // under one of those ids is then taken only from a caller of that name.
   void NamePeers(const v1::PeerExchange& exchange);
@@ -110,9 +121,14 @@ class ExchangeInbox {
   // `sender` has its limit of models waiting or the inbox its total (nothing is kept then). The
   // caller is checked against the coordinator's name for `sender` when the model is taken
   // (Collect, TakeLatest), and a model from another caller is dropped with a warning; the Peer
-  // service refuses it at once when the name is known already. `mass`: the model's push-sum mass.
+  // service refuses it at once when the name is known already. `mass`: the model's push-sum share.
+  // With a `ledger`, the model carries instead what the ledger's total grew since the last model
+  // taken from that ledger (all of it for the first): a share whose transfer failed comes with the
+  // next one, and none counts twice. A refused model credits nothing. FAILED_PRECONDITION also
+  // when the ledger's total was sent to another incarnation of this trainer (or to one, before
+  // SetIncarnation).
   absl::Status Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
-                       const std::string& caller = "", double mass = 1);
+                       const std::string& caller = "", double mass = 1, LedgerTotal ledger = {});
   // Waits until every sender in `senders` delivered round `round` or is gone (MarkGone), or until
   // `deadline`; returns what arrived (possibly less) and forgets every round up to `round`.
   std::map<uint64_t, PeerModel> Collect(int64_t round, const std::vector<uint64_t>& senders,
@@ -120,15 +136,17 @@ class ExchangeInbox {
   // `sender` left the job: the exchange under way (or the next one) stops waiting for it. A later
   // round, planned after it left, waits for it again (it may have rejoined under the same id).
   void MarkGone(uint64_t sender);
-  // Background exchanges (selmcast-ssp): every sender's newest model that arrived, without
-  // waiting, carrying the mass of all its models that arrived (none is lost); the inbox is emptied.
-  std::map<uint64_t, PeerModel> TakeLatest();
+  // Background exchanges (selmcast-ssp): every sender's newest model that arrived, carrying the
+  // mass of all its models that arrived (none is lost); the inbox is emptied. Waits until a model
+  // arrived or until `wait_until` (by default, not at all).
+  std::map<uint64_t, PeerModel> TakeLatest(absl::Time wait_until = absl::InfinitePast());
 
  private:
   const int max_per_sender_;
   const int max_pending_;
   absl::Mutex mu_;
   int64_t done_round_ ABSL_GUARDED_BY(mu_) = -1;
+  uint64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<int64_t> collecting_ ABSL_GUARDED_BY(mu_);  // the round Collect waits for
   std::map<uint64_t, int64_t> gone_ ABSL_GUARDED_BY(mu_);   // sender -> last round not to wait
   // A model as it arrived, with the name in its sender's certificate ("": unchecked).
@@ -144,10 +162,15 @@ class ExchangeInbox {
   bool Planned(int64_t round, uint64_t sender) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Drops every waiting model that FromNamedSender and Planned no longer allow, freeing its places.
   void DropDisallowed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The mass a model taken from `sender` carries (Deposit), and the ledger's total recorded.
+  double Credit(uint64_t sender, double share, const LedgerTotal& ledger)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<int64_t, std::map<uint64_t, Arrival>> rounds_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, std::string> names_ ABSL_GUARDED_BY(mu_);        // sender -> its name
   std::map<int64_t, std::set<uint64_t>> plans_ ABSL_GUARDED_BY(mu_);  // round -> its senders
-  std::map<uint64_t, int> pending_by_sender_ ABSL_GUARDED_BY(mu_);    // models in rounds_
+  // (sender, ledger) -> the ledger's total as of the newest model taken from it.
+  std::map<std::pair<uint64_t, uint64_t>, double> credited_ ABSL_GUARDED_BY(mu_);
+  std::map<uint64_t, int> pending_by_sender_ ABSL_GUARDED_BY(mu_);  // models in rounds_
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
 };
 
@@ -211,13 +234,18 @@ class PeerSender {
   std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t sender,
                                       int64_t round, const tensor::TensorMap& model, double mass,
                                       absl::Time deadline);
-  // Sends to one peer; CANCELLED when `cancel` (may be null) fires first.
+  // Sends to one peer; CANCELLED when `cancel` (may be null) fires first. Either way the share
+  // `mass` is on this sender's running sums for that peer (PushHeader.mass_ledger): a transfer
+  // that fails, or is cancelled as it ends, may have been taken after all, so its share does not
+  // go back to the sender; the next model that reaches the peer carries it.
   absl::Status SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
                        const tensor::TensorMap& model, double mass, absl::Time deadline,
                        TransferCancel* cancel = nullptr);
 
  private:
   v1::Peer::Stub& StubFor(const std::string& address);
+  // Adds `share` to what this sender has sent `receiver` (its incarnation), and returns the total.
+  double AddToLedger(const v1::PeerRef& receiver, double share);
 
   base::TokenBucket* egress_;
   TransferMeter& sent_;
@@ -225,13 +253,17 @@ class PeerSender {
   const uint32_t chunk_bytes_;
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<v1::Peer::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  const uint64_t ledger_;  // random, not 0
+  // (receiver, its incarnation) -> the mass sent to it so far.
+  std::map<std::pair<uint64_t, uint64_t>, double> sent_total_ ABSL_GUARDED_BY(mu_);
 };
 
 // The exchange's mixing rule, push-sum (Kempe et al., 2003; as in Stochastic Gradient Push, Assran
 // et al., 2019; docs/modes.md "Mixing weights"). Every trainer holds a mass: 1 when the job starts,
 // 0 when it joins a job under way (its untrained model then weighs nothing, and it takes its
 // peers' models). A sender keeps one share of its mass and gives one to each receiver with its
-// model (PeerSender's `mass`); a share that does not arrive goes back to its sender. `own` (with
+// model (PeerSender's `mass`); a share whose transfer fails comes with the sender's next model to
+// that receiver (running sums, ExchangeInbox::Deposit). `own` (with
 // the mass `own_mass` it kept) becomes the mass-weighted mean of itself and every received model,
 // and its mass the sum: the mixing then moves no trainer's data more than another's, whatever the
 // plan's in- and out-degrees. When every mass is 0, `own` stays as it is. Returns the new mass.

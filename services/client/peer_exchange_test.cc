@@ -1,6 +1,7 @@
 #include "client/peer_exchange.h"
 
 #include <cmath>
+#include <thread>
 
 #include "gtest/gtest.h"
 
@@ -261,6 +262,63 @@ TEST(ExchangeInbox, TakeLatestKeepsTheMassOfEveryModel) {
   EXPECT_EQ(latest[7].model.at("w"), (std::vector<float>{2}));
   EXPECT_DOUBLE_EQ(latest[7].mass, 0.75);
   EXPECT_DOUBLE_EQ(latest[8].mass, 1.0);
+}
+
+// Running sums: a model is credited what its sender's ledger grew since the last model taken from
+// it (all of it for the first), so a share whose transfer failed arrives with the next model, and
+// none counts twice.
+TEST(ExchangeInbox, AModelIsCreditedWhatItsSendersLedgerGrew) {
+  ExchangeInbox inbox;
+  inbox.SetIncarnation(3);
+  auto deposit = [&](int64_t round, uint64_t ledger, double share, double total) {
+    return inbox.Deposit(round, 7, {{"w", {1}}}, "", share, LedgerTotal{ledger, total, 3});
+  };
+  // Round 0's model (1.0) was lost; round 1's (0.5) carries it.
+  ASSERT_TRUE(deposit(1, 42, 0.5, 1.5).ok());
+  EXPECT_DOUBLE_EQ(inbox.TakeLatest()[7].mass, 1.5);
+  // Round 2's model (0.25) was lost; round 3's (0.25) carries it.
+  ASSERT_TRUE(deposit(3, 42, 0.25, 2.0).ok());
+  EXPECT_DOUBLE_EQ(inbox.TakeLatest()[7].mass, 0.5);
+  // Round 2's arrives late after all: already credited.
+  ASSERT_TRUE(deposit(2, 42, 0.25, 1.75).ok());
+  EXPECT_DOUBLE_EQ(inbox.TakeLatest()[7].mass, 0);
+  // A refused model credits nothing: the next one carries its share.
+  ASSERT_TRUE(deposit(4, 42, 0.25, 2.25).ok());
+  EXPECT_EQ(deposit(4, 42, 0.25, 2.5).code(), absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(deposit(5, 42, 0.25, 2.75).ok());
+  EXPECT_DOUBLE_EQ(inbox.TakeLatest()[7].mass, 0.25 + 0.5);
+  // The sender restarted: its new ledger's total is all new.
+  ASSERT_TRUE(deposit(6, 43, 0.5, 0.5).ok());
+  EXPECT_DOUBLE_EQ(inbox.TakeLatest()[7].mass, 0.5);
+  // Without a ledger, the share.
+  ASSERT_TRUE(inbox.Deposit(7, 7, {{"w", {1}}}, "", 0.125).ok());
+  EXPECT_DOUBLE_EQ(inbox.TakeLatest()[7].mass, 0.125);
+}
+
+// A total sent to an earlier life of this trainer (the same id, another incarnation) is not its
+// own: that model is refused, and so is any addressed model before the trainer is welcomed.
+TEST(ExchangeInbox, AModelForAnotherIncarnationIsRefused) {
+  ExchangeInbox inbox;
+  const LedgerTotal to_second{42, 9.0, 2};
+  EXPECT_EQ(inbox.Deposit(1, 7, {{"w", {1}}}, "", 0.5, to_second).code(),
+            absl::StatusCode::kFailedPrecondition);
+  inbox.SetIncarnation(3);
+  EXPECT_EQ(inbox.Deposit(1, 7, {{"w", {1}}}, "", 0.5, to_second).code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_TRUE(inbox.TakeLatest().empty());
+  ASSERT_TRUE(inbox.Deposit(1, 7, {{"w", {1}}}, "", 0.5, LedgerTotal{42, 0.5, 3}).ok());
+  EXPECT_DOUBLE_EQ(inbox.TakeLatest()[7].mass, 0.5) << "incarnation 3's total is its own";
+}
+
+// A joiner's first background exchange waits for a peer's model, up to its deadline.
+TEST(ExchangeInbox, TakeLatestWaitsForAModelUntilItsDeadline) {
+  ExchangeInbox inbox;
+  EXPECT_TRUE(inbox.TakeLatest(absl::Now() + absl::Milliseconds(20)).empty());
+  std::thread sender([&] { ASSERT_TRUE(inbox.Deposit(3, 7, {{"w", {5}}}).ok()); });
+  auto latest = inbox.TakeLatest(absl::Now() + absl::Minutes(1));
+  sender.join();
+  ASSERT_EQ(latest.size(), 1u);
+  EXPECT_EQ(latest[7].model.at("w"), (std::vector<float>{5}));
 }
 
 }  // namespace

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <thread>
+#include <utility>
 
 #include "base/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -40,7 +41,11 @@ absl::Status Protocol::Begin(const tensor::TensorMap& initial) {
   // store's initial one, which these modes never update): it holds no mass, so that its exchanges
   // take its peers' trained models instead of averaging the untrained one in (MixInto).
   if (welcome().peer_to_peer()) {
-    if (welcome().start_clock() > 0) mass_ = 0;
+    if (peers_ != nullptr) peers_->inbox.SetIncarnation(welcome().incarnation());
+    if (welcome().start_clock() > 0) {
+      mass_ = 0;
+      await_peers_model_ = true;
+    }
     metrics_.mixing_mass.Set(mass_);
   }
   coordinator_.StartHeartbeats([this] { return Timings(); });
@@ -307,12 +312,11 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
   ExchangeOutcome outcome;
   outcome.received = static_cast<int>(received.size());
   outcome.missed = static_cast<int>(senders.size() - received.size());
-  double kept = mass_;
+  // Every share left, also those whose transfer failed: the next model to that receiver carries
+  // them (PeerSender's running sums).
+  const double kept = mass_ - share * static_cast<double>(receivers.size());
   for (const absl::Status& s : sent) {
-    if (s.ok()) {
-      kept -= share;  // the receiver took it
-      continue;
-    }
+    if (s.ok()) continue;
     ++outcome.missed;
     spdlog::warn("round {}: {}", exchange.round(), s.ToString());
   }
@@ -329,10 +333,12 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
   // Average in what has arrived; the multicast follows the next step (StartPlannedMulticast),
   // while the iteration after it computes.
   peers_->inbox.NamePeers(exchange);
-  const std::map<uint64_t, PeerModel> received = peers_->inbox.TakeLatest();
+  const absl::Time wait_until =
+      std::exchange(await_peers_model_, false) ? ExchangeDeadline() : absl::InfinitePast();
+  const std::map<uint64_t, PeerModel> received = peers_->inbox.TakeLatest(wait_until);
   ASSIGN_OR_RETURN(const double mass, MixInto(own, OwnMass(mass_, received), received));
   const BackgroundMulticast::Outcomes ended = peers_->multicast.Take();
-  // The shares of transfers that failed or were cancelled come back.
+  // The shares of transfers stopped before they started come back.
   mass_ = mass + ended.returned_mass;
   planned_multicast_ = exchange;
   return ExchangeOutcome{static_cast<int>(received.size()), ended.failed, ended.cancelled};

@@ -66,7 +66,9 @@ class Protocol {
   // Peer-to-peer: sends `own` to the peers `proceed` names and averages in the models they sent
   // (by the exchange deadline); `own` becomes the average, which is evaluated when due. Under
   // selmcast-ssp and orpheus-ssp: averages in whatever has arrived and plans the multicast that
-  // StartPlannedMulticast starts after the next step.
+  // StartPlannedMulticast starts after the next step; a trainer that joined the job under way
+  // first waits, up to the exchange timeout, until a peer's model arrived, so that its first
+  // step starts from it.
   absl::Status Exchange(const v1::Proceed& proceed, tensor::TensorMap& own);
   // selmcast-ssp, orpheus-ssp: whether the last exchange planned a multicast not started yet.
   bool multicast_planned() const { return planned_multicast_.has_value(); }
@@ -127,6 +129,9 @@ class Protocol {
   // Peer-to-peer modes: this trainer's push-sum mass (MixInto); 0 for a joiner until its peers'
   // models reach it.
   double mass_ = 1;
+  // A joiner of a job under way whose first background exchange has not come yet: that exchange
+  // waits for a peer's model (Exchange).
+  bool await_peers_model_ = false;
   int massless_exchanges_ = 0;                         // in a row (OwnMass)
   std::optional<v1::PeerExchange> planned_multicast_;  // StartPlannedMulticast's
   std::atomic<bool> done_{false};

@@ -7,6 +7,7 @@
 #include <atomic>
 #include <deque>
 #include <map>
+#include <thread>
 #include <variant>
 
 #include "absl/synchronization/notification.h"
@@ -368,8 +369,10 @@ TEST_F(SessionTest, PeerRoundsAverageThePeersModelsIn) {
 }
 
 // Push-sum's bookkeeping: a share sent with a model that did not arrive (here, to a port nobody
-// listens on) stays with its sender, so the sender's model keeps its full weight.
-TEST_F(SessionTest, AShareThatDoesNotArriveStaysWithItsSender) {
+// listens on) does not come back, since as far as a sender can tell such a model may have been
+// taken: it stays on the sender's running sums for that receiver, and the next model that reaches
+// the receiver carries it (tests/integration/peer_exchange_test.cc).
+TEST_F(SessionTest, AShareThatDoesNotArriveDoesNotComeBack) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.mutable_welcome().set_peer_to_peer(true);
   v1::Proceed grant = Exchange(0, 0, 9);
@@ -382,9 +385,9 @@ TEST_F(SessionTest, AShareThatDoesNotArriveStaysWithItsSender) {
   Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
                   &peers.link);
   ASSERT_TRUE(session.Start().ok());
-  // (1 x 0 + 1 x 4) / 2; had the lost share (1/2) gone, (0.5 x 0 + 1 x 4) / 1.5.
-  EXPECT_EQ(w_, (std::vector<float>{2, 2}));
-  EXPECT_EQ(metrics_.mixing_mass.Value(), 2.0);
+  // (0.5 x 0 + 1 x 4) / 1.5: the share sent (1/2) is gone.
+  for (float v : w_) EXPECT_FLOAT_EQ(v, 4 / 1.5f);
+  EXPECT_EQ(metrics_.mixing_mass.Value(), 1.5);
 }
 
 // A trainer joining a peer-to-peer job under way (welcomed at clock 5; its first grant pulls the
@@ -457,6 +460,33 @@ TEST_F(SessionTest, AJoinerWhoseFirstGrantIsAnExchangeStartsFromItsPeersModels) 
   EXPECT_EQ(w_, (std::vector<float>{8, 8})) << "its peer's model, before any step of its own";
   EXPECT_EQ(metrics_.mixing_mass.Value(), 0.5);
   EXPECT_TRUE(store_.pulled.empty()) << "it pulled nothing";
+}
+
+// selmcast-ssp: a trainer joining a job under way waits, in its first exchange, for a peer's
+// model, and its first step starts from it.
+TEST_F(SessionTest, ABackgroundJoinerWaitsForAPeersModelBeforeItsFirstStep) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.mutable_welcome().set_exchange_in_background(true);
+  coordinator.mutable_welcome().set_exchange_timeout_seconds(60);
+  coordinator.mutable_welcome().set_start_clock(6);
+  coordinator.Script({Exchange(6, 6, 9), absl::ZeroDuration()});
+  coordinator.Script({Exchange(7, 7, 9), absl::ZeroDuration()});
+  FakePeers peers;
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
+                  &peers.link);
+  std::thread sender([&] {
+    ASSERT_TRUE(peers.inbox.Deposit(5, 9, {{"w", {8, 8}}}, "", /*mass=*/0.5).ok());
+  });
+  ASSERT_TRUE(session.Start().ok());
+  sender.join();
+  EXPECT_EQ(w_, (std::vector<float>{8, 8})) << "its peer's model, before any step of its own";
+  EXPECT_EQ(metrics_.mixing_mass.Value(), 0.5);
+  EXPECT_TRUE(store_.pulled.empty()) << "it pulled nothing";
+  for (float& v : w_) v += 0.25f;
+  // Nothing arrived for round 7: it keeps its own model.
+  EXPECT_EQ(session.Step(0.5f).value_or(false), true);
+  EXPECT_EQ(w_, (std::vector<float>{8.25f, 8.25f}));
 }
 
 // selmcast-ssp: an exchange averages in whatever has arrived, without waiting for anyone.

@@ -808,6 +808,7 @@ v1::PeerExchange Coordinator::ExchangeOf(const sync::PeerExchange& exchange) con
     auto it = sessions_.find(id);
     if (it == sessions_.end()) return false;
     ref->set_trainer_id(id);
+    ref->set_incarnation(it->second.incarnation);
     ref->set_address(it->second.peer_address);
     if (auto name = names_.find(id); name != names_.end()) ref->set_name(name->second);
     return true;

@@ -30,7 +30,7 @@ absl::StatusOr<int64_t> SelMcastSspPolicy::OnJoin(TrainerId trainer, absl::Time 
   gate_.NoteJoin(now);
   const int64_t start = clocks_.Min().value_or(floor_clock_);
   clocks_.Set(trainer, start);
-  newcomers_.insert(trainer);
+  (start > 0 ? unfed_ : newcomers_).insert(trainer);
   waiting_.insert(trainer);
   decisions->Append(Evaluate(now));
   return start;
@@ -54,6 +54,7 @@ Decisions SelMcastSspPolicy::OnLeave(TrainerId trainer, absl::Time now) {
   clocks_.Erase(trainer);
   waiting_.erase(trainer);
   newcomers_.erase(trainer);
+  unfed_.erase(trainer);
   granted_at_.erase(trainer);
   iteration_seconds_.erase(trainer);
   in_flight_.erase(trainer);
@@ -184,9 +185,13 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
     auto it = last_exchanged_.find({i, j});
     return it == last_exchanged_.end() ? fallback : it->second;
   };
+  // A trainer joined under way takes its first model from kappa, if kappa's is trained.
+  const bool feeds = unfed_.count(kappa) == 0;
   for (int j = 0; j < n; ++j) {
+    const bool unfed = feeds && unfed_.count(members[j]) > 0;
     // A pair never seen counts as just exchanged: a joiner is not forced on everyone at once.
-    history.Set(p.ready, j, last_exchange(kappa, members[j], round - 1));
+    history.Set(p.ready, j,
+                unfed ? round - config_.k - 1 : last_exchange(kappa, members[j], round - 1));
   }
   for (const auto& [sender, transfers] : in_flight_) {
     const int i = index.at(sender);
@@ -269,6 +274,7 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
                                      : last_exchange(kappa, receiver, -1);
     last_exchanged_[{kappa, receiver}] = round;
     exchange.send_to.push_back(receiver);
+    if (feeds) unfed_.erase(receiver);
   }
   if (transfers.empty()) in_flight_.erase(kappa);
   return exchange;

@@ -62,8 +62,12 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   int64_t staleness_bound() const override { return config_.staleness; }
   bool exchange_in_background() const override { return true; }
 
-  // A trainer joins at the minimum live clock and pulls the store's initial model; its first
-  // multicast comes with its next grant.
+  // A trainer joins at the minimum live clock. At the job's start (that clock is 0) it pulls the
+  // store's initial model, and its first multicast comes with its next grant. Into a job under
+  // way its model is untrained (these modes never update the store's): its first grant is a
+  // multicast like any other, and the next multicast planned for a trainer that was not such a
+  // joiner sends to it, as if the k-round rule required the pair (so it is never preempted). Its
+  // session waits for that model before its first step (Protocol::Exchange).
   absl::StatusOr<int64_t> OnJoin(TrainerId trainer, absl::Time now, Decisions* decisions) override;
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   // Its multicast ends and it is no longer anyone's receiver; waiters it held back are granted.
@@ -113,6 +117,8 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   BandwidthEstimator bandwidth_;
   std::set<TrainerId> waiting_;    // reported (or joined), not granted yet
   std::set<TrainerId> newcomers_;  // joined, first grant (a pull, no multicast) not sent yet
+  // Joined a job under way; no multicast from a trained trainer planned to reach them yet.
+  std::set<TrainerId> unfed_;
   std::map<TrainerId, absl::Time> granted_at_;
   std::map<TrainerId, double> iteration_seconds_;  // smoothed report - grant
   std::map<TrainerId, Transfers> in_flight_;       // sender -> its transfers in flight

@@ -4,6 +4,7 @@
 #include <map>
 #include <random>
 #include <set>
+#include <string>
 
 #include "gtest/gtest.h"
 #include "sync/policy_test_util.h"
@@ -208,6 +209,53 @@ TEST(SelMcastSspPolicyTest, FactoryBuildsItWithThePapersDefaults) {
   options.staleness = -1;
   EXPECT_FALSE(MakePolicy(options).ok());
   EXPECT_EQ(DefaultStaleness("ssp"), 3);
+}
+
+// A trainer joining a job under way holds an untrained model: it pulls nothing, and the next
+// multicast granted to a trained trainer sends to it, whoever the planner would have picked, and
+// is never preempted. A joiner at the job's start pulls the store's initial model.
+TEST(SelMcastSspPolicyTest, AJoinerOfAJobUnderWayIsSentATrainedModelFirst) {
+  constexpr absl::Duration kStep = absl::Milliseconds(100);
+  for (const std::string planner : {"selmcast", "orpheus"}) {
+    for (uint64_t seed = 1; seed <= 8; ++seed) {
+      SCOPED_TRACE(planner + ", seed " + std::to_string(seed));
+      SelMcastSspConfig config = Config(3);
+      config.planner = planner;
+      config.seed = seed;
+      config.min_receivers_fraction = 0.01;  // p = 1 of the 3 others
+      SelMcastSspPolicy p(config);
+      for (const Grant& g : JoinAll(p, 3).grants) EXPECT_EQ(g.pull, PullSpec::Live());
+      absl::Time now = kT0;
+      for (int64_t clock = 1; clock <= 3; ++clock) {
+        for (TrainerId t : {1, 2, 3}) ASSERT_TRUE(p.OnClock(t, clock, now += kStep).ok());
+      }
+      Decisions joined;
+      absl::StatusOr<int64_t> start = p.OnJoin(4, now, &joined);
+      ASSERT_TRUE(start.ok()) << start.status();
+      EXPECT_EQ(*start, 3);
+      const Grant* first = GrantOf(joined, 4);
+      ASSERT_NE(first, nullptr);
+      EXPECT_EQ(first->pull, PullSpec::None()) << "the store's model is untrained";
+      ASSERT_TRUE(first->exchange.has_value());
+      // Trainer 2 reports next: its one receiver is the joiner, whatever the draw or the loads.
+      absl::StatusOr<Decisions> d = p.OnClock(2, 4, now += kStep);
+      ASSERT_TRUE(d.ok()) << d.status();
+      const Grant* fed = GrantOf(*d, 2);
+      ASSERT_NE(fed, nullptr);
+      ASSERT_TRUE(fed->exchange.has_value());
+      EXPECT_EQ(fed->exchange->send_to, std::vector<TrainerId>{4});
+      // The others' multicasts go on, and never preempt the one that feeds the joiner.
+      for (int64_t clock = 4; clock <= 6; ++clock) {
+        for (TrainerId t : {1, 3, 4}) {
+          d = p.OnClock(t, clock, now += absl::Milliseconds(1));
+          ASSERT_TRUE(d.ok()) << d.status();
+          for (const Preemption& preemption : d->preemptions) {
+            EXPECT_FALSE(preemption.sender == 2 && Contains(preemption.receivers, 4));
+          }
+        }
+      }
+    }
+  }
 }
 
 // orpheus-ssp is the same policy with Orpheus's random receivers: the bound holds alike, and it

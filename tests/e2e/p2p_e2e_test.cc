@@ -86,7 +86,7 @@ INSTANTIATE_TEST_SUITE_P(Modes, PeerMode,
 // A trainer that joins a running peer-to-peer job holds an untrained model: it joins with no mass,
 // and its first exchange, which always has a sender, gives it its peers' models and their mass
 // (docs/modes.md "Mixing weights"). That exchange comes before its first step, so that its first
-// step starts from its peers' models.
+// step starts from its peers' models (under selmcast-ssp, it waits there for a peer's model).
 class P2PJoiner : public ::testing::TestWithParam<std::string> {};
 
 TEST_P(P2PJoiner, TakesItsPeersModels) {
@@ -122,7 +122,7 @@ TEST_P(P2PJoiner, TakesItsPeersModels) {
   EXPECT_LE(total, 2.0 + 1e-6) << "see " << dir;
 }
 
-INSTANTIATE_TEST_SUITE_P(Modes, P2PJoiner, ::testing::Values("selmcast", "dssync"));
+INSTANTIATE_TEST_SUITE_P(Modes, P2PJoiner, ::testing::Values("selmcast", "dssync", "selmcast-ssp"));
 
 TEST(P2PE2E, SelMcastSparesTheSlowLinkAndItsRoundsFinishSooner) {
   // Trainer 3 downloads at 20 Mbit/s, the others at 100; all upload at 100.
