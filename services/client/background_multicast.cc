@@ -26,8 +26,9 @@ void BackgroundMulticast::Finish(std::vector<std::unique_ptr<Transfer>>& transfe
   transfers.clear();
 }
 
-void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
-                                tensor::TensorMap model, double mass, absl::Time deadline) {
+double BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t from,
+                                  int64_t round, tensor::TensorMap model, double mass,
+                                  absl::Time deadline) {
   // Those this multicast supersedes are cancelled, without waiting for them to stop; those that
   // ended are joined (at once: their threads are done); the others go on.
   std::vector<std::unique_ptr<Transfer>> ended;
@@ -54,19 +55,23 @@ void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t 
   std::set<uint64_t> stopped;
   if (auto it = early_stops_.find(round); it != early_stops_.end()) stopped = std::move(it->second);
   early_stops_.erase(early_stops_.begin(), early_stops_.upper_bound(round));
+  double kept = 0;
   for (const v1::PeerRef& peer : peers) {
     if (stopped.count(peer.trainer_id()) > 0) {  // preempted before it started
       ++outcomes_.cancelled;
-      outcomes_.returned_mass += mass;
+      kept += mass;
       continue;
     }
+    const bool owed = sender_.ShareOnItsWay(peer);
+    if (owed) kept += mass;
+    const double share = owed ? 0 : mass;
     auto transfer = std::make_unique<Transfer>();
     transfer->receiver = peer.trainer_id();
     transfer->round = round;
     Transfer* t = transfer.get();
-    t->thread = std::thread([this, t, peer, from, round, snapshot, mass, deadline] {
+    t->thread = std::thread([this, t, peer, from, round, snapshot, share, deadline] {
       const absl::Status s =
-          sender_.SendOne(peer, from, round, *snapshot, mass, deadline, &t->cancel);
+          sender_.SendOne(peer, from, round, *snapshot, share, deadline, &t->cancel);
       absl::MutexLock lock(&mu_);
       t->ended = true;
       if (s.ok()) {
@@ -82,6 +87,7 @@ void BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_t 
     });
     transfers_.push_back(std::move(transfer));
   }
+  return kept;
 }
 
 void BackgroundMulticast::Stop(int64_t round, const std::vector<uint64_t>& receivers) {

@@ -27,18 +27,20 @@ class BackgroundMulticast {
     int delivered = 0;
     int failed = 0;     // a dead or slow peer (the deadline), a refused stream
     int cancelled = 0;  // preempted or superseded
-    // The push-sum mass of the transfers stopped before they started: it never left, so it goes
-    // back to the sender. The share of a transfer that started stays on the sender's running sums
-    // for its receiver, whatever became of it (PeerSender::SendOne).
-    double returned_mass = 0;
   };
 
   // Cancels the earlier transfers to any of `peers`, then sends `model`, carrying push-sum mass
   // `mass` to each, as round `round` from `from` to every peer, each stream until `deadline`. The
   // earlier transfers to other receivers go on. Returns at once: nothing here waits for a
-  // transfer (a cancelled one stops at its next chunk, in its own thread).
-  void Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
-             tensor::TensorMap model, double mass, absl::Time deadline);
+  // transfer (a cancelled one stops at its next chunk, in its own thread). Returns the mass it
+  // did not send, which stays with the sender: the shares of receivers preempted before the
+  // multicast started, and of receivers that a share may still be on its way to
+  // (PeerSender::ShareOnItsWay). Those get the model without a new share; the running sums bring
+  // them the one on its way. So a pair holds at most one share in flight, however often newer
+  // models supersede older ones on it. The share of a transfer that started never comes back,
+  // whatever becomes of it: the next model to that receiver carries it (PeerSender::SendOne).
+  double Start(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
+               tensor::TensorMap model, double mass, absl::Time deadline);
   // Preempts the round-`round` transfers to `receivers`; a no-op for a transfer of another round
   // (a stale directive) or one that already ended. For a round newer than any started yet (the
   // trainer starts a multicast after the step that follows its exchange, and the coordinator may

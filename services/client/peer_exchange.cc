@@ -119,6 +119,18 @@ void ExchangeInbox::SetIncarnation(uint64_t incarnation) {
   incarnation_ = incarnation;
 }
 
+std::optional<PeerModel> ExchangeInbox::Take(uint64_t sender, Arrival& arrival) {
+  if (!FromNamedSender(sender, arrival)) return std::nullopt;
+  const uint64_t addressed = arrival.ledger.receiver_incarnation;
+  if (addressed != 0 && addressed != incarnation_) {
+    spdlog::warn("dropped trainer {}'s model for incarnation {} of this trainer, which is {}",
+                 sender, addressed, incarnation_);
+    return std::nullopt;
+  }
+  return PeerModel{std::move(arrival.model.model),
+                   Credit(sender, arrival.model.mass, arrival.ledger)};
+}
+
 double ExchangeInbox::Credit(uint64_t sender, double share, const LedgerTotal& ledger) {
   if (ledger.ledger == 0) return share;
   auto [it, first] = credited_.try_emplace({sender, ledger.ledger}, ledger.sent_total);
@@ -131,10 +143,11 @@ double ExchangeInbox::Credit(uint64_t sender, double share, const LedgerTotal& l
 absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
                                     const std::string& caller, double mass, LedgerTotal ledger) {
   absl::MutexLock lock(&mu_);
-  if (ledger.receiver_incarnation != 0 && ledger.receiver_incarnation != incarnation_) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "a model for incarnation ", ledger.receiver_incarnation, " of this trainer, which is ",
-        incarnation_ == 0 ? "not welcomed yet" : absl::StrCat("incarnation ", incarnation_)));
+  if (ledger.receiver_incarnation != 0 && incarnation_ != 0 &&
+      ledger.receiver_incarnation != incarnation_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("a model for incarnation ", ledger.receiver_incarnation,
+                     " of this trainer, which is incarnation ", incarnation_));
   }
   if (round <= done_round_) {
     return absl::FailedPreconditionError(
@@ -151,7 +164,7 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
     // to the one from the named sender.
     auto name = names_.find(sender);
     if (name != names_.end() && caller == name->second && earlier.caller != caller) {
-      earlier = Arrival{{std::move(model), Credit(sender, mass, ledger)}, caller};
+      earlier = Arrival{{std::move(model), mass}, caller, ledger};
       return absl::OkStatus();
     }
     return absl::AlreadyExistsError(
@@ -164,7 +177,7 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
         "inbox full: trainer ", sender, " has ", from_sender, " models waiting (at most ",
         max_per_sender_, "), ", pending_, " in all (at most ", max_pending_, ")"));
   }
-  rounds_[round].emplace(sender, Arrival{{std::move(model), Credit(sender, mass, ledger)}, caller});
+  rounds_[round].emplace(sender, Arrival{{std::move(model), mass}, caller, ledger});
   ++pending_by_sender_[sender];
   ++pending_;
   return absl::OkStatus();
@@ -189,9 +202,9 @@ std::map<uint64_t, PeerModel> ExchangeInbox::Collect(int64_t round,
   std::map<uint64_t, PeerModel> out;
   if (auto it = rounds_.find(round); it != rounds_.end()) {
     for (uint64_t s : senders) {
-      if (auto m = it->second.find(s); m != it->second.end() && FromNamedSender(s, m->second)) {
-        out.emplace(s, std::move(m->second.model));
-      }
+      auto m = it->second.find(s);
+      if (m == it->second.end()) continue;
+      if (std::optional<PeerModel> taken = Take(s, m->second)) out.emplace(s, *std::move(taken));
     }
   }
   const auto done = rounds_.upper_bound(round);
@@ -219,11 +232,8 @@ std::map<uint64_t, PeerModel> ExchangeInbox::TakeLatest(absl::Time wait_until) {
   std::map<uint64_t, PeerModel> latest;
   for (auto& [round, models] : rounds_) {  // ascending rounds: newer models replace older ones
     for (auto& [sender, arrival] : models) {
-      if (!FromNamedSender(sender, arrival)) continue;
-      auto [it, first] = latest.try_emplace(sender, std::move(arrival.model));
-      if (!first) {
-        it->second.model = std::move(arrival.model.model);
-        it->second.mass += arrival.model.mass;
+      if (std::optional<PeerModel> taken = Take(sender, arrival)) {
+        AddNewer(latest, sender, *std::move(taken));
       }
     }
   }
@@ -231,6 +241,13 @@ std::map<uint64_t, PeerModel> ExchangeInbox::TakeLatest(absl::Time wait_until) {
   pending_by_sender_.clear();
   pending_ = 0;
   return latest;
+}
+
+void AddNewer(std::map<uint64_t, PeerModel>& models, uint64_t sender, PeerModel model) {
+  auto [it, first] = models.try_emplace(sender, std::move(model));
+  if (first) return;
+  it->second.model = std::move(model.model);
+  it->second.mass += model.mass;
 }
 
 store::SpecLookup ShapeLookup(const tensor::TensorMap& model) {
@@ -322,6 +339,15 @@ double PeerSender::AddToLedger(const v1::PeerRef& receiver, double share) {
   return sent_total_[{receiver.trainer_id(), receiver.incarnation()}] += share;
 }
 
+bool PeerSender::ShareOnItsWay(const v1::PeerRef& receiver) {
+  absl::MutexLock lock(&mu_);
+  const std::pair<uint64_t, uint64_t> key{receiver.trainer_id(), receiver.incarnation()};
+  auto sent = sent_total_.find(key);
+  if (sent == sent_total_.end()) return false;
+  auto confirmed = confirmed_total_.find(key);
+  return confirmed == confirmed_total_.end() || confirmed->second < sent->second;
+}
+
 void TransferCancel::Cancel() {
   absl::MutexLock lock(&mu_);
   cancelled_ = true;
@@ -362,7 +388,8 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
   header->set_clock(round);
   header->set_weight(static_cast<float>(mass));
   header->set_mass_ledger(ledger_);
-  header->set_mass_sent_total(AddToLedger(peer, header->weight()));
+  const double sent_total = AddToLedger(peer, header->weight());
+  header->set_mass_sent_total(sent_total);
   header->set_receiver_incarnation(peer.incarnation());
   for (const auto& [name, values] : model) {
     tensor::ToProto({name, {static_cast<int64_t>(values.size())}}, header->add_tensors());
@@ -391,6 +418,11 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
                                                ": ", s.message()));
   }
   sent_.Record(peer.trainer_id(), bytes, start, absl::Now());
+  {
+    absl::MutexLock lock(&mu_);
+    double& confirmed = confirmed_total_[{peer.trainer_id(), peer.incarnation()}];
+    confirmed = std::max(confirmed, sent_total);
+  }
   return absl::OkStatus();
 }
 

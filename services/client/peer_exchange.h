@@ -87,6 +87,10 @@ struct LedgerTotal {
   uint64_t receiver_incarnation = 0;  // the incarnation the total was sent to; 0: unsaid
 };
 
+// Adds `model` from `sender` to `models`, newer than the one they hold from it: it replaces that
+// one, whose mass it takes on.
+void AddNewer(std::map<uint64_t, PeerModel>& models, uint64_t sender, PeerModel model);
+
 // Models received from peers, by round and sender. Thread-safe.
 class ExchangeInbox {
  public:
@@ -122,11 +126,11 @@ class ExchangeInbox {
   // caller is checked against the coordinator's name for `sender` when the model is taken
   // (Collect, TakeLatest), and a model from another caller is dropped with a warning; the Peer
   // service refuses it at once when the name is known already. `mass`: the model's push-sum share.
-  // With a `ledger`, the model carries instead what the ledger's total grew since the last model
-  // taken from that ledger (all of it for the first): a share whose transfer failed comes with the
-  // next one, and none counts twice. A refused model credits nothing. FAILED_PRECONDITION also
-  // when the ledger's total was sent to another incarnation of this trainer (or to one, before
-  // SetIncarnation).
+  // With a `ledger`, the model carries instead, when it is taken, what the ledger's total grew
+  // since the last model taken from that ledger (all of it for the first): a share whose model
+  // failed, was refused or dropped comes with the next one taken, and none counts twice.
+  // FAILED_PRECONDITION also when the ledger's total was sent to another incarnation of this
+  // trainer (SetIncarnation; one that arrived before it was set is dropped when taken).
   absl::Status Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
                        const std::string& caller = "", double mass = 1, LedgerTotal ledger = {});
   // Waits until every sender in `senders` delivered round `round` or is gone (MarkGone), or until
@@ -149,11 +153,17 @@ class ExchangeInbox {
   uint64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<int64_t> collecting_ ABSL_GUARDED_BY(mu_);  // the round Collect waits for
   std::map<uint64_t, int64_t> gone_ ABSL_GUARDED_BY(mu_);   // sender -> last round not to wait
-  // A model as it arrived, with the name in its sender's certificate ("": unchecked).
+  // A model as it arrived (its mass: its share), with the name in its sender's certificate ("":
+  // unchecked) and its sender's running sum.
   struct Arrival {
     PeerModel model;
     std::string caller;
+    LedgerTotal ledger;
   };
+  // `arrival` as `sender`'s model is taken, carrying its credit (Credit); nullopt when it is not
+  // from the named sender (FromNamedSender) or was addressed to another incarnation.
+  std::optional<PeerModel> Take(uint64_t sender, Arrival& arrival)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether `arrival` may be taken as `sender`'s: its caller is unchecked, or the coordinator
   // has not named `sender` (nothing to check against), or named it so.
   bool FromNamedSender(uint64_t sender, const Arrival& arrival) const
@@ -162,13 +172,13 @@ class ExchangeInbox {
   bool Planned(int64_t round, uint64_t sender) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Drops every waiting model that FromNamedSender and Planned no longer allow, freeing its places.
   void DropDisallowed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The mass a model taken from `sender` carries (Deposit), and the ledger's total recorded.
+  // The mass a model taken from `sender` carries (Deposit); records the ledger's total.
   double Credit(uint64_t sender, double share, const LedgerTotal& ledger)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<int64_t, std::map<uint64_t, Arrival>> rounds_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, std::string> names_ ABSL_GUARDED_BY(mu_);        // sender -> its name
   std::map<int64_t, std::set<uint64_t>> plans_ ABSL_GUARDED_BY(mu_);  // round -> its senders
-  // (sender, ledger) -> the ledger's total as of the newest model taken from it.
+  // (sender, ledger) -> the highest total of the models taken from it.
   std::map<std::pair<uint64_t, uint64_t>, double> credited_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, int> pending_by_sender_ ABSL_GUARDED_BY(mu_);  // models in rounds_
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
@@ -241,6 +251,9 @@ class PeerSender {
   absl::Status SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
                        const tensor::TensorMap& model, double mass, absl::Time deadline,
                        TransferCancel* cancel = nullptr);
+  // Whether a share this sender sent `receiver` (its incarnation) may still be on its way: no
+  // transfer answered OK since it was sent.
+  bool ShareOnItsWay(const v1::PeerRef& receiver);
 
  private:
   v1::Peer::Stub& StubFor(const std::string& address);
@@ -254,8 +267,10 @@ class PeerSender {
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<v1::Peer::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
   const uint64_t ledger_;  // random, not 0
-  // (receiver, its incarnation) -> the mass sent to it so far.
+  // (receiver, its incarnation) -> the mass sent to it so far, and the total as of the newest
+  // transfer it answered OK.
   std::map<std::pair<uint64_t, uint64_t>, double> sent_total_ ABSL_GUARDED_BY(mu_);
+  std::map<std::pair<uint64_t, uint64_t>, double> confirmed_total_ ABSL_GUARDED_BY(mu_);
 };
 
 // The exchange's mixing rule, push-sum (Kempe et al., 2003; as in Stochastic Gradient Push, Assran

@@ -296,18 +296,29 @@ TEST(ExchangeInbox, AModelIsCreditedWhatItsSendersLedgerGrew) {
 }
 
 // A total sent to an earlier life of this trainer (the same id, another incarnation) is not its
-// own: that model is refused, and so is any addressed model before the trainer is welcomed.
-TEST(ExchangeInbox, AModelForAnotherIncarnationIsRefused) {
+// own: that model is refused, or dropped when it is taken if it arrived before the trainer knew
+// its incarnation; a model taken later from that ledger is credited what the dropped one carried.
+TEST(ExchangeInbox, AModelForAnotherIncarnationIsNotTaken) {
   ExchangeInbox inbox;
-  const LedgerTotal to_second{42, 9.0, 2};
-  EXPECT_EQ(inbox.Deposit(1, 7, {{"w", {1}}}, "", 0.5, to_second).code(),
-            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(inbox.Deposit(1, 7, {{"w", {1}}}, "", 0.5, LedgerTotal{42, 9.0, 2}).ok());
   inbox.SetIncarnation(3);
-  EXPECT_EQ(inbox.Deposit(1, 7, {{"w", {1}}}, "", 0.5, to_second).code(),
-            absl::StatusCode::kFailedPrecondition);
   EXPECT_TRUE(inbox.TakeLatest().empty());
-  ASSERT_TRUE(inbox.Deposit(1, 7, {{"w", {1}}}, "", 0.5, LedgerTotal{42, 0.5, 3}).ok());
+  EXPECT_EQ(inbox.Deposit(2, 7, {{"w", {1}}}, "", 0.5, LedgerTotal{42, 9.0, 2}).code(),
+            absl::StatusCode::kFailedPrecondition);
+  ASSERT_TRUE(inbox.Deposit(3, 7, {{"w", {1}}}, "", 0.5, LedgerTotal{42, 0.5, 3}).ok());
   EXPECT_DOUBLE_EQ(inbox.TakeLatest()[7].mass, 0.5) << "incarnation 3's total is its own";
+}
+
+// A model dropped as it is taken (not from the sender the coordinator named) credits nothing: the
+// sender's next model carries its share.
+TEST(ExchangeInbox, ADroppedModelLeavesItsShareToTheNext) {
+  ExchangeInbox inbox;
+  ASSERT_TRUE(inbox.Deposit(1, 7, {{"w", {1}}}, "mallory", 5, LedgerTotal{42, 5.0}).ok());
+  inbox.NamePeers(Naming({{7, "bob"}}));
+  ASSERT_TRUE(inbox.Deposit(2, 7, {{"w", {2}}}, "bob", 0.5, LedgerTotal{42, 1.0}).ok());
+  auto got = inbox.TakeLatest();
+  EXPECT_EQ(got[7].model.at("w"), (std::vector<float>{2}));
+  EXPECT_DOUBLE_EQ(got[7].mass, 1.0) << "the first from the ledger: all of its total";
 }
 
 // A joiner's first background exchange waits for a peer's model, up to its deadline.

@@ -333,13 +333,23 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
   // Average in what has arrived; the multicast follows the next step (StartPlannedMulticast),
   // while the iteration after it computes.
   peers_->inbox.NamePeers(exchange);
-  const absl::Time wait_until =
-      std::exchange(await_peers_model_, false) ? ExchangeDeadline() : absl::InfinitePast();
-  const std::map<uint64_t, PeerModel> received = peers_->inbox.TakeLatest(wait_until);
+  std::map<uint64_t, PeerModel> received = peers_->inbox.TakeLatest();
+  if (std::exchange(await_peers_model_, false)) {
+    // A joiner: until a model with mass arrives (a fellow joiner's holds none), or the deadline.
+    const absl::Time deadline = ExchangeDeadline();
+    auto holds_mass = [&] {
+      return std::any_of(received.begin(), received.end(),
+                         [](const auto& r) { return r.second.mass > 0; });
+    };
+    while (!holds_mass() && absl::Now() < deadline) {
+      for (auto& [sender, newer] : peers_->inbox.TakeLatest(deadline)) {
+        AddNewer(received, sender, std::move(newer));
+      }
+    }
+  }
   ASSIGN_OR_RETURN(const double mass, MixInto(own, OwnMass(mass_, received), received));
   const BackgroundMulticast::Outcomes ended = peers_->multicast.Take();
-  // The shares of transfers stopped before they started come back.
-  mass_ = mass + ended.returned_mass;
+  mass_ = mass;
   planned_multicast_ = exchange;
   return ExchangeOutcome{static_cast<int>(received.size()), ended.failed, ended.cancelled};
 }
@@ -349,10 +359,10 @@ void Protocol::StartPlannedMulticast(tensor::TensorMap own) {
   const v1::PeerExchange exchange = std::move(*planned_multicast_);
   planned_multicast_.reset();
   const double share = PushSumShare(mass_, exchange.send_to_size());
-  peers_->multicast.Start({exchange.send_to().begin(), exchange.send_to().end()},
-                          welcome().trainer_id(), exchange.round(), std::move(own), share,
-                          ExchangeDeadline());
-  mass_ -= share * exchange.send_to_size();
+  const double kept = peers_->multicast.Start(
+      {exchange.send_to().begin(), exchange.send_to().end()}, welcome().trainer_id(),
+      exchange.round(), std::move(own), share, ExchangeDeadline());
+  mass_ -= share * exchange.send_to_size() - kept;
   metrics_.mixing_mass.Set(mass_);
 }
 

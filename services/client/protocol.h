@@ -67,8 +67,8 @@ class Protocol {
   // (by the exchange deadline); `own` becomes the average, which is evaluated when due. Under
   // selmcast-ssp and orpheus-ssp: averages in whatever has arrived and plans the multicast that
   // StartPlannedMulticast starts after the next step; a trainer that joined the job under way
-  // first waits, up to the exchange timeout, until a peer's model arrived, so that its first
-  // step starts from it.
+  // first waits, up to the exchange timeout, until a peer's model with mass arrived, so that its
+  // first step starts from it.
   absl::Status Exchange(const v1::Proceed& proceed, tensor::TensorMap& own);
   // selmcast-ssp, orpheus-ssp: whether the last exchange planned a multicast not started yet.
   bool multicast_planned() const { return planned_multicast_.has_value(); }

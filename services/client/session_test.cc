@@ -463,7 +463,7 @@ TEST_F(SessionTest, AJoinerWhoseFirstGrantIsAnExchangeStartsFromItsPeersModels) 
 }
 
 // selmcast-ssp: a trainer joining a job under way waits, in its first exchange, for a peer's
-// model, and its first step starts from it.
+// model with mass (a fellow joiner's holds none), and its first step starts from it.
 TEST_F(SessionTest, ABackgroundJoinerWaitsForAPeersModelBeforeItsFirstStep) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.mutable_welcome().set_peer_to_peer(true);
@@ -473,6 +473,7 @@ TEST_F(SessionTest, ABackgroundJoinerWaitsForAPeersModelBeforeItsFirstStep) {
   coordinator.Script({Exchange(6, 6, 9), absl::ZeroDuration()});
   coordinator.Script({Exchange(7, 7, 9), absl::ZeroDuration()});
   FakePeers peers;
+  ASSERT_TRUE(peers.inbox.Deposit(5, 8, {{"w", {6, 6}}}, "", /*mass=*/0).ok());  // a joiner's
   Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
                   &peers.link);
   std::thread sender([&] {
