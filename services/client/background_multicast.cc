@@ -62,16 +62,15 @@ double BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_
       kept += mass;
       continue;
     }
-    const bool owed = sender_.ShareOnItsWay(peer);
-    if (owed) kept += mass;
-    const double share = owed ? 0 : mass;
+    const PeerSender::Booked booked = sender_.Book(peer, mass, /*unless_on_its_way=*/true);
+    kept += mass - booked.share;
     auto transfer = std::make_unique<Transfer>();
     transfer->receiver = peer.trainer_id();
     transfer->round = round;
     Transfer* t = transfer.get();
-    t->thread = std::thread([this, t, peer, from, round, snapshot, share, deadline] {
+    t->thread = std::thread([this, t, peer, from, round, snapshot, booked, deadline] {
       const absl::Status s =
-          sender_.SendOne(peer, from, round, *snapshot, share, deadline, &t->cancel);
+          sender_.SendBooked(peer, from, round, *snapshot, booked, deadline, &t->cancel);
       absl::MutexLock lock(&mu_);
       t->ended = true;
       if (s.ok()) {

@@ -35,7 +35,7 @@ class BackgroundMulticast {
   // transfer (a cancelled one stops at its next chunk, in its own thread). Returns the mass it
   // did not send, which stays with the sender: the shares of receivers preempted before the
   // multicast started, and of receivers that a share may still be on its way to
-  // (PeerSender::ShareOnItsWay). Those get the model without a new share; the running sums bring
+  // (PeerSender::Book). Those get the model without a new share; the running sums bring
   // them the one on its way. So a pair holds at most one share in flight, however often newer
   // models supersede older ones on it. The share of a transfer that started never comes back,
   // whatever becomes of it: the next model to that receiver carries it (PeerSender::SendOne).

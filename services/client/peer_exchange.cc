@@ -334,18 +334,19 @@ v1::Peer::Stub& PeerSender::StubFor(const std::string& address) {
   return *stub;
 }
 
-double PeerSender::AddToLedger(const v1::PeerRef& receiver, double share) {
-  absl::MutexLock lock(&mu_);
-  return sent_total_[{receiver.trainer_id(), receiver.incarnation()}] += share;
-}
-
-bool PeerSender::ShareOnItsWay(const v1::PeerRef& receiver) {
-  absl::MutexLock lock(&mu_);
+PeerSender::Booked PeerSender::Book(const v1::PeerRef& receiver, double share,
+                                    bool unless_on_its_way) {
   const std::pair<uint64_t, uint64_t> key{receiver.trainer_id(), receiver.incarnation()};
-  auto sent = sent_total_.find(key);
-  if (sent == sent_total_.end()) return false;
+  absl::MutexLock lock(&mu_);
+  double& sent = sent_total_[key];
   auto confirmed = confirmed_total_.find(key);
-  return confirmed == confirmed_total_.end() || confirmed->second < sent->second;
+  const bool on_its_way =
+      sent > 0 && (confirmed == confirmed_total_.end() || confirmed->second < sent);
+  Booked booked{static_cast<float>(share), 0};
+  if (unless_on_its_way && on_its_way) booked.share = 0;
+  if (std::isfinite(booked.share) && booked.share > 0) sent += booked.share;
+  booked.sent_total = sent;
+  return booked;
 }
 
 void TransferCancel::Cancel() {
@@ -368,6 +369,12 @@ void TransferCancel::Attach(grpc::ClientContext* context) {
 absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
                                  const tensor::TensorMap& model, double mass, absl::Time deadline,
                                  TransferCancel* cancel) {
+  return SendBooked(peer, sender, round, model, Book(peer, mass), deadline, cancel);
+}
+
+absl::Status PeerSender::SendBooked(const v1::PeerRef& peer, uint64_t sender, int64_t round,
+                                    const tensor::TensorMap& model, const Booked& booked,
+                                    absl::Time deadline, TransferCancel* cancel) {
   const absl::Time start = absl::Now();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(deadline));
@@ -386,10 +393,9 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
   v1::PushHeader* header = message.mutable_header();
   header->set_trainer_id(sender);
   header->set_clock(round);
-  header->set_weight(static_cast<float>(mass));
+  header->set_weight(static_cast<float>(booked.share));
   header->set_mass_ledger(ledger_);
-  const double sent_total = AddToLedger(peer, header->weight());
-  header->set_mass_sent_total(sent_total);
+  header->set_mass_sent_total(booked.sent_total);
   header->set_receiver_incarnation(peer.incarnation());
   for (const auto& [name, values] : model) {
     tensor::ToProto({name, {static_cast<int64_t>(values.size())}}, header->add_tensors());
@@ -421,7 +427,7 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
   {
     absl::MutexLock lock(&mu_);
     double& confirmed = confirmed_total_[{peer.trainer_id(), peer.incarnation()}];
-    confirmed = std::max(confirmed, sent_total);
+    confirmed = std::max(confirmed, booked.sent_total);
   }
   return absl::OkStatus();
 }

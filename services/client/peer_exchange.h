@@ -244,21 +244,30 @@ class PeerSender {
   std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t sender,
                                       int64_t round, const tensor::TensorMap& model, double mass,
                                       absl::Time deadline);
-  // Sends to one peer; CANCELLED when `cancel` (may be null) fires first. Either way the share
-  // `mass` is on this sender's running sums for that peer (PushHeader.mass_ledger): a transfer
-  // that fails, or is cancelled as it ends, may have been taken after all, so its share does not
-  // go back to the sender; the next model that reaches the peer carries it.
+  // A share booked on this sender's running sums for one receiver (Book): what a model carries.
+  struct Booked {
+    double share = 0;       // PushHeader.weight
+    double sent_total = 0;  // PushHeader.mass_sent_total
+  };
+  // Books `share` (as the wire's float carries it) on the running sums for `receiver` (its
+  // incarnation). With `unless_on_its_way`, books nothing (share 0) while a share may still be on
+  // its way to it: none was answered OK since it was booked. A negative or non-finite share is
+  // carried as it is, and not booked (the receiver refuses it).
+  Booked Book(const v1::PeerRef& receiver, double share, bool unless_on_its_way = false);
+  // Sends to one peer, carrying `booked`; CANCELLED when `cancel` (may be null) fires first.
+  // Either way the share stays on the running sums: a transfer that fails, or is cancelled as it
+  // ends, may have been taken after all, so its share does not go back to the sender; the next
+  // model that reaches the peer carries it.
+  absl::Status SendBooked(const v1::PeerRef& peer, uint64_t sender, int64_t round,
+                          const tensor::TensorMap& model, const Booked& booked, absl::Time deadline,
+                          TransferCancel* cancel = nullptr);
+  // SendBooked with Book(peer, mass).
   absl::Status SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
                        const tensor::TensorMap& model, double mass, absl::Time deadline,
                        TransferCancel* cancel = nullptr);
-  // Whether a share this sender sent `receiver` (its incarnation) may still be on its way: no
-  // transfer answered OK since it was sent.
-  bool ShareOnItsWay(const v1::PeerRef& receiver);
 
  private:
   v1::Peer::Stub& StubFor(const std::string& address);
-  // Adds `share` to what this sender has sent `receiver` (its incarnation), and returns the total.
-  double AddToLedger(const v1::PeerRef& receiver, double share);
 
   base::TokenBucket* egress_;
   TransferMeter& sent_;

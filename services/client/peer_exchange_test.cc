@@ -297,7 +297,7 @@ TEST(ExchangeInbox, AModelIsCreditedWhatItsSendersLedgerGrew) {
 
 // A total sent to an earlier life of this trainer (the same id, another incarnation) is not its
 // own: that model is refused, or dropped when it is taken if it arrived before the trainer knew
-// its incarnation; a model taken later from that ledger is credited what the dropped one carried.
+// its incarnation.
 TEST(ExchangeInbox, AModelForAnotherIncarnationIsNotTaken) {
   ExchangeInbox inbox;
   ASSERT_TRUE(inbox.Deposit(1, 7, {{"w", {1}}}, "", 0.5, LedgerTotal{42, 9.0, 2}).ok());

@@ -477,6 +477,9 @@ TEST_F(SessionTest, ABackgroundJoinerWaitsForAPeersModelBeforeItsFirstStep) {
   Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
                   &peers.link);
   std::thread sender([&] {
+    // Not synchronisation: the test passes however late this comes (within the minute). Coming
+    // late, it fails a session that stops waiting at the fellow joiner's model.
+    absl::SleepFor(absl::Milliseconds(100));
     ASSERT_TRUE(peers.inbox.Deposit(5, 9, {{"w", {8, 8}}}, "", /*mass=*/0.5).ok());
   });
   ASSERT_TRUE(session.Start().ok());
@@ -543,6 +546,29 @@ TEST_F(SessionTest, ABackgroundMulticastCarriesTheStepThatFollowedItsExchange) {
   EXPECT_EQ(got[7].model["w"], (std::vector<float>{0.25f, 0.25f}));
   EXPECT_EQ(got[7].mass, 0.5);
   server->Shutdown();
+}
+
+// selmcast-ssp: while a share may still be on its way to a receiver (here nobody listens, so none
+// is ever answered OK), the next multicast to it carries no new share, and the trainer keeps it.
+TEST_F(SessionTest, ABackgroundMulticastKeepsTheShareOfAReceiverOneIsOnItsWayTo) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.mutable_welcome().set_exchange_in_background(true);
+  for (int64_t clock : {0, 1, 2}) {
+    v1::Proceed grant = Exchange(clock, clock, 9);
+    v1::PeerRef* nobody = grant.mutable_exchange()->add_send_to();
+    nobody->set_trainer_id(5);
+    nobody->set_address("127.0.0.1:1");
+    coordinator.Script({grant, absl::ZeroDuration()});
+  }
+  FakePeers peers;
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
+                  &peers.link);
+  ASSERT_TRUE(session.Start().ok());
+  EXPECT_EQ(session.Step(0.5f).value_or(false), true);  // sends 1/2 of its mass
+  EXPECT_EQ(metrics_.mixing_mass.Value(), 0.5);
+  EXPECT_EQ(session.Step(0.5f).value_or(false), true);  // the half is on its way: keeps the rest
+  EXPECT_EQ(metrics_.mixing_mass.Value(), 0.5);
 }
 
 TEST_F(SessionTest, EvictionEndsTheRunWithAborted) {
