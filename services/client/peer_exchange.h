@@ -172,7 +172,8 @@ class ExchangeInbox {
   bool Planned(int64_t round, uint64_t sender) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Drops every waiting model that FromNamedSender and Planned no longer allow, freeing its places.
   void DropDisallowed() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // The mass a model taken from `sender` carries (Deposit); records the ledger's total.
+  // The mass a model taken from `sender` carries (Deposit's contract), for Take; records the
+  // ledger's total.
   double Credit(uint64_t sender, double share, const LedgerTotal& ledger)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   std::map<int64_t, std::map<uint64_t, Arrival>> rounds_ ABSL_GUARDED_BY(mu_);
