@@ -11,13 +11,28 @@ TokenBucket::TokenBucket(double bytes_per_second, double burst_bytes, const Cloc
       tokens_(burst_bytes),
       last_(clock.Now()) {}
 
-absl::Duration TokenBucket::Take(size_t bytes) {
-  absl::MutexLock lock(&mu_);
+void TokenBucket::Refill() {
   const absl::Time now = clock_.Now();
   tokens_ = std::min(burst_, tokens_ + rate_ * absl::ToDoubleSeconds(now - last_));
   last_ = now;
+}
+
+absl::Duration TokenBucket::Take(size_t bytes) {
+  absl::MutexLock lock(&mu_);
+  Refill();
   tokens_ -= static_cast<double>(bytes);
   return tokens_ >= 0 ? absl::ZeroDuration() : absl::Seconds(-tokens_ / rate_);
+}
+
+absl::Duration TokenBucket::TakeIdle(size_t bytes) {
+  absl::MutexLock lock(&mu_);
+  Refill();
+  const double needed = std::min(burst_, static_cast<double>(bytes));
+  if (tokens_ >= needed) {
+    tokens_ -= static_cast<double>(bytes);
+    return absl::ZeroDuration();
+  }
+  return absl::Seconds((needed - tokens_) / rate_);
 }
 
 void PaceThrough(TokenBucket* bucket, size_t bytes) {

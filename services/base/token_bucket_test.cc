@@ -31,6 +31,25 @@ TEST(TokenBucketTest, LongRunRateHoldsForChunksLargerThanTheBurst) {
   EXPECT_NEAR(absl::ToDoubleSeconds(waited), 10.0 - 0.064, 1e-6);
 }
 
+TEST(TokenBucketTest, TakeIdleUsesOnlyWhatTheOthersLeave) {
+  FakeClock clock;
+  TokenBucket bucket(1000, 500, clock);
+  EXPECT_EQ(bucket.TakeIdle(200), absl::ZeroDuration());     // idle: taken
+  EXPECT_EQ(bucket.Take(800), absl::Milliseconds(500));      // a normal sender goes into debt
+  EXPECT_EQ(bucket.TakeIdle(100), absl::Milliseconds(600));  // nothing taken: 500 owed, 100 more
+  clock.Advance(absl::Milliseconds(500));
+  // The normal sender, woken as its debt is paid, takes its next chunk first: still no idle rate.
+  EXPECT_EQ(bucket.Take(100), absl::Milliseconds(100));
+  EXPECT_GT(bucket.TakeIdle(100), absl::ZeroDuration());
+  clock.Advance(absl::Milliseconds(200));  // the normal sender paused: its rate is idle
+  EXPECT_EQ(bucket.TakeIdle(100), absl::ZeroDuration());
+  // A chunk larger than the burst waits for a full bucket, then goes into debt like Take.
+  EXPECT_EQ(bucket.TakeIdle(2000), absl::Milliseconds(500));
+  clock.Advance(absl::Milliseconds(500));
+  EXPECT_EQ(bucket.TakeIdle(2000), absl::ZeroDuration());
+  EXPECT_EQ(bucket.Take(0), absl::Milliseconds(1500));
+}
+
 TEST(ParseRateTest, AcceptsTcUnits) {
   EXPECT_DOUBLE_EQ(*ParseRate("100mbit"), 12.5e6);
   EXPECT_DOUBLE_EQ(*ParseRate("1Gbit"), 125e6);

@@ -185,12 +185,14 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
 
 std::map<uint64_t, PeerModel> ExchangeInbox::Collect(int64_t round,
                                                      const std::vector<uint64_t>& senders,
-                                                     absl::Time deadline) {
+                                                     absl::Time deadline,
+                                                     const std::set<uint64_t>& not_waited_for) {
   absl::MutexLock lock(&mu_);
   collecting_ = round;
   auto all_arrived = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     auto it = rounds_.find(round);
     for (uint64_t s : senders) {
+      if (not_waited_for.count(s) > 0) continue;
       const bool arrived = it != rounds_.end() && it->second.count(s) > 0;
       auto gone = gone_.find(s);
       if (!arrived && (gone == gone_.end() || gone->second < round)) return false;
@@ -372,10 +374,48 @@ absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64
   return SendBooked(peer, sender, round, model, Book(peer, mass), deadline, cancel);
 }
 
+bool PeerSender::AwaitIdleUpload(size_t bytes, TransferCancel* cancel, absl::Time deadline) {
+  auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return required_running_ == 0; };
+  for (;;) {
+    if (cancel != nullptr && cancel->cancelled()) return false;
+    const absl::Time now = absl::Now();
+    if (now >= deadline) return false;
+    const absl::Duration poll = std::min(kIdlePoll, deadline - now);
+    if (egress_ == nullptr) {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(absl::Condition(&idle), poll)) return true;
+      continue;
+    }
+    const absl::Duration wait = egress_->TakeIdle(bytes);
+    if (wait == absl::ZeroDuration()) return true;
+    absl::SleepFor(std::min(wait, poll));
+  }
+}
+
 absl::Status PeerSender::SendBooked(const v1::PeerRef& peer, uint64_t sender, int64_t round,
                                     const tensor::TensorMap& model, const Booked& booked,
                                     absl::Time deadline, TransferCancel* cancel) {
+  if (!peer.low_priority()) CountRequired(1);
+  return Send(peer, sender, round, model, booked, deadline, cancel);
+}
+
+void PeerSender::CountRequired(int transfers) {
+  absl::MutexLock lock(&mu_);
+  required_running_ += transfers;
+}
+
+absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t round,
+                              const tensor::TensorMap& model, const Booked& booked,
+                              absl::Time deadline, TransferCancel* cancel) {
   const absl::Time start = absl::Now();
+  const bool low = peer.low_priority();
+  struct Uncount {
+    PeerSender* sender;  // null: nothing to uncount
+    ~Uncount() {
+      if (sender != nullptr) sender->CountRequired(-1);
+    }
+  } uncount{low ? nullptr : this};
+  const uint32_t chunk_bytes = low ? std::min(chunk_bytes_, kLowPriorityChunkBytes) : chunk_bytes_;
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(deadline));
   if (cancel != nullptr) cancel->Attach(&ctx);
@@ -404,13 +444,18 @@ absl::Status PeerSender::SendBooked(const v1::PeerRef& peer, uint64_t sender, in
   uint64_t bytes = 0;
   for (const auto& [name, values] : model) {
     if (!ok) break;
-    tensor::ForEachChunk(name, values, chunk_bytes_, [&](v1::TensorChunk& chunk) {
+    tensor::ForEachChunk(name, values, chunk_bytes, [&](v1::TensorChunk& chunk) {
       if (!ok) return;
       if (cancel != nullptr && cancel->cancelled()) {
         ok = false;
         return;
       }
-      base::PaceThrough(egress_, chunk.data().size());
+      if (!low) {
+        base::PaceThrough(egress_, chunk.data().size());
+      } else if (!AwaitIdleUpload(chunk.data().size(), cancel, deadline)) {
+        ok = false;  // cancelled, or past the deadline: Finish says which
+        return;
+      }
       bytes += chunk.data().size();
       message.mutable_chunk()->Swap(&chunk);
       ok = writer->Write(message);
@@ -435,14 +480,29 @@ absl::Status PeerSender::SendBooked(const v1::PeerRef& peer, uint64_t sender, in
 std::vector<absl::Status> PeerSender::SendToAll(const std::vector<v1::PeerRef>& peers,
                                                 uint64_t sender, int64_t round,
                                                 const tensor::TensorMap& model, double mass,
-                                                absl::Time deadline) {
+                                                absl::Time deadline,
+                                                const std::function<void()>& after_required) {
   std::vector<absl::Status> results(peers.size());
-  std::vector<std::thread> threads;
+  std::vector<TransferCancel> cancels(peers.size());
+  // Counted before any transfer starts, so that no low-priority chunk goes ahead of them.
+  CountRequired(static_cast<int>(std::count_if(
+      peers.begin(), peers.end(), [](const v1::PeerRef& p) { return !p.low_priority(); })));
+  std::vector<std::thread> required;
+  std::vector<std::thread> low;
   for (size_t i = 0; i < peers.size(); ++i) {
-    threads.emplace_back(
-        [&, i] { results[i] = SendOne(peers[i], sender, round, model, mass, deadline); });
+    (peers[i].low_priority() ? low : required).emplace_back([&, i] {
+      results[i] =
+          Send(peers[i], sender, round, model, Book(peers[i], mass), deadline, &cancels[i]);
+    });
   }
-  for (std::thread& t : threads) t.join();
+  for (std::thread& t : required) t.join();
+  if (after_required) {
+    after_required();
+    for (size_t i = 0; i < peers.size(); ++i) {
+      if (peers[i].low_priority()) cancels[i].Cancel();
+    }
+  }
+  for (std::thread& t : low) t.join();
   return results;
 }
 

@@ -134,9 +134,12 @@ class ExchangeInbox {
   absl::Status Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
                        const std::string& caller = "", double mass = 1, LedgerTotal ledger = {});
   // Waits until every sender in `senders` delivered round `round` or is gone (MarkGone), or until
-  // `deadline`; returns what arrived (possibly less) and forgets every round up to `round`.
+  // `deadline`; returns what arrived (possibly less) and forgets every round up to `round`. The
+  // senders also in `not_waited_for` (SelMcast's Pareto additions) are taken if they arrived by
+  // then, and not waited for.
   std::map<uint64_t, PeerModel> Collect(int64_t round, const std::vector<uint64_t>& senders,
-                                        absl::Time deadline);
+                                        absl::Time deadline,
+                                        const std::set<uint64_t>& not_waited_for = {});
   // `sender` left the job: the exchange under way (or the next one) stops waiting for it. A later
   // round, planned after it left, waits for it again (it may have rejoined under the same id).
   void MarkGone(uint64_t sender);
@@ -232,9 +235,18 @@ class TransferCancel {
   bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
-// Streams this trainer's model to peers, each stream with its own deadline.
+// Streams this trainer's model to peers, each stream with its own deadline. A peer marked
+// `low_priority` (SelMcast's Pareto additions) is sent to only on the upload that the others leave
+// idle: with an emulated egress rate, out of the tokens their transfers leave in the bucket
+// (TokenBucket::TakeIdle), in chunks of at most kLowPriorityChunkBytes, so that a required
+// transfer waits at most one such chunk for it; without one, only while no other transfer of
+// this sender runs (the link's idle rate cannot be seen then).
 class PeerSender {
  public:
+  static constexpr uint32_t kLowPriorityChunkBytes = 64 * 1024;
+  // How often a low-priority transfer waiting for an idle upload looks at its cancel and deadline.
+  static constexpr absl::Duration kIdlePoll = absl::Milliseconds(5);
+
   // `credentials`: this trainer's certificate (or none).
   PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Credentials credentials,
              uint32_t chunk_bytes = tensor::kDefaultChunkBytes);
@@ -242,9 +254,13 @@ class PeerSender {
   // Sends `model`, carrying push-sum mass `mass` to each, as round `round` from `sender` to every
   // peer; returns each peer's outcome in order (a dead or slow peer fails with UNAVAILABLE or
   // DEADLINE_EXCEEDED at `deadline`). A peer that answers OK took the model into that round.
+  // Once every transfer not at low priority ended, `after_required` (may be null) is called, and
+  // when it returns the low-priority transfers still running are cancelled (CANCELLED); without
+  // it they run to their end.
   std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t sender,
                                       int64_t round, const tensor::TensorMap& model, double mass,
-                                      absl::Time deadline);
+                                      absl::Time deadline,
+                                      const std::function<void()>& after_required = nullptr);
   // A share booked on this sender's running sums for one receiver (Book): what a model carries.
   struct Booked {
     double share = 0;       // PushHeader.weight
@@ -255,7 +271,8 @@ class PeerSender {
   // its way to it: none was answered OK since it was booked. A negative or non-finite share is
   // carried as it is, and not booked (the receiver refuses it).
   Booked Book(const v1::PeerRef& receiver, double share, bool unless_on_its_way = false);
-  // Sends to one peer, carrying `booked`; CANCELLED when `cancel` (may be null) fires first.
+  // Sends to one peer, carrying `booked`, at its priority (PeerRef.low_priority); CANCELLED when
+  // `cancel` (may be null) fires first.
   // Either way the share stays on the running sums: a transfer that fails, or is cancelled as it
   // ends, may have been taken after all, so its share does not go back to the sender; the next
   // model that reaches the peer carries it.
@@ -269,6 +286,16 @@ class PeerSender {
 
  private:
   v1::Peer::Stub& StubFor(const std::string& address);
+  // Waits until a low-priority chunk of `bytes` may go (the class comment); false when `cancel`
+  // fired or `deadline` passed first.
+  bool AwaitIdleUpload(size_t bytes, TransferCancel* cancel, absl::Time deadline);
+  // Adds `transfers` (may be negative) to the required transfers running.
+  void CountRequired(int transfers);
+  // SendBooked, for a required transfer counted already (CountRequired), which it uncounts as it
+  // ends.
+  absl::Status Send(const v1::PeerRef& peer, uint64_t sender, int64_t round,
+                    const tensor::TensorMap& model, const Booked& booked, absl::Time deadline,
+                    TransferCancel* cancel);
 
   base::TokenBucket* egress_;
   TransferMeter& sent_;
@@ -281,6 +308,7 @@ class PeerSender {
   // transfer it answered OK.
   std::map<std::pair<uint64_t, uint64_t>, double> sent_total_ ABSL_GUARDED_BY(mu_);
   std::map<std::pair<uint64_t, uint64_t>, double> confirmed_total_ ABSL_GUARDED_BY(mu_);
+  int required_running_ ABSL_GUARDED_BY(mu_) = 0;  // transfers not at low priority
 };
 
 // The exchange's mixing rule, push-sum (Kempe et al., 2003; as in Stochastic Gradient Push, Assran

@@ -1,9 +1,11 @@
 #include "client/protocol.h"
 
 #include <algorithm>
+#include <set>
 #include <thread>
 #include <utility>
 
+#include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
 #include "spdlog/spdlog.h"
 
@@ -296,33 +298,48 @@ double Protocol::OwnMass(double kept, const std::map<uint64_t, PeerModel>& recei
 absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
     const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
   peers_->inbox.PlanRound(exchange);
-  const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
+  // SelMcast's Pareto additions (low priority) use what the required transfers leave idle: the
+  // round waits for neither direction of them, and they stop when this trainer's exchange is done.
   std::vector<uint64_t> senders;
-  for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
+  std::set<uint64_t> not_waited_for;
+  for (const v1::PeerRef& peer : exchange.receive_from()) {
+    senders.push_back(peer.trainer_id());
+    if (peer.low_priority()) not_waited_for.insert(peer.trainer_id());
+  }
   // Push-sum: one share of this trainer's mass stays, one goes with each model sent.
+  const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
   const double share = PushSumShare(mass_, receivers.size());
+  absl::Notification collected;
   std::vector<absl::Status> sent;
   std::thread send([&] {
     sent = peers_->sender.SendToAll(receivers, welcome().trainer_id(), exchange.round(), own, share,
-                                    deadline);
+                                    deadline, [&] { collected.WaitForNotification(); });
   });
   const std::map<uint64_t, PeerModel> received =
-      peers_->inbox.Collect(exchange.round(), senders, deadline);
+      peers_->inbox.Collect(exchange.round(), senders, deadline, not_waited_for);
+  collected.Notify();
   send.join();
   ExchangeOutcome outcome;
   outcome.received = static_cast<int>(received.size());
-  outcome.missed = static_cast<int>(senders.size() - received.size());
+  for (uint64_t s : senders) {
+    if (received.count(s) == 0 && not_waited_for.count(s) == 0) ++outcome.missed;
+  }
+  if (outcome.missed > 0) {
+    const size_t due = senders.size() - not_waited_for.size();
+    spdlog::warn("round {}: {} of {} peers delivered by the deadline", exchange.round(),
+                 due - outcome.missed, due);
+  }
   // Every share left, also those whose transfer failed: the next model to that receiver carries
   // them (PeerSender's running sums).
   const double kept = mass_ - share * static_cast<double>(receivers.size());
-  for (const absl::Status& s : sent) {
-    if (s.ok()) continue;
+  for (size_t i = 0; i < sent.size(); ++i) {
+    if (sent[i].ok()) continue;
+    if (receivers[i].low_priority()) {
+      ++outcome.preempted;  // cut as the exchange ended, or refused by a receiver done with it
+      continue;
+    }
     ++outcome.missed;
-    spdlog::warn("round {}: {}", exchange.round(), s.ToString());
-  }
-  if (received.size() < senders.size()) {
-    spdlog::warn("round {}: {} of {} peers delivered by the deadline", exchange.round(),
-                 received.size(), senders.size());
+    spdlog::warn("round {}: {}", exchange.round(), sent[i].ToString());
   }
   ASSIGN_OR_RETURN(mass_, MixInto(own, OwnMass(kept, received), received));
   return outcome;

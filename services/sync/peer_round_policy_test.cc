@@ -104,6 +104,39 @@ TEST(PeerRoundPolicyTest, SelMcastSendsLessToASlowReceiverThanOrpheus) {
   EXPECT_LT(senders_to_slow("selmcast"), senders_to_slow("orpheus"));
 }
 
+TEST(PeerRoundPolicyTest, SelMcastMarksItsParetoAdditionsLowPriority) {
+  for (const std::string planner : {"selmcast", "orpheus"}) {
+    PeerRoundPolicy p(Config(planner, 8));
+    JoinAll(p, 8);
+    size_t additions = 0;
+    for (int64_t clock = 1; clock <= 12; ++clock) {
+      for (TrainerId t = 1; t <= 8; ++t) {
+        const double download = t == 8 ? 2.5e6 : 12.5e6;  // as above: one slow receiver
+        p.ObserveTransfers(t, TransferSample{12.5e6, 1.0, download, 1.0});
+      }
+      ReportAll(p, 8, clock);
+      for (const auto& [t, exchange] : p.last_plan()) {
+        additions += exchange.low_priority_to.size();
+        for (TrainerId to : exchange.low_priority_to) {
+          EXPECT_NE(std::find(exchange.send_to.begin(), exchange.send_to.end(), to),
+                    exchange.send_to.end());
+          EXPECT_EQ(p.last_plan().at(to).low_priority_from.count(t), 1u) << t << "->" << to;
+        }
+        for (TrainerId from : exchange.low_priority_from) {
+          EXPECT_EQ(p.last_plan().at(from).low_priority_to.count(t), 1u) << from << "->" << t;
+        }
+        // The additions come on top of the p required receivers.
+        EXPECT_GE(exchange.send_to.size() - exchange.low_priority_to.size(), 3u) << planner;
+      }
+    }
+    if (planner == "selmcast") {
+      EXPECT_GT(additions, 0u);
+    } else {
+      EXPECT_EQ(additions, 0u);  // Orpheus has no Pareto step
+    }
+  }
+}
+
 TEST(PeerRoundPolicyTest, ADepartureReleasesTheRound) {
   PeerRoundPolicy p(Config("selmcast", 3));
   JoinAll(p, 3);
@@ -163,6 +196,38 @@ TEST(PeerRoundPolicyTest, AJoinersFirstRoundGivesItASender) {
     ASSERT_TRUE(p.OnJoin(7, kT0, &joined).ok());  // waits at round 2
     for (TrainerId t = 1; t <= 6; ++t) ASSERT_TRUE(p.OnClock(t, 2, kT0).ok());
     ASSERT_FALSE(p.last_plan().at(7).receive_from.empty()) << "seed " << seed;
+    ExpectConsistent(p.last_plan());
+  }
+}
+
+// Under selmcast the joiner's trained sender is a required transfer, waited for, never a Pareto
+// addition (low priority, not waited for) alone.
+TEST(PeerRoundPolicyTest, AJoinersSenderUnderSelMcastIsRequired) {
+  for (int64_t rounds = 1; rounds <= 4; ++rounds) {
+    PeerRoundPolicy p(Config("selmcast", 6));
+    JoinAll(p, 6);
+    auto observe = [&] {
+      for (TrainerId t = 1; t <= 7; ++t) {
+        // Trainer 6 uploads slowly: the round is long, and the Pareto step adds receivers to
+        // the others' multicasts within it. The joiner downloads at a sixth of the others' rate:
+        // the greedy step avoids it, the Pareto step adds it.
+        p.ObserveTransfers(t,
+                           TransferSample{t == 6 ? 1e6 : 12.5e6, 1.0, t == 7 ? 2e6 : 12.5e6, 1.0});
+      }
+    };
+    for (int64_t clock = 1; clock <= rounds; ++clock) {
+      observe();
+      ReportAll(p, 6, clock);
+    }
+    Decisions joined;
+    ASSERT_TRUE(p.OnJoin(7, kT0, &joined).ok());
+    observe();
+    for (TrainerId t = 1; t <= 6; ++t) ASSERT_TRUE(p.OnClock(t, rounds + 1, kT0).ok());
+    const PeerExchange& first = p.last_plan().at(7);
+    const bool fed =
+        std::any_of(first.receive_from.begin(), first.receive_from.end(),
+                    [&](TrainerId t) { return first.low_priority_from.count(t) == 0; });
+    EXPECT_TRUE(fed) << "after " << rounds << " rounds";
     ExpectConsistent(p.last_plan());
   }
 }

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <map>
 #include <optional>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,12 +73,17 @@ struct RoundClose {
 // The peer-to-peer modes' part of a grant: before computing its next iteration, the trainer sends
 // its model to `send_to` and averages in the models that arrive from `receive_from` by the
 // exchange deadline.
+// SelMcast's Pareto additions are the pairs in `low_priority_to` / `low_priority_from`: they
+// travel at low priority, and the round does not wait for them.
 struct PeerExchange {
   int64_t round = 0;
   std::vector<TrainerId> send_to;
   std::vector<TrainerId> receive_from;
+  std::set<TrainerId> low_priority_to;    // a subset of send_to
+  std::set<TrainerId> low_priority_from;  // a subset of receive_from
   bool operator==(const PeerExchange& o) const {
-    return round == o.round && send_to == o.send_to && receive_from == o.receive_from;
+    return round == o.round && send_to == o.send_to && receive_from == o.receive_from &&
+           low_priority_to == o.low_priority_to && low_priority_from == o.low_priority_from;
   }
 };
 

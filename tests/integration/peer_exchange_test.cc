@@ -5,6 +5,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <map>
 #include <memory>
 #include <thread>
 
@@ -200,6 +201,69 @@ TEST(BackgroundMulticastTest, AMulticastGoesOnPastTheNextOne) {
   EXPECT_EQ(outcomes.cancelled, 0);
   EXPECT_EQ(r.slow.inbox.TakeLatest()[7].model, Model(1, kLarge));
   EXPECT_EQ(r.fast.inbox.TakeLatest()[7].model, Model(2, kLarge));
+}
+
+v1::PeerRef LowPriority(v1::PeerRef ref) {
+  ref.set_low_priority(true);
+  return ref;
+}
+
+// When each of the sender's transfers ended (TransferMeter's times), by peer.
+std::map<uint64_t, double> EndsByPeer(TransferMeter& meter) {
+  std::map<uint64_t, double> ends;
+  for (const StreamTimes& s : meter.Take().streams) ends[s.peer] = s.start_seconds + s.seconds;
+  return ends;
+}
+
+// Without an emulated egress rate a low-priority transfer (a Pareto addition) sends nothing while
+// a required one runs: the model to the fast receiver, which alone would take milliseconds, ends
+// after the 2 s one to the slow receiver.
+TEST(PeerExchangeTest, ALowPriorityTransferYieldsToTheRequiredOnes) {
+  SlowAndFastReceivers r;
+  const std::vector<absl::Status> results =
+      r.sender.SendToAll({LowPriority(r.fast.Ref(2)), r.slow.Ref(1)}, 7, 1, Model(1, kLarge), 0.5,
+                         In(absl::Seconds(30)));
+  ASSERT_TRUE(results[0].ok()) << results[0];
+  ASSERT_TRUE(results[1].ok()) << results[1];
+  std::map<uint64_t, double> ends = EndsByPeer(r.sent);
+  EXPECT_GT(ends[2], ends[1]);
+  EXPECT_EQ(r.fast.inbox.Collect(1, {7}, In(absl::Seconds(1)))[7].model, Model(1, kLarge));
+}
+
+// With an emulated egress rate a low-priority transfer takes the rate the required ones leave
+// idle: while the required transfer waits on its slow receiver (2 MB/s into a 20 MB/s upload),
+// the addition to the fast one goes ahead and ends first.
+TEST(PeerExchangeTest, ALowPriorityTransferUsesTheIdleEgressRate) {
+  SlowAndFastReceivers r;
+  base::TokenBucket egress(20e6, 64e3, base::MonotonicClock::Get());
+  PeerSender sender(&egress, r.sent, rpc::Credentials::Insecure());
+  const std::vector<absl::Status> results =
+      sender.SendToAll({r.slow.Ref(1), LowPriority(r.fast.Ref(2))}, 7, 1, Model(1, kLarge), 0.5,
+                       In(absl::Seconds(30)));
+  ASSERT_TRUE(results[0].ok()) << results[0];
+  ASSERT_TRUE(results[1].ok()) << results[1];
+  std::map<uint64_t, double> ends = EndsByPeer(r.sent);
+  EXPECT_LT(ends[2], ends[1]);
+}
+
+// A round's additions stop once the required transfers ended and the caller is done
+// (`after_required`): the one to the fast receiver, held back by the 2 s required transfer, is
+// cancelled and deposits nothing; its share stays on the running sums.
+TEST(PeerExchangeTest, LowPriorityTransfersStopAfterTheRequiredOnes) {
+  SlowAndFastReceivers r;
+  bool called = false;
+  const std::vector<absl::Status> results =
+      r.sender.SendToAll({r.slow.Ref(1), LowPriority(r.fast.Ref(2))}, 7, 1, Model(1, kLarge), 0.5,
+                         In(absl::Seconds(30)), [&] { called = true; });
+  EXPECT_TRUE(called);
+  ASSERT_TRUE(results[0].ok()) << results[0];
+  EXPECT_EQ(results[1].code(), absl::StatusCode::kCancelled) << results[1];
+  EXPECT_TRUE(r.fast.inbox.Collect(1, {7}, In(absl::Milliseconds(100))).empty());
+  // The next model to it carries both shares.
+  ASSERT_TRUE(
+      r.sender.SendToAll({r.fast.Ref(2)}, 7, 2, Model(2, kLarge), 0.5, In(absl::Seconds(30)))[0]
+          .ok());
+  EXPECT_DOUBLE_EQ(r.fast.inbox.Collect(2, {7}, In(absl::Seconds(1)))[7].mass, 1.0);
 }
 
 // A newer model to the same receiver replaces the older one still on its way; the newer
