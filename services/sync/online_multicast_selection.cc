@@ -139,7 +139,8 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
   }
 
   // Each task's deadline: when it would stop blocking anyway, or when its chosen transfers end.
-  OnlineMulticastPlan plan{PairMatrix(n), PairMatrix(n), std::vector<double>(n, 0.0)};
+  OnlineMulticastPlan plan{PairMatrix(n), PairMatrix(n), std::vector<double>(n, 0.0),
+                           PairMatrix(n)};
   std::vector<double>& t = plan.deadline_seconds;
   for (int i : tasks) {
     t[i] = std::max(p.tau[i], s.Sent(i) / p.links.upload[i]);
@@ -170,6 +171,7 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
     if (s.Sent(i, s.volume(i, j)) / p.links.upload[i] <= limit &&
         (s.received(j) + s.volume(i, j)) / p.links.download[j] <= limit) {
       s.Choose(i, j);
+      plan.additions.set(i, j, true);
     }
   }
 
@@ -187,7 +189,8 @@ OnlineMulticastPlan SelectOrpheusOnline(const OnlineMulticastProblem& p, const P
                                         int64_t round, std::mt19937_64& rng) {
   const int n = p.size();
   const int kappa = p.ready;
-  OnlineMulticastPlan plan{PairMatrix(n), PairMatrix(n), std::vector<double>(n, 0.0)};
+  OnlineMulticastPlan plan{PairMatrix(n), PairMatrix(n), std::vector<double>(n, 0.0),
+                           PairMatrix(n)};
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
       if (i != kappa && i != j && p.in_flight.at(i, j)) plan.sends.set(i, j, true);

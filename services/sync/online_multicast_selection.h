@@ -51,6 +51,9 @@ struct OnlineMulticastPlan {
   PairMatrix preempted;
   // Per task, the deadline t_i the additions respected (0 for trainers without a task).
   std::vector<double> deadline_seconds;
+  // The pairs the Pareto step added (a subset of `sends`): sent at low priority, on the upload the
+  // others leave idle.
+  PairMatrix additions;
 };
 
 // Algorithm 2 for trainer `problem.ready`, planning its multicast of round `round` (kappa's

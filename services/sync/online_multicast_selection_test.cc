@@ -130,6 +130,8 @@ TEST(OnlineMulticastSelectionTest, BlockedTasksAbsorbMoreReceivers) {
   const OnlineMulticastPlan plan = SelectSelMcastOnline(p, Fresh(5, 4, 2), 2);
   EXPECT_EQ(plan.sends.RowCount(0), 4);
   EXPECT_GE(plan.deadline_seconds[0], 10);
+  // One receiver is its p; the other three are Pareto additions, sent at low priority.
+  EXPECT_EQ(plan.additions.RowCount(0), 3);
 }
 
 // Many rounds of online decisions on random links: every decision keeps p (as far as candidates
@@ -198,6 +200,7 @@ TEST(OnlineMulticastSelectionTest, RandomDecisionsKeepTheirInvariants) {
             << "round " << round << " task " << i;
         for (int j = 0; j < n; ++j) {
           EXPECT_FALSE(plan.sends.at(i, i));
+          EXPECT_FALSE(plan.additions.at(i, j) && !plan.sends.at(i, j));
           if (i != p.ready) {
             EXPECT_FALSE(plan.sends.at(i, j) && !p.in_flight.at(i, j));
           }

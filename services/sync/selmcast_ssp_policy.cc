@@ -274,6 +274,7 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
                                      : last_exchange(kappa, receiver, -1);
     last_exchanged_[{kappa, receiver}] = round;
     exchange.send_to.push_back(receiver);
+    if (plan.additions.at(i, j) && !transfer.pinned) exchange.low_priority_to.insert(receiver);
     if (feeds) unfed_.erase(receiver);
   }
   if (transfers.empty()) in_flight_.erase(kappa);

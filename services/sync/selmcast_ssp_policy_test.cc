@@ -92,6 +92,8 @@ TEST(SelMcastSspPolicyTest, PreemptsASlowMulticastForAReadyTrainerAndNeverReAdds
   ASSERT_TRUE(slow.ok());
   ASSERT_NE(GrantOf(*slow, 1), nullptr);
   EXPECT_EQ(GrantOf(*slow, 1)->exchange->send_to.size(), 3u);
+  // Its p (one receiver) is required; the two Pareto additions go at low priority.
+  EXPECT_EQ(GrantOf(*slow, 1)->exchange->low_priority_to.size(), 2u);
   EXPECT_TRUE(slow->preemptions.empty());
   const std::vector<TrainerId> before = p.ReceiversOf(1);
   const int64_t preempted_before = p.preempted_transfers();
