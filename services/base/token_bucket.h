@@ -21,10 +21,11 @@ class TokenBucket {
   // bucket holds enough). Chunks larger than the burst are allowed: the bucket goes into debt and
   // later callers wait for it, so the long-run rate never exceeds bytes_per_second.
   absl::Duration Take(size_t bytes);
-  // Low priority: takes `bytes` only out of what the bucket holds now, never into debt, and returns
-  // zero; otherwise takes nothing and returns how long until it may hold them. While Take's callers
-  // keep the bucket in debt this never succeeds, so a stream sent this way uses only the rate that
-  // the others leave idle. A chunk larger than the burst is taken once the bucket is full.
+  // Low priority: takes `bytes` only when the bucket holds them now, and returns zero; otherwise
+  // takes nothing and returns how long until it may hold them. While Take's callers keep the
+  // bucket in debt this never succeeds, so a stream sent this way uses only the rate that the
+  // others leave idle. A chunk larger than the burst is taken once the bucket is full, into debt
+  // as with Take.
   absl::Duration TakeIdle(size_t bytes);
 
   double bytes_per_second() const { return rate_; }

@@ -186,13 +186,13 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
 std::map<uint64_t, PeerModel> ExchangeInbox::Collect(int64_t round,
                                                      const std::vector<uint64_t>& senders,
                                                      absl::Time deadline,
-                                                     const std::set<uint64_t>& not_waited_for) {
+                                                     const std::set<uint64_t>& optional) {
   absl::MutexLock lock(&mu_);
   collecting_ = round;
   auto all_arrived = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     auto it = rounds_.find(round);
     for (uint64_t s : senders) {
-      if (not_waited_for.count(s) > 0) continue;
+      if (optional_done_ >= round && optional.count(s) > 0) continue;
       const bool arrived = it != rounds_.end() && it->second.count(s) > 0;
       auto gone = gone_.find(s);
       if (!arrived && (gone == gone_.end() || gone->second < round)) return false;
@@ -220,6 +220,11 @@ std::map<uint64_t, PeerModel> ExchangeInbox::Collect(int64_t round,
   plans_.erase(plans_.begin(), plans_.upper_bound(round));
   done_round_ = std::max(done_round_, round);
   return out;
+}
+
+void ExchangeInbox::StopWaitingForOptional(int64_t round) {
+  absl::MutexLock lock(&mu_);
+  optional_done_ = std::max(optional_done_, round);
 }
 
 void ExchangeInbox::MarkGone(uint64_t sender) {
@@ -407,7 +412,6 @@ void PeerSender::CountRequired(int transfers) {
 absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t round,
                               const tensor::TensorMap& model, const Booked& booked,
                               absl::Time deadline, TransferCancel* cancel) {
-  const absl::Time start = absl::Now();
   const bool low = peer.low_priority();
   struct Uncount {
     PeerSender* sender;  // null: nothing to uncount
@@ -415,7 +419,35 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
       if (sender != nullptr) sender->CountRequired(-1);
     }
   } uncount{low ? nullptr : this};
+  auto failed = [&](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat("peer ", peer.trainer_id(), " at ", peer.address(),
+                                               ": ", s.message()));
+  };
   const uint32_t chunk_bytes = low ? std::min(chunk_bytes_, kLowPriorityChunkBytes) : chunk_bytes_;
+  // A low-priority transfer waits for an idle upload chunk by chunk; the bytes it was given ahead
+  // of the chunks that use them are `credit`. Its stream opens once the first chunk's worth is
+  // given, so that it is neither held open nor timed while it waits to start.
+  size_t credit = 0;
+  absl::Status stopped;  // why a low-priority transfer stopped waiting
+  auto await_idle = [&](size_t bytes) {
+    if (credit >= bytes) {
+      credit -= bytes;
+      return true;
+    }
+    if (AwaitIdleUpload(bytes - credit, cancel, deadline)) {
+      credit = 0;
+      return true;
+    }
+    stopped = cancel != nullptr && cancel->cancelled()
+                  ? absl::CancelledError("a low-priority transfer was cancelled")
+                  : absl::DeadlineExceededError("no idle upload for a low-priority transfer");
+    return false;
+  };
+  if (low) {
+    if (!await_idle(chunk_bytes)) return failed(stopped);
+    credit = chunk_bytes;
+  }
+  const absl::Time start = absl::Now();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(deadline));
   if (cancel != nullptr) cancel->Attach(&ctx);
@@ -452,8 +484,8 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
       }
       if (!low) {
         base::PaceThrough(egress_, chunk.data().size());
-      } else if (!AwaitIdleUpload(chunk.data().size(), cancel, deadline)) {
-        ok = false;  // cancelled, or past the deadline: Finish says which
+      } else if (!await_idle(chunk.data().size())) {
+        ok = false;
         return;
       }
       bytes += chunk.data().size();
@@ -461,13 +493,14 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
       ok = writer->Write(message);
     });
   }
+  if (!stopped.ok()) {
+    ctx.TryCancel();  // not a half-close: the receiver would see a cut model
+    writer->Finish();
+    return failed(stopped);
+  }
   writer->WritesDone();
   const grpc::Status status = writer->Finish();
-  if (!status.ok()) {
-    const absl::Status s = rpc::FromGrpcStatus(status);
-    return absl::Status(s.code(), absl::StrCat("peer ", peer.trainer_id(), " at ", peer.address(),
-                                               ": ", s.message()));
-  }
+  if (!status.ok()) return failed(rpc::FromGrpcStatus(status));
   sent_.Record(peer.trainer_id(), bytes, start, absl::Now());
   {
     absl::MutexLock lock(&mu_);

@@ -135,11 +135,14 @@ class ExchangeInbox {
                        const std::string& caller = "", double mass = 1, LedgerTotal ledger = {});
   // Waits until every sender in `senders` delivered round `round` or is gone (MarkGone), or until
   // `deadline`; returns what arrived (possibly less) and forgets every round up to `round`. The
-  // senders also in `not_waited_for` (SelMcast's Pareto additions) are taken if they arrived by
-  // then, and not waited for.
+  // senders also in `optional` (SelMcast's Pareto additions) are waited for only until
+  // StopWaitingForOptional(round) is called (or the deadline).
   std::map<uint64_t, PeerModel> Collect(int64_t round, const std::vector<uint64_t>& senders,
                                         absl::Time deadline,
-                                        const std::set<uint64_t>& not_waited_for = {});
+                                        const std::set<uint64_t>& optional = {});
+  // Collect of a round up to `round` (under way, or to come) no longer waits for its optional
+  // senders.
+  void StopWaitingForOptional(int64_t round);
   // `sender` left the job: the exchange under way (or the next one) stops waiting for it. A later
   // round, planned after it left, waits for it again (it may have rejoined under the same id).
   void MarkGone(uint64_t sender);
@@ -155,6 +158,7 @@ class ExchangeInbox {
   int64_t done_round_ ABSL_GUARDED_BY(mu_) = -1;
   uint64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<int64_t> collecting_ ABSL_GUARDED_BY(mu_);  // the round Collect waits for
+  int64_t optional_done_ ABSL_GUARDED_BY(mu_) = -1;         // StopWaitingForOptional's round
   std::map<uint64_t, int64_t> gone_ ABSL_GUARDED_BY(mu_);   // sender -> last round not to wait
   // A model as it arrived (its mass: its share), with the name in its sender's certificate ("":
   // unchecked) and its sender's running sum.
@@ -239,8 +243,9 @@ class TransferCancel {
 // `low_priority` (SelMcast's Pareto additions) is sent to only on the upload that the others leave
 // idle: with an emulated egress rate, out of the tokens their transfers leave in the bucket
 // (TokenBucket::TakeIdle), in chunks of at most kLowPriorityChunkBytes, so that a required
-// transfer waits at most one such chunk for it; without one, only while no other transfer of
-// this sender runs (the link's idle rate cannot be seen then).
+// transfer waits at most one such chunk for it; without one, only while no required transfer of
+// this sender runs (the link's idle rate cannot be seen then). Its stream opens once the first
+// chunk may go. A stream starved for longer than its receiver's idle timeout is cancelled there.
 class PeerSender {
  public:
   static constexpr uint32_t kLowPriorityChunkBytes = 64 * 1024;
@@ -291,8 +296,8 @@ class PeerSender {
   bool AwaitIdleUpload(size_t bytes, TransferCancel* cancel, absl::Time deadline);
   // Adds `transfers` (may be negative) to the required transfers running.
   void CountRequired(int transfers);
-  // SendBooked, for a required transfer counted already (CountRequired), which it uncounts as it
-  // ends.
+  // SendBooked without counting: a required transfer must be counted already (CountRequired),
+  // and is uncounted as it ends.
   absl::Status Send(const v1::PeerRef& peer, uint64_t sender, int64_t round,
                     const tensor::TensorMap& model, const Booked& booked, absl::Time deadline,
                     TransferCancel* cancel);

@@ -134,6 +134,7 @@ std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
   const MulticastPlan selected = config_.planner == "orpheus"
                                      ? SelectOrpheus(problem, history, round, rng_)
                                      : SelectSelMcast(problem, history, round);
+  // Only a required pair counts as exchanged for the k-round rule: an addition may be cut short.
   auto send = [&](int i, int j) {
     plan[members[i]].send_to.push_back(members[j]);
     plan[members[j]].receive_from.push_back(members[i]);
@@ -142,11 +143,14 @@ std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
       if (!selected.sends.at(i, j)) continue;
-      send(i, j);
-      if (selected.additions.at(i, j)) {
-        plan[members[i]].low_priority_to.insert(members[j]);
-        plan[members[j]].low_priority_from.insert(members[i]);
+      if (!selected.additions.at(i, j)) {
+        send(i, j);
+        continue;
       }
+      plan[members[i]].send_to.push_back(members[j]);
+      plan[members[j]].receive_from.push_back(members[i]);
+      plan[members[i]].low_priority_to.insert(members[j]);
+      plan[members[j]].low_priority_from.insert(members[i]);
     }
   }
   // A joiner gets a trained model in its first round: the fastest uploader that is no joiner
@@ -167,6 +171,7 @@ std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
     if (trained != senders.end()) {
       fed.low_priority_from.erase(*trained);
       plan[*trained].low_priority_to.erase(members[j]);
+      last_exchanged_[{*trained, members[j]}] = round;
       continue;
     }
     int best = -1;
