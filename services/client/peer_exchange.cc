@@ -185,14 +185,12 @@ absl::Status ExchangeInbox::Deposit(int64_t round, uint64_t sender, tensor::Tens
 
 std::map<uint64_t, PeerModel> ExchangeInbox::Collect(int64_t round,
                                                      const std::vector<uint64_t>& senders,
-                                                     absl::Time deadline,
-                                                     const std::set<uint64_t>& optional) {
+                                                     absl::Time deadline) {
   absl::MutexLock lock(&mu_);
   collecting_ = round;
   auto all_arrived = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
     auto it = rounds_.find(round);
     for (uint64_t s : senders) {
-      if (optional_done_ >= round && optional.count(s) > 0) continue;
       const bool arrived = it != rounds_.end() && it->second.count(s) > 0;
       auto gone = gone_.find(s);
       if (!arrived && (gone == gone_.end() || gone->second < round)) return false;
@@ -220,11 +218,6 @@ std::map<uint64_t, PeerModel> ExchangeInbox::Collect(int64_t round,
   plans_.erase(plans_.begin(), plans_.upper_bound(round));
   done_round_ = std::max(done_round_, round);
   return out;
-}
-
-void ExchangeInbox::StopWaitingForOptional(int64_t round) {
-  absl::MutexLock lock(&mu_);
-  optional_done_ = std::max(optional_done_, round);
 }
 
 void ExchangeInbox::MarkGone(uint64_t sender) {
@@ -513,29 +506,18 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
 std::vector<absl::Status> PeerSender::SendToAll(const std::vector<v1::PeerRef>& peers,
                                                 uint64_t sender, int64_t round,
                                                 const tensor::TensorMap& model, double mass,
-                                                absl::Time deadline,
-                                                const std::function<void()>& after_required) {
+                                                absl::Time deadline) {
   std::vector<absl::Status> results(peers.size());
-  std::vector<TransferCancel> cancels(peers.size());
   // Counted before any transfer starts, so that no low-priority chunk goes ahead of them.
   CountRequired(static_cast<int>(std::count_if(
       peers.begin(), peers.end(), [](const v1::PeerRef& p) { return !p.low_priority(); })));
-  std::vector<std::thread> required;
-  std::vector<std::thread> low;
+  std::vector<std::thread> threads;
   for (size_t i = 0; i < peers.size(); ++i) {
-    (peers[i].low_priority() ? low : required).emplace_back([&, i] {
-      results[i] =
-          Send(peers[i], sender, round, model, Book(peers[i], mass), deadline, &cancels[i]);
+    threads.emplace_back([&, i] {
+      results[i] = Send(peers[i], sender, round, model, Book(peers[i], mass), deadline, nullptr);
     });
   }
-  for (std::thread& t : required) t.join();
-  if (after_required) {
-    after_required();
-    for (size_t i = 0; i < peers.size(); ++i) {
-      if (peers[i].low_priority()) cancels[i].Cancel();
-    }
-  }
-  for (std::thread& t : low) t.join();
+  for (std::thread& t : threads) t.join();
   return results;
 }
 

@@ -134,15 +134,9 @@ class ExchangeInbox {
   absl::Status Deposit(int64_t round, uint64_t sender, tensor::TensorMap model,
                        const std::string& caller = "", double mass = 1, LedgerTotal ledger = {});
   // Waits until every sender in `senders` delivered round `round` or is gone (MarkGone), or until
-  // `deadline`; returns what arrived (possibly less) and forgets every round up to `round`. The
-  // senders also in `optional` (SelMcast's Pareto additions) are waited for only until
-  // StopWaitingForOptional(round) is called (or the deadline).
+  // `deadline`; returns what arrived (possibly less) and forgets every round up to `round`.
   std::map<uint64_t, PeerModel> Collect(int64_t round, const std::vector<uint64_t>& senders,
-                                        absl::Time deadline,
-                                        const std::set<uint64_t>& optional = {});
-  // Collect of a round up to `round` (under way, or to come) no longer waits for its optional
-  // senders.
-  void StopWaitingForOptional(int64_t round);
+                                        absl::Time deadline);
   // `sender` left the job: the exchange under way (or the next one) stops waiting for it. A later
   // round, planned after it left, waits for it again (it may have rejoined under the same id).
   void MarkGone(uint64_t sender);
@@ -158,7 +152,6 @@ class ExchangeInbox {
   int64_t done_round_ ABSL_GUARDED_BY(mu_) = -1;
   uint64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<int64_t> collecting_ ABSL_GUARDED_BY(mu_);  // the round Collect waits for
-  int64_t optional_done_ ABSL_GUARDED_BY(mu_) = -1;         // StopWaitingForOptional's round
   std::map<uint64_t, int64_t> gone_ ABSL_GUARDED_BY(mu_);   // sender -> last round not to wait
   // A model as it arrived (its mass: its share), with the name in its sender's certificate ("":
   // unchecked) and its sender's running sum.
@@ -257,15 +250,12 @@ class PeerSender {
              uint32_t chunk_bytes = tensor::kDefaultChunkBytes);
 
   // Sends `model`, carrying push-sum mass `mass` to each, as round `round` from `sender` to every
-  // peer; returns each peer's outcome in order (a dead or slow peer fails with UNAVAILABLE or
-  // DEADLINE_EXCEEDED at `deadline`). A peer that answers OK took the model into that round.
-  // Once every transfer not at low priority ended, `after_required` (may be null) is called, and
-  // when it returns the low-priority transfers still running are cancelled (CANCELLED); without
-  // it they run to their end.
+  // peer, each at its priority; returns each peer's outcome in order (a dead or slow peer fails
+  // with UNAVAILABLE or DEADLINE_EXCEEDED at `deadline`). A peer that answers OK took the model
+  // into that round.
   std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t sender,
                                       int64_t round, const tensor::TensorMap& model, double mass,
-                                      absl::Time deadline,
-                                      const std::function<void()>& after_required = nullptr);
+                                      absl::Time deadline);
   // A share booked on this sender's running sums for one receiver (Book): what a model carries.
   struct Booked {
     double share = 0;       // PushHeader.weight

@@ -321,28 +321,6 @@ TEST(ExchangeInbox, ADroppedModelLeavesItsShareToTheNext) {
   EXPECT_DOUBLE_EQ(got[7].mass, 1.0) << "the first from the ledger: all of its total";
 }
 
-// A round's optional senders (SelMcast's Pareto additions) are taken when they arrived, waited for
-// until StopWaitingForOptional, and never past it.
-TEST(ExchangeInbox, OptionalSendersAreWaitedForOnlyUntilTold) {
-  ExchangeInbox inbox;
-  ASSERT_TRUE(inbox.Deposit(1, 7, {{"w", {1}}}).ok());
-  ASSERT_TRUE(inbox.Deposit(1, 8, {{"w", {2}}}).ok());
-  EXPECT_EQ(inbox.Collect(1, {7, 8}, absl::InfiniteFuture(), {8}).size(), 2u);
-  // Not told: the optional sender is waited for, here until the deadline.
-  ASSERT_TRUE(inbox.Deposit(2, 7, {{"w", {1}}}).ok());
-  const absl::Time deadline = absl::Now() + absl::Milliseconds(50);
-  EXPECT_EQ(inbox.Collect(2, {7, 8}, deadline, {8}).size(), 1u);
-  EXPECT_GE(absl::Now(), deadline);
-  // Told, before or while it collects: it is not.
-  ASSERT_TRUE(inbox.Deposit(3, 7, {{"w", {1}}}).ok());
-  inbox.StopWaitingForOptional(3);
-  EXPECT_EQ(inbox.Collect(3, {7, 8}, absl::InfiniteFuture(), {8}).size(), 1u);
-  std::thread told([&] { inbox.StopWaitingForOptional(4); });
-  ASSERT_TRUE(inbox.Deposit(4, 7, {{"w", {1}}}).ok());
-  EXPECT_EQ(inbox.Collect(4, {7, 8}, absl::InfiniteFuture(), {8}).size(), 1u);
-  told.join();
-}
-
 // A joiner's first background exchange waits for a peer's model, up to its deadline.
 TEST(ExchangeInbox, TakeLatestWaitsForAModelUntilItsDeadline) {
   ExchangeInbox inbox;

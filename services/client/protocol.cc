@@ -1,11 +1,9 @@
 #include "client/protocol.h"
 
 #include <algorithm>
-#include <set>
 #include <thread>
 #include <utility>
 
-#include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
 #include "spdlog/spdlog.h"
 
@@ -264,17 +262,13 @@ absl::Status Protocol::Exchange(const v1::Proceed& proceed, tensor::TensorMap& o
   metrics_.exchange_peers_missed.Increment(outcome.missed);
   metrics_.exchange_transfers_preempted.Increment(outcome.preempted);
   metrics_.mixing_mass.Set(mass_);
-  trace_.Record("exchange",
-                {{"round", exchange.round()},
-                 {"sent_to", exchange.send_to_size()},
-                 {"received", outcome.received},
-                 {"expected", exchange.receive_from_size()},
-                 {"low_priority",
-                  std::count_if(exchange.receive_from().begin(), exchange.receive_from().end(),
-                                [](const v1::PeerRef& p) { return p.low_priority(); })},
-                 {"preempted", outcome.preempted},
-                 {"mass", mass_},
-                 {"seconds", absl::ToDoubleSeconds(took)}});
+  trace_.Record("exchange", {{"round", exchange.round()},
+                             {"sent_to", exchange.send_to_size()},
+                             {"received", outcome.received},
+                             {"expected", exchange.receive_from_size()},
+                             {"preempted", outcome.preempted},
+                             {"mass", mass_},
+                             {"seconds", absl::ToDoubleSeconds(took)}});
   MaybeEvaluate(proceed, own);
   return absl::OkStatus();
 }
@@ -302,55 +296,33 @@ double Protocol::OwnMass(double kept, const std::map<uint64_t, PeerModel>& recei
 absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
     const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
   peers_->inbox.PlanRound(exchange);
-  // SelMcast's Pareto additions (low priority) use what the required transfers leave idle, and
-  // the round waits for neither end of them: both ends give them as long as this trainer's required
-  // part of the exchange lasts (its sends, then its receives), then the receiver takes what arrived
-  // and the sender cancels the rest.
-  std::vector<uint64_t> senders;
-  std::set<uint64_t> optional;
-  for (const v1::PeerRef& peer : exchange.receive_from()) {
-    senders.push_back(peer.trainer_id());
-    if (peer.low_priority()) optional.insert(peer.trainer_id());
-  }
-  // Push-sum: one share of this trainer's mass stays, one goes with each model sent.
   const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
+  std::vector<uint64_t> senders;
+  for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
+  // Push-sum: one share of this trainer's mass stays, one goes with each model sent.
   const double share = PushSumShare(mass_, receivers.size());
-  absl::Notification collected;
   std::vector<absl::Status> sent;
   std::thread send([&] {
     sent = peers_->sender.SendToAll(receivers, welcome().trainer_id(), exchange.round(), own, share,
-                                    deadline, [&] {
-                                      peers_->inbox.StopWaitingForOptional(exchange.round());
-                                      collected.WaitForNotification();
-                                    });
+                                    deadline);
   });
   const std::map<uint64_t, PeerModel> received =
-      peers_->inbox.Collect(exchange.round(), senders, deadline, optional);
-  collected.Notify();
+      peers_->inbox.Collect(exchange.round(), senders, deadline);
   send.join();
   ExchangeOutcome outcome;
   outcome.received = static_cast<int>(received.size());
-  for (uint64_t s : senders) {
-    if (received.count(s) == 0 && optional.count(s) == 0) ++outcome.missed;
-  }
-  if (outcome.missed > 0) {
-    const size_t due = senders.size() - optional.size();
-    spdlog::warn("round {}: {} of {} peers delivered by the deadline", exchange.round(),
-                 due - outcome.missed, due);
-  }
+  outcome.missed = static_cast<int>(senders.size() - received.size());
   // Every share left, also those whose transfer failed: the next model to that receiver carries
   // them (PeerSender's running sums).
   const double kept = mass_ - share * static_cast<double>(receivers.size());
-  for (size_t i = 0; i < sent.size(); ++i) {
-    if (sent[i].ok()) continue;
-    // An addition cut as the exchange ended, or refused by a receiver done with the round.
-    if (receivers[i].low_priority() &&
-        (absl::IsCancelled(sent[i]) || absl::IsFailedPrecondition(sent[i]))) {
-      ++outcome.preempted;
-      continue;
-    }
+  for (const absl::Status& s : sent) {
+    if (s.ok()) continue;
     ++outcome.missed;
-    spdlog::warn("round {}: {}", exchange.round(), sent[i].ToString());
+    spdlog::warn("round {}: {}", exchange.round(), s.ToString());
+  }
+  if (received.size() < senders.size()) {
+    spdlog::warn("round {}: {} of {} peers delivered by the deadline", exchange.round(),
+                 received.size(), senders.size());
   }
   ASSIGN_OR_RETURN(mass_, MixInto(own, OwnMass(kept, received), received));
   return outcome;

@@ -99,7 +99,7 @@ class Protocol {
   struct ExchangeOutcome {
     int received = 0;   // peers' models averaged in
     int missed = 0;     // transfers that failed, or models due that did not arrive in time
-    int preempted = 0;  // transfers cancelled by the coordinator, superseded, or additions cut
+    int preempted = 0;  // transfers cancelled by the coordinator or superseded
   };
   absl::StatusOr<ExchangeOutcome> ExchangeInRound(const v1::PeerExchange& exchange,
                                                   tensor::TensorMap& own, absl::Time deadline);

@@ -368,36 +368,6 @@ TEST_F(SessionTest, PeerRoundsAverageThePeersModelsIn) {
   EXPECT_EQ(coordinator.reports[1].clock(), 2);
 }
 
-// selmcast's Pareto additions come at low priority and the round does not wait for them: one
-// that arrived by the time the required models did is averaged in, one that did not is not
-// missed.
-TEST_F(SessionTest, APeerRoundTakesALowPriorityModelThatArrivedAndDoesNotWaitForOne) {
-  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
-  coordinator.mutable_welcome().set_peer_to_peer(true);
-  coordinator.mutable_welcome().set_exchange_timeout_seconds(60);
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);  // what waiting for it would take
-  for (int64_t round : {0, 1}) {
-    v1::Proceed grant = Exchange(round, round, 9);
-    v1::PeerRef* addition = grant.mutable_exchange()->add_receive_from();
-    addition->set_trainer_id(8);
-    addition->set_low_priority(true);
-    coordinator.Script({grant, absl::ZeroDuration()});
-  }
-  FakePeers peers;
-  ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {4, 4}}}).ok());
-  ASSERT_TRUE(peers.inbox.Deposit(0, 8, {{"w", {8, 8}}}).ok());
-  ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {0, 0}}}).ok());
-  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
-                  &peers.link);
-  ASSERT_TRUE(session.Start().ok());
-  EXPECT_EQ(w_, (std::vector<float>{4, 4}));  // (0 + 4 + 8) / 3, at mass 3
-  EXPECT_EQ(session.Step(0.5f).value_or(false), true);
-  EXPECT_EQ(w_, (std::vector<float>{3, 3}));  // (3 x 4 + 1 x 0) / 4: trainer 8's did not come
-  EXPECT_LT(absl::Now(), deadline);
-  EXPECT_EQ(metrics_.exchange_peers_missed.Value(), 0);
-  EXPECT_EQ(metrics_.mixing_mass.Value(), 4);
-}
-
 // Push-sum's bookkeeping: a share sent with a model that did not arrive (here, to a port nobody
 // listens on) does not come back, since as far as a sender can tell such a model may have been
 // taken: it stays on the sender's running sums for that receiver, and the next model that reaches

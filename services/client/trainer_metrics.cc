@@ -63,8 +63,7 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
       exchange_transfers_preempted(metrics::AddCounter(
           r, "syncopate_trainer_exchange_transfers_preempted_total",
           "Model transfers to peers cancelled before the end: preempted by the coordinator or "
-          "superseded on their receiver by a newer multicast (selmcast-ssp, orpheus-ssp), or "
-          "low-priority Pareto additions (selmcast) stopped as the round's exchange ended.")),
+          "superseded on their receiver by a newer multicast (selmcast-ssp, orpheus-ssp).")),
       mixing_mass(metrics::AddGauge(r, "syncopate_trainer_mixing_mass",
                                     "This trainer's push-sum mass after its last exchange (1 at "
                                     "the job's start, 0 for a trainer joining it under way).")),

@@ -134,7 +134,6 @@ std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
   const MulticastPlan selected = config_.planner == "orpheus"
                                      ? SelectOrpheus(problem, history, round, rng_)
                                      : SelectSelMcast(problem, history, round);
-  // Only a required pair counts as exchanged for the k-round rule: an addition may be cut short.
   auto send = [&](int i, int j) {
     plan[members[i]].send_to.push_back(members[j]);
     plan[members[j]].receive_from.push_back(members[i]);
@@ -143,37 +142,20 @@ std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
   for (int i = 0; i < n; ++i) {
     for (int j = 0; j < n; ++j) {
       if (!selected.sends.at(i, j)) continue;
-      if (!selected.additions.at(i, j)) {
-        send(i, j);
-        continue;
+      send(i, j);
+      if (selected.additions.at(i, j)) {
+        plan[members[i]].low_priority_to.insert(members[j]);
+        plan[members[j]].low_priority_from.insert(members[i]);
       }
-      plan[members[i]].send_to.push_back(members[j]);
-      plan[members[j]].receive_from.push_back(members[i]);
-      plan[members[i]].low_priority_to.insert(members[j]);
-      plan[members[j]].low_priority_from.insert(members[i]);
     }
   }
   // A joiner gets a trained model in its first round: the fastest uploader that is no joiner
-  // itself sends to it, unless the plan has one send to it already. An addition does (it is waited
-  // for then, as a required transfer).
+  // itself sends to it, unless the plan has one send to it already.
   auto joiner = [&](TrainerId t) { return unfed_.count(t) > 0; };
   for (int j = 0; j < n; ++j) {
     if (!joiner(members[j])) continue;
-    PeerExchange& fed = plan[members[j]];
-    const std::vector<TrainerId>& senders = fed.receive_from;
-    auto required = [&](TrainerId t) { return fed.low_priority_from.count(t) == 0; };
-    if (std::any_of(senders.begin(), senders.end(),
-                    [&](TrainerId t) { return !joiner(t) && required(t); })) {
-      continue;
-    }
-    auto trained =
-        std::find_if(senders.begin(), senders.end(), [&](TrainerId t) { return !joiner(t); });
-    if (trained != senders.end()) {
-      fed.low_priority_from.erase(*trained);
-      plan[*trained].low_priority_to.erase(members[j]);
-      last_exchanged_[{*trained, members[j]}] = round;
-      continue;
-    }
+    const std::vector<TrainerId>& senders = plan[members[j]].receive_from;
+    if (!std::all_of(senders.begin(), senders.end(), joiner)) continue;
     int best = -1;
     for (int i = 0; i < n; ++i) {
       if (i == j || joiner(members[i])) continue;

@@ -3,7 +3,7 @@
 // granted with the exchange of round c (whom to send its model to, whom to expect models from), and
 // then computes iteration c + 1. Who talks to whom is the planner's choice:
 //   selmcast  SelMcast's greedy load balancing over the receivers' measured download rates, then
-//             Pareto additions (Luo et al., TSC 2024), sent at low priority and not waited for
+//             Pareto additions (Luo et al., TSC 2024), sent at low priority
 //             (PeerExchange::low_priority_to); at least p receivers per sender
 //   orpheus   p receivers at random (the baseline SelMcast is measured against)
 // (dssync has no global barrier: dssync_policy.h.) Both multicast planners keep the k-round rule

@@ -200,38 +200,6 @@ TEST(PeerRoundPolicyTest, AJoinersFirstRoundGivesItASender) {
   }
 }
 
-// Under selmcast the joiner's trained sender is a required transfer, waited for, never a Pareto
-// addition (low priority, not waited for) alone.
-TEST(PeerRoundPolicyTest, AJoinersSenderUnderSelMcastIsRequired) {
-  for (int64_t rounds = 1; rounds <= 4; ++rounds) {
-    PeerRoundPolicy p(Config("selmcast", 6));
-    JoinAll(p, 6);
-    auto observe = [&] {
-      for (TrainerId t = 1; t <= 7; ++t) {
-        // Trainer 6 uploads slowly: the round is long, and the Pareto step adds receivers to
-        // the others' multicasts within it. The joiner downloads at a sixth of the others' rate:
-        // the greedy step avoids it, the Pareto step adds it.
-        p.ObserveTransfers(t,
-                           TransferSample{t == 6 ? 1e6 : 12.5e6, 1.0, t == 7 ? 2e6 : 12.5e6, 1.0});
-      }
-    };
-    for (int64_t clock = 1; clock <= rounds; ++clock) {
-      observe();
-      ReportAll(p, 6, clock);
-    }
-    Decisions joined;
-    ASSERT_TRUE(p.OnJoin(7, kT0, &joined).ok());
-    observe();
-    for (TrainerId t = 1; t <= 6; ++t) ASSERT_TRUE(p.OnClock(t, rounds + 1, kT0).ok());
-    const PeerExchange& first = p.last_plan().at(7);
-    const bool fed =
-        std::any_of(first.receive_from.begin(), first.receive_from.end(),
-                    [&](TrainerId t) { return first.low_priority_from.count(t) == 0; });
-    EXPECT_TRUE(fed) << "after " << rounds << " rounds";
-    ExpectConsistent(p.last_plan());
-  }
-}
-
 // Two joiners in one round: one sending to the other does not feed it (neither has a trained
 // model), so each still gets a sender that is no joiner.
 TEST(PeerRoundPolicyTest, AJoinerIsNotFedByAnotherJoinerAlone) {

@@ -74,7 +74,7 @@ struct RoundClose {
 // its model to `send_to` and averages in the models that arrive from `receive_from` by the
 // exchange deadline.
 // SelMcast's Pareto additions are the pairs in `low_priority_to` / `low_priority_from`: they
-// travel at low priority, and the round does not wait for them.
+// travel at low priority (on the upload the others leave idle).
 struct PeerExchange {
   int64_t round = 0;
   std::vector<TrainerId> send_to;

@@ -246,29 +246,6 @@ TEST(PeerExchangeTest, ALowPriorityTransferUsesTheIdleEgressRate) {
   EXPECT_LT(ends[2], ends[1]);
 }
 
-// A round's additions stop once the required transfers ended and the caller is done
-// (`after_required`): the one to the fast receiver, held back by the 2 s required transfer, is
-// cancelled and deposits nothing; its share stays on the running sums.
-TEST(PeerExchangeTest, LowPriorityTransfersStopAfterTheRequiredOnes) {
-  SlowAndFastReceivers r;
-  // The addition's receiver takes 2 s too, so that the cancel always comes first.
-  base::TokenBucket ingress(2e6, 64e3, base::MonotonicClock::Get());
-  Receiver other(Model(0, kLarge), &ingress);
-  bool called = false;
-  const std::vector<absl::Status> results =
-      r.sender.SendToAll({r.slow.Ref(1), LowPriority(other.Ref(2))}, 7, 1, Model(1, kLarge), 0.5,
-                         In(absl::Seconds(30)), [&] { called = true; });
-  EXPECT_TRUE(called);
-  ASSERT_TRUE(results[0].ok()) << results[0];
-  EXPECT_EQ(results[1].code(), absl::StatusCode::kCancelled) << results[1];
-  EXPECT_TRUE(other.inbox.Collect(1, {7}, In(absl::Milliseconds(100))).empty());
-  // The next model to it carries both shares.
-  ASSERT_TRUE(
-      r.sender.SendToAll({other.Ref(2)}, 7, 2, Model(2, kLarge), 0.5, In(absl::Seconds(30)))[0]
-          .ok());
-  EXPECT_DOUBLE_EQ(other.inbox.Collect(2, {7}, In(absl::Seconds(5)))[7].mass, 1.0);
-}
-
 // A low-priority transfer that finds no idle upload by its deadline ends with DEADLINE_EXCEEDED,
 // and one cancelled while it waits to start never opens its stream.
 TEST(PeerExchangeTest, AStarvedLowPriorityTransferEndsAtItsDeadlineOrCancel) {
