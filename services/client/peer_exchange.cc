@@ -419,7 +419,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
   const uint32_t chunk_bytes = low ? std::min(chunk_bytes_, kLowPriorityChunkBytes) : chunk_bytes_;
   // A low-priority transfer waits for an idle upload chunk by chunk; the bytes it was given ahead
   // of the chunks that use them are `credit`. Its stream opens once the first chunk's worth is
-  // given, so that it is neither held open nor timed while it waits to start.
+  // given, so that it is not held open while it waits to start.
   size_t credit = 0;
   absl::Status stopped;  // why a low-priority transfer stopped waiting
   auto await_idle = [&](size_t bytes) {
@@ -436,11 +436,13 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
                   : absl::DeadlineExceededError("no idle upload for a low-priority transfer");
     return false;
   };
+  // Timed from here, the wait for the first chunk included: a stream's bytes over its time must
+  // not exceed what the link carried (the coordinator's samples are lower bounds).
+  const absl::Time start = absl::Now();
   if (low) {
     if (!await_idle(chunk_bytes)) return failed(stopped);
     credit = chunk_bytes;
   }
-  const absl::Time start = absl::Now();
   grpc::ClientContext ctx;
   ctx.set_deadline(absl::ToChronoTime(deadline));
   if (cancel != nullptr) cancel->Attach(&ctx);
