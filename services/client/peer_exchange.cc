@@ -510,7 +510,8 @@ std::vector<absl::Status> PeerSender::SendToAll(const std::vector<v1::PeerRef>& 
                                                 const tensor::TensorMap& model, double mass,
                                                 absl::Time deadline) {
   std::vector<absl::Status> results(peers.size());
-  // Counted before any transfer starts, so that no low-priority chunk goes ahead of them.
+  // Counted before any transfer starts, so that (without an egress rate) no low-priority chunk
+  // goes ahead of them.
   CountRequired(static_cast<int>(std::count_if(
       peers.begin(), peers.end(), [](const v1::PeerRef& p) { return !p.low_priority(); })));
   std::vector<std::thread> threads;

@@ -820,7 +820,6 @@ v1::PeerExchange Coordinator::ExchangeOf(const sync::PeerExchange& exchange) con
   }
   for (sync::TrainerId id : exchange.receive_from) {
     v1::PeerRef ref;
-    ref.set_low_priority(exchange.low_priority_from.count(id) > 0);
     if (add(id, &ref)) *out.add_receive_from() = std::move(ref);
   }
   return out;

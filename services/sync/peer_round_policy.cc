@@ -143,10 +143,7 @@ std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
     for (int j = 0; j < n; ++j) {
       if (!selected.sends.at(i, j)) continue;
       send(i, j);
-      if (selected.additions.at(i, j)) {
-        plan[members[i]].low_priority_to.insert(members[j]);
-        plan[members[j]].low_priority_from.insert(members[i]);
-      }
+      if (selected.additions.at(i, j)) plan[members[i]].low_priority_to.insert(members[j]);
     }
   }
   // A joiner gets a trained model in its first round: the fastest uploader that is no joiner

@@ -120,10 +120,6 @@ TEST(PeerRoundPolicyTest, SelMcastMarksItsParetoAdditionsLowPriority) {
         for (TrainerId to : exchange.low_priority_to) {
           EXPECT_NE(std::find(exchange.send_to.begin(), exchange.send_to.end(), to),
                     exchange.send_to.end());
-          EXPECT_EQ(p.last_plan().at(to).low_priority_from.count(t), 1u) << t << "->" << to;
-        }
-        for (TrainerId from : exchange.low_priority_from) {
-          EXPECT_EQ(p.last_plan().at(from).low_priority_to.count(t), 1u) << from << "->" << t;
         }
         // The additions come on top of the p required receivers.
         EXPECT_GE(exchange.send_to.size() - exchange.low_priority_to.size(), 3u) << planner;

@@ -73,17 +73,16 @@ struct RoundClose {
 // The peer-to-peer modes' part of a grant: before computing its next iteration, the trainer sends
 // its model to `send_to` and averages in the models that arrive from `receive_from` by the
 // exchange deadline.
-// SelMcast's Pareto additions are the pairs in `low_priority_to` / `low_priority_from`: they
-// travel at low priority (on the upload the others leave idle).
+// `low_priority_to`: SelMcast's Pareto additions among `send_to`, sent at low priority (on the
+// upload the others leave idle).
 struct PeerExchange {
   int64_t round = 0;
   std::vector<TrainerId> send_to;
   std::vector<TrainerId> receive_from;
-  std::set<TrainerId> low_priority_to;    // a subset of send_to
-  std::set<TrainerId> low_priority_from;  // a subset of receive_from
+  std::set<TrainerId> low_priority_to;  // a subset of send_to
   bool operator==(const PeerExchange& o) const {
     return round == o.round && send_to == o.send_to && receive_from == o.receive_from &&
-           low_priority_to == o.low_priority_to && low_priority_from == o.low_priority_from;
+           low_priority_to == o.low_priority_to;
   }
 };
 
