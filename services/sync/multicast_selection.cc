@@ -119,7 +119,7 @@ double EstimateSeconds(const MulticastProblem& problem, const PairMatrix& sends)
 }
 
 MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& history, int64_t round,
-                             bool pareto_additions) {
+                             bool pareto_additions, double pareto_margin) {
   const int n = p.size();
   MulticastPlan plan{PairMatrix(n), PairMatrix(n), 0};
   PairMatrix& x = plan.sends;
@@ -159,7 +159,8 @@ MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& histo
     for (int c = 0; c < take; ++c) Add(p, i, candidates[c], x, loads);
   }
 
-  // Pareto improvement: add pairs, longest unsynchronized first, that stay within the estimate.
+  // Pareto improvement: add pairs, longest unsynchronized first, that stay within the estimate
+  // (less the margin).
   const double t = EstimateSeconds(p, x);
   if (!pareto_additions) {
     plan.estimated_seconds = t;
@@ -172,7 +173,7 @@ MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& histo
     }
   }
   std::sort(unselected.begin(), unselected.end());
-  const double limit = t * (1 + kSlack);
+  const double limit = t * (1 - std::clamp(pareto_margin, 0.0, 1.0)) * (1 + kSlack);
   for (const auto& [negative_c, i, j] : unselected) {
     const double sent = loads.sent[i] + SendIncrement(p, x, i);
     const double received = loads.received[j] + p.volume[i];

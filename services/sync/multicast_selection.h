@@ -101,10 +101,13 @@ double EstimateSeconds(const MulticastProblem& problem, const PairMatrix& sends)
 // are always taken (so that with static bandwidths the pairs rotate instead of all coming due
 // under the k-round rule at once); then every unselected pair,
 // longest unsynchronized first, is added when it lengthens neither the sender's nor the
-// receiver's time beyond the estimate (skipped when `pareto_additions` is false). Deterministic:
-// remaining ties go to the lower index.
+// receiver's time beyond the estimate (skipped when `pareto_additions` is false). With a
+// `pareto_margin` m (clamped to [0, 1]), an addition must keep both within (1 - m) × the
+// estimate: the paper's rule is m = 0, which trusts the rates exactly; measured rates are not
+// exact, and an addition that fills a link to the estimate lengthens the round whenever the link is
+// a little slower than measured. Deterministic: remaining ties go to the lower index.
 MulticastPlan SelectSelMcast(const MulticastProblem& problem, const PairHistory& history,
-                             int64_t round, bool pareto_additions = true);
+                             int64_t round, bool pareto_additions = true, double pareto_margin = 0);
 
 // Orpheus as SelMcast's evaluation runs it: forced pairs first, then up to p_i receivers drawn
 // uniformly at random from the rest.

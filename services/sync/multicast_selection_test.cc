@@ -96,6 +96,34 @@ TEST(MulticastSelectionTest, ParetoAdditionsNeverLengthenTheEstimate) {
   }
 }
 
+TEST(MulticastSelectionTest, AParetoMarginKeepsAdditionsOffALinkTheEstimateFills) {
+  // The live setting of bench/README.md: four trainers, one on a link 5x slower. Its own uploads
+  // set the estimate, and its download takes exactly that long with two models in.
+  MulticastProblem p = Uniform(4, DefaultMinReceivers(4), 12.5, 1, MulticastLayer::kL7);
+  p.upload[3] = p.download[3] = 2.5;
+  PairHistory history(4, 4);
+  const MulticastPlan basic = SelectSelMcast(p, history, 0, false);
+  const double t = basic.estimated_seconds;
+  EXPECT_DOUBLE_EQ(t, 2 / 2.5);
+  const MulticastPlan exact = SelectSelMcast(p, history, 0, true, /*pareto_margin=*/0);
+  EXPECT_DOUBLE_EQ(ReceiveBytes(p, exact.sends, 3) / p.download[3], t);  // filled to the estimate
+  const MulticastPlan spared = SelectSelMcast(p, history, 0, true, /*pareto_margin=*/0.1);
+  EXPECT_EQ(ReceiveBytes(p, spared.sends, 3), 1);
+  EXPECT_DOUBLE_EQ(spared.estimated_seconds, t);
+  int additions = 0;
+  for (int i = 0; i < 4; ++i) {
+    for (int j = 0; j < 4; ++j) {
+      if (basic.sends.at(i, j)) EXPECT_TRUE(spared.sends.at(i, j));
+      if (!spared.additions.at(i, j)) continue;
+      ++additions;
+      EXPECT_LE(SendBytes(p, spared.sends, i) / p.upload[i], 0.9 * t + 1e-12) << i << "->" << j;
+      EXPECT_LE(ReceiveBytes(p, spared.sends, j) / p.download[j], 0.9 * t + 1e-12)
+          << i << "->" << j;
+    }
+  }
+  EXPECT_GT(additions, 0);  // the fast links still take additions
+}
+
 TEST(MulticastSelectionTest, EverySenderReachesP) {
   std::mt19937_64 rng(11);
   for (int trial = 0; trial < 30; ++trial) {

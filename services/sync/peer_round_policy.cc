@@ -131,9 +131,11 @@ std::map<TrainerId, PeerExchange> PeerRoundPolicy::PlanMulticast(
     }
   }
   problem.layer = MulticastLayer::kL7;  // gRPC streams: one copy per receiver
-  const MulticastPlan selected = config_.planner == "orpheus"
-                                     ? SelectOrpheus(problem, history, round, rng_)
-                                     : SelectSelMcast(problem, history, round);
+  const MulticastPlan selected =
+      config_.planner == "orpheus"
+          ? SelectOrpheus(problem, history, round, rng_)
+          : SelectSelMcast(problem, history, round, /*pareto_additions=*/true,
+                           config_.pareto_margin);
   auto send = [&](int i, int j) {
     plan[members[i]].send_to.push_back(members[j]);
     plan[members[j]].receive_from.push_back(members[i]);
