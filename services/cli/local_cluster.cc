@@ -368,14 +368,11 @@ std::string LocalCluster::coordinator_address() const {
   return "";
 }
 
-absl::StatusOr<v1::ClusterStatus> LocalCluster::Status(absl::Duration timeout) {
+absl::StatusOr<v1::ClusterStatus> LocalCluster::Status(absl::Duration timeout,
+                                                       bool wait_for_ready) {
   if (!coordinator_) return absl::FailedPreconditionError("coordinator not started");
   auto ctx = rpc::ContextWithTimeout(timeout);
-  // Waits for a restarted coordinator until the deadline. This channel carries nothing else, and
-  // gRPC moves a reconnection on only while a call waits on it: fail-fast polls, which fail at
-  // once while the channel is down, left each attempt's TLS handshake unsent until it timed out,
-  // for as long as the run waited (30 s).
-  ctx->set_wait_for_ready(true);
+  ctx->set_wait_for_ready(wait_for_ready);
   v1::ClusterStatus status;
   grpc::Status s = coordinator_->GetStatus(ctx.get(), v1::GetStatusRequest(), &status);
   if (!s.ok()) return rpc::FromGrpcStatus(s);

@@ -88,7 +88,11 @@ class LocalCluster {
   const std::vector<Endpoint>& endpoints() const { return endpoints_; }
   std::string coordinator_address() const;
 
-  absl::StatusOr<v1::ClusterStatus> Status(absl::Duration timeout);
+  // The coordinator's status. Fail-fast unless `wait_for_ready`: then the call waits for the
+  // channel to (re)connect, up to `timeout`. This channel carries nothing else, and gRPC moves a
+  // reconnection on only while a call waits on it, so polls that must find a restarted
+  // coordinator wait for it.
+  absl::StatusOr<v1::ClusterStatus> Status(absl::Duration timeout, bool wait_for_ready = false);
 
   // Starts one more trainer (the next rank, slowdown 1) and waits until it runs. Needs elastic.
   absl::Status AddTrainer();

@@ -26,6 +26,8 @@ constexpr absl::Duration kPoll = absl::Milliseconds(250);
 // How long the coordinator may stay unreachable (it crashed and is being restarted) before the run
 // ends as failed.
 constexpr absl::Duration kCoordinatorComeback = absl::Seconds(30);
+// How long one status poll waits for a restarted coordinator to accept the connection.
+constexpr absl::Duration kRestartPoll = absl::Seconds(2);
 
 absl::StatusOr<std::string> PrepareRunDir(const std::string& requested) {
   if (requested.empty()) {
@@ -194,7 +196,12 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
         failure = prometheus->UpdateTargets(cluster->endpoints());
     }
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
-    absl::StatusOr<v1::ClusterStatus> polled = cluster->Status(absl::Seconds(5));
+    // Once the coordinator was found unreachable, the polls wait for its restart, each briefly
+    // (fail-fast ones failed at once while the channel reconnected, so nothing moved the
+    // reconnection on: its TLS handshakes were never sent and timed out, for all 30 s).
+    const bool awaiting_restart = unreachable_since.has_value() && options.restart_crashed;
+    absl::StatusOr<v1::ClusterStatus> polled = cluster->Status(
+        awaiting_restart ? kRestartPoll : absl::Seconds(5), /*wait_for_ready=*/awaiting_restart);
     if (!polled.ok()) {
       // A crashed coordinator is restarted on the next turn; give it time to come back.
       if (!unreachable_since) unreachable_since = absl::Now();

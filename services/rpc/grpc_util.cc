@@ -27,11 +27,8 @@ std::shared_ptr<grpc::Channel> MakeChannel(const std::string& address,
   // A peer that restarts (a store shard, the coordinator) is found again within a second: gRPC's
   // default reconnect backoff grows to two minutes.
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS, 100);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 100);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, 1000);
-  // gRPC takes this as the least time one connection attempt (TCP, then TLS) is given, not as a
-  // backoff: at 100 ms, an attempt on a loaded machine could be cut before its TLS handshake
-  // ended. A refused connection still fails at once, and retries keep the backoff above.
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, 5000);
   return grpc::CreateCustomChannel(address, credentials.ForChannel(server_role), args);
 }
 

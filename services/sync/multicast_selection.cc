@@ -173,11 +173,14 @@ MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& histo
     }
   }
   std::sort(unselected.begin(), unselected.end());
-  const double limit = t * (1 - std::clamp(pareto_margin, 0.0, 1.0)) * (1 + kSlack);
+  const double margin = pareto_margin > 0 ? std::min(pareto_margin, 1.0) : 0;  // NaN: none
+  const double limit = t * (1 - margin) * (1 + kSlack);
   for (const auto& [negative_c, i, j] : unselected) {
-    const double sent = loads.sent[i] + SendIncrement(p, x, i);
+    // An addition that costs its sender nothing (L3, already sending) needs no room there.
+    const double increment = SendIncrement(p, x, i);
+    const bool sender_fits = increment == 0 || (loads.sent[i] + increment) / p.upload[i] <= limit;
     const double received = loads.received[j] + p.volume[i];
-    if (sent / p.upload[i] <= limit && received / p.download[j] <= limit) {
+    if (sender_fits && received / p.download[j] <= limit) {
       Add(p, i, j, x, loads);
       plan.additions.set(i, j, true);
     }

@@ -102,10 +102,12 @@ double EstimateSeconds(const MulticastProblem& problem, const PairMatrix& sends)
 // under the k-round rule at once); then every unselected pair,
 // longest unsynchronized first, is added when it lengthens neither the sender's nor the
 // receiver's time beyond the estimate (skipped when `pareto_additions` is false). With a
-// `pareto_margin` m (clamped to [0, 1]), an addition must keep both within (1 - m) × the
-// estimate: the paper's rule is m = 0, which trusts the rates exactly; measured rates are not
-// exact, and an addition that fills a link to the estimate lengthens the round whenever the link is
-// a little slower than measured. Deterministic: remaining ties go to the lower index.
+// `pareto_margin` m (clamped to [0, 1]; NaN counts as 0), an addition must keep both within
+// (1 - m) × the estimate, the sender's only where the addition adds to its upload (under L3 a
+// sender that already sends sends once): the paper's rule is m = 0, which trusts the rates
+// exactly; measured rates are not exact, and an addition that fills a link to the estimate
+// lengthens the round whenever the link is a little slower than measured. Deterministic: remaining
+// ties go to the lower index.
 MulticastPlan SelectSelMcast(const MulticastProblem& problem, const PairHistory& history,
                              int64_t round, bool pareto_additions = true, double pareto_margin = 0);
 
