@@ -197,8 +197,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     }
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     // Once the coordinator was found unreachable, the polls wait for its restart, each briefly
-    // (fail-fast ones failed at once while the channel reconnected, so nothing moved the
-    // reconnection on: its TLS handshakes were never sent and timed out, for all 30 s).
+    // (LocalCluster::Status says why they must wait).
     const bool awaiting_restart = unreachable_since.has_value() && options.restart_crashed;
     absl::StatusOr<v1::ClusterStatus> polled = cluster->Status(
         awaiting_restart ? kRestartPoll : absl::Seconds(5), /*wait_for_ready=*/awaiting_restart);
