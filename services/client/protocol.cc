@@ -364,6 +364,11 @@ void Protocol::StartPlannedMulticast(tensor::TensorMap own) {
       exchange.round(), std::move(own), share, ExchangeDeadline());
   mass_ -= share * exchange.send_to_size() - kept;
   metrics_.mixing_mass.Set(mass_);
+  // The mass the exchange recorded went partly with these models: what stays is recorded too, so
+  // that a trace's last mass is what the trainer holds.
+  trace_.Record(
+      "multicast",
+      {{"round", exchange.round()}, {"sent_to", exchange.send_to_size()}, {"mass", mass_}});
 }
 
 absl::Time Protocol::ExchangeDeadline() const {
