@@ -152,7 +152,8 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
   }
 
   // Pareto additions among the remaining candidates, longest unsynchronized first, each within
-  // its own deadline and within the deadline of every task still sending to that receiver.
+  // its own deadline and within the deadline of every task still sending to that receiver (less
+  // the margin).
   std::vector<std::tuple<int64_t, int, int>> unchosen;  // (-c_ij, i, j)
   for (int i : tasks) {
     for (int j = 0; j < n; ++j) {
@@ -162,12 +163,13 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
     }
   }
   std::sort(unchosen.begin(), unchosen.end());
+  const double margin = p.pareto_margin > 0 ? std::min(p.pareto_margin, 1.0) : 0;  // NaN: none
   for (const auto& [negative_c, i, j] : unchosen) {
     double limit = t[i];
     for (int l : tasks) {
       if (s.chosen().at(l, j) && s.volume(l, j) > 0) limit = std::min(limit, t[l]);
     }
-    limit *= 1 + kSlack;
+    limit *= (1 - margin) * (1 + kSlack);
     if (s.Sent(i, s.volume(i, j)) / p.links.upload[i] <= limit &&
         (s.received(j) + s.volume(i, j)) / p.links.download[j] <= limit) {
       s.Choose(i, j);

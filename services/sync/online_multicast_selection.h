@@ -26,6 +26,10 @@ struct OnlineMulticastProblem {
   MulticastProblem links;
   int ready = 0;      // kappa: the trainer whose multicast is being planned
   double eta = 0.75;  // keep an in-flight receiver with less than eta * v_i left
+  // A Pareto addition must keep its sender and receiver within (1 - m) x the deadlines it is held
+  // to (clamped to [0, 1]; NaN counts as 0), as SelectSelMcast's pareto_margin: the paper's rule
+  // is m = 0, which trusts the measured rates exactly.
+  double pareto_margin = 0;
   // The multicasts in flight (kappa's row is ignored): in_flight.at(i, j) is "i is sending to j".
   PairMatrix in_flight;
   // Bytes still to deliver for each in-flight pair (n*n, row-major; read where in_flight is set).

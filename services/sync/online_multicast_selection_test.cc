@@ -1,5 +1,6 @@
 #include "sync/online_multicast_selection.h"
 
+#include <cmath>
 #include <random>
 
 #include "gtest/gtest.h"
@@ -132,6 +133,20 @@ TEST(OnlineMulticastSelectionTest, BlockedTasksAbsorbMoreReceivers) {
   EXPECT_GE(plan.deadline_seconds[0], 10);
   // One receiver is its p; the other three are Pareto additions, sent at low priority.
   EXPECT_EQ(plan.additions.RowCount(0), 3);
+}
+
+TEST(OnlineMulticastSelectionTest, AParetoMarginLeavesRoomWithinTheDeadline) {
+  // Trainer 0 would block 0.4 s anyway; each model takes 0.1 s of its upload (L7). With no margin
+  // its additions fill the upload to the deadline; with 0.1 they must end by 0.36 s.
+  OnlineMulticastProblem p = Idle(5, 1);
+  p.tau[0] = 0.4;
+  EXPECT_EQ(SelectSelMcastOnline(p, Fresh(5, 4, 2), 2).sends.RowCount(0), 4);
+  p.pareto_margin = 0.1;
+  const OnlineMulticastPlan plan = SelectSelMcastOnline(p, Fresh(5, 4, 2), 2);
+  EXPECT_EQ(plan.sends.RowCount(0), 3);
+  EXPECT_EQ(plan.additions.RowCount(0), 2);  // 0.3 s of upload: a fourth would take 0.4 s
+  p.pareto_margin = std::nan("");            // counts as none
+  EXPECT_EQ(SelectSelMcastOnline(p, Fresh(5, 4, 2), 2).sends.RowCount(0), 4);
 }
 
 // Many rounds of online decisions on random links: every decision keeps p (as far as candidates

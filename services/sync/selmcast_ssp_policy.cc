@@ -177,6 +177,7 @@ PeerExchange SelMcastSspPolicy::PlanMulticast(TrainerId kappa, int64_t round, ab
   p.links.layer = MulticastLayer::kL7;  // gRPC streams: one copy per receiver
   p.ready = index[kappa];
   p.eta = config_.eta;
+  p.pareto_margin = config_.pareto_margin;
   p.in_flight = PairMatrix(n);
   p.pinned = PairMatrix(n);
   p.remaining.assign(static_cast<size_t>(n) * n, 0.0);

@@ -47,6 +47,9 @@ struct SelMcastSspConfig {
   uint64_t seed = 1;
   int64_t staleness = 4;
   double eta = 0.75;
+  // selmcast: SelectSelMcastOnline's pareto_margin, as PeerRoundConfig's for selmcast: the rates
+  // are measured, so not exact.
+  double pareto_margin = 0.1;
   double min_receivers_fraction = 0.3;
   int k = 4;
   int min_trainers = 1;

@@ -72,24 +72,40 @@ TEST(SelMcastSspPolicyTest, ALeaverReleasesTheTrainersItHeldBack) {
 }
 
 // Trainer 1 computes slowly (10 s), the others in 1 s; every trainer uploads at 4 MB/s and
-// downloads at 1 MB/s, and the model is 1 MB. Trainer 1's multicast gets every receiver (it would
-// wait anyway); when trainer 2 becomes ready right after, one of 1's receivers, barely started, is
-// preempted for 2's multicast and never comes back to it while more trainers become ready.
-TEST(SelMcastSspPolicyTest, PreemptsASlowMulticastForAReadyTrainerAndNeverReAdds) {
+// downloads at 1 MB/s, and the model is 1 MB. The fast trainers reach clock 9 by 9 s; at 10 s
+// trainer 1 reports its first clock, and this returns its grant. p = 1 (of 4), s = 20.
+SelMcastSspConfig SlowMulticastConfig() {
   SelMcastSspConfig config = Config(4);
   config.staleness = 20;                 // the fast trainers are never held back here
   config.min_receivers_fraction = 0.25;  // p = 1
-  SelMcastSspPolicy p(config);
+  return config;
+}
+const absl::Time kSlowGrantAt = kT0 + absl::Seconds(10);
+absl::StatusOr<Decisions> GrantTheSlowTrainer(SelMcastSspPolicy& p) {
   JoinAll(p, 4);
   for (TrainerId t = 1; t <= 4; ++t) {
     p.ObserveTransfers(t, TransferSample{4e6, 1.0, 1e6, 1.0, 4});
   }
   for (int64_t clock = 1; clock <= 9; ++clock) {
-    for (TrainerId t : {2, 3, 4}) ASSERT_TRUE(p.OnClock(t, clock, kT0 + absl::Seconds(clock)).ok());
+    for (TrainerId t : {2, 3, 4}) {
+      absl::StatusOr<Decisions> d = p.OnClock(t, clock, kT0 + absl::Seconds(clock));
+      if (!d.ok()) return d.status();
+    }
   }
-  const absl::Time ten = kT0 + absl::Seconds(10);
-  absl::StatusOr<Decisions> slow = p.OnClock(1, 1, ten);
-  ASSERT_TRUE(slow.ok());
+  return p.OnClock(1, 1, kSlowGrantAt);
+}
+
+// Trainer 1's multicast gets every receiver (it would wait anyway); when trainer 2 becomes ready
+// right after, one of 1's receivers, barely started, is preempted for 2's multicast and never
+// comes back to it while more trainers become ready. Under the paper's rule (no Pareto margin):
+// 2's addition fills that receiver's download exactly to 2's deadline, which a 10% margin would
+// not allow.
+TEST(SelMcastSspPolicyTest, PreemptsASlowMulticastForAReadyTrainerAndNeverReAdds) {
+  SelMcastSspConfig config = SlowMulticastConfig();
+  config.pareto_margin = 0;
+  SelMcastSspPolicy p(config);
+  absl::StatusOr<Decisions> slow = GrantTheSlowTrainer(p);
+  ASSERT_TRUE(slow.ok()) << slow.status();
   ASSERT_NE(GrantOf(*slow, 1), nullptr);
   EXPECT_EQ(GrantOf(*slow, 1)->exchange->send_to.size(), 3u);
   // Its p (one receiver) is required; the two Pareto additions go at low priority.
@@ -98,7 +114,7 @@ TEST(SelMcastSspPolicyTest, PreemptsASlowMulticastForAReadyTrainerAndNeverReAdds
   const std::vector<TrainerId> before = p.ReceiversOf(1);
   const int64_t preempted_before = p.preempted_transfers();
 
-  absl::StatusOr<Decisions> ready = p.OnClock(2, 10, ten);
+  absl::StatusOr<Decisions> ready = p.OnClock(2, 10, kSlowGrantAt);
   ASSERT_TRUE(ready.ok());
   ASSERT_EQ(ready->preemptions.size(), 1u);
   const Preemption& preemption = ready->preemptions[0];
@@ -132,6 +148,21 @@ TEST(SelMcastSspPolicyTest, PreemptsASlowMulticastForAReadyTrainerAndNeverReAdds
     }
   }
   EXPECT_EQ(p.preempted_transfers(), preempted);
+}
+
+// The same two grants with the default 10% Pareto margin: trainer 2's multicast does not fill
+// trainer 1's receivers to its deadline, so none of 1's is preempted (the policy passes its margin
+// to the planner).
+TEST(SelMcastSspPolicyTest, TheDefaultParetoMarginSparesTheSlowMulticast) {
+  SelMcastSspConfig config = SlowMulticastConfig();
+  EXPECT_EQ(config.pareto_margin, 0.1);
+  SelMcastSspPolicy p(config);
+  ASSERT_TRUE(GrantTheSlowTrainer(p).ok());
+  EXPECT_EQ(p.ReceiversOf(1).size(), 3u);
+  absl::StatusOr<Decisions> ready = p.OnClock(2, 10, kSlowGrantAt);
+  ASSERT_TRUE(ready.ok());
+  EXPECT_TRUE(ready->preemptions.empty());
+  EXPECT_EQ(p.ReceiversOf(1).size(), 3u);
 }
 
 // A multicast is not cut short by its sender's next grant: the receivers the new multicast does
