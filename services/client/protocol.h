@@ -75,8 +75,8 @@ class Protocol {
   // Starts that multicast, of `own`: the model after the step that followed the exchange, so that
   // the step counts at this trainer's whole mass, as in push-sum SGD (sent before it, the copies
   // would carry the model without the step, and the step would move the job's model by only the
-  // share kept). Each receiver gets its share of the mass. A no-op when none is planned. Call
-  // before reporting the step.
+  // share kept). Each receiver gets its share of the mass; the mass kept is traced ("multicast").
+  // A no-op when none is planned. Call before reporting the step.
   void StartPlannedMulticast(tensor::TensorMap own);
   // Leaves the job (idempotent).
   void Leave(const std::string& reason) { coordinator_.Leave(reason); }

@@ -27,8 +27,10 @@ struct OnlineMulticastProblem {
   int ready = 0;      // kappa: the trainer whose multicast is being planned
   double eta = 0.75;  // keep an in-flight receiver with less than eta * v_i left
   // A Pareto addition must keep its sender and receiver within (1 - m) x the deadlines it is held
-  // to (clamped to [0, 1]; NaN counts as 0), as SelectSelMcast's pareto_margin: the paper's rule
-  // is m = 0, which trusts the measured rates exactly.
+  // to (clamped to [0, 1]; NaN counts as 0): the paper's rule is m = 0, which trusts the measured
+  // rates exactly. Unlike SelectSelMcast's pareto_margin, the sender is checked under L3 too, and
+  // the margin also applies to the in-flight pairs the Pareto step may keep, so it may preempt one
+  // that would fit without it (the policy plans under L7).
   double pareto_margin = 0;
   // The multicasts in flight (kappa's row is ignored): in_flight.at(i, j) is "i is sending to j".
   PairMatrix in_flight;

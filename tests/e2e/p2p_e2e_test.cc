@@ -110,8 +110,9 @@ TEST_P(P2PJoiner, TakesItsPeersModels) {
   // The job's masses sum to the two trainers it started with: the joiner brought none. Each
   // trainer's last recorded mass is what it held at the end (a background multicast gives shares
   // away after its exchange, and records what stays). Shares still on their way, or waiting in an
-  // inbox, make the sum less: in a background mode about half the mass is on its way at any
-  // moment (0.6-1.5 in eight runs), so only the upper bound is exact.
+  // inbox, make the sum less. In the round modes that happens only to shares whose transfer
+  // failed; under selmcast-ssp about half the mass is on its way at any moment (0.60-1.53 in
+  // eight runs of a6c2fca), so there only the upper bound is exact.
   double total = 0;
   for (int rank = 0; rank < 3; ++rank) {
     const std::vector<nlohmann::json> trace = ReadTrace(dir, rank);
@@ -122,7 +123,7 @@ TEST_P(P2PJoiner, TakesItsPeersModels) {
       }
     }
   }
-  EXPECT_GT(total, 0) << "see " << dir;
+  EXPECT_GT(total, mode == "selmcast-ssp" ? 0 : 0.5) << "see " << dir;
   EXPECT_LE(total, 2.0 + 1e-6) << "see " << dir;
 }
 
