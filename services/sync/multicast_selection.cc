@@ -173,8 +173,7 @@ MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& histo
     }
   }
   std::sort(unselected.begin(), unselected.end());
-  const double margin = pareto_margin > 0 ? std::min(pareto_margin, 1.0) : 0;  // NaN: none
-  const double limit = t * (1 - margin) * (1 + kSlack);
+  const double limit = t * (1 - ParetoMargin(pareto_margin)) * (1 + kSlack);
   for (const auto& [negative_c, i, j] : unselected) {
     // An addition that costs its sender nothing (L3, already sending) needs no room there.
     const double increment = SendIncrement(p, x, i);
@@ -221,5 +220,7 @@ int DefaultMinReceivers(int n, double fraction) {
   if (n < 2) return 0;
   return std::clamp(static_cast<int>(std::ceil(fraction * n)), 1, n - 1);
 }
+
+double ParetoMargin(double margin) { return margin > 0 ? std::min(margin, 1.0) : 0; }
 
 }  // namespace syncopate::sync

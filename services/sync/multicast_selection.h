@@ -123,6 +123,10 @@ int DrawUniformly(std::vector<int>& candidates, int count, std::mt19937_64& rng)
 // The default p: ceil(fraction * n), clamped to [1, n-1] (0 when n < 2).
 int DefaultMinReceivers(int n, double fraction = 0.3);
 
+// A Pareto margin as the selections use it (SelectSelMcast's and SelectSelMcastOnline's): clamped
+// to [0, 1], NaN counted as 0.
+double ParetoMargin(double margin);
+
 }  // namespace syncopate::sync
 
 #endif  // SYNCOPATE_SYNC_MULTICAST_SELECTION_H_

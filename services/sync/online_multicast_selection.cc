@@ -163,7 +163,7 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
     }
   }
   std::sort(unchosen.begin(), unchosen.end());
-  const double margin = p.pareto_margin > 0 ? std::min(p.pareto_margin, 1.0) : 0;  // NaN: none
+  const double margin = ParetoMargin(p.pareto_margin);
   for (const auto& [negative_c, i, j] : unchosen) {
     double limit = t[i];
     for (int l : tasks) {

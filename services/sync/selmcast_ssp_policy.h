@@ -47,8 +47,8 @@ struct SelMcastSspConfig {
   uint64_t seed = 1;
   int64_t staleness = 4;
   double eta = 0.75;
-  // Planner "selmcast" only: SelectSelMcastOnline's pareto_margin, the default of
-  // PeerRoundConfig::pareto_margin (the rates are measured, so not exact).
+  // Planner "selmcast" only: SelectSelMcastOnline's pareto_margin, the same default as
+  // PeerRoundConfig::pareto_margin's (the rates are measured, so not exact).
   double pareto_margin = 0.1;
   double min_receivers_fraction = 0.3;
   int k = 4;
