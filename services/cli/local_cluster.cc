@@ -379,6 +379,17 @@ absl::StatusOr<v1::ClusterStatus> LocalCluster::Status(absl::Duration timeout,
   return status;
 }
 
+absl::StatusOr<int64_t> LocalCluster::Finish(const std::string& reason, absl::Duration timeout) {
+  if (!coordinator_) return absl::FailedPreconditionError("coordinator not started");
+  auto ctx = rpc::ContextWithTimeout(timeout);
+  v1::FinishRequest request;
+  request.set_reason(reason);
+  v1::FinishResponse response;
+  grpc::Status s = coordinator_->Finish(ctx.get(), request, &response);
+  if (!s.ok()) return rpc::FromGrpcStatus(s);
+  return response.final_round();
+}
+
 void LocalCluster::Stop(absl::Duration grace) {
   if (stopped_) return;
   stopped_ = true;

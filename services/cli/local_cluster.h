@@ -93,6 +93,8 @@ class LocalCluster {
   // reconnection on only while a call waits on it, so polls that must find a restarted
   // coordinator wait for it.
   absl::StatusOr<v1::ClusterStatus> Status(absl::Duration timeout, bool wait_for_ready = false);
+  // Ends training (Coordinator.Finish): the round of the final average, 0 in a mode without one.
+  absl::StatusOr<int64_t> Finish(const std::string& reason, absl::Duration timeout);
 
   // Starts one more trainer (the next rank, slowdown 1) and waits until it runs. Needs elastic.
   absl::Status AddTrainer();

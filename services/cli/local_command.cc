@@ -28,6 +28,9 @@ constexpr absl::Duration kPoll = absl::Milliseconds(250);
 constexpr absl::Duration kCoordinatorComeback = absl::Seconds(30);
 // How long one status poll waits for a restarted coordinator to accept the connection.
 constexpr absl::Duration kRestartPoll = absl::Seconds(2);
+// How long the final average may take beyond the time the slowest trainer needs to reach its
+// round (and beyond two exchange timeouts).
+constexpr absl::Duration kFinalAverageMargin = absl::Seconds(30);
 
 absl::StatusOr<std::string> PrepareRunDir(const std::string& requested) {
   if (requested.empty()) {
@@ -48,6 +51,56 @@ std::string ProgressLine(const v1::ClusterStatus& status, double elapsed,
   return absl::StrFormat("[%6.1fs] %s | accuracy %s | clocks%s | live %d", elapsed, status.mode(),
                          accuracy ? absl::StrFormat("%.4f", *accuracy) : "  n/a ", clocks,
                          status.live_trainers());
+}
+
+// How long the live trainers of `status` need, at their pace so far (wall time per clock), until
+// the last of them reaches `round`.
+absl::Duration TimeToReach(const v1::ClusterStatus& status, int64_t round) {
+  double seconds = 0;
+  for (const v1::TrainerStatus& t : status.trainers()) {
+    if (t.state() != "live" || t.clock() <= 0 || t.clock() >= round) continue;
+    const double per_clock = t.timings().wall_seconds() / static_cast<double>(t.clock());
+    seconds = std::max(seconds, per_clock * static_cast<double>(round - t.clock()));
+  }
+  return absl::Seconds(seconds);
+}
+
+// Ends training for `reason` (Coordinator.Finish). In a mode with a final average (dssync), waits
+// until every trainer has averaged and left (ClusterStatus.done), and returns the status then;
+// nullopt in the other modes (their trainers are told Done), or when a signal interrupted the wait
+// (`interrupted` says so). The wait lasts `margin` beyond the time the slowest trainer needs, at
+// its pace so far, to reach the final round. A failed job, or a coordinator that does not answer
+// (it is not restarted during this wait), is an error.
+absl::StatusOr<std::optional<v1::ClusterStatus>> FinishTraining(LocalCluster& cluster,
+                                                                const std::string& reason,
+                                                                absl::Duration margin,
+                                                                bool* interrupted) {
+  ASSIGN_OR_RETURN(const int64_t round, cluster.Finish(reason, absl::Seconds(5)));
+  if (round == 0) return std::nullopt;
+  std::fprintf(stderr, "training ends (%s): the trainers average their models in round %lld\n",
+               reason.c_str(), static_cast<long long>(round));
+  std::optional<absl::Time> give_up;
+  absl::Status last = absl::OkStatus();
+  while (!give_up || absl::Now() < *give_up) {
+    absl::StatusOr<v1::ClusterStatus> status = cluster.Status(absl::Seconds(5));
+    if (!status.ok()) {
+      last = status.status();
+      if (!give_up) give_up = absl::Now() + margin;
+    } else {
+      if (!status->failure().empty()) {
+        return absl::AbortedError(absl::StrCat("the job failed: ", status->failure()));
+      }
+      if (status->done()) return std::optional<v1::ClusterStatus>(*std::move(status));
+      if (!give_up) give_up = absl::Now() + TimeToReach(*status, round) + margin;
+    }
+    if (base::WaitForTerminationSignal(kPoll) != 0) {
+      *interrupted = true;
+      return std::nullopt;
+    }
+  }
+  return absl::DeadlineExceededError(absl::StrCat("the final average (round ", round,
+                                                  ") did not complete in time",
+                                                  last.ok() ? "" : ": ", last.message()));
 }
 
 // Once every process has stopped: exactly once, audited from the shards' final checkpoints and the
@@ -250,12 +303,31 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     }
     if (summary.reached_target) break;
     if (elapsed >= absl::ToDoubleSeconds(options.time_limit)) break;
+    // Training was ended from outside (`syncopate finish`): its trainers are done or leaving.
+    if (status.done() || status.final_round() > 0) break;
     if (status.live_trainers() == 0 && !status.recovering() && elapsed > 5) {
       failure = absl::AbortedError("every trainer has left or died; see the logs");
       break;
     }
   }
   if (tty) std::fprintf(stderr, "\n");
+  // A mode with a final average ends with it (the other modes' trainers are simply stopped).
+  if (failure.ok() && !summary.interrupted &&
+      sync::MakePolicy(options.cluster.policy).value()->has_final_average()) {
+    const std::string reason = summary.reached_target     ? "the target accuracy was reached"
+                               : status.final_round() > 0 ? "ended by an operator"
+                                                          : "the time limit";
+    absl::StatusOr<std::optional<v1::ClusterStatus>> finished =
+        FinishTraining(*cluster, reason, kFinalAverageMargin + 2 * options.cluster.exchange_timeout,
+                       &summary.interrupted);
+    if (!finished.ok()) {
+      summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start),
+                                  std::string(finished.status().message()));
+      std::fprintf(stderr, "%s\n", std::string(finished.status().message()).c_str());
+    } else if (*finished) {
+      status = **finished;
+    }
+  }
   summary.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);
   FillFromStatus(status, &summary);
   summary.store_restarts += carried_store_restarts;

@@ -1,6 +1,6 @@
 // syncopate: the command-line entry point. `local` runs a whole cluster on this machine, `compare`
 // runs one scenario under several modes, `sim` simulates multicast selection at scale, `status`
-// asks a running coordinator, `certs` makes certificates.
+// asks a running coordinator, `finish` ends its training, `certs` makes certificates.
 #include <unistd.h>
 
 #include <climits>
@@ -38,22 +38,51 @@ int Fail(const absl::Status& status, int code = 1) {
   return code;
 }
 
-int Status(const std::string& address, const std::string& tls_dir, bool insecure) {
+// A coordinator's stub under the operator's credentials (`status`, `finish`).
+absl::StatusOr<std::unique_ptr<syncopate::v1::Coordinator::Stub>> CoordinatorStub(
+    const std::string& address, const std::string& tls_dir, bool insecure) {
   absl::StatusOr<syncopate::rpc::Credentials> credentials =
       syncopate::rpc::CredentialsFromFlags(tls_dir, insecure, std::nullopt);
-  if (!credentials.ok()) return Fail(credentials.status(), 2);
-  auto stub = syncopate::v1::Coordinator::NewStub(
+  if (!credentials.ok()) return credentials.status();
+  return syncopate::v1::Coordinator::NewStub(
       syncopate::rpc::MakeChannel(address, *credentials, syncopate::rpc::Role::kCoordinator));
+}
+
+// Exit code 1 with the coordinator's refusal.
+int FailCall(const std::string& address, const grpc::Status& s) {
+  const absl::Status error = syncopate::rpc::FromGrpcStatus(s);
+  return Fail(absl::Status(
+      error.code(), absl::StrCat("coordinator ", address, ": ",
+                                 absl::StatusCodeToString(error.code()), ": ", error.message())));
+}
+
+int Status(const std::string& address, const std::string& tls_dir, bool insecure) {
+  auto stub = CoordinatorStub(address, tls_dir, insecure);
+  if (!stub.ok()) return Fail(stub.status(), 2);
   auto ctx = syncopate::rpc::ContextWithTimeout(absl::Seconds(5));
   syncopate::v1::ClusterStatus status;
-  grpc::Status s = stub->GetStatus(ctx.get(), syncopate::v1::GetStatusRequest(), &status);
-  if (!s.ok()) {
-    const absl::Status error = syncopate::rpc::FromGrpcStatus(s);
-    return Fail(absl::Status(
-        error.code(), absl::StrCat("coordinator ", address, ": ",
-                                   absl::StatusCodeToString(error.code()), ": ", error.message())));
-  }
+  grpc::Status s = (*stub)->GetStatus(ctx.get(), syncopate::v1::GetStatusRequest(), &status);
+  if (!s.ok()) return FailCall(address, s);
   std::printf("%s", syncopate::cli::FormatStatus(status).c_str());
+  return 0;
+}
+
+int Finish(const std::string& address, const std::string& tls_dir, bool insecure,
+           const std::string& reason) {
+  auto stub = CoordinatorStub(address, tls_dir, insecure);
+  if (!stub.ok()) return Fail(stub.status(), 2);
+  auto ctx = syncopate::rpc::ContextWithTimeout(absl::Seconds(5));
+  syncopate::v1::FinishRequest request;
+  request.set_reason(reason);
+  syncopate::v1::FinishResponse response;
+  grpc::Status s = (*stub)->Finish(ctx.get(), request, &response);
+  if (!s.ok()) return FailCall(address, s);
+  if (response.final_round() > 0) {
+    std::printf("training ends: the trainers average their models in round %lld, then leave\n",
+                static_cast<long long>(response.final_round()));
+  } else {
+    std::printf("training ends: the trainers were told it is done\n");
+  }
   return 0;
 }
 
@@ -314,6 +343,16 @@ int main(int argc, char** argv) {
   status_cmd->add_option("--tls-dir", status_tls_dir,
                          "Certificate directory (`syncopate local`: <run dir>/tls/operator)");
   status_cmd->add_flag("--insecure", status_insecure, syncopate::rpc::kInsecureFlagHelp);
+  std::string finish_reason = "an operator ended training";
+  CLI::App* finish_cmd = app.add_subcommand(
+      "finish",
+      "End training: in dssync the trainers first average their models in one last round");
+  finish_cmd->add_option("--coordinator", coordinator, "Coordinator address host:port");
+  finish_cmd->add_option(
+      "--tls-dir", status_tls_dir,
+      "Operator certificate directory (`syncopate local`: <run dir>/tls/operator)");
+  finish_cmd->add_flag("--insecure", status_insecure, syncopate::rpc::kInsecureFlagHelp);
+  finish_cmd->add_option("--reason", finish_reason, "Why (the coordinator logs it)");
 
   syncopate::cli::CertsCommand certs;
   CLI::App* certs_cmd = app.add_subcommand(
@@ -345,6 +384,9 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
 
   if (status_cmd->parsed()) return Status(coordinator, status_tls_dir, status_insecure);
+  if (finish_cmd->parsed()) {
+    return Finish(coordinator, status_tls_dir, status_insecure, finish_reason);
+  }
   if (certs_cmd->parsed()) {
     certs.issue = certs_issue_cmd->parsed();
     absl::StatusOr<std::string> done = syncopate::cli::RunCerts(certs);

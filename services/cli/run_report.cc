@@ -10,6 +10,11 @@
 namespace syncopate::cli {
 
 void FillFromStatus(const v1::ClusterStatus& status, RunSummary* summary) {
+  summary->final_average_round = status.final_round();
+  summary->final_average_accuracy.reset();
+  if (status.has_final_test_accuracy()) {
+    summary->final_average_accuracy = status.final_test_accuracy();
+  }
   summary->per_trainer.clear();
   double ratio_sum = 0, wait_sum = 0, real_sum = 0, emulated_sum = 0;
   double slowest_compute_per_step = -1;
@@ -89,6 +94,7 @@ nlohmann::json ToJson(const RunSummary& s) {
                       {"reached_target", s.reached_target},
                       {"time_to_target_seconds", nullptr},
                       {"final_accuracy", nullptr},
+                      {"final_average", {{"round", s.final_average_round}, {"accuracy", nullptr}}},
                       {"wall_seconds", s.wall_seconds},
                       {"compute_time_ratio", s.compute_time_ratio},
                       {"mean_wait_seconds", s.mean_wait_seconds},
@@ -112,6 +118,7 @@ nlohmann::json ToJson(const RunSummary& s) {
                       {"per_trainer", per_trainer}};
   if (s.time_to_target_seconds) j["time_to_target_seconds"] = *s.time_to_target_seconds;
   if (s.final_accuracy) j["final_accuracy"] = *s.final_accuracy;
+  if (s.final_average_accuracy) j["final_average"]["accuracy"] = *s.final_average_accuracy;
   return j;
 }
 
@@ -166,6 +173,13 @@ std::string FormatSummary(const RunSummary& s) {
               ? absl::StrFormat("multicast scale %.2f (receivers named %.2f)\n", s.multicast_scale,
                                 s.planned_multicast_scale)
               : "") +
+         (s.final_average_round > 0
+              ? absl::StrFormat("final average of every trainer's model in round %d: accuracy %s\n",
+                                s.final_average_round,
+                                s.final_average_accuracy
+                                    ? absl::StrFormat("%.4f", *s.final_average_accuracy)
+                                    : "n/a")
+              : "") +
          FaultLines(s) + TrainerTable(s.per_trainer);
 }
 
@@ -187,6 +201,12 @@ std::string FormatStatus(const v1::ClusterStatus& status) {
                           status.test_accuracy_at_seconds());
   }
   absl::StrAppendFormat(&out, ", compute-time ratio %.2f", s.compute_time_ratio);
+  if (status.final_round() > 0) {
+    absl::StrAppendFormat(&out, ", final average in round %d", status.final_round());
+    if (status.has_final_test_accuracy()) {
+      absl::StrAppendFormat(&out, " (accuracy %.4f)", status.final_test_accuracy());
+    }
+  }
   if (status.done()) absl::StrAppend(&out, ", done: ", status.done_reason());
   return out + "\n" + TrainerTable(s.per_trainer);
 }

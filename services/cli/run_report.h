@@ -40,6 +40,10 @@ struct RunSummary {
   bool reached_target = false;
   std::optional<double> time_to_target_seconds;
   std::optional<double> final_accuracy;
+  // Modes with a final average (dssync): the round in which the trainers averaged their models as
+  // training ended (0: none), and the evaluator's accuracy of that average.
+  int64_t final_average_round = 0;
+  std::optional<double> final_average_accuracy;
   double wall_seconds = 0;
   double compute_time_ratio = 0;  // mean over trainers
   double mean_wait_seconds = 0;   // mean over trainers

@@ -48,6 +48,34 @@ TEST(FormatStatus, NamesOnlyWhatTheModeAndTheJobHave) {
             "0.8512 reached 0.85");
 }
 
+// dssync's final average: its round and the evaluator's accuracy of it, in the status line, the
+// summary's table and summary.json; absent (round 0, accuracy null) in a job that had none.
+TEST(FillFromStatus, ReportsTheFinalAverage) {
+  v1::ClusterStatus status = Status("dssync", -1);
+  RunSummary none;
+  FillFromStatus(status, &none);
+  EXPECT_EQ(ToJson(none)["final_average"]["round"], 0);
+  EXPECT_TRUE(ToJson(none)["final_average"]["accuracy"].is_null());
+  EXPECT_EQ(FormatSummary(none).find("final average"), std::string::npos);
+
+  status.set_final_round(421);
+  status.set_final_test_accuracy(0.8189);
+  EXPECT_NE(FormatStatus(status).find(", final average in round 421 (accuracy 0.8189)"),
+            std::string::npos)
+      << FormatStatus(status);
+  RunSummary s;
+  FillFromStatus(status, &s);
+  EXPECT_EQ(s.final_average_round, 421);
+  ASSERT_TRUE(s.final_average_accuracy.has_value());
+  EXPECT_DOUBLE_EQ(*s.final_average_accuracy, 0.8189);
+  EXPECT_EQ(ToJson(s)["final_average"]["round"], 421);
+  EXPECT_DOUBLE_EQ(ToJson(s)["final_average"]["accuracy"].get<double>(), 0.8189);
+  EXPECT_NE(FormatSummary(s).find("final average of every trainer's model in round 421: accuracy "
+                                  "0.8189\n"),
+            std::string::npos)
+      << FormatSummary(s);
+}
+
 // The overhead per step is the slowest trainer's (most compute per step) time per step beyond its
 // compute; real and emulated compute are reported apart.
 TEST(FillFromStatus, ReportsTheSlowestTrainersOverheadAndRealAndEmulatedCompute) {

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -36,8 +37,9 @@ class CoordinatorLink {
   // Sends heartbeats carrying `timings()` every welcome().heartbeat_interval_seconds until the
   // session ends (Leave, or the stream breaks).
   virtual void StartHeartbeats(std::function<v1::TrainerTimings()> timings) = 0;
-  // Leaves the job (bounded by a short deadline). Idempotent.
-  virtual void Leave(const std::string& reason) = 0;
+  // Leaves the job (bounded by a short deadline), with the test accuracy of the final average when
+  // this trainer evaluated it (Proceed.final_average). Idempotent.
+  virtual void Leave(const std::string& reason, std::optional<double> final_test_accuracy) = 0;
 };
 
 // A model as pulled from every store shard.

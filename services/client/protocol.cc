@@ -154,10 +154,29 @@ void Protocol::MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap
     evaluator_->Submit(model, start);
     return;
   }
+  EvaluateNow(model);
+}
+
+double Protocol::EvaluateNow(const tensor::TensorMap& model) {
+  const absl::Time start = clock_.Now();
   const double accuracy = options_.evaluate(model);
   AddTime(&SessionTimings::eval, clock_.Now() - start);
   metrics_.eval_seconds.Increment(absl::ToDoubleSeconds(clock_.Now() - start));
   ReportAccuracy(accuracy, start);
+  return accuracy;
+}
+
+void Protocol::LeaveAfterFinalAverage(const v1::Proceed& proceed,
+                                      const tensor::TensorMap& average) {
+  std::optional<double> accuracy;
+  if (proceed.evaluate() && options_.evaluate) {
+    if (evaluator_) evaluator_->Stop();  // a periodic evaluation in progress finishes first
+    accuracy = EvaluateNow(average);
+  }
+  trace_.Record("final_average",
+                {{"round", proceed.exchange().round()}, {"accuracy", accuracy.value_or(-1)}});
+  done_ = true;
+  coordinator_.Leave(kFinalAverageDone, accuracy);
 }
 
 bool Protocol::evaluation_due() const {
@@ -269,7 +288,8 @@ absl::Status Protocol::Exchange(const v1::Proceed& proceed, tensor::TensorMap& o
                              {"preempted", outcome.preempted},
                              {"mass", mass_},
                              {"seconds", absl::ToDoubleSeconds(took)}});
-  MaybeEvaluate(proceed, own);
+  // The final average is evaluated once, as the trainer leaves (LeaveAfterFinalAverage).
+  if (!proceed.final_average()) MaybeEvaluate(proceed, own);
   return absl::OkStatus();
 }
 

@@ -79,7 +79,14 @@ class Protocol {
   // A no-op when none is planned. Call before reporting the step.
   void StartPlannedMulticast(tensor::TensorMap own);
   // Leaves the job (idempotent).
-  void Leave(const std::string& reason) { coordinator_.Leave(reason); }
+  void Leave(const std::string& reason) { coordinator_.Leave(reason, std::nullopt); }
+  // The reason a trainer leaves with after the final average.
+  static constexpr char kFinalAverageDone[] = "training is done: the final average";
+  // After the final average (`proceed.final_average`, its exchange done; Exchange does not
+  // evaluate it): evaluates `average` when `proceed` asks this trainer to and it has an evaluation
+  // function (at once, after an evaluation in progress), and leaves with its accuracy. done() is
+  // true from then on.
+  void LeaveAfterFinalAverage(const v1::Proceed& proceed, const tensor::TensorMap& average);
 
   // Thread-safe. Time the caller spent computing (its steps) or waiting (for the session).
   // One step's compute: `real` on the caller's thread, then `emulated` slept (session_options.h).
@@ -112,6 +119,8 @@ class Protocol {
   double OwnMass(double kept, const std::map<uint64_t, PeerModel>& received);
   // Now plus the exchange timeout the coordinator set (10 s when it set none).
   absl::Time ExchangeDeadline() const;
+  // Evaluates `model` with options_.evaluate on this thread and reports the accuracy.
+  double EvaluateNow(const tensor::TensorMap& model);
   // Evaluates `model` (or marks an evaluation due) when `proceed` asks and eval_interval passed.
   void MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap& model);
   void AddTime(double SessionTimings::*field, absl::Duration d);

@@ -87,6 +87,12 @@ absl::StatusOr<bool> Session::StepSequential(float loss) {
   if (!*proceed) return End(absl::OkStatus(), EndReason());
   if (absl::Status applied = Apply(**proceed); !applied.ok()) return End(applied, "");
   clock_of_grant_ = (*proceed)->clock();
+  if ((*proceed)->final_average()) {
+    tensor::TensorMap average;
+    if (absl::Status read = model_.Read(&average); !read.ok()) return End(read, "");
+    protocol_.LeaveAfterFinalAverage(**proceed, average);
+    return End(absl::OkStatus(), Protocol::kFinalAverageDone);
+  }
   return true;
 }
 

@@ -267,9 +267,15 @@ void SessionClient::StartHeartbeats(std::function<v1::TrainerTimings()> timings)
   });
 }
 
-void SessionClient::Leave(const std::string& reason) {
+void SessionClient::Leave(const std::string& reason, std::optional<double> final_test_accuracy) {
+  {
+    // The coordinator ends the stream once it has the Leave: that end is not a break to resume.
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
   v1::SessionRequest request;
   request.mutable_leave()->set_reason(reason);
+  if (final_test_accuracy) request.mutable_leave()->set_final_test_accuracy(*final_test_accuracy);
   Write(request).IgnoreError();
   Close();
 }

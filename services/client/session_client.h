@@ -63,7 +63,7 @@ class SessionClient final : public CoordinatorLink {
   // Sends heartbeats every welcome().heartbeat_interval_seconds with `timings()` until Close.
   void StartHeartbeats(std::function<v1::TrainerTimings()> timings) override;
   // Sends Leave and closes the stream (bounded by a short deadline). Idempotent.
-  void Leave(const std::string& reason) override;
+  void Leave(const std::string& reason, std::optional<double> final_test_accuracy) override;
 
  private:
   using Stream = grpc::ClientReaderWriter<v1::SessionRequest, v1::Directive>;

@@ -53,10 +53,16 @@ class FakeCoordinator final : public CoordinatorLink {
     return absl::OkStatus();
   }
   void StartHeartbeats(std::function<v1::TrainerTimings()>) override {}
-  void Leave(const std::string& reason) override { left = reason; }
+  // Idempotent, as the real one: the first Leave is the one sent.
+  void Leave(const std::string& reason, std::optional<double> final_test_accuracy) override {
+    if (left) return;
+    left = reason;
+    left_with_accuracy = final_test_accuracy;
+  }
 
   std::vector<v1::ClockReport> reports;
   std::optional<std::string> left;
+  std::optional<double> left_with_accuracy;
 
  private:
   base::FakeClock& clock_;
@@ -366,6 +372,58 @@ TEST_F(SessionTest, PeerRoundsAverageThePeersModelsIn) {
   ASSERT_EQ(coordinator.reports.size(), 2u);
   EXPECT_TRUE(coordinator.reports[0].has_transfers());
   EXPECT_EQ(coordinator.reports[1].clock(), 2);
+}
+
+// dssync's final average: the grant's exchange is averaged in, the average is evaluated once (by
+// the evaluator, as it leaves, not also as the exchange's periodic evaluation), the trainer leaves
+// with its accuracy, and takes no step after it.
+TEST_F(SessionTest, AfterTheFinalAverageTheEvaluatorLeavesWithItsAccuracy) {
+  options_.evaluate_in_background = false;
+  std::vector<float> evaluated;
+  options_.evaluate = [&](const tensor::TensorMap& model) {
+    evaluated.push_back(model.at("w")[0]);
+    return 0.75;
+  };
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
+  v1::Proceed last = Exchange(1, 1, 9);
+  last.set_final_average(true);
+  last.set_evaluate(true);
+  coordinator.Script({last, absl::ZeroDuration()});
+  coordinator.Script({Exchange(2, 2, 9), absl::ZeroDuration()});  // never reached
+  FakePeers peers;
+  ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {0, 0}}}).ok());
+  ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {0.75f, 0.75f}}}, "", /*mass=*/2).ok());
+  ASSERT_TRUE(Run(coordinator, &peers.link).ok());
+  EXPECT_EQ(steps_taken_, 1) << "no step after the final average";
+  EXPECT_EQ(w_, (std::vector<float>{0.5f, 0.5f}));  // (2 x 0.25 + 2 x 0.75) / 4
+  EXPECT_EQ(evaluated, (std::vector<float>{0.5f}));
+  EXPECT_EQ(coordinator.left, Protocol::kFinalAverageDone);
+  EXPECT_EQ(coordinator.left_with_accuracy, 0.75);
+  ASSERT_EQ(coordinator.reports.size(), 1u) << "the final round is reported before, not after";
+}
+
+// A trainer that is not the evaluator leaves after the final average without an accuracy.
+TEST_F(SessionTest, AfterTheFinalAverageOthersLeaveWithoutAnAccuracy) {
+  bool evaluated = false;
+  options_.evaluate = [&](const tensor::TensorMap&) {
+    evaluated = true;
+    return 0.5;
+  };
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
+  v1::Proceed last = Exchange(1, 1, 9);
+  last.set_final_average(true);
+  coordinator.Script({last, absl::ZeroDuration()});
+  FakePeers peers;
+  ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {0, 0}}}).ok());
+  ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {1, 1}}}).ok());
+  ASSERT_TRUE(Run(coordinator, &peers.link).ok());
+  EXPECT_FALSE(evaluated);
+  EXPECT_EQ(coordinator.left, Protocol::kFinalAverageDone);
+  EXPECT_FALSE(coordinator.left_with_accuracy.has_value());
 }
 
 // Push-sum's bookkeeping: a share sent with a model that did not arrive (here, to a port nobody

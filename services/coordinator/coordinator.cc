@@ -98,6 +98,11 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
         "the coordinator is taking over a job under way and waits for its trainers to resume; "
         "join again shortly");
   }
+  if (final_round_ > 0) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("training is ending: its trainers average their models in round ",
+                     final_round_, " and leave; no new trainers"));
+  }
   absl::StatusOr<sync::JoinResult> joined = membership_.Join(join.name(), join.rank(), now);
   if (!joined.ok()) return joined.status();
   const sync::Member& member = joined->member;
@@ -325,12 +330,12 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
     }
   }
   EnqueueDecisions(*std::move(decisions));
-  if (done_reason_.empty() && options_.target_accuracy > 0 && accuracy_ &&
-      *accuracy_ >= options_.target_accuracy) {
-    done_reason_ = absl::StrCat("test accuracy ", *accuracy_, " reached the target ",
-                                options_.target_accuracy);
-    spdlog::info("training is done: {}", done_reason_);
-    for (auto& [id, session] : sessions_) SendDone(session.outbox);
+  // (Not while a job taken over waits for its trainers: the final round must follow every clock.
+  // The next report after the recovery ends it.)
+  if (options_.target_accuracy > 0 && accuracy_ && *accuracy_ >= options_.target_accuracy &&
+      phase_ == Phase::kRunning) {
+    EndTraining(absl::StrCat("test accuracy ", *accuracy_, " reached the target ",
+                             options_.target_accuracy));
   }
   UpdateGauges();
 }
@@ -354,12 +359,58 @@ bool Coordinator::Accept(sync::TrainerId id, const char* what, const absl::Statu
   return false;
 }
 
-void Coordinator::Leave(const SessionKey& key, const std::string& reason) {
+void Coordinator::Leave(const SessionKey& key, const std::string& reason,
+                        std::optional<double> final_accuracy) {
   absl::MutexLock lock(&mu_);
   if (!membership_.CheckLive(key.id, key.incarnation).ok()) return;
   metrics_.leaves.Increment();
   spdlog::info("trainer {} left: {}", key.id, reason);
-  Depart(key, "left", reason);
+  // A trainer granted the final average finished the job; any other left it.
+  const bool finished = final_granted_.count(key.id) > 0;
+  if (final_accuracy) {
+    if (!finished || key.id != Evaluator()) {
+      // Only the evaluator's word on the average counts.
+      metrics_.refused.Add({{"what", "final_accuracy_not_evaluator"}}).Increment();
+    } else if (Accept(key.id, "final_accuracy", CheckAccuracy(*final_accuracy, 0))) {
+      final_accuracy_ = final_accuracy;
+      spdlog::info("the final average's test accuracy: {}", *final_accuracy);
+    }
+  }
+  Depart(key, finished ? "done" : "left", reason);
+}
+
+absl::StatusOr<int64_t> Coordinator::Finish(const std::string& reason) {
+  if (absl::Status s = CheckFinishReason(reason); !s.ok()) return s;
+  absl::MutexLock lock(&mu_);
+  if (!failure_.empty()) {
+    return absl::FailedPreconditionError(absl::StrCat("the job failed: ", failure_));
+  }
+  if (phase_ != Phase::kRunning && final_round_ == 0 && done_reason_.empty()) {
+    // The final round must come after every clock, and the trainers' clocks are not all known
+    // until they have resumed.
+    return absl::UnavailableError(
+        "the coordinator is taking over a job under way and waits for its trainers to resume; "
+        "finish again shortly");
+  }
+  return EndTraining(reason);
+}
+
+int64_t Coordinator::EndTraining(const std::string& reason) {
+  if (final_round_ > 0 || !done_reason_.empty()) return final_round_;
+  // With nobody to average, training is simply done.
+  if (membership_.live_count() > 0) {
+    if (std::optional<int64_t> round = policy_->BeginFinalAverage()) {
+      final_round_ = *round;
+      finish_reason_ = reason;
+      spdlog::info("training ends ({}): every trainer averages in round {}, then leaves", reason,
+                   final_round_);
+      return final_round_;
+    }
+  }
+  done_reason_ = reason;
+  spdlog::info("training is done: {}", done_reason_);
+  for (auto& [id, session] : sessions_) SendDone(session.outbox);
+  return 0;
 }
 
 void Coordinator::Disconnected(const SessionKey& key) {
@@ -378,6 +429,15 @@ void Coordinator::Depart(const SessionKey& key, const std::string& state,
   EnqueueDecisions(policy_->OnLeave(key.id, clock_.Now()));
   CloseSession(key, state, reason);
   TellPeersGone(key.id);
+  if (final_round_ > 0 && done_reason_.empty() && failure_.empty() &&
+      membership_.live_count() == 0) {
+    done_reason_ = final_granted_.empty()
+                       ? absl::StrCat(finish_reason_, "; every trainer left before round ",
+                                      final_round_, ", the final average")
+                       : absl::StrCat(finish_reason_, "; ", final_granted_.size(),
+                                      " trainer(s) averaged their models in round ", final_round_);
+    spdlog::info("training is done: {}", done_reason_);
+  }
 }
 
 void Coordinator::TellPeersGone(sync::TrainerId id) {
@@ -783,6 +843,8 @@ void Coordinator::Deliver(Action& action) {
     p->set_push_weight(policy_->PushWeight(JobSize()));
     p->set_group(g.group);
     p->set_evaluate(g.trainer == evaluator);
+    p->set_final_average(g.final_average);
+    if (g.final_average) final_granted_.insert(g.trainer);
     if (g.exchange) {
       *p->mutable_exchange() = ExchangeOf(*g.exchange);
       if (const int receivers = p->exchange().send_to_size(); receivers > 0) {
@@ -846,6 +908,8 @@ v1::ClusterStatus Coordinator::Status() const {
   status.set_groups(static_cast<uint32_t>(policy_->group_count()));
   status.set_done(!done_reason_.empty());
   status.set_done_reason(done_reason_);
+  status.set_final_round(final_round_);
+  if (final_accuracy_) status.set_final_test_accuracy(*final_accuracy_);
   status.set_store_restarts(store_restarts_);
   status.set_store_rounds_lost(store_rounds_lost_);
   status.set_failure(failure_);

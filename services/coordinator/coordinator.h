@@ -82,12 +82,24 @@ class Coordinator {
   // INVALID_ARGUMENT for a join without a name; UNAVAILABLE (retry) before the stores answered or
   // while a job taken over waits for its trainers to resume. A join with `resume` (a trainer of
   // the job before this coordinator restarted) keeps its identity and clock: FAILED_PRECONDITION
-  // when it is not a member the stores know, or the recovery window has passed.
+  // when it is not a member the stores know, or the recovery window has passed. A new trainer gets
+  // FAILED_PRECONDITION once training ends with a final average (Finish).
   absl::StatusOr<SessionKey> Join(const v1::Join& join, std::shared_ptr<Outbox> outbox);
   // The trainer pushed `report.clock`. A report that breaks the protocol evicts the trainer.
   void Report(const SessionKey& key, const v1::ClockReport& report);
   void Heartbeat(const SessionKey& key, const v1::Heartbeat& heartbeat);
-  void Leave(const SessionKey& key, const std::string& reason);
+  // `final_accuracy`: the evaluator's accuracy of the final average (taken from the evaluator
+  // only, after a final round, when it passes the accuracy checks).
+  void Leave(const SessionKey& key, const std::string& reason,
+             std::optional<double> final_accuracy = std::nullopt);
+  // Ends training for `reason` (the target reached, an operator). In a mode with a final average
+  // (SyncPolicy::BeginFinalAverage), with trainers live, they go on to its round, exchange with
+  // everyone, and leave (state "done"); joins are refused from now on, and the job is done once no
+  // trainer is left. Otherwise every trainer, and any that joins later, is told Done. Returns the
+  // final round, 0 for none. Idempotent: a second call returns the first's answer.
+  // INVALID_ARGUMENT for a reason CheckFinishReason refuses, FAILED_PRECONDITION when the job
+  // failed, UNAVAILABLE (retry) until a coordinator that took a job over has its trainers back.
+  absl::StatusOr<int64_t> Finish(const std::string& reason);
   // The stream broke without a Leave: the trainer is treated as dead at once.
   void Disconnected(const SessionKey& key);
 
@@ -161,6 +173,8 @@ class Coordinator {
 
   // Peer-to-peer modes: tells every remaining trainer that `id` is gone.
   void TellPeersGone(sync::TrainerId id) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Finish, with mu_ held.
+  int64_t EndTraining(const std::string& reason) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Queues a Done directive for `outbox`.
   void SendDone(const std::shared_ptr<Outbox>& outbox) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The store request for a policy's round close (cuts resolved to incarnations).
@@ -230,6 +244,12 @@ class Coordinator {
   int64_t rounds_closed_ ABSL_GUARDED_BY(mu_) = 0;
   std::optional<double> accuracy_ ABSL_GUARDED_BY(mu_);
   std::string done_reason_ ABSL_GUARDED_BY(mu_);  // non-empty once training is done
+  // Training ended in a mode with a final average: its round (0: not), why it ended, and the
+  // evaluator's accuracy of the average once it left with it.
+  int64_t final_round_ ABSL_GUARDED_BY(mu_) = 0;
+  std::string finish_reason_ ABSL_GUARDED_BY(mu_);
+  std::set<sync::TrainerId> final_granted_ ABSL_GUARDED_BY(mu_);  // sent the final round's grant
+  std::optional<double> final_accuracy_ ABSL_GUARDED_BY(mu_);
   double accuracy_at_ ABSL_GUARDED_BY(mu_) = 0;
   std::string failure_ ABSL_GUARDED_BY(mu_);  // non-empty once the job cannot go on
 

@@ -380,6 +380,124 @@ TEST_F(CoordinatorTest, ReachingTheTargetTellsEveryTrainerItIsDone) {
   EXPECT_TRUE(done);
 }
 
+// Finish in a mode without a final average is the target's Done; a second call changes nothing.
+TEST_F(CoordinatorTest, FinishWithoutAFinalAverageTellsEveryTrainerItIsDone) {
+  Make("asp", 2);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  EXPECT_EQ(*coordinator_->Finish("the time limit"), 0);
+  EXPECT_EQ(Next(*out_a).done().reason(), "the time limit");
+  EXPECT_TRUE(Next(*out_b).has_done());
+  EXPECT_EQ(*coordinator_->Finish("again"), 0);
+  EXPECT_TRUE(Quiet(*out_a));
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_TRUE(status.done());
+  EXPECT_EQ(status.done_reason(), "the time limit");
+  EXPECT_EQ(status.final_round(), 0);
+}
+
+// Under dssync, Finish picks the final average's round: both trainers are granted it with the
+// flag, joins are refused, the evaluator's accuracy of the average counts (another trainer's does
+// not), and the job is done once both left.
+TEST_F(CoordinatorTest, FinishUnderDsSyncEndsWithAFinalAverage) {
+  Make("dssync", 2);
+  auto [a, out_a] = JoinPeer("a", 0);
+  auto [b, out_b] = JoinPeer("b", 1);
+  for (Outbox* out : {out_a.get(), out_b.get()}) {
+    EXPECT_TRUE(Next(*out).has_welcome());
+    EXPECT_TRUE(Next(*out).has_proceed());
+  }
+  Report(a, 1);  // a waits at round 1 for its group; b computes
+  EXPECT_EQ(*coordinator_->Finish("the time limit"), 2);
+  EXPECT_EQ(*coordinator_->Finish("again"), 2);
+  EXPECT_EQ(coordinator_->Status().final_round(), 2);
+  v1::Join late;
+  late.set_name("c");
+  late.set_peer_address("127.0.0.1:7102");
+  EXPECT_EQ(coordinator_->Join(late, std::make_shared<Outbox>()).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  Report(b, 1);
+  for (Outbox* out : {out_a.get(), out_b.get()}) {
+    const v1::Proceed round1 = Next(*out).proceed();
+    EXPECT_EQ(round1.clock(), 1);
+    EXPECT_FALSE(round1.final_average());
+  }
+  Report(a, 2);
+  Report(b, 2);
+  const v1::Proceed final_a = Next(*out_a).proceed();
+  const v1::Proceed final_b = Next(*out_b).proceed();
+  for (const v1::Proceed& p : {final_a, final_b}) {
+    EXPECT_EQ(p.clock(), 2);
+    EXPECT_TRUE(p.final_average());
+    EXPECT_EQ(p.exchange().send_to_size(), 1);
+  }
+  EXPECT_TRUE(final_a.evaluate());
+  coordinator_->Leave(b, "training is done", 0.5);  // not the evaluator: ignored
+  EXPECT_FALSE(coordinator_->Status().done()) << "a has not left yet";
+  coordinator_->Leave(a, "training is done", 0.83);
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_TRUE(status.done());
+  EXPECT_NE(status.done_reason().find("round 2"), std::string::npos) << status.done_reason();
+  for (const v1::TrainerStatus& t : status.trainers()) EXPECT_EQ(t.state(), "done") << t.name();
+  ASSERT_TRUE(status.has_final_test_accuracy());
+  EXPECT_DOUBLE_EQ(status.final_test_accuracy(), 0.83);
+}
+
+// A coordinator that took a dssync job over finishes only once its trainers are back (the final
+// round must follow their clocks); a bad reason changes nothing; with nobody live it is plain
+// Done.
+TEST_F(CoordinatorTest, FinishWaitsForATakenOverJobsTrainersAndRefusesBadReasons) {
+  stores_.HoldJob(0, {{1, 1, -1}, {2, 1, -1}});
+  Make("dssync", 2);
+  EXPECT_TRUE(absl::IsInvalidArgument(coordinator_->Finish("").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(coordinator_->Finish("forged\nINFO line").status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(coordinator_->Finish(std::string(300, 'x')).status()));
+  EXPECT_TRUE(absl::IsUnavailable(coordinator_->Finish("the time limit").status()));
+  auto resume = [&](const std::string& name, uint32_t rank, sync::TrainerId id, int64_t clock) {
+    auto outbox = std::make_shared<Outbox>();
+    v1::Join join;
+    join.set_name(name);
+    join.set_rank(rank);
+    join.set_peer_address("127.0.0.1:" + std::to_string(7100 + rank));
+    join.mutable_resume()->set_trainer_id(id);
+    join.mutable_resume()->set_incarnation(1);
+    join.mutable_resume()->set_clock(clock);
+    join.mutable_resume()->set_awaiting_grant(false);
+    EXPECT_TRUE(coordinator_->Join(join, outbox).ok());
+  };
+  resume("a", 0, 1, 4);
+  EXPECT_TRUE(absl::IsUnavailable(coordinator_->Finish("the time limit").status()));
+  resume("b", 1, 2, 9);
+  EXPECT_EQ(*coordinator_->Finish("the time limit"), 10);
+  EXPECT_FALSE(coordinator_->Status().done());
+}
+
+TEST_F(CoordinatorTest, FinishWithoutTrainersIsDone) {
+  Make("dssync", 2);
+  EXPECT_EQ(*coordinator_->Finish("the time limit"), 0);
+  EXPECT_TRUE(coordinator_->Status().done());
+  EXPECT_EQ(coordinator_->Status().final_round(), 0);
+}
+
+// A job that fails during the final round is not reported as averaged.
+TEST_F(CoordinatorTest, AJobThatFailsDuringTheFinalAverageSaysSo) {
+  Make("dssync", 2);
+  auto [a, out_a] = JoinPeer("a", 0);
+  auto [b, out_b] = JoinPeer("b", 1);
+  for (Outbox* out : {out_a.get(), out_b.get()}) {
+    EXPECT_TRUE(Next(*out).has_welcome());
+    EXPECT_TRUE(Next(*out).has_proceed());  // the stores have the membership
+  }
+  ASSERT_EQ(*coordinator_->Finish("the time limit"), 1);
+  stores_.Restart(0, /*with_model=*/false);  // the next probe fails the job
+  v1::Directive d = AdvanceUntilNext(*out_a);
+  for (int i = 0; i < 10 && !d.has_evicted(); ++i) d = AdvanceUntilNext(*out_a);
+  ASSERT_TRUE(d.has_evicted());
+  const v1::ClusterStatus status = coordinator_->Status();
+  ASSERT_FALSE(status.failure().empty());
+  EXPECT_FALSE(status.done()) << status.done_reason();
+  EXPECT_FALSE(coordinator_->Finish("again").ok());
+}
+
 TEST_F(CoordinatorTest, OnlyTheEvaluatorsValidAccuracyCounts) {
   Make("asp", 2, /*target_accuracy=*/0.8);
   auto [a, out_a, b, out_b] = JoinTwoAndStart();  // a has rank 0: the evaluator

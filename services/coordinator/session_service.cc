@@ -45,7 +45,10 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, 
         coordinator_.Heartbeat(*key_, request_.heartbeat());
         break;
       case v1::SessionRequest::kLeave:
-        coordinator_.Leave(*key_, request_.leave().reason());
+        coordinator_.Leave(*key_, request_.leave().reason(),
+                           request_.leave().has_final_test_accuracy()
+                               ? std::optional<double>(request_.leave().final_test_accuracy())
+                               : std::nullopt);
         EndReads(/*left=*/true);
         return;
       default:
@@ -174,6 +177,19 @@ grpc::ServerUnaryReactor* SessionService::GetStatus(grpc::CallbackServerContext*
     return rpc::Answer(ctx, rpc::ToGrpcStatus(caller.status()));
   }
   *reply = coordinator_.Status();
+  return rpc::Answer(ctx, grpc::Status::OK);
+}
+
+grpc::ServerUnaryReactor* SessionService::Finish(grpc::CallbackServerContext* ctx,
+                                                 const v1::FinishRequest* request,
+                                                 v1::FinishResponse* reply) {
+  if (auto caller = authorizer_.Require(*ctx, "Finish", {rpc::Role::kOperator}); !caller.ok()) {
+    return rpc::Answer(ctx, rpc::ToGrpcStatus(caller.status()));
+  }
+  absl::StatusOr<int64_t> final_round = coordinator_.Finish(
+      request->reason().empty() ? "an operator ended training" : request->reason());
+  if (!final_round.ok()) return rpc::Answer(ctx, rpc::ToGrpcStatus(final_round.status()));
+  reply->set_final_round(*final_round);
   return rpc::Answer(ctx, grpc::Status::OK);
 }
 

@@ -1,6 +1,6 @@
 // The gRPC face of the coordinator: one Session stream per trainer (messages in become Coordinator
-// events; the trainer's Outbox is written back), and GetStatus. Served with gRPC's callback API:
-// a session holds no thread while it waits, so the threads do not grow with the trainers.
+// events; the trainer's Outbox is written back), GetStatus and Finish. Served with gRPC's callback
+// API: a session holds no thread while it waits, so the threads do not grow with the trainers.
 #ifndef SYNCOPATE_COORDINATOR_SESSION_SERVICE_H_
 #define SYNCOPATE_COORDINATOR_SESSION_SERVICE_H_
 
@@ -12,8 +12,8 @@
 namespace syncopate::coordinator {
 
 // Thread-safe; `coordinator` must outlive the service. `authorizer` allows Session only to
-// trainers, each joining under its certificate's name (or any name with a pool certificate), and
-// GetStatus to any process of the job (docs/security.md).
+// trainers, each joining under its certificate's name (or any name with a pool certificate),
+// GetStatus to any process of the job, and Finish to operators (docs/security.md).
 class SessionService final : public v1::Coordinator::CallbackService {
  public:
   // With a `watchdog` (outliving the server), a session that sends no Join for its idle time is
@@ -31,6 +31,10 @@ class SessionService final : public v1::Coordinator::CallbackService {
   grpc::ServerUnaryReactor* GetStatus(grpc::CallbackServerContext* ctx,
                                       const v1::GetStatusRequest* request,
                                       v1::ClusterStatus* reply) override;
+  // Coordinator::Finish, with its errors as they are.
+  grpc::ServerUnaryReactor* Finish(grpc::CallbackServerContext* ctx,
+                                   const v1::FinishRequest* request,
+                                   v1::FinishResponse* reply) override;
 
  private:
   Coordinator& coordinator_;

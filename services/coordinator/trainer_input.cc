@@ -43,6 +43,17 @@ absl::Status CheckTrainerName(absl::string_view name) {
   return absl::OkStatus();
 }
 
+absl::Status CheckFinishReason(absl::string_view reason) {
+  bool printable = !reason.empty() && reason.size() <= kMaxFinishReasonLength;
+  for (char c : reason) printable = printable && c >= ' ' && c < 0x7f;
+  if (!printable) {
+    return absl::InvalidArgumentError(absl::StrCat("a reason to finish is 1 to ",
+                                                   kMaxFinishReasonLength,
+                                                   " printable characters: ", Quoted(reason)));
+  }
+  return absl::OkStatus();
+}
+
 absl::Status CheckJoin(const v1::Join& join) {
   if (absl::Status s = CheckTrainerName(join.name()); !s.ok()) return s;
   const std::string& address = join.peer_address();

@@ -45,6 +45,12 @@ absl::Status CheckTransfers(const v1::TransferReport& transfers);
 // A checked transfer report as the policies' bandwidth estimators take it.
 sync::TransferSample TransferSampleOf(const v1::TransferReport& transfers);
 
+// The longest reason an operator may give for ending training (Coordinator::Finish).
+inline constexpr size_t kMaxFinishReasonLength = 256;
+// A reason to end training: 1 to kMaxFinishReasonLength printable ASCII characters (it goes into
+// logs and the status).
+absl::Status CheckFinishReason(absl::string_view reason);
+
 // A test accuracy in [0, 1] with a finite, non-negative age.
 absl::Status CheckAccuracy(double accuracy, double age_seconds);
 

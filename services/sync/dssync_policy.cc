@@ -2,6 +2,7 @@
 
 #include <algorithm>
 
+#include "absl/strings/str_cat.h"
 #include "sync/dssync_grouping.h"
 
 namespace syncopate::sync {
@@ -16,11 +17,13 @@ int DsSyncPolicy::GroupOf(TrainerId trainer) const {
 absl::StatusOr<int64_t> DsSyncPolicy::OnJoin(TrainerId trainer, absl::Time now,
                                              Decisions* decisions) {
   if (absl::Status s = CheckJoin(trainer); !s.ok()) return s;
+  if (final_round_) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "training is finishing: its final average is round ", *final_round_, "; no new trainers"));
+  }
   gate_.NoteJoin(now);
-  // The newest clock, or the newest round shuffled if later (its trainer left since): no round
-  // after it is shuffled yet, so the newcomer is in the next one's groups.
-  int64_t start = clocks_.Max().value_or(0);
-  if (!groupings_.empty()) start = std::max(start, groupings_.rbegin()->first);
+  // No round after it is shuffled yet, so the newcomer is in the next one's groups.
+  const int64_t start = NewestRound();
   if (gate_.is_open() && start > 0) {
     // A job under way: the newcomer starts at that next round as if it had reported it, and waits
     // there for its group, whose exchange is its first grant. It takes its group's trained models
@@ -39,6 +42,10 @@ absl::StatusOr<int64_t> DsSyncPolicy::OnJoin(TrainerId trainer, absl::Time now,
 absl::StatusOr<Decisions> DsSyncPolicy::OnClock(TrainerId trainer, int64_t clock, absl::Time now) {
   const bool awaiting = newcomers_.count(trainer) > 0 || waiting_.count(trainer) > 0;
   if (absl::Status s = CheckReport(trainer, clock, awaiting); !s.ok()) return s;
+  if (final_round_ && clock > *final_round_) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("clock ", clock, " is past round ", *final_round_, ", the final average"));
+  }
   clocks_.Set(trainer, clock);
   waiting_[trainer] = clock;
   Decisions decisions;
@@ -66,6 +73,18 @@ Decisions DsSyncPolicy::OnTick(absl::Time now) {
   Decisions decisions;
   GrantNewcomers(now, &decisions);
   return decisions;
+}
+
+std::optional<int64_t> DsSyncPolicy::BeginFinalAverage() {
+  // Nobody's grouping of it exists yet.
+  if (!final_round_) final_round_ = NewestRound() + 1;
+  return final_round_;
+}
+
+int64_t DsSyncPolicy::NewestRound() const {
+  int64_t newest = clocks_.Max().value_or(0);
+  if (!groupings_.empty()) newest = std::max(newest, groupings_.rbegin()->first);
+  return newest;
 }
 
 void DsSyncPolicy::Resume(const Resumption& r, absl::Time now, Decisions* decisions) {
@@ -115,7 +134,8 @@ const DsSyncPolicy::Grouping& DsSyncPolicy::GroupsOf(int64_t round) {
     }
   }
   Grouping& grouping = it->second;
-  grouping.groups = DsSyncGroups(members, config_.seed, round, options);
+  grouping.groups = round == final_round_ ? std::vector<std::vector<TrainerId>>{members}
+                                          : DsSyncGroups(members, config_.seed, round, options);
   for (size_t g = 0; g < grouping.groups.size(); ++g) {
     for (TrainerId t : grouping.groups[g]) grouping.group_of[t] = static_cast<int>(g);
   }
@@ -155,7 +175,8 @@ void DsSyncPolicy::MaybeRelease(TrainerId trainer, Decisions* decisions) {
     waiting_.erase(t);
     group_of_[t] = index;
     last_exchange_[t] = exchange;
-    decisions->grants.push_back(Grant{t, round, PullSpec::None(), -1, index, exchange});
+    decisions->grants.push_back(
+        Grant{t, round, PullSpec::None(), -1, index, exchange, round == final_round_});
   }
   ForgetOldRounds();
 }

@@ -59,6 +59,11 @@ class DsSyncPolicy final : public ClockedPolicy {
   absl::StatusOr<Decisions> OnClock(TrainerId trainer, int64_t clock, absl::Time now) override;
   Decisions OnLeave(TrainerId trainer, absl::Time now) override;
   Decisions OnTick(absl::Time now) override;
+  // The final round is one group of the members when its first trainer reaches it (the paper's
+  // final average, so that the job ends with one model). A report past it is refused, and so is
+  // a join once it was chosen.
+  std::optional<int64_t> BeginFinalAverage() override;
+  bool has_final_average() const override { return true; }
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
@@ -78,6 +83,9 @@ class DsSyncPolicy final : public ClockedPolicy {
   // A resumed trainer keeps its model (it pulls nothing). One that awaits a round whose group went
   // on without it (its grant was lost) is granted with the members still waiting, or alone.
   void Resume(const Resumption& resumption, absl::Time now, Decisions* decisions) override;
+  // The newest clock a member reached, or the newest round shuffled if later (its trainer left
+  // since); 0 before any.
+  int64_t NewestRound() const;
   // Round `round`'s groups, shuffled over the members when first asked for.
   const Grouping& GroupsOf(int64_t round);
   // Grants `trainer`'s group of the round it waits at, if every live member reached that round.
@@ -99,6 +107,7 @@ class DsSyncPolicy final : public ClockedPolicy {
   std::map<TrainerId, int> group_of_;                // of each trainer's last grant
   std::map<TrainerId, PeerExchange> last_exchange_;
   int group_count_ = 0;
+  std::optional<int64_t> final_round_;  // once BeginFinalAverage was called
 };
 
 }  // namespace syncopate::sync

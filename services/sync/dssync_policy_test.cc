@@ -180,6 +180,75 @@ TEST(DsSyncPolicyTest, FastTrainersRunAheadOfAComputeStraggler) {
   EXPECT_GT(independent.fast_steps, synchronous.fast_steps);
 }
 
+// Training ends while the fast trainers are ahead of the straggler: the final round is past
+// every clock, the groups before it go on as before, and it is one group of everyone that waits
+// for the straggler. Its grants, and only they, are final; nothing joins or reports past it.
+TEST(DsSyncPolicyTest, TheFinalAverageIsOneRoundOfEveryoneAfterEveryClock) {
+  DsSyncPolicy p(Config(4));
+  JoinAll(p, 4);
+  const TrainerId straggler = 4;
+  std::map<TrainerId, int64_t> clock;
+  std::set<TrainerId> granted = {1, 2, 3, 4};  // may step
+  std::vector<Grant> final_grants;
+  // Trainer t steps if it holds a grant; the grants that step releases are recorded.
+  auto step = [&](TrainerId t) {
+    if (granted.erase(t) == 0) return;
+    Decisions d = *p.OnClock(t, ++clock[t], kT0);
+    for (const Grant& g : d.grants) {
+      granted.insert(g.trainer);
+      if (g.final_average) final_grants.push_back(g);
+    }
+  };
+  // The straggler steps once while the others run ahead as far as their groups let them.
+  step(straggler);
+  for (int i = 0; i < 3; ++i) {
+    for (TrainerId t = 1; t <= 3; ++t) step(t);
+  }
+  const int64_t newest = std::max({clock[1], clock[2], clock[3]});
+  ASSERT_GT(newest, clock[straggler]);
+  ASSERT_TRUE(final_grants.empty());
+  const std::optional<int64_t> final_round = p.BeginFinalAverage();
+  ASSERT_EQ(final_round, newest + 1);
+  EXPECT_EQ(p.BeginFinalAverage(), final_round);  // idempotent
+  Decisions ignored;
+  EXPECT_EQ(p.OnJoin(9, kT0, &ignored).status().code(), absl::StatusCode::kFailedPrecondition);
+
+  // Everyone steps on to the final round, the straggler last; nobody steps past it.
+  for (int i = 0; i < 4 * *final_round && final_grants.size() < 4; ++i) {
+    for (TrainerId t = 1; t <= 4; ++t) {
+      if (clock[t] < *final_round) step(t);
+    }
+  }
+  ASSERT_EQ(final_grants.size(), 4u);
+  Decisions last;
+  last.grants = final_grants;
+  ExpectGroups(last);
+  for (const Grant& g : final_grants) {
+    EXPECT_EQ(g.clock, *final_round);
+    EXPECT_EQ(g.exchange->round, *final_round);
+    EXPECT_EQ(g.exchange->send_to.size(), 3u);  // all the others
+  }
+  EXPECT_EQ(p.group_count(), 1);
+  EXPECT_EQ(p.OnClock(1, *final_round + 1, kT0).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+// A member that leaves before the final round is not waited for.
+TEST(DsSyncPolicyTest, TheFinalAverageDoesNotWaitForATrainerThatLeft) {
+  DsSyncPolicy p(Config(3, 1));
+  JoinAll(p, 3);
+  const int64_t final_round = *p.BeginFinalAverage();
+  ASSERT_EQ(final_round, 1);
+  EXPECT_TRUE(p.OnClock(1, 1, kT0)->grants.empty());
+  EXPECT_TRUE(p.OnClock(2, 1, kT0)->grants.empty());
+  Decisions d = p.OnLeave(3, kT0);
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2));
+  for (const Grant& g : d.grants) {
+    EXPECT_TRUE(g.final_average);
+    EXPECT_EQ(g.exchange->send_to.size(), 1u);
+  }
+}
+
 TEST(DsSyncPolicyTest, ADepartureReleasesItsGroup) {
   DsSyncPolicy p(Config(4, 1));  // one group: everyone waits for everyone
   JoinAll(p, 4);

@@ -97,6 +97,9 @@ struct Grant {
   int group = -1;
   // Peer-to-peer modes: the exchange to do first.
   std::optional<PeerExchange> exchange = std::nullopt;
+  // The exchange is the job's final average (BeginFinalAverage): the trainer takes no step after
+  // it.
+  bool final_average = false;
 };
 
 // selmcast-ssp: `sender` stops sending its round-`round` model to `receivers` (their transfers
@@ -165,6 +168,15 @@ class SyncPolicy {
 
   // Time passed (for time-based rules such as the start timeout).
   virtual Decisions OnTick(absl::Time now) = 0;
+
+  // Training ends. A mode with a final average (dssync) returns its round: one past every round a
+  // member reached or was shuffled for, in which every member exchanges models with all the others
+  // (those grants carry final_average). Members go on to it as before; nobody computes past it, and
+  // joins are refused from now on. Idempotent: the same round again. nullopt (nothing changes)
+  // when the mode has no final average.
+  virtual std::optional<int64_t> BeginFinalAverage() { return std::nullopt; }
+  // Whether BeginFinalAverage picks a round (the mode ends with a final average).
+  virtual bool has_final_average() const { return false; }
 
   // The job was under way when this policy was made (the coordinator restarted): rounds up to
   // `last_closed_round` are closed on the stores, and `expected` trainers should resume. Decisions

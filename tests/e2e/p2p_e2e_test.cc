@@ -1,5 +1,6 @@
 // End-to-end: the peer-to-peer modes (dssync, selmcast, selmcast-ssp, orpheus, orpheus-ssp) under
-// `syncopate local`, checked through reports and traces: they train to the target, SelMcast
+// `syncopate local`, checked through reports and traces: they train to the target (dssync then
+// averages every trainer's model), SelMcast
 // spares a trainer behind a slow link where Orpheus does not, and a dead trainer costs its peers
 // one exchange deadline.
 #include <signal.h>
@@ -57,9 +58,25 @@ TEST_P(PeerMode, ReachesTheTargetExchangingEveryRound) {
   EXPECT_LE(summary["multicast_scale"].get<double>(),
             summary["planned_multicast_scale"].get<double>())
       << "see " << dir;
+  // dssync ends with its final average: one round of all three, whose models all arrive, and the
+  // evaluator's accuracy of the average. The other modes have none.
+  const int64_t final_round = summary["final_average"]["round"].get<int64_t>();
+  if (mode == "dssync") {
+    ASSERT_GT(final_round, 0) << "see " << dir;
+    ASSERT_FALSE(summary["final_average"]["accuracy"].is_null()) << "see " << dir;
+    // The average of three models that mixed every round is as good as they were.
+    EXPECT_GE(summary["final_average"]["accuracy"].get<double>(), 0.75) << "see " << dir;
+  } else {
+    EXPECT_EQ(final_round, 0);
+  }
   for (int rank = 0; rank < 3; ++rank) {
     const Exchanges x = ReadExchanges(dir, rank);
     EXPECT_GT(x.count, 20) << "trainer " << rank;
+    if (mode == "dssync") {
+      EXPECT_EQ(x.last_round, final_round) << "trainer " << rank;
+      EXPECT_EQ(x.expected - x.expected_before_last, 2) << "trainer " << rank;
+      EXPECT_EQ(x.received, x.expected) << "trainer " << rank << "; see " << dir;
+    }
     if (mode == "selmcast-ssp" || mode == "orpheus-ssp") {
       // Models arrive in the background and nothing is awaited: some must have arrived.
       EXPECT_EQ(x.expected, 0);
@@ -194,6 +211,43 @@ TEST(P2PE2E, ADeadTrainerReleasesItsPeers) {
   for (int rank : {0, 1}) {
     EXPECT_GT(ReadExchanges(dir, rank).last_round, killed_at + 50)
         << "trainer " << rank << " stalled after the kill; see " << dir;
+  }
+}
+
+// `syncopate finish` (docs/modes.md, dssync): an operator ends a running dssync job; its trainers
+// average their models in one last round, leave, and the run ends normally with the average's
+// accuracy, long before its time limit.
+TEST(P2PE2E, AnOperatorEndsADsSyncJobWithAFinalAverage) {
+  const std::string dir = MakeTempDir("p2p-finish");
+  auto local = StartLocal(dir, {"--mode=dssync", "--trainers=3", "--target-accuracy=0.99",
+                                "--time-limit=300s", "--step-time=5ms"});
+  ASSERT_NE(local, nullptr);
+  std::string coordinator;
+  auto training = [&](const std::string& d) {
+    coordinator = CoordinatorAddress(d);
+    return !coordinator.empty() && ReadExchanges(d, 2).count > 10;
+  };
+  ASSERT_NE(PidOnceTraining(dir, 2, training), 0) << "trainer 2 never exchanged; see " << dir;
+  const std::string log = dir + "/finish.out";
+  const int finish = RunBinary("syncopate",
+                               {"finish", "--coordinator=" + coordinator,
+                                "--tls-dir=" + dir + "/tls/operator", "--reason=enough"},
+                               log);
+  ASSERT_EQ(ExitCode(finish), 0) << Read(log);
+  EXPECT_NE(Read(log).find("the trainers average their models in round"), std::string::npos)
+      << Read(log);
+  const std::optional<int> status = local->Wait(absl::Minutes(2));
+  ASSERT_TRUE(status.has_value()) << "the run did not end; see " << dir;
+  EXPECT_EQ(ExitCode(*status), 0) << cli::DescribeExit(*status) << "; see " << dir;
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  EXPECT_FALSE(summary["reached_target"].get<bool>());
+  EXPECT_LT(summary["wall_seconds"].get<double>(), 200) << "it ran to the time limit";
+  const int64_t final_round = summary["final_average"]["round"].get<int64_t>();
+  EXPECT_GT(final_round, 10);
+  EXPECT_FALSE(summary["final_average"]["accuracy"].is_null()) << "see " << dir;
+  for (const auto& t : summary["per_trainer"]) {
+    EXPECT_EQ(t["state"], "done") << t.dump();
+    EXPECT_EQ(t["clock"].get<int64_t>(), final_round) << t.dump();
   }
 }
 

@@ -107,13 +107,7 @@ TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
   // The coordinator's address, from cluster.json once trainer 1 trains.
   std::string coordinator;
   auto training = [&](const std::string& d) {
-    const nlohmann::json cluster = ReadJson(d + "/cluster.json");  // written once all started
-    if (cluster.is_discarded()) return false;
-    for (const auto& p : cluster["processes"]) {
-      if (p["role"] == "coordinator") {
-        coordinator = absl::StrCat("127.0.0.1:", p["grpc_port"].get<int>());
-      }
-    }
+    coordinator = CoordinatorAddress(d);
     return !coordinator.empty() && ReadTrace(d, 1).size() > 6;
   };
   ASSERT_NE(PidOnceTraining(dir, 1, training), 0) << "trainer 1 never trained; see " << dir;

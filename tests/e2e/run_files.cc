@@ -151,6 +151,15 @@ void ExpectEvictionReported(const std::string& dir, int victim) {
 
 std::string Read(const std::string& path) { return base::ReadFile(path).value_or(""); }
 
+std::string CoordinatorAddress(const std::string& dir) {
+  const nlohmann::json cluster = ReadJson(dir + "/cluster.json");
+  if (cluster.is_discarded()) return "";
+  for (const auto& p : cluster["processes"]) {
+    if (p["role"] == "coordinator") return absl::StrCat("127.0.0.1:", p["grpc_port"].get<int>());
+  }
+  return "";
+}
+
 std::string MakeTempDir(const std::string& name) {
   const char* base = getenv("TMPDIR");
   std::string pattern = absl::StrCat(base ? base : "/tmp", "/syncopate-e2e-", name, "-XXXXXX");

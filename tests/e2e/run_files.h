@@ -54,6 +54,10 @@ std::string MakeTempDir(const std::string& name);
 // The contents of the file at `path`; "" when it cannot be read.
 std::string Read(const std::string& path);
 
+// The coordinator's address (127.0.0.1:PORT) of the run in `dir`, from its cluster.json (written
+// once every process started); "" before.
+std::string CoordinatorAddress(const std::string& dir);
+
 // The pid of trainer `rank` of the run in `dir` once `training(dir)` says it trains, polled every
 // 100 ms for at most `limit`; 0 when that never happened.
 int PidOnceTraining(const std::string& dir, int rank,

@@ -88,7 +88,9 @@ nlohmann::json KillAndCheckRun(const std::string& dir, cli::ChildProcess& local,
   EXPECT_EQ(summary["failure"], "");
   EXPECT_EQ(summary["per_trainer"].size(), 3u) << "a trainer rejoined as a new one; see " << dir;
   for (const auto& t : summary["per_trainer"]) {
-    EXPECT_EQ(t["state"], "live") << "trainer " << t["rank"] << " was lost; see " << dir;
+    // Still in the job at its end, or (dssync) done after its final average.
+    EXPECT_TRUE(t["state"] == "live" || t["state"] == "done")
+        << "trainer " << t["rank"] << " was lost (" << t["state"] << "); see " << dir;
   }
   return summary;
 }

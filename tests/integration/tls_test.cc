@@ -400,7 +400,27 @@ TEST(CoordinatorTlsTest, ATrainerJoinsOnlyUnderItsCertificatesName) {
   v1::ClusterStatus status;
   ASSERT_TRUE(status_stub->GetStatus(ctx.get(), v1::GetStatusRequest(), &status).ok());
   EXPECT_EQ(status.live_trainers(), 1);
-  (*alice)->Leave("done");
+
+  // Only an operator ends training: a trainer cannot, and nothing changes when it tries.
+  auto alice_stub = v1::Coordinator::NewStub(
+      rpc::MakeChannel(address, Certificates::Get().Of("alice"), Role::kCoordinator));
+  v1::FinishRequest finish;
+  finish.set_reason("a trainer's word");
+  v1::FinishResponse finished;
+  auto refused_ctx = rpc::ContextWithTimeout(absl::Seconds(5));
+  EXPECT_EQ(alice_stub->Finish(refused_ctx.get(), finish, &finished).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  {
+    absl::MutexLock lock(&mu);
+    EXPECT_EQ(refused["Finish"], 1);
+  }
+  EXPECT_FALSE(engine.Status().done());
+  auto finish_ctx = rpc::ContextWithTimeout(absl::Seconds(5));
+  finish.set_reason("an operator's word");
+  ASSERT_TRUE(status_stub->Finish(finish_ctx.get(), finish, &finished).ok());
+  EXPECT_EQ(finished.final_round(), 0);  // asp has no final average: the trainers are told Done
+  EXPECT_EQ(engine.Status().done_reason(), "an operator's word");
+  (*alice)->Leave("done", std::nullopt);
   engine.Stop();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
 }
