@@ -99,9 +99,10 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
         "join again shortly");
   }
   if (final_round_ > 0) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("training is ending: its trainers average their models in round ",
-                     final_round_, " and leave; no new trainers"));
+    // As a Done directive is, for a trainer that would join a finished job (its pod restarted).
+    return absl::OutOfRangeError(absl::StrCat("training is done: its trainers average",
+                                              done_reason_.empty() ? "" : "d",
+                                              " their models in round ", final_round_));
   }
   absl::StatusOr<sync::JoinResult> joined = membership_.Join(join.name(), join.rank(), now);
   if (!joined.ok()) return joined.status();

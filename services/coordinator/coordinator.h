@@ -83,7 +83,7 @@ class Coordinator {
   // while a job taken over waits for its trainers to resume. A join with `resume` (a trainer of
   // the job before this coordinator restarted) keeps its identity and clock: FAILED_PRECONDITION
   // when it is not a member the stores know, or the recovery window has passed. A new trainer gets
-  // FAILED_PRECONDITION once training ends with a final average (Finish).
+  // OUT_OF_RANGE (training is done) once training ends with a final average (Finish).
   absl::StatusOr<SessionKey> Join(const v1::Join& join, std::shared_ptr<Outbox> outbox);
   // The trainer pushed `report.clock`. A report that breaks the protocol evicts the trainer.
   void Report(const SessionKey& key, const v1::ClockReport& report);

@@ -414,7 +414,7 @@ TEST_F(CoordinatorTest, FinishUnderDsSyncEndsWithAFinalAverage) {
   late.set_name("c");
   late.set_peer_address("127.0.0.1:7102");
   EXPECT_EQ(coordinator_->Join(late, std::make_shared<Outbox>()).status().code(),
-            absl::StatusCode::kFailedPrecondition);
+            absl::StatusCode::kOutOfRange);
   Report(b, 1);
   for (Outbox* out : {out_a.get(), out_b.get()}) {
     const v1::Proceed round1 = Next(*out).proceed();

@@ -185,6 +185,11 @@ int main(int argc, char** argv) {
   job_options.ready_file = ready_file;
   job_options.trace_file = trace_file;
   auto job = syncopate::client::JobClient::Join(std::move(job_options), trainer.parameters());
+  if (absl::IsOutOfRange(job.status())) {
+    // The job is over (dssync's final average took place): nothing to do, as after Done.
+    spdlog::info("not joining: {}", std::string(job.status().message()));
+    return 0;
+  }
   if (!job.ok()) {
     return Fail(job.status(), absl::IsInvalidArgument(job.status()) ? kExitUsage : kExitError);
   }
