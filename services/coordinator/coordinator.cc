@@ -54,6 +54,12 @@ Coordinator::~Coordinator() { Stop(); }
 
 void Coordinator::Start() {
   ProbeStores();
+  {
+    // Pauses count from here, not from the watchdog's first beat a tick later: a coordinator
+    // frozen before that beat does not hold the gap against the trainers either.
+    absl::MutexLock lock(&mu_);
+    last_beat_ = clock_.Now();
+  }
   thread_ = std::thread([this] { ActionLoop(); });
   watchdog_ = std::thread([this] { WatchForPauses(); });
 }
