@@ -343,7 +343,7 @@ int main(int argc, char** argv) {
   status_cmd->add_option("--tls-dir", status_tls_dir,
                          "Certificate directory (`syncopate local`: <run dir>/tls/operator)");
   status_cmd->add_flag("--insecure", status_insecure, syncopate::rpc::kInsecureFlagHelp);
-  std::string finish_reason = "an operator ended training";
+  std::string finish_reason;  // empty: the coordinator says an operator ended training
   CLI::App* finish_cmd = app.add_subcommand(
       "finish",
       "End training: in dssync the trainers first average their models in one last round");
@@ -352,7 +352,8 @@ int main(int argc, char** argv) {
       "--tls-dir", status_tls_dir,
       "Operator certificate directory (`syncopate local`: <run dir>/tls/operator)");
   finish_cmd->add_flag("--insecure", status_insecure, syncopate::rpc::kInsecureFlagHelp);
-  finish_cmd->add_option("--reason", finish_reason, "Why (the coordinator logs it)");
+  finish_cmd->add_option("--reason", finish_reason,
+                         "Why (the coordinator logs it; default: an operator ended training)");
 
   syncopate::cli::CertsCommand certs;
   CLI::App* certs_cmd = app.add_subcommand(
