@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <functional>
 #include <map>
 #include <optional>
 
@@ -69,28 +70,39 @@ absl::Duration TimeToReach(const v1::ClusterStatus& status, int64_t round) {
 // until every trainer has averaged and left (ClusterStatus.done), and returns the status then;
 // nullopt in the other modes (their trainers are told Done), or when a signal interrupted the wait
 // (`interrupted` says so). The wait lasts `margin` beyond the time the slowest trainer needs, at
-// its pace so far, to reach the final round. A failed job, or a coordinator that does not answer
-// (it is not restarted during this wait), is an error.
-absl::StatusOr<std::optional<v1::ClusterStatus>> FinishTraining(LocalCluster& cluster,
-                                                                const std::string& reason,
-                                                                absl::Duration margin,
-                                                                bool* interrupted) {
+// its pace so far, to reach the final round, counted afresh after a coordinator restart.
+// `restart_crashed` restarts crashed services (true: the coordinator among them); a restarted
+// coordinator takes the final round over from the stores, and is told to finish again in case it
+// never reached them. A failed job, or a coordinator that does not come back, is an error.
+absl::StatusOr<std::optional<v1::ClusterStatus>> FinishTraining(
+    LocalCluster& cluster, const std::string& reason, absl::Duration margin,
+    const std::function<absl::StatusOr<bool>()>& restart_crashed, bool* interrupted) {
   ASSIGN_OR_RETURN(const int64_t round, cluster.Finish(reason, absl::Seconds(5)));
   if (round == 0) return std::nullopt;
   std::fprintf(stderr, "training ends (%s): the trainers average their models in round %lld\n",
                reason.c_str(), static_cast<long long>(round));
   std::optional<absl::Time> give_up;
   absl::Status last = absl::OkStatus();
+  bool restarted = false;  // a coordinator restart since the last answer
   while (!give_up || absl::Now() < *give_up) {
-    absl::StatusOr<v1::ClusterStatus> status = cluster.Status(absl::Seconds(5));
+    ASSIGN_OR_RETURN(const bool coordinator_restarted, restart_crashed());
+    if (coordinator_restarted) {
+      restarted = true;
+      give_up.reset();
+    }
+    absl::StatusOr<v1::ClusterStatus> status =
+        cluster.Status(restarted ? kRestartPoll : absl::Seconds(5), /*wait_for_ready=*/restarted);
     if (!status.ok()) {
       last = status.status();
-      if (!give_up) give_up = absl::Now() + margin;
+      if (!give_up) give_up = absl::Now() + std::max(margin, kCoordinatorComeback);
     } else {
       if (!status->failure().empty()) {
         return absl::AbortedError(absl::StrCat("the job failed: ", status->failure()));
       }
       if (status->done()) return std::optional<v1::ClusterStatus>(*std::move(status));
+      // Unavailable while it waits for the trainers to resume: asked again at the next turn.
+      if (restarted && status->final_round() == 0) cluster.Finish(reason, absl::Seconds(5));
+      restarted = restarted && status->final_round() == 0;
       if (!give_up) give_up = absl::Now() + TimeToReach(*status, round) + margin;
     }
     if (base::WaitForTerminationSignal(kPoll) != 0) {
@@ -210,6 +222,29 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   int64_t carried_rounds_lost = 0;
   std::optional<absl::Time> unreachable_since;
   std::map<std::string, uint32_t> evictions_seen;  // by trainer name
+  // Restarts crashed services (with --restart-crashed), each a fault; true when the coordinator
+  // was among them.
+  auto restart_crashed = [&]() -> absl::StatusOr<bool> {
+    if (!options.restart_crashed) return false;
+    ASSIGN_OR_RETURN(const std::vector<LocalCluster::Restart> restarts,
+                     cluster->RestartCrashedServices());
+    bool coordinator = false;
+    for (const LocalCluster::Restart& restart : restarts) {
+      std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", restart.what.c_str());
+      if (restart.role == "retry") continue;
+      summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start), restart.what);
+      if (restart.role == "coordinator") {
+        coordinator = true;
+        carried_store_restarts += status.store_restarts();
+        carried_rounds_lost += status.store_rounds_lost();
+        offset_known = false;  // the new one's uptime starts now
+      }
+    }
+    if (!restarts.empty() && prometheus) {
+      RETURN_IF_ERROR(prometheus->UpdateTargets(cluster->endpoints()));
+    }
+    return coordinator;
+  };
   while (true) {
     if (base::WaitForTerminationSignal(kPoll) != 0) {
       summary.interrupted = true;
@@ -228,25 +263,9 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
                    failure.ok() ? "" : std::string(" failed: " + failure.ToString()).c_str());
     }
     if (!failure.ok()) break;
-    if (options.restart_crashed) {
-      absl::StatusOr<std::vector<LocalCluster::Restart>> restarts =
-          cluster->RestartCrashedServices();
-      if (!restarts.ok()) {
-        failure = restarts.status();
-        break;
-      }
-      for (const LocalCluster::Restart& restart : *restarts) {
-        std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", restart.what.c_str());
-        if (restart.role == "retry") continue;
-        summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start), restart.what);
-        if (restart.role == "coordinator") {
-          carried_store_restarts += status.store_restarts();
-          carried_rounds_lost += status.store_rounds_lost();
-          offset_known = false;  // the new one's uptime starts now
-        }
-      }
-      if (!restarts->empty() && prometheus)
-        failure = prometheus->UpdateTargets(cluster->endpoints());
+    if (absl::StatusOr<bool> restarted = restart_crashed(); !restarted.ok()) {
+      failure = restarted.status();
+      break;
     }
     const double elapsed = absl::ToDoubleSeconds(absl::Now() - start);
     // Once the coordinator was found unreachable, the polls wait for its restart, each briefly
@@ -319,7 +338,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
                                                           : "the time limit";
     absl::StatusOr<std::optional<v1::ClusterStatus>> finished =
         FinishTraining(*cluster, reason, kFinalAverageMargin + 2 * options.cluster.exchange_timeout,
-                       &summary.interrupted);
+                       restart_crashed, &summary.interrupted);
     if (!finished.ok()) {
       summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start),
                                   std::string(finished.status().message()));

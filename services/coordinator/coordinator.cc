@@ -162,6 +162,10 @@ absl::StatusOr<SessionKey> Coordinator::Resume(const v1::Join& join,
     return s;
   }
   expected_.erase(expected);
+  // It holds the final round's grant from the coordinator before: it finishes the job.
+  if (final_round_ > 0 && r.clock() == final_round_ && !r.awaiting_grant()) {
+    final_granted_.insert(member->id);
+  }
   // The stores learn its name again (a shard restarted with the coordinator knows none).
   membership_dirty_ = true;
   ++trainers_resumed_;
@@ -232,13 +236,30 @@ void Coordinator::TakeOverFromStores(const std::vector<ShardState>& shards) {
       furthest = &shard;
     }
   }
+  // The job's end, when the coordinator before began it (any shard that kept it speaks for all).
+  std::optional<v1::JobEnd> job_end;
+  for (const ShardState& shard : shards) {
+    if (shard.job_end) job_end = shard.job_end;
+  }
+  if (job_end) {
+    final_round_ = job_end->final_round();
+    finish_reason_ = job_end->reason();
+    if (job_end->has_final_test_accuracy()) final_accuracy_ = job_end->final_test_accuracy();
+  }
   if (!furthest || furthest->members.empty()) {
     phase_ = Phase::kRunning;
+    if (job_end) {  // every trainer had left: the job is over
+      recovered_ = true;
+      done_reason_ = absl::StrCat(finish_reason_, "; the job had ended with round ", final_round_,
+                                  ", the final average, when this coordinator took it over");
+      spdlog::info("training is done: {}", done_reason_);
+    }
     return;
   }
   const int64_t round = std::max<int64_t>(0, furthest->last_closed_round);
   absl::Status recover =
       policy_->Recover(round, static_cast<int>(furthest->members.size()), options_.recovery_window);
+  if (recover.ok() && job_end) recover = policy_->ResumeFinalAverage(final_round_);
   if (!recover.ok()) {
     phase_ = Phase::kRunning;
     Fail(std::string(recover.message()));
@@ -265,6 +286,10 @@ void Coordinator::TakeOverFromStores(const std::vector<ShardState>& shards) {
       "the stores hold a job under way (round {}, {} trainers): taking it over; waiting up to {} "
       "for its trainers to resume",
       round, expected_.size(), absl::FormatDuration(options_.recovery_window));
+  if (job_end) {
+    spdlog::warn("the job was ending ({}): its trainers average their models in round {}",
+                 finish_reason_, final_round_);
+  }
 }
 
 void Coordinator::EndRecovery() {
@@ -280,6 +305,7 @@ void Coordinator::EndRecovery() {
   expected_.clear();
   spdlog::info("recovery over: {} trainers resumed, {} did not", trainers_resumed_,
                trainers_not_resumed_);
+  MaybeDone();
 }
 
 int Coordinator::JobSize() const {
@@ -409,6 +435,7 @@ int64_t Coordinator::EndTraining(const std::string& reason) {
     if (std::optional<int64_t> round = policy_->BeginFinalAverage()) {
       final_round_ = *round;
       finish_reason_ = reason;
+      membership_dirty_ = true;  // the stores keep the job's end for a coordinator taking over
       spdlog::info("training ends ({}): every trainer averages in round {}, then leaves", reason,
                    final_round_);
       return final_round_;
@@ -436,15 +463,26 @@ void Coordinator::Depart(const SessionKey& key, const std::string& state,
   EnqueueDecisions(policy_->OnLeave(key.id, clock_.Now()));
   CloseSession(key, state, reason);
   TellPeersGone(key.id);
-  if (final_round_ > 0 && done_reason_.empty() && failure_.empty() &&
-      membership_.live_count() == 0) {
-    done_reason_ = final_granted_.empty()
-                       ? absl::StrCat(finish_reason_, "; every trainer left before round ",
-                                      final_round_, ", the final average")
-                       : absl::StrCat(finish_reason_, "; ", final_granted_.size(),
-                                      " trainer(s) averaged their models in round ", final_round_);
-    spdlog::info("training is done: {}", done_reason_);
-  }
+  MaybeDone();
+}
+
+void Coordinator::MaybeDone() {
+  if (final_round_ == 0 || !done_reason_.empty() || !failure_.empty() || JobSize() > 0) return;
+  done_reason_ = final_granted_.empty()
+                     ? absl::StrCat(finish_reason_, "; every trainer left before round ",
+                                    final_round_, ", the final average")
+                     : absl::StrCat(finish_reason_, "; ", final_granted_.size(),
+                                    " trainer(s) averaged their models in round ", final_round_);
+  spdlog::info("training is done: {}", done_reason_);
+}
+
+std::optional<v1::JobEnd> Coordinator::JobEndToKeep() const {
+  if (final_round_ == 0) return std::nullopt;
+  v1::JobEnd end;
+  end.set_final_round(final_round_);
+  end.set_reason(finish_reason_);
+  if (final_accuracy_) end.set_final_test_accuracy(*final_accuracy_);
+  return end;
 }
 
 void Coordinator::TellPeersGone(sync::TrainerId id) {
@@ -780,6 +818,7 @@ void Coordinator::RunPending() {
         membership.round = last_round;
         membership.apply_mode = ApplyModeOf(policy_->push_mode());
         membership.immediate_weight = static_cast<float>(policy_->PushWeight(JobSize()));
+        membership.job_end = JobEndToKeep();
         membership_dirty_ = false;
         sync_members = true;
         syncing_members_ = true;
@@ -799,6 +838,13 @@ void Coordinator::RunPending() {
       }
       StoreCallSucceeded();
       ObserveShards(*shards, /*reconciled=*/true);
+      if (membership.job_end && !job_end_kept_) {
+        job_end_kept_ = true;
+        spdlog::info(
+            "the stores keep the job's end: a coordinator that takes over averages in "
+            "round {}",
+            membership.job_end->final_round());
+      }
       continue;
     }
     for (const v1::CloseRoundRequest& close : action.close_rounds) {

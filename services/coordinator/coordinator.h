@@ -154,6 +154,11 @@ class Coordinator {
   // Removes a live trainer (leave, eviction) and re-evaluates the policy.
   void Depart(const SessionKey& key, const std::string& state, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Training is done once the job ending with a final average has no trainer left (none live, none
+  // expected to resume), unless it failed.
+  void MaybeDone() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The job's end for the stores to keep (Membership.job_end); nullopt until a final round began.
+  std::optional<v1::JobEnd> JobEndToKeep() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Tells an evicted session why, closes its outbox and records its final state.
   void CloseSession(const SessionKey& key, const std::string& state, const std::string& reason)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -249,6 +254,7 @@ class Coordinator {
   int64_t final_round_ ABSL_GUARDED_BY(mu_) = 0;
   std::string finish_reason_ ABSL_GUARDED_BY(mu_);
   std::set<sync::TrainerId> final_granted_ ABSL_GUARDED_BY(mu_);  // sent the final round's grant
+  bool job_end_kept_ ABSL_GUARDED_BY(mu_) = false;  // the stores acknowledged the final round
   std::optional<double> final_accuracy_ ABSL_GUARDED_BY(mu_);
   double accuracy_at_ ABSL_GUARDED_BY(mu_) = 0;
   std::string failure_ ABSL_GUARDED_BY(mu_);  // non-empty once the job cannot go on

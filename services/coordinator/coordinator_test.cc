@@ -28,6 +28,7 @@ class FakeStores final : public StoreControl {
     }
     log_.push_back("members:" + std::to_string(members.size()) + "@" + std::to_string(round));
     last_membership_ = membership;
+    state_.job_end = membership.job_end;  // kept for a coordinator that takes the job over
     ShardState state = state_;
     if (state_.holds_model && round > state_.last_closed_round) {
       state.rounds_skipped = round - state_.last_closed_round;
@@ -108,7 +109,7 @@ class FakeStores final : public StoreControl {
   absl::StatusCode failure_code_ = absl::StatusCode::kUnavailable;
   bool probes_fail_ = false;
   bool probes_held_ = false;
-  ShardState state_{1, 0, true, 0, false, {}};
+  ShardState state_{1, 0, true, 0, false, {}, std::nullopt};
 };
 
 class CoordinatorTest : public ::testing::Test {
@@ -141,10 +142,12 @@ class CoordinatorTest : public ::testing::Test {
   }
   // Joins as a trainer of the job before a coordinator restart (Join.resume).
   absl::StatusOr<SessionKey> Resume(const std::string& name, uint32_t rank, sync::TrainerId id,
-                                    int64_t clock, bool awaiting, std::shared_ptr<Outbox> outbox) {
+                                    int64_t clock, bool awaiting, std::shared_ptr<Outbox> outbox,
+                                    bool peer = false) {
     v1::Join join;
     join.set_name(name);
     join.set_rank(rank);
+    if (peer) join.set_peer_address("127.0.0.1:" + std::to_string(7100 + rank));
     join.mutable_resume()->set_trainer_id(id);
     join.mutable_resume()->set_incarnation(1);
     join.mutable_resume()->set_clock(clock);
@@ -152,11 +155,26 @@ class CoordinatorTest : public ::testing::Test {
     return coordinator_->Join(join, std::move(outbox));
   }
 
-  // Joins trainers "a" (rank 0) and "b" (rank 1) and consumes their Welcomes and first grants.
+  // Makes a `mode` coordinator, joins peers "a" (rank 0) and "b" (rank 1) and consumes their
+  // Welcomes and first grants.
   std::tuple<SessionKey, std::shared_ptr<Outbox>, SessionKey, std::shared_ptr<Outbox>>
-  JoinTwoAndStart() {
-    auto [a, out_a] = Join("a", 0);
-    auto [b, out_b] = Join("b", 1);
+  StartTwoPeers(const std::string& mode) {
+    Make(mode, 2);
+    return JoinTwoAndStart(/*peers=*/true);
+  }
+  // Resume() in a peer-to-peer job (with a peer address).
+  absl::StatusOr<SessionKey> ResumePeer(const std::string& name, uint32_t rank, sync::TrainerId id,
+                                        int64_t clock, bool awaiting,
+                                        std::shared_ptr<Outbox> outbox) {
+    return Resume(name, rank, id, clock, awaiting, std::move(outbox), /*peer=*/true);
+  }
+
+  // Joins trainers "a" (rank 0) and "b" (rank 1), as peers with `peers`, and consumes their
+  // Welcomes and first grants.
+  std::tuple<SessionKey, std::shared_ptr<Outbox>, SessionKey, std::shared_ptr<Outbox>>
+  JoinTwoAndStart(bool peers = false) {
+    auto [a, out_a] = peers ? JoinPeer("a", 0) : Join("a", 0);
+    auto [b, out_b] = peers ? JoinPeer("b", 1) : Join("b", 1);
     for (Outbox* out : {out_a.get(), out_b.get()}) {
       EXPECT_TRUE(Next(*out).has_welcome());
       EXPECT_TRUE(Next(*out).has_proceed());
@@ -399,13 +417,7 @@ TEST_F(CoordinatorTest, FinishWithoutAFinalAverageTellsEveryTrainerItIsDone) {
 // flag, joins are refused, the evaluator's accuracy of the average counts (another trainer's does
 // not), and the job is done once both left.
 TEST_F(CoordinatorTest, FinishUnderDsSyncEndsWithAFinalAverage) {
-  Make("dssync", 2);
-  auto [a, out_a] = JoinPeer("a", 0);
-  auto [b, out_b] = JoinPeer("b", 1);
-  for (Outbox* out : {out_a.get(), out_b.get()}) {
-    EXPECT_TRUE(Next(*out).has_welcome());
-    EXPECT_TRUE(Next(*out).has_proceed());
-  }
+  auto [a, out_a, b, out_b] = StartTwoPeers("dssync");
   Report(a, 1);  // a waits at round 1 for its group; b computes
   EXPECT_EQ(*coordinator_->Finish("the time limit"), 2);
   EXPECT_EQ(*coordinator_->Finish("again"), 2);
@@ -453,16 +465,7 @@ TEST_F(CoordinatorTest, FinishWaitsForATakenOverJobsTrainersAndRefusesBadReasons
   EXPECT_TRUE(absl::IsInvalidArgument(coordinator_->Finish(std::string(300, 'x')).status()));
   EXPECT_TRUE(absl::IsUnavailable(coordinator_->Finish("the time limit").status()));
   auto resume = [&](const std::string& name, uint32_t rank, sync::TrainerId id, int64_t clock) {
-    auto outbox = std::make_shared<Outbox>();
-    v1::Join join;
-    join.set_name(name);
-    join.set_rank(rank);
-    join.set_peer_address("127.0.0.1:" + std::to_string(7100 + rank));
-    join.mutable_resume()->set_trainer_id(id);
-    join.mutable_resume()->set_incarnation(1);
-    join.mutable_resume()->set_clock(clock);
-    join.mutable_resume()->set_awaiting_grant(false);
-    EXPECT_TRUE(coordinator_->Join(join, outbox).ok());
+    EXPECT_TRUE(ResumePeer(name, rank, id, clock, false, std::make_shared<Outbox>()).ok());
   };
   resume("a", 0, 1, 4);
   EXPECT_TRUE(absl::IsUnavailable(coordinator_->Finish("the time limit").status()));
@@ -480,13 +483,7 @@ TEST_F(CoordinatorTest, FinishWithoutTrainersIsDone) {
 
 // A job that fails during the final round is not reported as averaged.
 TEST_F(CoordinatorTest, AJobThatFailsDuringTheFinalAverageSaysSo) {
-  Make("dssync", 2);
-  auto [a, out_a] = JoinPeer("a", 0);
-  auto [b, out_b] = JoinPeer("b", 1);
-  for (Outbox* out : {out_a.get(), out_b.get()}) {
-    EXPECT_TRUE(Next(*out).has_welcome());
-    EXPECT_TRUE(Next(*out).has_proceed());  // the stores have the membership
-  }
+  auto [a, out_a, b, out_b] = StartTwoPeers("dssync");
   ASSERT_EQ(*coordinator_->Finish("the time limit"), 1);
   stores_.Restart(0, /*with_model=*/false);  // the next probe fails the job
   v1::Directive d = AdvanceUntilNext(*out_a);
@@ -496,6 +493,119 @@ TEST_F(CoordinatorTest, AJobThatFailsDuringTheFinalAverageSaysSo) {
   ASSERT_FALSE(status.failure().empty());
   EXPECT_FALSE(status.done()) << status.done_reason();
   EXPECT_FALSE(coordinator_->Finish("again").ok());
+}
+
+// The coordinator restarts during the final average: the stores kept the job's end with the
+// membership, so the one that takes the job over ends it in the same round, for the same reason,
+// with the evaluator's accuracy; trainers that held the final grant before finish the job.
+TEST_F(CoordinatorTest, AFinalAverageSurvivesACoordinatorRestart) {
+  auto [a, out_a, b, out_b] = StartTwoPeers("dssync");
+  Report(a, 1);
+  ASSERT_EQ(*coordinator_->Finish("the time limit"), 2);
+  Report(b, 1);
+  // Round 1's grants went out after the membership carrying the job's end.
+  for (Outbox* out : {out_a.get(), out_b.get()}) EXPECT_EQ(Next(*out).proceed().clock(), 1);
+  const std::optional<v1::JobEnd> kept = stores_.last_membership().job_end;
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->final_round(), 2);
+  EXPECT_EQ(kept->reason(), "the time limit");
+  EXPECT_FALSE(kept->has_final_test_accuracy());
+
+  // The coordinator dies; a new one finds the job at the stores, both trainers holding round 1.
+  stores_.HoldJob(0, {{a.id, 1, -1, "a"}, {b.id, 1, -1, "b"}});
+  Make("dssync", 2);
+  EXPECT_EQ(coordinator_->Status().final_round(), 2);
+  EXPECT_EQ(*coordinator_->Finish("again"), 2) << "its final round, even while it waits";
+  auto new_a = std::make_shared<Outbox>();
+  auto new_b = std::make_shared<Outbox>();
+  absl::StatusOr<SessionKey> ra = ResumePeer("a", 0, a.id, 1, false, new_a);
+  absl::StatusOr<SessionKey> rb = ResumePeer("b", 1, b.id, 1, false, new_b);
+  ASSERT_TRUE(ra.ok() && rb.ok()) << ra.status() << " " << rb.status();
+  EXPECT_TRUE(Next(*new_a).has_welcome());
+  EXPECT_TRUE(Next(*new_b).has_welcome());
+  v1::Join late;
+  late.set_name("c");
+  late.set_peer_address("127.0.0.1:7102");
+  EXPECT_EQ(coordinator_->Join(late, std::make_shared<Outbox>()).status().code(),
+            absl::StatusCode::kOutOfRange);
+  Report(*ra, 2);
+  Report(*rb, 2);
+  for (Outbox* out : {new_a.get(), new_b.get()}) {
+    const v1::Proceed p = Next(*out).proceed();
+    EXPECT_EQ(p.clock(), 2);
+    EXPECT_TRUE(p.final_average());
+  }
+  coordinator_->Leave(*ra, "training is done", 0.83);
+  coordinator_->Leave(*rb, "training is done");
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_TRUE(status.done());
+  EXPECT_NE(status.done_reason().find("the time limit; 2 trainer(s) averaged"), std::string::npos)
+      << status.done_reason();
+  for (const v1::TrainerStatus& t : status.trainers()) EXPECT_EQ(t.state(), "done") << t.name();
+  EXPECT_DOUBLE_EQ(status.final_test_accuracy(), 0.83);
+}
+
+// A trainer that held the final grant when the coordinator died finishes the job after resuming:
+// it leaves done, with the evaluator's accuracy, and the stores keep that accuracy too.
+TEST_F(CoordinatorTest, ATrainerHoldingTheFinalGrantFinishesUnderTheNextCoordinator) {
+  v1::JobEnd end;
+  end.set_final_round(4);
+  end.set_reason("ended by an operator");
+  stores_.HoldJob(0, {{1, 1, -1, "a"}, {2, 1, -1, "b"}});
+  StoreMembership held;
+  held.job_end = end;
+  ASSERT_TRUE(stores_.SetMembership(held).ok());
+  Make("dssync", 2);
+  auto out_a = std::make_shared<Outbox>();
+  auto out_b = std::make_shared<Outbox>();
+  absl::StatusOr<SessionKey> a = ResumePeer("a", 0, 1, 4, false, out_a);  // averaging already
+  absl::StatusOr<SessionKey> b = ResumePeer("b", 1, 2, 3, false, out_b);
+  ASSERT_TRUE(a.ok() && b.ok());
+  ASSERT_TRUE(Next(*out_b).has_welcome());
+  coordinator_->Leave(*a, "training is done", 0.8);
+  EXPECT_FALSE(coordinator_->Status().done()) << "b has not averaged yet";
+  EXPECT_EQ(Next(*out_b).peer_left().trainer_id(), 1u);
+  Report(*b, 4);
+  EXPECT_TRUE(Next(*out_b).proceed().final_average());
+  // b's grant went out after the membership without a, which carries a's accuracy.
+  const std::optional<v1::JobEnd> kept = stores_.last_membership().job_end;
+  ASSERT_TRUE(kept && kept->has_final_test_accuracy());
+  EXPECT_DOUBLE_EQ(kept->final_test_accuracy(), 0.8);
+  EXPECT_EQ(kept->final_round(), 4);
+  coordinator_->Leave(*b, "training is done");
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_TRUE(status.done()) << status.done_reason();
+  EXPECT_DOUBLE_EQ(status.final_test_accuracy(), 0.8);
+  for (const v1::TrainerStatus& t : status.trainers()) EXPECT_EQ(t.state(), "done") << t.name();
+}
+
+// Every trainer had left when the coordinator died: the next one reports the job done and takes
+// no new trainer. A mode without a final average cannot take such a job over.
+TEST_F(CoordinatorTest, AJobThatHadEndedStaysEnded) {
+  v1::JobEnd end;
+  end.set_final_round(7);
+  end.set_reason("the time limit");
+  end.set_final_test_accuracy(0.84);
+  StoreMembership held;
+  held.job_end = end;
+  ASSERT_TRUE(stores_.SetMembership(held).ok());
+  Make("dssync", 2);  // takes the job over as it starts
+  v1::ClusterStatus status = coordinator_->Status();
+  ASSERT_TRUE(status.done());
+  EXPECT_NE(status.done_reason().find("round 7"), std::string::npos) << status.done_reason();
+  EXPECT_EQ(status.final_round(), 7);
+  EXPECT_DOUBLE_EQ(status.final_test_accuracy(), 0.84);
+  EXPECT_EQ(*coordinator_->Finish("again"), 7);
+  v1::Join late;
+  late.set_name("c");
+  late.set_peer_address("127.0.0.1:7102");
+  EXPECT_EQ(coordinator_->Join(late, std::make_shared<Outbox>()).status().code(),
+            absl::StatusCode::kOutOfRange);
+
+  stores_.HoldJob(0, {{1, 1, -1, "a"}});
+  Make("bsp", 2);
+  status = coordinator_->Status();
+  EXPECT_NE(status.failure().find("another --mode"), std::string::npos) << status.failure();
 }
 
 TEST_F(CoordinatorTest, OnlyTheEvaluatorsValidAccuracyCounts) {
@@ -795,13 +905,7 @@ TEST_F(CoordinatorTest, AStuckTrainerThatHoldsOthersUpIsEvicted) {
 // holds that round up past the progress timeout, the stuck one is evicted, not the joiner, which
 // then gets its first grant.
 TEST_F(CoordinatorTest, AJoinerWaitingForItsFirstExchangeIsNotStalled) {
-  Make("selmcast", 2);
-  auto [a, out_a] = JoinPeer("a", 0);
-  auto [b, out_b] = JoinPeer("b", 1);
-  for (Outbox* out : {out_a.get(), out_b.get()}) {
-    ASSERT_TRUE(Next(*out).has_welcome());
-    ASSERT_TRUE(Next(*out).has_proceed());
-  }
+  auto [a, out_a, b, out_b] = StartTwoPeers("selmcast");
   Report(a, 1);
   Report(b, 1);
   ASSERT_TRUE(Next(*out_a).has_proceed());

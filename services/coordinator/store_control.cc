@@ -43,6 +43,7 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::SetMembership(
   request.set_round(membership.round);
   request.set_apply_mode(membership.apply_mode);
   request.set_immediate_weight(membership.immediate_weight);
+  if (membership.job_end) *request.mutable_job_end() = *membership.job_end;
   std::vector<ShardState> shards(stubs_.size());
   RETURN_IF_ERROR(OnEveryShard(
       "SetMembership", [&](size_t i, v1::ParameterStore::Stub& stub, grpc::ClientContext* ctx) {
@@ -53,7 +54,8 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::SetMembership(
                      reply.holds_model(),
                      reply.rounds_skipped(),
                      false,
-                     {}};
+                     {},
+                     std::nullopt};
         return status;
       }));
   return shards;
@@ -66,12 +68,17 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::Probe() {
         v1::Schema reply;
         grpc::Status status = stub.GetSchema(ctx, v1::GetSchemaRequest(), &reply);
         ShardState& shard = shards[i];
-        shard = {reply.incarnation(),      reply.last_closed_round(),
-                 reply.tensors_size() > 0, 0,
-                 reply.has_membership(),   {}};
+        shard = {reply.incarnation(),
+                 reply.last_closed_round(),
+                 reply.tensors_size() > 0,
+                 0,
+                 reply.has_membership(),
+                 {},
+                 std::nullopt};
         for (const v1::PushCut& m : reply.members()) {
           shard.members.push_back({m.trainer_id(), m.incarnation(), m.clock(), m.name()});
         }
+        if (reply.has_job_end()) shard.job_end = reply.job_end();
         return status;
       }));
   return shards;

@@ -4,6 +4,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -33,6 +34,7 @@ struct ShardState {
   // Probe only: the membership in force, once a coordinator set one.
   bool has_membership = false;
   std::vector<ShardMember> members;
+  std::optional<v1::JobEnd> job_end;  // Probe only: how the job ends, once it began ending
 };
 
 // What every shard is told whenever the membership changes.
@@ -45,6 +47,9 @@ struct StoreMembership {
   // what a push states.
   v1::ApplyMode apply_mode = v1::APPLY_MODE_NONE;
   float immediate_weight = 1;
+  // Once training began ending with a final average: kept by the shards for a coordinator that
+  // takes the job over.
+  std::optional<v1::JobEnd> job_end;
 };
 
 // Implementations are called from the coordinator's action thread only.

@@ -97,6 +97,7 @@ absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, 
     named->set_trainer_id(id);
     named->set_name(name);
   }
+  if (state.job_end) *out.mutable_job_end() = *state.job_end;
   out.set_written_unix_seconds(absl::ToDoubleSeconds(checkpoint.written - absl::UnixEpoch()));
   std::string bytes;
   if (!out.SerializeToString(&bytes)) return absl::InternalError("cannot serialize the checkpoint");
@@ -212,6 +213,12 @@ absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const s
                                               " is named twice, or as ", rpc::Quoted(n.name())));
     }
     out.state.names.push_back({n.trainer_id(), n.name()});
+  }
+  if (checkpoint.has_job_end()) {
+    if (absl::Status s = CheckJobEnd(checkpoint.job_end()); !s.ok()) {
+      return absl::DataLossError(absl::StrCat(path, ": ", s.message()));
+    }
+    out.state.job_end = checkpoint.job_end();
   }
   out.written = absl::UnixEpoch() + absl::Seconds(checkpoint.written_unix_seconds());
   return out;

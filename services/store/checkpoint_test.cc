@@ -142,6 +142,48 @@ TEST_F(CheckpointTest, TheNamesSurviveARestart) {
   EXPECT_EQ(restarted.NameOf(2), "");
 }
 
+// The job's end survives a restart with the membership: a coordinator that restarts with every
+// shard still ends the job in the round it began to. Keeping it again changes nothing; a change
+// (the evaluator's accuracy arrived) is due for a checkpoint. A bad one in a file is data loss.
+TEST_F(CheckpointTest, TheJobsEndSurvivesARestart) {
+  prometheus::Registry registry;
+  StoreMetrics metrics(registry);
+  Checkpointer checkpointer(table_, metrics, dir_, 1, 3);
+  table_.SetMembers({{1, 1}});
+  ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
+  v1::JobEnd end;
+  end.set_final_round(12);
+  end.set_reason("the time limit");
+  table_.KeepJobEnd(end);
+  ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
+  EXPECT_EQ(metrics.checkpoints_written.Value(), 2);
+  table_.KeepJobEnd(end);
+  ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
+  EXPECT_EQ(metrics.checkpoints_written.Value(), 2) << "the same end again: nothing to write";
+  end.set_final_test_accuracy(0.81);
+  table_.KeepJobEnd(end);
+  ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
+  EXPECT_EQ(metrics.checkpoints_written.Value(), 3);
+
+  ParameterTable restarted;
+  ASSERT_TRUE(restarted.Restore(ReadCheckpoint(path_, 1, 3)->state).ok());
+  const std::optional<v1::JobEnd> kept = restarted.Members().job_end;
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->final_round(), 12);
+  EXPECT_EQ(kept->reason(), "the time limit");
+  EXPECT_DOUBLE_EQ(kept->final_test_accuracy(), 0.81);
+  EXPECT_FALSE(ParameterTable().Members().job_end.has_value());
+
+  for (double accuracy : {-0.5, 1.5}) {
+    ShardCheckpoint checkpoint = Now();
+    checkpoint.state.job_end = end;
+    checkpoint.state.job_end->set_final_test_accuracy(accuracy);
+    absl::StatusOr<std::string> file = EncodeCheckpoint(checkpoint, 1, 3);
+    ASSERT_TRUE(file.ok());
+    EXPECT_EQ(ParseCheckpoint(*file, "end", 1, 3).status().code(), absl::StatusCode::kDataLoss);
+  }
+}
+
 // A checkpoint naming a trainer id twice, or by a name the coordinator never gives (one that
 // could forge a log line), came from somewhere else.
 TEST_F(CheckpointTest, ABadOrRepeatedNameIsDataLoss) {

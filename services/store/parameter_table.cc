@@ -106,6 +106,33 @@ std::vector<Rename> ParameterTable::NameMembers(
   return renames;
 }
 
+absl::Status CheckJobEnd(const v1::JobEnd& job_end) {
+  if (job_end.final_round() < 1) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a job's final round must be at least 1, got ", job_end.final_round()));
+  }
+  if (job_end.reason().size() > 256) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a job's end reason is at most 256 bytes, got ", job_end.reason().size()));
+  }
+  if (job_end.has_final_test_accuracy() &&
+      !(job_end.final_test_accuracy() >= 0 && job_end.final_test_accuracy() <= 1)) {
+    return absl::InvalidArgumentError(absl::StrCat("a final test accuracy must be in [0, 1], got ",
+                                                   job_end.final_test_accuracy()));
+  }
+  return absl::OkStatus();
+}
+
+void ParameterTable::KeepJobEnd(std::optional<v1::JobEnd> job_end) {
+  absl::MutexLock lock(&mu_);
+  auto bytes = [](const std::optional<v1::JobEnd>& end) {
+    return end ? end->SerializeAsString() : std::string();
+  };
+  if (job_end.has_value() == job_end_.has_value() && bytes(job_end) == bytes(job_end_)) return;
+  job_end_ = std::move(job_end);
+  ++membership_changes_;  // a checkpoint is due
+}
+
 std::string ParameterTable::NameOf(uint64_t trainer_id) const {
   absl::ReaderMutexLock lock(&mu_);
   auto it = names_.find(trainer_id);
@@ -121,6 +148,7 @@ Roster ParameterTable::Members() const {
   absl::MutexLock lock(&mu_);
   Roster roster;
   roster.has_membership = has_membership_;
+  roster.job_end = job_end_;
   for (const auto& [id, incarnation] : member_incarnation_) {
     const TrainerKey key{id, incarnation};
     auto cut = last_cut_.find(key);
@@ -253,6 +281,7 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     ever_members_.insert(m.id);
   }
   names_ = {state.names.begin(), state.names.end()};
+  job_end_ = state.job_end;
   model_bound_ = ExactMagnitude();
   snapshots_.clear();
   Publish(MakeSnapshot(last_closed_round_));
@@ -282,6 +311,7 @@ DurableState ParameterTable::Durable() {
   std::sort(state.members.begin(), state.members.end());
   state.names.assign(names_.begin(), names_.end());
   std::sort(state.names.begin(), state.names.end());
+  state.job_end = job_end_;
   state.version = DurableVersionLocked();
   state.epoch = epoch_.fetch_add(1) + 1;
   return state;

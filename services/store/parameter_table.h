@@ -82,7 +82,8 @@ struct DurableState {
   std::vector<TrainerKey> members;
   // The name of every trainer id a membership named, in id order (ParameterTable::NameMembers).
   std::vector<std::pair<uint64_t, std::string>> names;
-  int64_t version = 0;  // ParameterTable::durable_version() at the cut
+  std::optional<v1::JobEnd> job_end;  // Membership.job_end, kept as the coordinator stated it
+  int64_t version = 0;                // ParameterTable::durable_version() at the cut
   // The epoch this cut closed (numbered per process, not kept on disk): it holds every push this
   // table took in an earlier epoch.
   int64_t epoch = 0;
@@ -107,7 +108,12 @@ struct Roster {
   // false until a coordinator first set one (in this process, or before a restored checkpoint)
   bool has_membership = false;
   std::vector<RoundCut> members;
+  std::optional<v1::JobEnd> job_end;  // how the job ends, once its coordinator began ending it
 };
+
+// INVALID_ARGUMENT unless `job_end` is one a coordinator states (Membership.job_end): a final
+// round >= 1, a reason of at most 256 bytes, an accuracy in [0, 1] if any.
+absl::Status CheckJobEnd(const v1::JobEnd& job_end);
 
 // How the job applies pushes, as the coordinator states it with the membership. A push in another
 // apply mode is refused, and a push's weight is the job's, never the header's: IMMEDIATE pushes
@@ -163,6 +169,10 @@ class ParameterTable {
   // Names are durable (a checkpoint keeps them) and kept for every id ever named (ids are never
   // reused). Returns the ids whose name changed.
   std::vector<Rename> NameMembers(const std::vector<std::pair<uint64_t, std::string>>& names);
+
+  // Keeps how the job ends (Membership.job_end; nullopt: training goes on) with the membership,
+  // durably; the table never interprets it. The caller checks it (CheckJobEnd).
+  void KeepJobEnd(std::optional<v1::JobEnd> job_end);
 
   // The name a membership gave `trainer_id` ("" when none has).
   std::string NameOf(uint64_t trainer_id) const;
@@ -276,6 +286,7 @@ class ParameterTable {
   bool membership_received_ ABSL_GUARDED_BY(mu_) = false;  // reconciled since this start
   std::optional<PushRule> rule_ ABSL_GUARDED_BY(mu_);
   bool has_membership_ ABSL_GUARDED_BY(mu_) = false;  // set now or restored
+  std::optional<v1::JobEnd> job_end_ ABSL_GUARDED_BY(mu_);
   int64_t membership_changes_ ABSL_GUARDED_BY(mu_) = 0;
   int64_t round_pushes_taken_in_ ABSL_GUARDED_BY(mu_) = 0;
   // The open checkpoint epoch: moved by Durable() under the shared lock, read by pushes under the

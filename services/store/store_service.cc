@@ -110,6 +110,7 @@ grpc::Status StoreService::Schema(v1::Schema* reply) {
     member->set_clock(m.clock);
     member->set_name(table_.NameOf(m.trainer.id));
   }
+  if (roster.job_end) *reply->mutable_job_end() = *roster.job_end;
   return grpc::Status::OK;
 }
 
@@ -298,6 +299,11 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("an immediate push weight must be in (0, 1], got ", weight));
   }
+  if (request.has_job_end()) {
+    if (absl::Status s = CheckJobEnd(request.job_end()); !s.ok()) {
+      return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message()));
+    }
+  }
   std::vector<TrainerKey> members;
   std::vector<std::pair<uint64_t, std::string>> names;
   for (const v1::Member& m : request.members()) {
@@ -315,6 +321,8 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
     spdlog::warn("the membership renames trainer id {} from {} to {}", rename.trainer_id,
                  rpc::Quoted(rename.from), rpc::Quoted(rename.to));
   }
+  table_.KeepJobEnd(request.has_job_end() ? std::optional<v1::JobEnd>(request.job_end())
+                                          : std::nullopt);
   const MembershipResult result =
       table_.SetMembers(members, request.round(), PushRule{request.apply_mode(), weight});
   if (result.rounds_skipped > 0) {

@@ -81,6 +81,18 @@ std::optional<int64_t> DsSyncPolicy::BeginFinalAverage() {
   return final_round_;
 }
 
+absl::Status DsSyncPolicy::ResumeFinalAverage(int64_t round) {
+  if (round < 1) {
+    return absl::InvalidArgumentError(absl::StrCat("a final round is at least 1, got ", round));
+  }
+  if (final_round_ && *final_round_ != round) {
+    return absl::FailedPreconditionError(
+        absl::StrCat("the final average is round ", *final_round_, " already, not round ", round));
+  }
+  final_round_ = round;
+  return absl::OkStatus();
+}
+
 int64_t DsSyncPolicy::NewestRound() const {
   int64_t newest = clocks_.Max().value_or(0);
   if (!groupings_.empty()) newest = std::max(newest, groupings_.rbegin()->first);

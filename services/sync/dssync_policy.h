@@ -64,6 +64,7 @@ class DsSyncPolicy final : public ClockedPolicy {
   // a join once it was chosen.
   std::optional<int64_t> BeginFinalAverage() override;
   bool has_final_average() const override { return true; }
+  absl::Status ResumeFinalAverage(int64_t round) override;
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {

@@ -6,6 +6,12 @@
 
 namespace syncopate::sync {
 
+absl::Status SyncPolicy::ResumeFinalAverage(int64_t round) {
+  return absl::FailedPreconditionError(
+      absl::StrCat("the job was ending with a final average in round ", round, ", which mode ",
+                   name(), " does not have: was the coordinator restarted with another --mode?"));
+}
+
 void Decisions::Append(Decisions other) {
   close_rounds.insert(close_rounds.end(), other.close_rounds.begin(), other.close_rounds.end());
   preemptions.insert(preemptions.end(), other.preemptions.begin(), other.preemptions.end());

@@ -177,6 +177,12 @@ class SyncPolicy {
   virtual std::optional<int64_t> BeginFinalAverage() { return std::nullopt; }
   // Whether BeginFinalAverage picks a round (the mode ends with a final average).
   virtual bool has_final_average() const { return false; }
+  // A coordinator that took over a job its predecessor was ending (the stores kept its final
+  // round): the final round is `round`, as BeginFinalAverage had picked it, and everything after
+  // is as after BeginFinalAverage. Call after Recover, before any resume. FAILED_PRECONDITION
+  // (nothing changes) when the mode has no final average or has picked another round;
+  // INVALID_ARGUMENT for a round below 1.
+  virtual absl::Status ResumeFinalAverage(int64_t round);
 
   // The job was under way when this policy was made (the coordinator restarted): rounds up to
   // `last_closed_round` are closed on the stores, and `expected` trainers should resume. Decisions

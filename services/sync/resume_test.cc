@@ -190,6 +190,43 @@ TEST(Resume, ADsSyncTrainerWhoseGroupWentOnIsGrantedAlone) {
   EXPECT_TRUE(d.grants[0].exchange->send_to.empty());
 }
 
+// A coordinator that takes over a dssync job its predecessor was ending keeps the final round it
+// finds at the stores: everyone goes on to it (that round one group of all), nobody past it, no
+// join; it is idempotent, and another round or a mode without a final average is refused.
+TEST(Resume, DsSyncFinishesTheFinalAverageItTookOver) {
+  auto p = Make("dssync");  // two groups
+  ASSERT_TRUE(p->Recover(0, 3, kWindow).ok());
+  EXPECT_EQ(p->ResumeFinalAverage(0).code(), absl::StatusCode::kInvalidArgument);
+  ASSERT_TRUE(p->ResumeFinalAverage(9).ok());
+  ASSERT_TRUE(p->ResumeFinalAverage(9).ok());
+  EXPECT_EQ(p->ResumeFinalAverage(10).code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(p->BeginFinalAverage(), 9);
+  Resume(*p, 1, 8, true, -1);
+  Resume(*p, 2, 8, false, -1);
+  Decisions d = Resume(*p, 3, 8, false, -1);
+  Decisions joined;
+  EXPECT_FALSE(p->OnJoin(4, kT0, &joined).ok());
+  d.Append(*p->OnClock(2, 9, kT0));
+  d.Append(*p->OnClock(3, 9, kT0));
+  EXPECT_FALSE(p->OnClock(1, 10, kT0).ok()) << "1 is at 8, and nothing passes 9";
+  d.Append(*p->OnClock(1, 9, kT0));
+  std::vector<Grant> finals;
+  for (const Grant& g : d.grants) {
+    if (g.clock == 9) finals.push_back(g);
+  }
+  ASSERT_EQ(finals.size(), 3u);
+  for (const Grant& g : finals) {
+    EXPECT_TRUE(g.final_average);
+    ASSERT_TRUE(g.exchange.has_value());
+    EXPECT_EQ(g.exchange->send_to.size(), 2u) << "one group of everyone";
+  }
+  EXPECT_FALSE(p->OnClock(1, 10, kT0).ok());
+
+  auto bsp = Make("bsp");
+  ASSERT_TRUE(bsp->Recover(0, 1, kWindow).ok());
+  EXPECT_EQ(bsp->ResumeFinalAverage(9).code(), absl::StatusCode::kFailedPrecondition);
+}
+
 TEST(Resume, APeerWhoseReleaseWasLostIsGrantedAloneAndKeepsItsModel) {
   auto p = Make("selmcast");
   ASSERT_TRUE(p->Recover(0, 2, kWindow).ok());

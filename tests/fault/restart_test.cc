@@ -238,6 +238,63 @@ INSTANTIATE_TEST_SUITE_P(EveryModeFamily, CoordinatorRestart,
                          ::testing::Values("bsp", "ssp", "wbsp_overlap", "hybrid", "dssync",
                                            "selmcast_ssp"));
 
+// The coordinator killed during dssync's final average (ended by an operator, the straggler frozen
+// so that the round cannot complete first): the stores kept the final round, the restarted
+// coordinator ends the job in that same round, and every trainer averages and leaves done.
+TEST(FinalAverageRestart, TheNextCoordinatorEndsTheJobInTheSameRound) {
+  const std::string dir = MakeTempDir("final-average-restart");
+  auto local =
+      StartLocal(dir, {"--mode=dssync", "--trainers=3", "--slowdown=1,1,3", "--step-time=5ms",
+                       "--eviction-timeout=20s", "--target-accuracy=0.99", "--time-limit=300s"});
+  ASSERT_NE(local, nullptr);
+  std::string coordinator;
+  const int straggler = PidOnceTraining(dir, 2, [&](const std::string& d) {
+    coordinator = CoordinatorAddress(d);
+    return !coordinator.empty() && ReadTrace(d, 2).size() > 30;
+  });
+  ASSERT_NE(straggler, 0) << "trainer 2 never trained; see " << dir;
+  ASSERT_EQ(kill(straggler, SIGSTOP), 0);
+  const std::string finish_log = dir + "/finish.out";
+  const int finish = RunBinary("syncopate",
+                               {"finish", "--coordinator=" + coordinator,
+                                "--tls-dir=" + dir + "/tls/operator", "--reason=enough"},
+                               finish_log);
+  long long round = 0;
+  const std::string said = Read(finish_log);
+  const size_t at = said.find("in round ");
+  if (at != std::string::npos) round = std::atoll(said.c_str() + at + 9);
+  // Killed once the stores hold the final round (the coordinator logs their acknowledgement).
+  const std::string coordinator_log = dir + "/coordinator-0.log";
+  for (int i = 0;
+       i < 200 && Read(coordinator_log).find("the stores keep the job's end") == std::string::npos;
+       ++i) {
+    absl::SleepFor(absl::Milliseconds(50));  // polling a log file, with a 10 s deadline
+  }
+  const nlohmann::json ready = ReadJson(dir + "/coordinator-0.ready.json");
+  const bool killed = !ready.is_discarded() && kill(ready["pid"].get<int>(), SIGKILL) == 0;
+  EXPECT_EQ(kill(straggler, SIGCONT), 0);
+  ASSERT_EQ(ExitCode(finish), 0) << said;
+  ASSERT_GT(round, 0) << said;
+  ASSERT_NE(Read(coordinator_log).find("the stores keep the job's end"), std::string::npos)
+      << "see " << dir;
+  ASSERT_TRUE(killed) << "see " << dir;
+
+  const std::optional<int> status = local->Wait(absl::Minutes(3));
+  ASSERT_TRUE(status.has_value()) << "the run did not end; see " << dir;
+  EXPECT_EQ(ExitCode(*status), 4) << cli::DescribeExit(*status) << "; see " << dir;
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  ASSERT_FALSE(summary.is_discarded()) << "see " << dir;
+  ASSERT_EQ(summary["faults"].size(), 1u) << summary["faults"].dump();
+  EXPECT_NE(summary["faults"].dump().find("coordinator 0 exited (killed by"), std::string::npos);
+  EXPECT_NE(Read(coordinator_log).find("the job was ending (enough)"), std::string::npos)
+      << "the restarted coordinator did not take the final round over; see " << dir;
+  EXPECT_EQ(summary["final_average"]["round"].get<int64_t>(), round) << "see " << dir;
+  for (const auto& t : summary["per_trainer"]) {
+    EXPECT_EQ(t["state"], "done") << t.dump() << "; see " << dir;
+    EXPECT_EQ(t["clock"].get<int64_t>(), round) << t.dump();
+  }
+}
+
 // A 3-trainer run with emulated 5 ms steps and a 3 s eviction timeout, to freeze a process of.
 std::unique_ptr<cli::ChildProcess> StartForFreezing(const std::string& dir,
                                                     const std::string& mode) {

@@ -286,6 +286,50 @@ TEST_F(StoreServiceTest, EveryBadPushGetsItsErrorAndLeavesTheModelUntouched) {
   EXPECT_EQ(text, "4") << "rejections are counted by code";
 }
 
+// The shard keeps the job's end with the membership and reports it to a restarted coordinator
+// (GetSchema); a bad one is refused and changes nothing, and a membership without one clears it.
+TEST_F(StoreServiceTest, TheJobsEndIsKeptWithTheMembership) {
+  auto set_membership = [&](std::optional<v1::JobEnd> end) {
+    v1::Membership m;
+    v1::Member* member = m.add_members();
+    member->set_trainer_id(kTrainer);
+    member->set_incarnation(1);
+    m.set_apply_mode(v1::APPLY_MODE_NONE);
+    if (end) *m.mutable_job_end() = *end;
+    grpc::ClientContext ctx;
+    v1::SetMembershipReply reply;
+    return stub_->SetMembership(&ctx, m, &reply).error_code();
+  };
+  auto kept = [&]() -> std::optional<v1::JobEnd> {
+    grpc::ClientContext ctx;
+    v1::Schema schema;
+    EXPECT_TRUE(stub_->GetSchema(&ctx, v1::GetSchemaRequest(), &schema).ok());
+    if (!schema.has_job_end()) return std::nullopt;
+    return schema.job_end();
+  };
+  v1::JobEnd end;
+  end.set_final_round(5);
+  end.set_reason("ended by an operator");
+  ASSERT_EQ(set_membership(end), grpc::StatusCode::OK);
+  ASSERT_TRUE(kept().has_value());
+  EXPECT_EQ(kept()->final_round(), 5);
+  EXPECT_EQ(kept()->reason(), "ended by an operator");
+  v1::JobEnd bad = end;
+  bad.set_final_round(0);
+  EXPECT_EQ(set_membership(bad), grpc::StatusCode::INVALID_ARGUMENT);
+  bad = end;
+  bad.set_reason(std::string(300, 'x'));
+  EXPECT_EQ(set_membership(bad), grpc::StatusCode::INVALID_ARGUMENT);
+  bad = end;
+  bad.set_final_test_accuracy(std::numeric_limits<double>::quiet_NaN());
+  EXPECT_EQ(set_membership(bad), grpc::StatusCode::INVALID_ARGUMENT);
+  ASSERT_TRUE(kept().has_value());
+  EXPECT_EQ(kept()->final_round(), 5) << "a refused membership changes nothing";
+  EXPECT_FALSE(kept()->has_final_test_accuracy());
+  ASSERT_EQ(set_membership(std::nullopt), grpc::StatusCode::OK);
+  EXPECT_FALSE(kept().has_value());
+}
+
 // The coordinator states the job's push rule with the membership; pushes are weighed by it.
 TEST_F(StoreServiceTest, TheJobsRuleNotThePushDecidesHowItIsApplied) {
   auto set_membership = [&](v1::ApplyMode mode, float weight) {
