@@ -67,47 +67,72 @@ absl::Duration TimeToReach(const v1::ClusterStatus& status, int64_t round) {
 }
 
 // Ends training for `reason` (Coordinator.Finish). In a mode with a final average (dssync), waits
-// until every trainer has averaged and left (ClusterStatus.done), and returns the status then;
-// nullopt in the other modes (their trainers are told Done), or when a signal interrupted the wait
-// (`interrupted` says so). The wait lasts `margin` beyond the time the slowest trainer needs, at
-// its pace so far, to reach the final round, counted afresh after a coordinator restart.
-// `restart_crashed` restarts crashed services (true: the coordinator among them); a restarted
-// coordinator takes the final round over from the stores, and is told to finish again in case it
-// never reached them. A failed job, or a coordinator that does not come back, is an error.
-absl::StatusOr<std::optional<v1::ClusterStatus>> FinishTraining(
-    LocalCluster& cluster, const std::string& reason, absl::Duration margin,
-    const std::function<absl::StatusOr<bool>()>& restart_crashed, bool* interrupted) {
-  ASSIGN_OR_RETURN(const int64_t round, cluster.Finish(reason, absl::Seconds(5)));
-  if (round == 0) return std::nullopt;
-  std::fprintf(stderr, "training ends (%s): the trainers average their models in round %lld\n",
-               reason.c_str(), static_cast<long long>(round));
-  std::optional<absl::Time> give_up;
+// until every trainer has averaged and left (ClusterStatus.done). `status` follows the
+// coordinator's answers. OK when the job is done, when the mode has no final average (its trainers
+// are told Done), or when a signal interrupted the wait (`interrupted` says so). The wait lasts
+// `margin` beyond the time the slowest trainer needs, at its pace so far, to reach the final
+// round; a coordinator restart extends it by the time the new coordinator takes to answer, plus
+// `margin`. `restart_crashed` restarts crashed services (true: the coordinator among them); a
+// restarted coordinator takes the final round over from the stores, and is told to finish again
+// (a no-op then; a new final round if the old one died before the stores had it). A failed job, or
+// a coordinator that does not come back, is an error.
+absl::Status FinishTraining(LocalCluster& cluster, const std::string& reason, absl::Duration margin,
+                            const std::function<absl::StatusOr<bool>()>& restart_crashed,
+                            v1::ClusterStatus* status, bool* interrupted) {
+  int64_t round = 0;  // once a Finish was answered
+  bool finish_due = true;
+  bool pace_known = false;  // the deadline counts the trainers' pace
+  bool restarted = false;   // the coordinator restarted and has not answered since
+  absl::Time give_up = absl::Now() + std::max(margin, kCoordinatorComeback);
   absl::Status last = absl::OkStatus();
-  bool restarted = false;  // a coordinator restart since the last answer
-  while (!give_up || absl::Now() < *give_up) {
+  while (absl::Now() < give_up) {
     ASSIGN_OR_RETURN(const bool coordinator_restarted, restart_crashed());
     if (coordinator_restarted) {
-      restarted = true;
-      give_up.reset();
+      restarted = finish_due = true;
+      pace_known = false;
+      give_up = std::max(give_up, absl::Now() + std::max(margin, kCoordinatorComeback));
     }
-    absl::StatusOr<v1::ClusterStatus> status =
+    if (finish_due) {
+      absl::StatusOr<int64_t> finished = cluster.Finish(reason, absl::Seconds(5));
+      if (finished.ok()) {
+        finish_due = false;
+        if (*finished == 0) return absl::OkStatus();  // nobody left to average: done
+        if (*finished != round) {
+          round = *finished;
+          std::fprintf(stderr,
+                       "training ends (%s): the trainers average their models in round %lld\n",
+                       reason.c_str(), static_cast<long long>(round));
+        }
+      } else if (!absl::IsUnavailable(finished.status()) &&
+                 !absl::IsDeadlineExceeded(finished.status())) {
+        return finished.status();
+      } else {
+        last = finished.status();  // down, or taking the job over: asked again at the next turn
+      }
+    }
+    absl::StatusOr<v1::ClusterStatus> polled =
         cluster.Status(restarted ? kRestartPoll : absl::Seconds(5), /*wait_for_ready=*/restarted);
-    if (!status.ok()) {
-      last = status.status();
-      if (!give_up) give_up = absl::Now() + std::max(margin, kCoordinatorComeback);
+    if (!polled.ok()) {
+      last = polled.status();
     } else {
+      restarted = false;
+      *status = *std::move(polled);
       if (!status->failure().empty()) {
         return absl::AbortedError(absl::StrCat("the job failed: ", status->failure()));
       }
-      if (status->done()) return std::optional<v1::ClusterStatus>(*std::move(status));
-      // Unavailable while it waits for the trainers to resume: asked again at the next turn.
-      if (restarted && status->final_round() == 0) cluster.Finish(reason, absl::Seconds(5));
-      restarted = restarted && status->final_round() == 0;
-      if (!give_up) give_up = absl::Now() + TimeToReach(*status, round) + margin;
+      if (status->done()) return absl::OkStatus();
+      const bool paced = std::any_of(status->trainers().begin(), status->trainers().end(),
+                                     [](const v1::TrainerStatus& t) {
+                                       return t.state() == "live" && t.timings().wall_seconds() > 0;
+                                     });
+      if (round > 0 && !pace_known && paced && !status->recovering()) {
+        give_up = std::max(give_up, absl::Now() + TimeToReach(*status, round) + margin);
+        pace_known = true;
+      }
     }
     if (base::WaitForTerminationSignal(kPoll) != 0) {
       *interrupted = true;
-      return std::nullopt;
+      return absl::OkStatus();
     }
   }
   return absl::DeadlineExceededError(absl::StrCat("the final average (round ", round,
@@ -336,15 +361,13 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     const std::string reason = summary.reached_target     ? "the target accuracy was reached"
                                : status.final_round() > 0 ? "ended by an operator"
                                                           : "the time limit";
-    absl::StatusOr<std::optional<v1::ClusterStatus>> finished =
+    const absl::Status finished =
         FinishTraining(*cluster, reason, kFinalAverageMargin + 2 * options.cluster.exchange_timeout,
-                       restart_crashed, &summary.interrupted);
+                       restart_crashed, &status, &summary.interrupted);
     if (!finished.ok()) {
       summary.faults.emplace_back(absl::ToDoubleSeconds(absl::Now() - start),
-                                  std::string(finished.status().message()));
-      std::fprintf(stderr, "%s\n", std::string(finished.status().message()).c_str());
-    } else if (*finished) {
-      status = **finished;
+                                  std::string(finished.message()));
+      std::fprintf(stderr, "%s\n", std::string(finished.message()).c_str());
     }
   }
   summary.wall_seconds = absl::ToDoubleSeconds(absl::Now() - start);

@@ -12,6 +12,8 @@ namespace {
 
 // The longest one attempt to open a stream may take while resuming.
 constexpr absl::Duration kResumeAttempt = absl::Seconds(2);
+// How long Leave waits for the coordinator to end the stream on it, unless a resume is under way.
+constexpr absl::Duration kLeaveGrace = absl::Seconds(2);
 
 }  // namespace
 
@@ -122,9 +124,26 @@ void SessionClient::ReadLoop() {
         return;
       }
     }
-    absl::Status resumed = Resume();
-    if (!resumed.ok()) {
+    // The coordinator ends the stream with OK once it has the Leave; any other end is a break.
+    bool left;
+    {
+      absl::MutexLock lock(&write_mu_);
+      broken_ = true;
+      left = call_->stream->Finish().ok() && leave_.has_value();
+    }
+    if (left) {
       absl::MutexLock lock(&mu_);
+      stream_done_ = true;
+      return;
+    }
+    {
+      absl::MutexLock lock(&mu_);
+      resuming_ = true;
+    }
+    absl::Status resumed = Resume();
+    absl::MutexLock lock(&mu_);
+    resuming_ = false;
+    if (!resumed.ok()) {
       if (!stopping_) lost_ = resumed;
       stream_done_ = true;
       return;
@@ -133,11 +152,6 @@ void SessionClient::ReadLoop() {
 }
 
 absl::Status SessionClient::Resume() {
-  {
-    absl::MutexLock lock(&write_mu_);
-    broken_ = true;
-    call_->stream->Finish().ok();  // the stream has ended; its status says nothing more
-  }
   {
     // Not taken yet: the coordinator that resumes the session decides again.
     absl::MutexLock lock(&mu_);
@@ -172,6 +186,8 @@ absl::Status SessionClient::Resume() {
       if (call.ok()) {
         call_ = *std::move(call);
         broken_ = false;
+        // A Leave the broken stream may not have carried: the coordinator ends this one on it.
+        if (leave_) call_->stream->Write(*leave_);
         spdlog::info("the session with the coordinator resumed after {} and {} failed attempts",
                      absl::FormatDuration(absl::Trunc(absl::Now() - began, absl::Milliseconds(1))),
                      backoff.failures());
@@ -228,8 +244,8 @@ absl::Status SessionClient::Write(const v1::SessionRequest& request) {
   absl::MutexLock lock(&write_mu_);
   if (closed_) return absl::UnavailableError("session closed");
   // A write into a broken stream is dropped: the resumed session carries the clock, and the next
-  // heartbeat the timings.
-  if (!broken_) call_->stream->Write(request);
+  // heartbeat the timings. Nothing follows a Leave.
+  if (!broken_ && !leave_) call_->stream->Write(request);
   return absl::OkStatus();
 }
 
@@ -268,15 +284,26 @@ void SessionClient::StartHeartbeats(std::function<v1::TrainerTimings()> timings)
 }
 
 void SessionClient::Leave(const std::string& reason, std::optional<double> final_test_accuracy) {
-  {
-    // The coordinator ends the stream once it has the Leave: that end is not a break to resume.
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
   v1::SessionRequest request;
   request.mutable_leave()->set_reason(reason);
   if (final_test_accuracy) request.mutable_leave()->set_final_test_accuracy(*final_test_accuracy);
-  Write(request).IgnoreError();
+  {
+    absl::MutexLock lock(&write_mu_);
+    if (closed_ || leave_) return;  // the first Leave closes the session
+    leave_ = request;
+    if (call_ && !broken_) call_->stream->Write(request);
+  }
+  // The coordinator ends the stream once it has the Leave. A stream that broke before it got there
+  // is resumed, and the Leave sent on the new one: a resume under way is waited for (bounded by
+  // options_.resume_for), so that a coordinator restart does not lose the Leave (or the final
+  // accuracy it carries).
+  {
+    absl::MutexLock lock(&mu_);
+    auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stream_done_; };
+    if (!mu_.AwaitWithTimeout(absl::Condition(&done), kLeaveGrace) && resuming_) {
+      mu_.AwaitWithTimeout(absl::Condition(&done), options_.resume_for);
+    }
+  }
   Close();
 }
 

@@ -62,7 +62,9 @@ class SessionClient final : public CoordinatorLink {
   void OnPeerDirective(std::function<void(const v1::Directive&)> callback);
   // Sends heartbeats every welcome().heartbeat_interval_seconds with `timings()` until Close.
   void StartHeartbeats(std::function<v1::TrainerTimings()> timings) override;
-  // Sends Leave and closes the stream (bounded by a short deadline). Idempotent.
+  // Sends Leave and closes the stream once the coordinator ended it (or after a short deadline).
+  // When the stream is broken, or breaks before the coordinator ended it, the Leave goes out again
+  // on the resumed session, waited for up to options.resume_for. Idempotent.
   void Leave(const std::string& reason, std::optional<double> final_test_accuracy) override;
 
  private:
@@ -99,6 +101,7 @@ class SessionClient final : public CoordinatorLink {
   std::unique_ptr<Call> call_ ABSL_GUARDED_BY(write_mu_);
   bool broken_ ABSL_GUARDED_BY(write_mu_) = false;  // call_ is dead; a resume is under way
   bool closed_ ABSL_GUARDED_BY(write_mu_) = false;
+  std::optional<v1::SessionRequest> leave_ ABSL_GUARDED_BY(write_mu_);  // once Leave was called
 
   absl::Mutex mu_;
   std::deque<v1::Directive> directives_ ABSL_GUARDED_BY(mu_);
@@ -108,6 +111,7 @@ class SessionClient final : public CoordinatorLink {
   std::optional<absl::Status> lost_ ABSL_GUARDED_BY(mu_);
   bool final_directive_ ABSL_GUARDED_BY(mu_) = false;  // Evicted or Done arrived
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool resuming_ ABSL_GUARDED_BY(mu_) = false;  // the reader is resuming a broken stream
   // What a resume tells the coordinator: the last clock reported (or granted), and whether a
   // grant for it is still awaited.
   int64_t clock_ ABSL_GUARDED_BY(mu_) = 0;

@@ -99,16 +99,16 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
                      "' must join with the address of its Peer service"));
   }
   if (join.has_resume()) return Resume(join, std::move(outbox));
-  if (phase_ == Phase::kRecovering) {
-    return absl::UnavailableError(
-        "the coordinator is taking over a job under way and waits for its trainers to resume; "
-        "join again shortly");
-  }
   if (final_round_ > 0) {
     // As a Done directive is, for a trainer that would join a finished job (its pod restarted).
     return absl::OutOfRangeError(absl::StrCat("training is done: its trainers average",
                                               done_reason_.empty() ? "" : "d",
                                               " their models in round ", final_round_));
+  }
+  if (phase_ == Phase::kRecovering) {
+    return absl::UnavailableError(
+        "the coordinator is taking over a job under way and waits for its trainers to resume; "
+        "join again shortly");
   }
   absl::StatusOr<sync::JoinResult> joined = membership_.Join(join.name(), join.rank(), now);
   if (!joined.ok()) return joined.status();
@@ -236,10 +236,13 @@ void Coordinator::TakeOverFromStores(const std::vector<ShardState>& shards) {
       furthest = &shard;
     }
   }
-  // The job's end, when the coordinator before began it (any shard that kept it speaks for all).
+  // The job's end, when the coordinator before began it: any shard that kept it speaks for all, one
+  // with the evaluator's accuracy first (a membership may have reached only some shards).
   std::optional<v1::JobEnd> job_end;
   for (const ShardState& shard : shards) {
-    if (shard.job_end) job_end = shard.job_end;
+    if (shard.job_end && (!job_end || shard.job_end->has_final_test_accuracy())) {
+      job_end = shard.job_end;
+    }
   }
   if (job_end) {
     final_round_ = job_end->final_round();
@@ -248,7 +251,10 @@ void Coordinator::TakeOverFromStores(const std::vector<ShardState>& shards) {
   }
   if (!furthest || furthest->members.empty()) {
     phase_ = Phase::kRunning;
-    if (job_end) {  // every trainer had left: the job is over
+    if (absl::Status s = job_end ? policy_->ResumeFinalAverage(final_round_) : absl::OkStatus();
+        !s.ok()) {
+      Fail(std::string(s.message()));
+    } else if (job_end) {  // every trainer had left: the job is over
       recovered_ = true;
       done_reason_ = absl::StrCat(finish_reason_, "; the job had ended with round ", final_round_,
                                   ", the final average, when this coordinator took it over");

@@ -83,7 +83,8 @@ class Coordinator {
   // while a job taken over waits for its trainers to resume. A join with `resume` (a trainer of
   // the job before this coordinator restarted) keeps its identity and clock: FAILED_PRECONDITION
   // when it is not a member the stores know, or the recovery window has passed. A new trainer gets
-  // OUT_OF_RANGE (training is done) once training ends with a final average (Finish).
+  // OUT_OF_RANGE (training is done) once training ends with a final average (Finish, or a final
+  // round taken over from the stores, also while recovering).
   absl::StatusOr<SessionKey> Join(const v1::Join& join, std::shared_ptr<Outbox> outbox);
   // The trainer pushed `report.clock`. A report that breaks the protocol evicts the trainer.
   void Report(const SessionKey& key, const v1::ClockReport& report);
@@ -95,10 +96,13 @@ class Coordinator {
   // Ends training for `reason` (the target reached, an operator). In a mode with a final average
   // (SyncPolicy::BeginFinalAverage), with trainers live, they go on to its round, exchange with
   // everyone, and leave (state "done"); joins are refused from now on, and the job is done once no
-  // trainer is left. Otherwise every trainer, and any that joins later, is told Done. Returns the
-  // final round, 0 for none. Idempotent: a second call returns the first's answer.
-  // INVALID_ARGUMENT for a reason CheckFinishReason refuses, FAILED_PRECONDITION when the job
-  // failed, UNAVAILABLE (retry) until a coordinator that took a job over has its trainers back.
+  // trainer is left (none live or expected to resume). The final round goes to the stores with
+  // the membership (Membership.job_end), so that a coordinator taking the job over ends it in that
+  // round. Otherwise every trainer, and any that joins later, is told Done. Returns the final
+  // round, 0 for none. Idempotent: a later call returns the first's answer (a final round taken
+  // over from the stores counts as the first, reason included). INVALID_ARGUMENT for a reason
+  // CheckFinishReason refuses, FAILED_PRECONDITION when the job failed, UNAVAILABLE (retry) while
+  // a coordinator that took over a job not yet ending waits for its trainers.
   absl::StatusOr<int64_t> Finish(const std::string& reason);
   // The stream broke without a Leave: the trainer is treated as dead at once.
   void Disconnected(const SessionKey& key);
@@ -136,7 +140,9 @@ class Coordinator {
                    int64_t start_clock, sync::Decisions decisions)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The stores' first answer: a membership there means a job under way, which this coordinator
-  // takes over (kRecovering); none, a new job (kRunning).
+  // takes over (kRecovering), in its final round if the stores kept the job's end; none, a new job
+  // (kRunning), or, with a job's end, a job that is done. A job's end that the mode cannot finish
+  // fails the job.
   void TakeOverFromStores(const std::vector<ShardState>& shards) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Ends the recovery: trainers expected and not resumed are out of the job.
   void EndRecovery() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -199,6 +199,13 @@ class CoordinatorTest : public ::testing::Test {
     ADD_FAILURE() << "no directive";
     return d;
   }
+  // How a peer-to-peer join is answered.
+  absl::StatusCode JoinPeerStatus(const std::string& name, uint32_t rank) {
+    v1::Join join;
+    join.set_name(name);
+    join.set_peer_address("127.0.0.1:" + std::to_string(7100 + rank));
+    return coordinator_->Join(join, std::make_shared<Outbox>()).status().code();
+  }
   // Joins a peer-to-peer job (with a peer address).
   std::pair<SessionKey, std::shared_ptr<Outbox>> JoinPeer(const std::string& name, uint32_t rank) {
     auto outbox = std::make_shared<Outbox>();
@@ -422,11 +429,7 @@ TEST_F(CoordinatorTest, FinishUnderDsSyncEndsWithAFinalAverage) {
   EXPECT_EQ(*coordinator_->Finish("the time limit"), 2);
   EXPECT_EQ(*coordinator_->Finish("again"), 2);
   EXPECT_EQ(coordinator_->Status().final_round(), 2);
-  v1::Join late;
-  late.set_name("c");
-  late.set_peer_address("127.0.0.1:7102");
-  EXPECT_EQ(coordinator_->Join(late, std::make_shared<Outbox>()).status().code(),
-            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(JoinPeerStatus("c", 2), absl::StatusCode::kOutOfRange);
   Report(b, 1);
   for (Outbox* out : {out_a.get(), out_b.get()}) {
     const v1::Proceed round1 = Next(*out).proceed();
@@ -516,6 +519,8 @@ TEST_F(CoordinatorTest, AFinalAverageSurvivesACoordinatorRestart) {
   Make("dssync", 2);
   EXPECT_EQ(coordinator_->Status().final_round(), 2);
   EXPECT_EQ(*coordinator_->Finish("again"), 2) << "its final round, even while it waits";
+  EXPECT_EQ(JoinPeerStatus("c", 2), absl::StatusCode::kOutOfRange)
+      << "refused as done even while it waits for the trainers";
   auto new_a = std::make_shared<Outbox>();
   auto new_b = std::make_shared<Outbox>();
   absl::StatusOr<SessionKey> ra = ResumePeer("a", 0, a.id, 1, false, new_a);
@@ -523,11 +528,7 @@ TEST_F(CoordinatorTest, AFinalAverageSurvivesACoordinatorRestart) {
   ASSERT_TRUE(ra.ok() && rb.ok()) << ra.status() << " " << rb.status();
   EXPECT_TRUE(Next(*new_a).has_welcome());
   EXPECT_TRUE(Next(*new_b).has_welcome());
-  v1::Join late;
-  late.set_name("c");
-  late.set_peer_address("127.0.0.1:7102");
-  EXPECT_EQ(coordinator_->Join(late, std::make_shared<Outbox>()).status().code(),
-            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(JoinPeerStatus("c", 2), absl::StatusCode::kOutOfRange);
   Report(*ra, 2);
   Report(*rb, 2);
   for (Outbox* out : {new_a.get(), new_b.get()}) {
@@ -596,16 +597,15 @@ TEST_F(CoordinatorTest, AJobThatHadEndedStaysEnded) {
   EXPECT_EQ(status.final_round(), 7);
   EXPECT_DOUBLE_EQ(status.final_test_accuracy(), 0.84);
   EXPECT_EQ(*coordinator_->Finish("again"), 7);
-  v1::Join late;
-  late.set_name("c");
-  late.set_peer_address("127.0.0.1:7102");
-  EXPECT_EQ(coordinator_->Join(late, std::make_shared<Outbox>()).status().code(),
-            absl::StatusCode::kOutOfRange);
+  EXPECT_EQ(JoinPeerStatus("c", 2), absl::StatusCode::kOutOfRange);
 
-  stores_.HoldJob(0, {{1, 1, -1, "a"}});
-  Make("bsp", 2);
-  status = coordinator_->Status();
-  EXPECT_NE(status.failure().find("another --mode"), std::string::npos) << status.failure();
+  for (bool members : {false, true}) {
+    if (members) stores_.HoldJob(0, {{1, 1, -1, "a"}});
+    Make("bsp", 2);
+    status = coordinator_->Status();
+    EXPECT_FALSE(status.done());
+    EXPECT_NE(status.failure().find("another --mode"), std::string::npos) << status.failure();
+  }
 }
 
 TEST_F(CoordinatorTest, OnlyTheEvaluatorsValidAccuracyCounts) {

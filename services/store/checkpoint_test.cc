@@ -154,14 +154,14 @@ TEST_F(CheckpointTest, TheJobsEndSurvivesARestart) {
   v1::JobEnd end;
   end.set_final_round(12);
   end.set_reason("the time limit");
-  table_.KeepJobEnd(end);
+  table_.SetMembers({{1, 1}}, 0, std::nullopt, end);
   ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
   EXPECT_EQ(metrics.checkpoints_written.Value(), 2);
-  table_.KeepJobEnd(end);
+  table_.SetMembers({{1, 1}}, 0, std::nullopt, end);
   ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
   EXPECT_EQ(metrics.checkpoints_written.Value(), 2) << "the same end again: nothing to write";
   end.set_final_test_accuracy(0.81);
-  table_.KeepJobEnd(end);
+  table_.SetMembers({{1, 1}}, 0, std::nullopt, end);
   ASSERT_TRUE(checkpointer.SaveIfChanged().ok());
   EXPECT_EQ(metrics.checkpoints_written.Value(), 3);
 

@@ -65,10 +65,18 @@ void ParameterTable::Saved(int64_t epoch) {
 }
 
 MembershipResult ParameterTable::SetMembers(const std::vector<TrainerKey>& members, int64_t round,
-                                            std::optional<PushRule> rule) {
+                                            std::optional<PushRule> rule,
+                                            std::optional<v1::JobEnd> job_end) {
   absl::MutexLock lock(&mu_);
   membership_received_ = true;
   rule_ = rule;
+  auto bytes = [](const std::optional<v1::JobEnd>& end) {
+    return end ? end->SerializeAsString() : std::string();
+  };
+  if (job_end.has_value() != job_end_.has_value() || bytes(job_end) != bytes(job_end_)) {
+    job_end_ = std::move(job_end);
+    ++membership_changes_;  // a checkpoint is due
+  }
   absl::flat_hash_map<uint64_t, uint64_t> incarnations;
   for (const TrainerKey& m : members) {
     incarnations[m.id] = m.incarnation;
@@ -111,9 +119,10 @@ absl::Status CheckJobEnd(const v1::JobEnd& job_end) {
     return absl::InvalidArgumentError(
         absl::StrCat("a job's final round must be at least 1, got ", job_end.final_round()));
   }
-  if (job_end.reason().size() > 256) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("a job's end reason is at most 256 bytes, got ", job_end.reason().size()));
+  bool printable = job_end.reason().size() <= 256;
+  for (char c : job_end.reason()) printable = printable && c >= ' ' && c < 0x7f;
+  if (!printable) {
+    return absl::InvalidArgumentError("a job's end reason is at most 256 printable characters");
   }
   if (job_end.has_final_test_accuracy() &&
       !(job_end.final_test_accuracy() >= 0 && job_end.final_test_accuracy() <= 1)) {
@@ -121,16 +130,6 @@ absl::Status CheckJobEnd(const v1::JobEnd& job_end) {
                                                    job_end.final_test_accuracy()));
   }
   return absl::OkStatus();
-}
-
-void ParameterTable::KeepJobEnd(std::optional<v1::JobEnd> job_end) {
-  absl::MutexLock lock(&mu_);
-  auto bytes = [](const std::optional<v1::JobEnd>& end) {
-    return end ? end->SerializeAsString() : std::string();
-  };
-  if (job_end.has_value() == job_end_.has_value() && bytes(job_end) == bytes(job_end_)) return;
-  job_end_ = std::move(job_end);
-  ++membership_changes_;  // a checkpoint is due
 }
 
 std::string ParameterTable::NameOf(uint64_t trainer_id) const {

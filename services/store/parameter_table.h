@@ -112,7 +112,8 @@ struct Roster {
 };
 
 // INVALID_ARGUMENT unless `job_end` is one a coordinator states (Membership.job_end): a final
-// round >= 1, a reason of at most 256 bytes, an accuracy in [0, 1] if any.
+// round >= 1, a reason of at most 256 printable ASCII characters (it is logged), an accuracy in
+// [0, 1] if any.
 absl::Status CheckJobEnd(const v1::JobEnd& job_end);
 
 // How the job applies pushes, as the coordinator states it with the membership. A push in another
@@ -161,18 +162,17 @@ class ParameterTable {
   // UNAVAILABLE: a shard that just (re)started waits for the coordinator to reconcile it.
   // `rule` is how the job applies pushes (the store service always passes the coordinator's);
   // without one the table takes each push's own apply mode and weight (tests of the table alone).
+  // `job_end` is how the job ends (Membership.job_end; nullopt: training goes on), kept with the
+  // membership, durably, and never interpreted; the caller checks it (CheckJobEnd).
   MembershipResult SetMembers(const std::vector<TrainerKey>& members, int64_t round = 0,
-                              std::optional<PushRule> rule = std::nullopt);
+                              std::optional<PushRule> rule = std::nullopt,
+                              std::optional<v1::JobEnd> job_end = std::nullopt);
 
   // Records the name of each trainer id (`names`: id, name; an empty name changes nothing), before
   // SetMembers takes them: under TLS a push is taken only from a certificate naming its trainer.
   // Names are durable (a checkpoint keeps them) and kept for every id ever named (ids are never
   // reused). Returns the ids whose name changed.
   std::vector<Rename> NameMembers(const std::vector<std::pair<uint64_t, std::string>>& names);
-
-  // Keeps how the job ends (Membership.job_end; nullopt: training goes on) with the membership,
-  // durably; the table never interprets it. The caller checks it (CheckJobEnd).
-  void KeepJobEnd(std::optional<v1::JobEnd> job_end);
 
   // The name a membership gave `trainer_id` ("" when none has).
   std::string NameOf(uint64_t trainer_id) const;

@@ -321,10 +321,9 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
     spdlog::warn("the membership renames trainer id {} from {} to {}", rename.trainer_id,
                  rpc::Quoted(rename.from), rpc::Quoted(rename.to));
   }
-  table_.KeepJobEnd(request.has_job_end() ? std::optional<v1::JobEnd>(request.job_end())
-                                          : std::nullopt);
-  const MembershipResult result =
-      table_.SetMembers(members, request.round(), PushRule{request.apply_mode(), weight});
+  const MembershipResult result = table_.SetMembers(
+      members, request.round(), PushRule{request.apply_mode(), weight},
+      request.has_job_end() ? std::optional<v1::JobEnd>(request.job_end()) : std::nullopt);
   if (result.rounds_skipped > 0) {
     spdlog::warn("caught up with the job's round {}: rounds {} to {} are lost on this shard",
                  result.last_closed_round, result.last_closed_round - result.rounds_skipped + 1,

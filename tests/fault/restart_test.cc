@@ -263,20 +263,25 @@ TEST(FinalAverageRestart, TheNextCoordinatorEndsTheJobInTheSameRound) {
   const std::string said = Read(finish_log);
   const size_t at = said.find("in round ");
   if (at != std::string::npos) round = std::atoll(said.c_str() + at + 9);
-  // Killed once the stores hold the final round (the coordinator logs their acknowledgement).
+  // Killed once the stores hold the final round (the coordinator logs their acknowledgement) and
+  // the run waits for the final average (it says so).
   const std::string coordinator_log = dir + "/coordinator-0.log";
-  for (int i = 0;
-       i < 200 && Read(coordinator_log).find("the stores keep the job's end") == std::string::npos;
-       ++i) {
-    absl::SleepFor(absl::Milliseconds(50));  // polling a log file, with a 10 s deadline
+  auto ready_to_kill = [&] {
+    return Read(coordinator_log).find("the stores keep the job's end") != std::string::npos &&
+           Read(dir + ".out").find("training ends (") != std::string::npos;
+  };
+  bool ready_to_kill_now = false;
+  for (int i = 0; i < 200 && !(ready_to_kill_now = ready_to_kill()); ++i) {
+    absl::SleepFor(absl::Milliseconds(50));  // polling log files, with a 10 s deadline
   }
   const nlohmann::json ready = ReadJson(dir + "/coordinator-0.ready.json");
-  const bool killed = !ready.is_discarded() && kill(ready["pid"].get<int>(), SIGKILL) == 0;
+  const bool killed =
+      ready_to_kill_now && !ready.is_discarded() && kill(ready["pid"].get<int>(), SIGKILL) == 0;
   EXPECT_EQ(kill(straggler, SIGCONT), 0);
   ASSERT_EQ(ExitCode(finish), 0) << said;
   ASSERT_GT(round, 0) << said;
-  ASSERT_NE(Read(coordinator_log).find("the stores keep the job's end"), std::string::npos)
-      << "see " << dir;
+  ASSERT_TRUE(ready_to_kill_now) << "the stores never kept the job's end, or the run never waited "
+                                 << "for the final average; see " << dir;
   ASSERT_TRUE(killed) << "see " << dir;
 
   const std::optional<int> status = local->Wait(absl::Minutes(3));

@@ -3,6 +3,7 @@
 // trainer's SessionClient resumes with its identity and clock; the new coordinator takes the job
 // over from the store and grants the report the trainer made while it was down.
 #include <memory>
+#include <thread>
 
 #include "client/session_client.h"
 #include "coordinator/coordinator.h"
@@ -122,6 +123,31 @@ TEST_F(SessionResumeTest, TheSessionResumesWithItsIdentityAndClock) {
   EXPECT_EQ(status.trainers(0).clock(), 2);
   ASSERT_TRUE(session_->ReportClock(Report(3)).ok());
   EXPECT_EQ(Proceed().clock(), 3);
+}
+
+// A Leave made while the coordinator is down is not lost: the session resumes with the next one and
+// leaves there (a trainer that finished the final average must not count as missing).
+TEST_F(SessionResumeTest, ALeaveWhileTheCoordinatorIsDownReachesTheNextOne) {
+  first_->Kill();
+  std::thread leaving([&] { session_->Leave("training is done", std::nullopt); });
+  second_ = std::make_unique<CoordinatorServer>(store_, address_);
+  ASSERT_TRUE(second_->status.ok()) << second_->status;
+  leaving.join();  // Leave returns once the new coordinator ended the stream on it
+  const v1::ClusterStatus status = second_->engine->Status();
+  EXPECT_EQ(status.trainers_resumed(), 1u);
+  EXPECT_EQ(status.live_trainers(), 0u);
+  ASSERT_EQ(status.trainers_size(), 1);
+  EXPECT_EQ(status.trainers(0).state(), "left");
+}
+
+// On a healthy stream the Leave ends the session at once.
+TEST_F(SessionResumeTest, ALeaveOnAHealthyStreamEndsTheSession) {
+  session_->Leave("training is done", std::nullopt);
+  const v1::ClusterStatus status = first_->engine->Status();
+  EXPECT_EQ(status.live_trainers(), 0u);
+  ASSERT_EQ(status.trainers_size(), 1);
+  EXPECT_EQ(status.trainers(0).state(), "left");
+  EXPECT_TRUE(absl::IsUnavailable(session_->ReportClock(Report(2)))) << "the session is closed";
 }
 
 TEST_F(SessionResumeTest, ACoordinatorThatDoesNotKnowTheTrainerRefusesTheResume) {

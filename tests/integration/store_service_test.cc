@@ -289,10 +289,10 @@ TEST_F(StoreServiceTest, EveryBadPushGetsItsErrorAndLeavesTheModelUntouched) {
 // The shard keeps the job's end with the membership and reports it to a restarted coordinator
 // (GetSchema); a bad one is refused and changes nothing, and a membership without one clears it.
 TEST_F(StoreServiceTest, TheJobsEndIsKeptWithTheMembership) {
-  auto set_membership = [&](std::optional<v1::JobEnd> end) {
+  auto set_membership = [&](std::optional<v1::JobEnd> end, uint64_t trainer = kTrainer) {
     v1::Membership m;
     v1::Member* member = m.add_members();
-    member->set_trainer_id(kTrainer);
+    member->set_trainer_id(trainer);
     member->set_incarnation(1);
     m.set_apply_mode(v1::APPLY_MODE_NONE);
     if (end) *m.mutable_job_end() = *end;
@@ -300,12 +300,16 @@ TEST_F(StoreServiceTest, TheJobsEndIsKeptWithTheMembership) {
     v1::SetMembershipReply reply;
     return stub_->SetMembership(&ctx, m, &reply).error_code();
   };
-  auto kept = [&]() -> std::optional<v1::JobEnd> {
+  auto schema = [&]() {
     grpc::ClientContext ctx;
-    v1::Schema schema;
-    EXPECT_TRUE(stub_->GetSchema(&ctx, v1::GetSchemaRequest(), &schema).ok());
-    if (!schema.has_job_end()) return std::nullopt;
-    return schema.job_end();
+    v1::Schema reply;
+    EXPECT_TRUE(stub_->GetSchema(&ctx, v1::GetSchemaRequest(), &reply).ok());
+    return reply;
+  };
+  auto kept = [&]() -> std::optional<v1::JobEnd> {
+    const v1::Schema s = schema();
+    if (!s.has_job_end()) return std::nullopt;
+    return s.job_end();
   };
   v1::JobEnd end;
   end.set_final_round(5);
@@ -314,18 +318,20 @@ TEST_F(StoreServiceTest, TheJobsEndIsKeptWithTheMembership) {
   ASSERT_TRUE(kept().has_value());
   EXPECT_EQ(kept()->final_round(), 5);
   EXPECT_EQ(kept()->reason(), "ended by an operator");
-  v1::JobEnd bad = end;
-  bad.set_final_round(0);
-  EXPECT_EQ(set_membership(bad), grpc::StatusCode::INVALID_ARGUMENT);
-  bad = end;
-  bad.set_reason(std::string(300, 'x'));
-  EXPECT_EQ(set_membership(bad), grpc::StatusCode::INVALID_ARGUMENT);
-  bad = end;
-  bad.set_final_test_accuracy(std::numeric_limits<double>::quiet_NaN());
-  EXPECT_EQ(set_membership(bad), grpc::StatusCode::INVALID_ARGUMENT);
+  std::vector<v1::JobEnd> bad(4, end);
+  bad[0].set_final_round(0);
+  bad[1].set_reason(std::string(300, 'x'));
+  bad[2].set_reason("forged\nINFO line");
+  bad[3].set_final_test_accuracy(std::numeric_limits<double>::quiet_NaN());
+  for (const v1::JobEnd& b : bad) {
+    EXPECT_EQ(set_membership(b, kTrainer + 1), grpc::StatusCode::INVALID_ARGUMENT)
+        << b.DebugString();
+  }
   ASSERT_TRUE(kept().has_value());
   EXPECT_EQ(kept()->final_round(), 5) << "a refused membership changes nothing";
   EXPECT_FALSE(kept()->has_final_test_accuracy());
+  ASSERT_EQ(schema().members_size(), 1);
+  EXPECT_EQ(schema().members(0).trainer_id(), kTrainer) << "nor the members";
   ASSERT_EQ(set_membership(std::nullopt), grpc::StatusCode::OK);
   EXPECT_FALSE(kept().has_value());
 }
