@@ -165,10 +165,14 @@ class PySession {
 
   void RequestStop() { stop_requested_ = true; }
 
-  void Close() {
+  void Close(std::optional<double> final_accuracy) {
+    if (final_accuracy && !(*final_accuracy >= 0.0 && *final_accuracy <= 1.0)) {
+      Raise(absl::InvalidArgumentError("an accuracy is in [0, 1]"));
+    }
     py::gil_scoped_release release;
-    if (job_) job_->session().Close();
+    if (job_) job_->session().Close("closed", final_accuracy);
   }
+  bool final_accuracy_due() { return job_ && job_->session().final_accuracy_due(); }
 
   bool evaluation_due() { return job_ && job_->session().evaluation_due(); }
   void ReportAccuracy(double accuracy) {
@@ -256,7 +260,8 @@ PYBIND11_MODULE(_syncopate, m) {
       .def("start", &PySession::Start)
       .def("step", &PySession::Step)
       .def("request_stop", &PySession::RequestStop)
-      .def("close", &PySession::Close)
+      .def("close", &PySession::Close, py::arg("final_accuracy") = py::none())
+      .def("final_accuracy_due", &PySession::final_accuracy_due)
       .def("evaluation_due", &PySession::evaluation_due)
       .def("report_accuracy", &PySession::ReportAccuracy)
       .def("steps", &PySession::steps)

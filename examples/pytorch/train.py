@@ -138,9 +138,12 @@ class BackgroundEvaluator:
         self.thread.start()
 
     def _run(self, model):
+        self.sync.report_accuracy(self.accuracy(model))
+
+    def accuracy(self, model):
         with torch.no_grad():
             predicted = model(self.images).argmax(1)
-        self.sync.report_accuracy((predicted == self.labels).float().mean().item())
+        return (predicted == self.labels).float().mean().item()
 
 
 def env(name, default):
@@ -197,6 +200,8 @@ def main():
                 loss.backward()
                 optimizer.step()
                 if not sync.step(loss.item()):
+                    if sync.final_evaluation_due:  # dssync ends with one model: the final average
+                        sync.close(final_accuracy=evaluator.accuracy(model.eval()))
                     return 0
                 evaluator.maybe_start(model)
     except syncopate.SyncopateError as e:

@@ -250,6 +250,13 @@ class Session:
         self._session.report_accuracy(float(accuracy))
 
     @property
+    def final_evaluation_due(self) -> bool:
+        """After the last step() of a job that ends with a final average (dssync), on the trainer
+        the coordinator asks: evaluate your model (it holds the average) and pass the accuracy to
+        close(final_accuracy=...), which leaves the job with it."""
+        return self._session.final_accuracy_due()
+
+    @property
     def steps(self) -> int:
         return self._session.steps()
 
@@ -269,10 +276,14 @@ class Session:
         """Asks the session to end: the next step() returns False. Safe from a signal handler."""
         self._session.request_stop()
 
-    def close(self) -> None:
-        """Leaves the job (if still in it) and stops the session's threads. Idempotent."""
+    def close(self, final_accuracy: Optional[float] = None) -> None:
+        """Leaves the job (if still in it) and stops the session's threads. Idempotent.
+        `final_accuracy` (in [0, 1]): the final average's test accuracy, when final_evaluation_due;
+        the job reports it (summary.json's final_average)."""
         if self._closed:
             return
+        if final_accuracy is not None:
+            self._session.close(float(final_accuracy))  # a bad accuracy raises; nothing changes
         self._closed = True
         self._finalizer()
         self._restore_sigterm()

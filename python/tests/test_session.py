@@ -148,6 +148,46 @@ def test_bsp_writes_the_round_into_the_callers_own_arrays_and_releases_the_gil(c
     b.close()
 
 
+def test_under_dssync_the_evaluator_leaves_with_the_final_averages_accuracy(cluster, tmp_path):
+    # The coordinator ends training once the evaluator reports 0.9 (>= its target): both trainers
+    # average their models in a final round; the last step() returns False with the average.
+    cluster.start(mode="dssync", trainers=2, extra=["--target-accuracy=0.5"])
+    wa, wb = w(0, 0), w(2, 2)
+    a = syncopate.Session({"w": wa}, coordinator=cluster.coordinator, rank=0, eval_interval=0)
+    b = syncopate.Session({"w": wb}, coordinator=cluster.coordinator, rank=1)
+    _start_both(a, b)
+    due = {}
+
+    def train(session, name):
+        for _ in range(1000):
+            if not session.step(0.1):
+                due[name] = session.final_evaluation_due
+                return
+            if session.evaluation_due:
+                session.report_accuracy(0.9)
+
+    threads = [threading.Thread(target=train, args=(s, n)) for s, n in ((a, "a"), (b, "b"))]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(timeout=60)
+    assert due == {"a": True, "b": False}
+    np.testing.assert_allclose(wa, wb, rtol=1e-6)  # one model
+    with pytest.raises(syncopate.SyncopateError) as e:
+        a.close(final_accuracy=1.5)
+    assert e.value.code == "INVALID_ARGUMENT"
+    assert a.final_evaluation_due, "a refused close changes nothing"
+    a.close(final_accuracy=0.75)
+    b.close()
+    log = tmp_path / "coordinator.log"
+    deadline = time.monotonic() + 30
+    while "training is done" not in log.read_text() and time.monotonic() < deadline:
+        time.sleep(0.05)  # polling a log file, with a deadline
+    text = log.read_text()
+    assert "the final average's test accuracy: 0.75" in text, text[-2000:]
+    assert "2 trainer(s) averaged their models" in text, text[-2000:]
+
+
 def test_a_coordinator_gone_mid_run_is_an_error_not_a_hang(cluster):
     cluster.start(mode="asp", trainers=1)
     session = syncopate.Session({"w": w(0, 0)}, coordinator=cluster.coordinator,

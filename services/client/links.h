@@ -37,9 +37,12 @@ class CoordinatorLink {
   // Sends heartbeats carrying `timings()` every welcome().heartbeat_interval_seconds until the
   // session ends (Leave, or the stream breaks).
   virtual void StartHeartbeats(std::function<v1::TrainerTimings()> timings) = 0;
-  // Leaves the job (bounded by a short deadline), with the test accuracy of the final average when
-  // this trainer evaluated it (Proceed.final_average). Idempotent.
-  virtual void Leave(const std::string& reason, std::optional<double> final_test_accuracy) = 0;
+  // Leaves the job, with the test accuracy of the final average when this trainer evaluated it
+  // (Proceed.final_average). `finished`: the trainer finished the job (the final average), so the
+  // Leave must reach the coordinator and outlives a session resume (bounded by the resume's own
+  // deadline); any other Leave is best effort, bounded by a short deadline. Idempotent.
+  virtual void Leave(const std::string& reason, std::optional<double> final_test_accuracy,
+                     bool finished) = 0;
 };
 
 // A model as pulled from every store shard.

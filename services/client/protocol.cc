@@ -176,12 +176,35 @@ void Protocol::LeaveAfterFinalAverage(const v1::Proceed& proceed,
   trace_.Record("final_average",
                 {{"round", proceed.exchange().round()}, {"accuracy", accuracy.value_or(-1)}});
   done_ = true;
-  coordinator_.Leave(kFinalAverageDone, accuracy);
+  if (proceed.evaluate() && !options_.evaluate) {
+    absl::MutexLock lock(&mu_);
+    final_accuracy_due_ = true;
+    return;
+  }
+  coordinator_.Leave(kFinalAverageDone, accuracy, /*finished=*/true);
+}
+
+void Protocol::Leave(const std::string& reason, std::optional<double> final_accuracy) {
+  bool final;
+  {
+    absl::MutexLock lock(&mu_);
+    final = std::exchange(final_accuracy_due_, false);
+  }
+  if (final) {
+    coordinator_.Leave(kFinalAverageDone, final_accuracy, /*finished=*/true);
+  } else {
+    coordinator_.Leave(reason, std::nullopt, /*finished=*/false);
+  }
 }
 
 bool Protocol::evaluation_due() const {
   absl::MutexLock lock(&mu_);
   return evaluation_due_;
+}
+
+bool Protocol::final_accuracy_due() const {
+  absl::MutexLock lock(&mu_);
+  return final_accuracy_due_;
 }
 
 void Protocol::ReportAccuracy(double accuracy, std::optional<absl::Time> taken_at) {

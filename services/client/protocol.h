@@ -78,14 +78,16 @@ class Protocol {
   // share kept). Each receiver gets its share of the mass; the mass kept is traced ("multicast").
   // A no-op when none is planned. Call before reporting the step.
   void StartPlannedMulticast(tensor::TensorMap own);
-  // Leaves the job (idempotent).
-  void Leave(const std::string& reason) { coordinator_.Leave(reason, std::nullopt); }
+  // Leaves the job (idempotent). After a final average whose accuracy the caller owes
+  // (final_accuracy_due), leaves as done, with `final_accuracy` if given.
+  void Leave(const std::string& reason, std::optional<double> final_accuracy = std::nullopt);
   // The reason a trainer leaves with after the final average.
   static constexpr char kFinalAverageDone[] = "training is done: the final average";
   // After the final average (`proceed.final_average`, its exchange done; Exchange does not
   // evaluate it): evaluates `average` when `proceed` asks this trainer to and it has an evaluation
-  // function (at once, after an evaluation in progress), and leaves with its accuracy. done() is
-  // true from then on.
+  // function (at once, after an evaluation in progress), and leaves with its accuracy. Asked
+  // without one (a library trainer evaluates itself), it leaves nothing yet: final_accuracy_due()
+  // says so, and the caller's Leave carries the accuracy. done() is true from then on.
   void LeaveAfterFinalAverage(const v1::Proceed& proceed, const tensor::TensorMap& average);
 
   // Thread-safe. Time the caller spent computing (its steps) or waiting (for the session).
@@ -96,6 +98,8 @@ class Protocol {
   // Thread-safe. Without SessionOptions::evaluate: whether the coordinator asked this trainer for
   // an evaluation that no ReportAccuracy has answered yet.
   bool evaluation_due() const;
+  // Thread-safe. After the final average: the caller owes its accuracy, which its Leave carries.
+  bool final_accuracy_due() const;
   // Thread-safe. An accuracy the caller evaluated, of the model it had at `taken_at` (default:
   // now), sent with the next report.
   void ReportAccuracy(double accuracy, std::optional<absl::Time> taken_at = std::nullopt);
@@ -151,6 +155,8 @@ class Protocol {
   SessionTimings timings_ ABSL_GUARDED_BY(mu_);
   std::optional<absl::Time> last_eval_ ABSL_GUARDED_BY(mu_);
   bool evaluation_due_ ABSL_GUARDED_BY(mu_) = false;
+  // The final average is done and its accuracy due from the caller: the Leave waits for it.
+  bool final_accuracy_due_ ABSL_GUARDED_BY(mu_) = false;
   std::optional<double> accuracy_ ABSL_GUARDED_BY(mu_);  // for the next report
   absl::Time accuracy_taken_at_ ABSL_GUARDED_BY(mu_);    // when its model was taken
   // With SessionOptions::evaluate_in_background; declared last, so it stops first.

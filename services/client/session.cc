@@ -160,7 +160,8 @@ absl::StatusOr<bool> Session::End(absl::Status status, const std::string& reason
     return status;
   }
   spdlog::info("leaving after {} steps: {}", steps_.load(), reason);
-  protocol_.Leave(reason);
+  // A final accuracy the caller owes goes with the Leave, at Close.
+  if (!protocol_.final_accuracy_due()) protocol_.Leave(reason);
   return false;
 }
 
@@ -168,11 +169,12 @@ std::string Session::EndReason() const {
   return protocol_.done() ? "training is done" : "shutdown";
 }
 
-void Session::Close(const std::string& reason) {
+void Session::Close(const std::string& reason, std::optional<double> final_accuracy) {
   if (communicator_) communicator_->Halt();
-  if (ended_) return;  // left already, or ended by an error
+  // Left already, or ended by an error; unless the final accuracy is still due.
+  if (ended_ && !protocol_.final_accuracy_due()) return;
   ended_ = absl::OkStatus();
-  protocol_.Leave(reason);
+  protocol_.Leave(reason, final_accuracy);
 }
 
 }  // namespace syncopate::client

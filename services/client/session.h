@@ -78,8 +78,13 @@ class Session {
   // first (bounded by the store RPC deadline, or the exchange timeout).
   void Stop() { stop_requested_ = true; }
   // Stops the communication thread and leaves the job, unless the session has ended already (it
-  // left, or an error ended it). Idempotent.
-  void Close(const std::string& reason = "closed");
+  // left, or an error ended it). After a final average this trainer is to evaluate
+  // (final_accuracy_due), it leaves then, as done, with `final_accuracy` if given. Idempotent.
+  void Close(const std::string& reason = "closed",
+             std::optional<double> final_accuracy = std::nullopt);
+  // The last Step averaged the job's final model, and this trainer is its evaluator without an
+  // evaluation function: evaluate the model and pass the accuracy to Close.
+  bool final_accuracy_due() const { return protocol_.final_accuracy_due(); }
 
   // See SessionOptions::evaluate.
   bool evaluation_due() const { return protocol_.evaluation_due(); }

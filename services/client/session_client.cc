@@ -283,7 +283,8 @@ void SessionClient::StartHeartbeats(std::function<v1::TrainerTimings()> timings)
   });
 }
 
-void SessionClient::Leave(const std::string& reason, std::optional<double> final_test_accuracy) {
+void SessionClient::Leave(const std::string& reason, std::optional<double> final_test_accuracy,
+                          bool finished) {
   v1::SessionRequest request;
   request.mutable_leave()->set_reason(reason);
   if (final_test_accuracy) request.mutable_leave()->set_final_test_accuracy(*final_test_accuracy);
@@ -294,13 +295,13 @@ void SessionClient::Leave(const std::string& reason, std::optional<double> final
     if (call_ && !broken_) call_->stream->Write(request);
   }
   // The coordinator ends the stream once it has the Leave. A stream that broke before it got there
-  // is resumed, and the Leave sent on the new one: a resume under way is waited for (bounded by
-  // options_.resume_for), so that a coordinator restart does not lose the Leave (or the final
-  // accuracy it carries).
+  // is resumed, and the Leave sent on the new one: for a trainer that finished the job, a resume
+  // under way is waited for (bounded by options_.resume_for), so that a coordinator restart does
+  // not lose the Leave (its state "done", the final accuracy it carries).
   {
     absl::MutexLock lock(&mu_);
     auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stream_done_; };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&done), kLeaveGrace) && resuming_) {
+    if (!mu_.AwaitWithTimeout(absl::Condition(&done), kLeaveGrace) && finished && resuming_) {
       mu_.AwaitWithTimeout(absl::Condition(&done), options_.resume_for);
     }
   }

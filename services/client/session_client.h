@@ -63,9 +63,11 @@ class SessionClient final : public CoordinatorLink {
   // Sends heartbeats every welcome().heartbeat_interval_seconds with `timings()` until Close.
   void StartHeartbeats(std::function<v1::TrainerTimings()> timings) override;
   // Sends Leave and closes the stream once the coordinator ended it (or after a short deadline).
-  // When the stream is broken, or breaks before the coordinator ended it, the Leave goes out again
-  // on the resumed session, waited for up to options.resume_for. Idempotent.
-  void Leave(const std::string& reason, std::optional<double> final_test_accuracy) override;
+  // When the stream is broken, or breaks before the coordinator ended it, a resume under way sends
+  // the Leave again on the resumed session; a `finished` Leave waits for that, up to
+  // options.resume_for. Idempotent.
+  void Leave(const std::string& reason, std::optional<double> final_test_accuracy,
+             bool finished) override;
 
  private:
   using Stream = grpc::ClientReaderWriter<v1::SessionRequest, v1::Directive>;

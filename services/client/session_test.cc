@@ -54,15 +54,18 @@ class FakeCoordinator final : public CoordinatorLink {
   }
   void StartHeartbeats(std::function<v1::TrainerTimings()>) override {}
   // Idempotent, as the real one: the first Leave is the one sent.
-  void Leave(const std::string& reason, std::optional<double> final_test_accuracy) override {
+  void Leave(const std::string& reason, std::optional<double> final_test_accuracy,
+             bool finished) override {
     if (left) return;
     left = reason;
     left_with_accuracy = final_test_accuracy;
+    left_finished = finished;
   }
 
   std::vector<v1::ClockReport> reports;
   std::optional<std::string> left;
   std::optional<double> left_with_accuracy;
+  bool left_finished = false;
 
  private:
   base::FakeClock& clock_;
@@ -401,7 +404,39 @@ TEST_F(SessionTest, AfterTheFinalAverageTheEvaluatorLeavesWithItsAccuracy) {
   EXPECT_EQ(evaluated, (std::vector<float>{0.5f}));
   EXPECT_EQ(coordinator.left, Protocol::kFinalAverageDone);
   EXPECT_EQ(coordinator.left_with_accuracy, 0.75);
+  EXPECT_TRUE(coordinator.left_finished);
   ASSERT_EQ(coordinator.reports.size(), 1u) << "the final round is reported before, not after";
+}
+
+// A library trainer evaluates itself: after the final average it is asked to, and leaves, as done,
+// with the accuracy it closes with (or none); a periodic report meanwhile is not taken for it.
+TEST_F(SessionTest, AfterTheFinalAverageALibraryEvaluatorLeavesWithTheAccuracyItReports) {
+  for (bool reports : {true, false}) {
+    FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+    coordinator.mutable_welcome().set_peer_to_peer(true);
+    coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
+    v1::Proceed last = Exchange(1, 1, 9);
+    last.set_final_average(true);
+    last.set_evaluate(true);
+    coordinator.Script({last, absl::ZeroDuration()});
+    FakePeers peers;
+    ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {0, 0}}}).ok());
+    ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {1, 1}}}).ok());
+    Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
+                    &peers.link);
+    ASSERT_TRUE(session.Start().ok());
+    EXPECT_FALSE(*session.Step(0.5f)) << "training is over";
+    EXPECT_TRUE(session.final_accuracy_due());
+    EXPECT_FALSE(coordinator.left.has_value()) << "the Leave waits for the accuracy";
+    session.ReportAccuracy(0.1);  // a background evaluation of an older model, late
+    EXPECT_FALSE(coordinator.left.has_value());
+    session.Close("closed", reports ? std::optional<double>(0.7) : std::nullopt);
+    EXPECT_EQ(coordinator.left, Protocol::kFinalAverageDone);
+    EXPECT_EQ(coordinator.left_with_accuracy, reports ? std::optional<double>(0.7) : std::nullopt);
+    EXPECT_FALSE(session.final_accuracy_due());
+    session.Close("again", 0.9);
+    EXPECT_EQ(coordinator.left_with_accuracy, reports ? std::optional<double>(0.7) : std::nullopt);
+  }
 }
 
 // A trainer that is not the evaluator leaves after the final average without an accuracy.

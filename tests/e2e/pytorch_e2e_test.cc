@@ -44,6 +44,10 @@ TEST_P(PyTorchMode, ReachesTheTarget) {
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  if (mode == "dssync") {
+    // train.py evaluates the final average and closes with its accuracy.
+    EXPECT_FALSE(summary["final_average"]["accuracy"].is_null()) << "see " << dir;
+  }
 }
 
 INSTANTIATE_TEST_SUITE_P(Modes, PyTorchMode, ::testing::Values("wbsp_overlap", "dssp", "dssync"));

@@ -125,11 +125,12 @@ TEST_F(SessionResumeTest, TheSessionResumesWithItsIdentityAndClock) {
   EXPECT_EQ(Proceed().clock(), 3);
 }
 
-// A Leave made while the coordinator is down is not lost: the session resumes with the next one and
-// leaves there (a trainer that finished the final average must not count as missing).
-TEST_F(SessionResumeTest, ALeaveWhileTheCoordinatorIsDownReachesTheNextOne) {
+// A finished trainer's Leave made while the coordinator is down is not lost: the session resumes
+// with the next one and leaves there (a trainer that finished the final average must not count as
+// missing).
+TEST_F(SessionResumeTest, AFinishedLeaveWhileTheCoordinatorIsDownReachesTheNextOne) {
   first_->Kill();
-  std::thread leaving([&] { session_->Leave("training is done", std::nullopt); });
+  std::thread leaving([&] { session_->Leave("training is done", std::nullopt, true); });
   second_ = std::make_unique<CoordinatorServer>(store_, address_);
   ASSERT_TRUE(second_->status.ok()) << second_->status;
   leaving.join();  // Leave returns once the new coordinator ended the stream on it
@@ -142,7 +143,7 @@ TEST_F(SessionResumeTest, ALeaveWhileTheCoordinatorIsDownReachesTheNextOne) {
 
 // On a healthy stream the Leave ends the session at once.
 TEST_F(SessionResumeTest, ALeaveOnAHealthyStreamEndsTheSession) {
-  session_->Leave("training is done", std::nullopt);
+  session_->Leave("training is done", std::nullopt, false);
   const v1::ClusterStatus status = first_->engine->Status();
   EXPECT_EQ(status.live_trainers(), 0u);
   ASSERT_EQ(status.trainers_size(), 1);
