@@ -340,6 +340,17 @@ v1::Proceed Exchange(int64_t clock, int64_t round, uint64_t from) {
   return p;
 }
 
+// Scripts a peer-to-peer job whose second grant (clock 1) is the final average, asking this
+// trainer to evaluate it with `evaluate`.
+void ScriptFinalAverage(FakeCoordinator& coordinator, bool evaluate) {
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
+  v1::Proceed last = Exchange(1, 1, 9);
+  last.set_final_average(true);
+  last.set_evaluate(evaluate);
+  coordinator.Script({last, absl::ZeroDuration()});
+}
+
 // The peers' side of a session: an inbox the test fills, a sender with nowhere to send.
 struct FakePeers {
   TransferMeter sent, received;
@@ -388,12 +399,7 @@ TEST_F(SessionTest, AfterTheFinalAverageTheEvaluatorLeavesWithItsAccuracy) {
     return 0.75;
   };
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
-  coordinator.mutable_welcome().set_peer_to_peer(true);
-  coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
-  v1::Proceed last = Exchange(1, 1, 9);
-  last.set_final_average(true);
-  last.set_evaluate(true);
-  coordinator.Script({last, absl::ZeroDuration()});
+  ScriptFinalAverage(coordinator, /*evaluate=*/true);
   coordinator.Script({Exchange(2, 2, 9), absl::ZeroDuration()});  // never reached
   FakePeers peers;
   ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {0, 0}}}).ok());
@@ -413,12 +419,7 @@ TEST_F(SessionTest, AfterTheFinalAverageTheEvaluatorLeavesWithItsAccuracy) {
 TEST_F(SessionTest, AfterTheFinalAverageALibraryEvaluatorLeavesWithTheAccuracyItReports) {
   for (bool reports : {true, false}) {
     FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
-    coordinator.mutable_welcome().set_peer_to_peer(true);
-    coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
-    v1::Proceed last = Exchange(1, 1, 9);
-    last.set_final_average(true);
-    last.set_evaluate(true);
-    coordinator.Script({last, absl::ZeroDuration()});
+    ScriptFinalAverage(coordinator, /*evaluate=*/true);
     FakePeers peers;
     ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {0, 0}}}).ok());
     ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {1, 1}}}).ok());
@@ -447,11 +448,7 @@ TEST_F(SessionTest, AfterTheFinalAverageOthersLeaveWithoutAnAccuracy) {
     return 0.5;
   };
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
-  coordinator.mutable_welcome().set_peer_to_peer(true);
-  coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
-  v1::Proceed last = Exchange(1, 1, 9);
-  last.set_final_average(true);
-  coordinator.Script({last, absl::ZeroDuration()});
+  ScriptFinalAverage(coordinator, /*evaluate=*/false);
   FakePeers peers;
   ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {0, 0}}}).ok());
   ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {1, 1}}}).ok());
