@@ -280,11 +280,13 @@ class Session:
         """Leaves the job (if still in it) and stops the session's threads. Idempotent.
         `final_accuracy` (in [0, 1]): the final average's test accuracy, when final_evaluation_due;
         the job reports it (summary.json's final_average)."""
+        if final_accuracy is not None and not 0.0 <= float(final_accuracy) <= 1.0:
+            raise SyncopateError("INVALID_ARGUMENT", f"an accuracy is in [0, 1], got {final_accuracy}")
         if self._closed:
             return
+        self._closed = True  # before the call, which releases the GIL: one close leaves
         if final_accuracy is not None:
-            self._session.close(float(final_accuracy))  # a bad accuracy raises; nothing changes
-        self._closed = True
+            self._session.close(float(final_accuracy))
         self._finalizer()
         self._restore_sigterm()
 

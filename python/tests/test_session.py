@@ -171,6 +171,7 @@ def test_under_dssync_the_evaluator_leaves_with_the_final_averages_accuracy(clus
         t.start()
     for t in threads:
         t.join(timeout=60)
+        assert not t.is_alive()
     assert due == {"a": True, "b": False}
     np.testing.assert_allclose(wa, wb, rtol=1e-6)  # one model
     with pytest.raises(syncopate.SyncopateError) as e:
@@ -179,9 +180,11 @@ def test_under_dssync_the_evaluator_leaves_with_the_final_averages_accuracy(clus
     assert a.final_evaluation_due, "a refused close changes nothing"
     a.close(final_accuracy=0.75)
     b.close()
+    with pytest.raises(syncopate.SyncopateError):
+        a.close(final_accuracy=float("nan"))  # refused even once closed
     log = tmp_path / "coordinator.log"
     deadline = time.monotonic() + 30
-    while "training is done" not in log.read_text() and time.monotonic() < deadline:
+    while "averaged their models" not in log.read_text() and time.monotonic() < deadline:
         time.sleep(0.05)  # polling a log file, with a deadline
     text = log.read_text()
     assert "the final average's test accuracy: 0.75" in text, text[-2000:]

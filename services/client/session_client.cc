@@ -136,13 +136,8 @@ void SessionClient::ReadLoop() {
       stream_done_ = true;
       return;
     }
-    {
-      absl::MutexLock lock(&mu_);
-      resuming_ = true;
-    }
     absl::Status resumed = Resume();
     absl::MutexLock lock(&mu_);
-    resuming_ = false;
     if (!resumed.ok()) {
       if (!stopping_) lost_ = resumed;
       stream_done_ = true;
@@ -263,7 +258,7 @@ absl::Status SessionClient::ReportClock(const v1::ClockReport& report) {
     awaiting_grant_ = true;
   }
   if (closed_) return absl::UnavailableError("session closed");
-  if (!broken_) call_->stream->Write(request);
+  if (!broken_ && !leave_) call_->stream->Write(request);
   return absl::OkStatus();
 }
 
@@ -290,20 +285,18 @@ void SessionClient::Leave(const std::string& reason, std::optional<double> final
   if (final_test_accuracy) request.mutable_leave()->set_final_test_accuracy(*final_test_accuracy);
   {
     absl::MutexLock lock(&write_mu_);
-    if (closed_ || leave_) return;  // the first Leave closes the session
+    if (closed_ || leave_ || !call_) return;  // the first Leave closes the session
     leave_ = request;
-    if (call_ && !broken_) call_->stream->Write(request);
+    if (!broken_) call_->stream->Write(request);
   }
   // The coordinator ends the stream once it has the Leave. A stream that broke before it got there
-  // is resumed, and the Leave sent on the new one: for a trainer that finished the job, a resume
-  // under way is waited for (bounded by options_.resume_for), so that a coordinator restart does
-  // not lose the Leave (its state "done", the final accuracy it carries).
+  // is resumed, and the Leave sent on the new one: a trainer that finished the job waits for that
+  // (bounded by options_.resume_for), so that a coordinator restart does not lose the Leave (its
+  // state "done", the final accuracy it carries); any other waits kLeaveGrace.
   {
     absl::MutexLock lock(&mu_);
     auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stream_done_; };
-    if (!mu_.AwaitWithTimeout(absl::Condition(&done), kLeaveGrace) && finished && resuming_) {
-      mu_.AwaitWithTimeout(absl::Condition(&done), options_.resume_for);
-    }
+    mu_.AwaitWithTimeout(absl::Condition(&done), finished ? options_.resume_for : kLeaveGrace);
   }
   Close();
 }

@@ -63,9 +63,9 @@ class SessionClient final : public CoordinatorLink {
   // Sends heartbeats every welcome().heartbeat_interval_seconds with `timings()` until Close.
   void StartHeartbeats(std::function<v1::TrainerTimings()> timings) override;
   // Sends Leave and closes the stream once the coordinator ended it (or after a short deadline).
-  // When the stream is broken, or breaks before the coordinator ended it, a resume under way sends
-  // the Leave again on the resumed session; a `finished` Leave waits for that, up to
-  // options.resume_for. Idempotent.
+  // When the stream is broken, or breaks before the coordinator ended it, the resume sends the
+  // Leave again on the resumed session; a `finished` Leave waits for that, up to
+  // options.resume_for, any other for a short deadline. Idempotent.
   void Leave(const std::string& reason, std::optional<double> final_test_accuracy,
              bool finished) override;
 
@@ -113,7 +113,6 @@ class SessionClient final : public CoordinatorLink {
   std::optional<absl::Status> lost_ ABSL_GUARDED_BY(mu_);
   bool final_directive_ ABSL_GUARDED_BY(mu_) = false;  // Evicted or Done arrived
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  bool resuming_ ABSL_GUARDED_BY(mu_) = false;  // the reader is resuming a broken stream
   // What a resume tells the coordinator: the last clock reported (or granted), and whether a
   // grant for it is still awaited.
   int64_t clock_ ABSL_GUARDED_BY(mu_) = 0;

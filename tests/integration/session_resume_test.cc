@@ -131,6 +131,7 @@ TEST_F(SessionResumeTest, TheSessionResumesWithItsIdentityAndClock) {
 TEST_F(SessionResumeTest, AFinishedLeaveWhileTheCoordinatorIsDownReachesTheNextOne) {
   first_->Kill();
   std::thread leaving([&] { session_->Leave("training is done", std::nullopt, true); });
+  absl::SleepFor(absl::Seconds(3));  // the fault itself: down for longer than a Leave's grace
   second_ = std::make_unique<CoordinatorServer>(store_, address_);
   ASSERT_TRUE(second_->status.ok()) << second_->status;
   leaving.join();  // Leave returns once the new coordinator ended the stream on it
