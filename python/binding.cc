@@ -166,9 +166,7 @@ class PySession {
   void RequestStop() { stop_requested_ = true; }
 
   void Close(std::optional<double> final_accuracy) {
-    if (final_accuracy && !(*final_accuracy >= 0.0 && *final_accuracy <= 1.0)) {
-      Raise(absl::InvalidArgumentError("an accuracy is in [0, 1]"));
-    }
+    if (final_accuracy) CheckAccuracy(*final_accuracy);
     py::gil_scoped_release release;
     if (job_) job_->session().Close("closed", final_accuracy);
   }
@@ -176,9 +174,7 @@ class PySession {
 
   bool evaluation_due() { return job_ && job_->session().evaluation_due(); }
   void ReportAccuracy(double accuracy) {
-    if (!(accuracy >= 0.0 && accuracy <= 1.0)) {
-      Raise(absl::InvalidArgumentError("an accuracy is in [0, 1]"));
-    }
+    CheckAccuracy(accuracy);
     Started().ReportAccuracy(accuracy);
   }
   int64_t steps() { return job_ ? job_->session().steps() : 0; }
@@ -203,6 +199,12 @@ class PySession {
   int metrics_port() { return job_ ? job_->metrics_port() : 0; }
 
  private:
+  static void CheckAccuracy(double accuracy) {
+    if (!(accuracy >= 0.0 && accuracy <= 1.0)) {
+      Raise(absl::InvalidArgumentError("an accuracy is in [0, 1]"));
+    }
+  }
+
   client::Session& Started() {
     if (!job_) Raise(absl::FailedPreconditionError("the session has not started"));
     return job_->session();

@@ -248,13 +248,15 @@ void Coordinator::TakeOverFromStores(const std::vector<ShardState>& shards) {
     final_round_ = job_end->final_round();
     finish_reason_ = job_end->reason();
     if (job_end->has_final_test_accuracy()) final_accuracy_ = job_end->final_test_accuracy();
+    if (absl::Status s = policy_->ResumeFinalAverage(final_round_); !s.ok()) {
+      phase_ = Phase::kRunning;
+      Fail(std::string(s.message()));
+      return;
+    }
   }
   if (!furthest || furthest->members.empty()) {
     phase_ = Phase::kRunning;
-    if (absl::Status s = job_end ? policy_->ResumeFinalAverage(final_round_) : absl::OkStatus();
-        !s.ok()) {
-      Fail(std::string(s.message()));
-    } else if (job_end) {  // every trainer had left: the job is over
+    if (job_end) {  // every trainer had left: the job is over
       recovered_ = true;
       done_reason_ = absl::StrCat(finish_reason_, "; the job had ended with round ", final_round_,
                                   ", the final average, when this coordinator took it over");
@@ -265,7 +267,6 @@ void Coordinator::TakeOverFromStores(const std::vector<ShardState>& shards) {
   const int64_t round = std::max<int64_t>(0, furthest->last_closed_round);
   absl::Status recover =
       policy_->Recover(round, static_cast<int>(furthest->members.size()), options_.recovery_window);
-  if (recover.ok() && job_end) recover = policy_->ResumeFinalAverage(final_round_);
   if (!recover.ok()) {
     phase_ = Phase::kRunning;
     Fail(std::string(recover.message()));

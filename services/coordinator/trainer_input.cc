@@ -44,9 +44,7 @@ absl::Status CheckTrainerName(absl::string_view name) {
 }
 
 absl::Status CheckFinishReason(absl::string_view reason) {
-  bool printable = !reason.empty() && reason.size() <= kMaxFinishReasonLength;
-  for (char c : reason) printable = printable && c >= ' ' && c < 0x7f;
-  if (!printable) {
+  if (reason.empty() || !rpc::IsPrintableText(reason, kMaxFinishReasonLength)) {
     return absl::InvalidArgumentError(absl::StrCat("a reason to finish is 1 to ",
                                                    kMaxFinishReasonLength,
                                                    " printable characters: ", Quoted(reason)));

@@ -1,5 +1,6 @@
 #include "rpc/identity.h"
 
+#include <algorithm>
 #include <optional>
 #include <vector>
 
@@ -59,6 +60,11 @@ bool IsValidName(absl::string_view name) {
     if (!NameCharacter(c)) return false;
   }
   return true;
+}
+
+bool IsPrintableText(absl::string_view text, size_t max_length) {
+  return text.size() <= max_length &&
+         std::all_of(text.begin(), text.end(), [](char c) { return c >= ' ' && c < 0x7f; });
 }
 
 std::string Quoted(absl::string_view text) {

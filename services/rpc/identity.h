@@ -25,6 +25,9 @@ inline constexpr size_t kMaxNameLength = 253;
 // 1 to kMaxNameLength characters out of [A-Za-z0-9._-], not "." or "..": safe in logs, metric
 // labels, file names and a SPIFFE path segment.
 bool IsValidName(absl::string_view name);
+// At most `max_length` printable ASCII characters (space included, no control characters): text
+// from a peer that is safe to log verbatim.
+bool IsPrintableText(absl::string_view text, size_t max_length);
 // `text` escaped for a message, cut to 64 characters, in quotes.
 std::string Quoted(absl::string_view text);
 

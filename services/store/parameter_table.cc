@@ -8,6 +8,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "rpc/identity.h"
 
 namespace syncopate::store {
 namespace {
@@ -119,9 +120,7 @@ absl::Status CheckJobEnd(const v1::JobEnd& job_end) {
     return absl::InvalidArgumentError(
         absl::StrCat("a job's final round must be at least 1, got ", job_end.final_round()));
   }
-  bool printable = job_end.reason().size() <= 256;
-  for (char c : job_end.reason()) printable = printable && c >= ' ' && c < 0x7f;
-  if (!printable) {
+  if (!rpc::IsPrintableText(job_end.reason(), 256)) {
     return absl::InvalidArgumentError("a job's end reason is at most 256 printable characters");
   }
   if (job_end.has_final_test_accuracy() &&

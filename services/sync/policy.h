@@ -179,9 +179,9 @@ class SyncPolicy {
   virtual bool has_final_average() const { return false; }
   // A coordinator that took over a job its predecessor was ending (the stores kept its final
   // round): the final round is `round`, as BeginFinalAverage had picked it, and everything after
-  // is as after BeginFinalAverage. Call after Recover, before any resume. FAILED_PRECONDITION
-  // (nothing changes) when the mode has no final average or has picked another round;
-  // INVALID_ARGUMENT for a round below 1.
+  // is as after BeginFinalAverage. Call before any resume (before or after Recover).
+  // FAILED_PRECONDITION (nothing changes) when the mode has no final average or has picked another
+  // round; INVALID_ARGUMENT for a round below 1.
   virtual absl::Status ResumeFinalAverage(int64_t round);
 
   // The job was under way when this policy was made (the coordinator restarted): rounds up to
