@@ -95,7 +95,8 @@ int main(int argc, char** argv) {
   client::StoreClient client({"127.0.0.1:" + std::to_string(port)}, rpc::Credentials::Insecure(),
                              absl::Minutes(2));
 
-  const tensor::TensorMap model = bench::FourTensorModel(floats);
+  const tensor::SharedTensorMap shared = tensor::Share(bench::FourTensorModel(floats));
+  const tensor::TensorMap& model = *shared;
   v1::PushHeader header = bench::TrainerOneHeader();
   if (!client.Initialize(header, model).ok()) return 1;
 
@@ -107,7 +108,7 @@ int main(int argc, char** argv) {
 
     header.set_sequence(r + 1);
     const absl::Time start = absl::Now();
-    if (!client.Push(header, model).ok()) return 1;
+    if (!client.Push(header, shared).ok()) return 1;
     const absl::Time pushed = absl::Now();
     absl::StatusOr<client::PulledModel> pulled = client.Pull(-1);
     if (!pulled.ok()) return 1;

@@ -83,7 +83,7 @@ class Shard {
 
 // Push then live pull of `model`: GB/s over both directions.
 double PushPullGbps(client::StoreClient& client, v1::PushHeader& header,
-                    const tensor::TensorMap& model, size_t bytes) {
+                    const tensor::SharedTensorMap& model, size_t bytes) {
   header.set_sequence(header.sequence() + 1);
   const absl::Time start = absl::Now();
   if (absl::StatusOr<uint64_t> pushed = client.Push(header, model); !pushed.ok()) {
@@ -136,11 +136,11 @@ int main(int argc, char** argv) {
   Shard plain(none, none, none);
   Shard secure(credentials("store"), credentials("coordinator"), credentials("trainer"));
 
-  const tensor::TensorMap model = bench::FourTensorModel(flags.floats());
+  const tensor::SharedTensorMap model = tensor::Share(bench::FourTensorModel(flags.floats()));
   const v1::PushHeader header = bench::TrainerOneHeader();
   v1::PushHeader plain_header = header, secure_header = header;
   for (Shard* shard : {&plain, &secure}) {
-    if (absl::Status s = shard->client().Initialize(header, model); !s.ok()) Die("initialize", s);
+    if (absl::Status s = shard->client().Initialize(header, *model); !s.ok()) Die("initialize", s);
   }
 
   std::vector<double> plain_gbps, secure_gbps, ratios;

@@ -165,10 +165,16 @@ class PySession {
 
   void RequestStop() { stop_requested_ = true; }
 
+  // A Leave that waits for a coordinator to come back (the final average's) gives up on Ctrl-C,
+  // which is then raised here.
   void Close(std::optional<double> final_accuracy) {
     if (final_accuracy) CheckAccuracy(*final_accuracy);
-    py::gil_scoped_release release;
-    if (job_) job_->session().Close("closed", final_accuracy);
+    caller_ = std::this_thread::get_id();
+    {
+      py::gil_scoped_release release;
+      if (job_) job_->session().Close("closed", final_accuracy);
+    }
+    RaiseIfInterrupted();
   }
   bool final_accuracy_due() { return job_ && job_->session().final_accuracy_due(); }
 

@@ -285,10 +285,12 @@ class Session:
         if self._closed:
             return
         self._closed = True  # before the call, which releases the GIL: one close leaves
-        if final_accuracy is not None:
-            self._session.close(float(final_accuracy))
-        self._finalizer()
-        self._restore_sigterm()
+        try:  # a Leave waiting for a coordinator to come back gives up on Ctrl-C, raised here
+            if final_accuracy is not None:
+                self._session.close(float(final_accuracy))
+            self._finalizer()
+        finally:
+            self._restore_sigterm()
 
     def __enter__(self) -> "Session":
         return self.start()

@@ -49,7 +49,7 @@ double BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_
     transfers_.swap(running);
   }
   Finish(ended);
-  auto snapshot = std::make_shared<const tensor::TensorMap>(std::move(model));
+  const tensor::SharedTensorMap snapshot = tensor::Share(std::move(model));
   absl::MutexLock lock(&mu_);
   newest_round_ = std::max(newest_round_, round);
   std::set<uint64_t> stopped;
@@ -70,7 +70,7 @@ double BackgroundMulticast::Start(const std::vector<v1::PeerRef>& peers, uint64_
     Transfer* t = transfer.get();
     t->thread = std::thread([this, t, peer, from, round, snapshot, booked, deadline] {
       const absl::Status s =
-          sender_.SendBooked(peer, from, round, *snapshot, booked, deadline, &t->cancel);
+          sender_.SendBooked(peer, from, round, snapshot, booked, deadline, &t->cancel);
       absl::MutexLock lock(&mu_);
       t->ended = true;
       if (s.ok()) {

@@ -70,9 +70,9 @@ class StoreLink {
   // sent. The store's refusal as it is (NOT_FOUND for a tensor the store does not hold in that
   // shape; INVALID_ARGUMENT for a wrong length or a value that is not finite; FAILED_PRECONDITION
   // for a trainer that left, was evicted or has a stale incarnation); UNAVAILABLE when a shard
-  // stays unreachable.
+  // stays unreachable. The link may keep `delta` until the push's bytes are sent.
   virtual absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
-                                        const tensor::TensorMap& delta) = 0;
+                                        tensor::SharedTensorMap delta) = 0;
   // Pulls the live model (round < 0) or round `round`. A round the store no longer keeps is
   // replaced by a newer one that every shard serves, the same snapshot for every puller
   // (`PulledModel::round` says which). FAILED_PRECONDITION for a round not closed yet; UNAVAILABLE

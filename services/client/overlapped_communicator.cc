@@ -33,7 +33,7 @@ int64_t OverlappedCommunicator::next_clock() const {
 void OverlappedCommunicator::Send(tensor::TensorMap delta, float loss) {
   absl::MutexLock lock(&mu_);
   idle_ = false;
-  outgoing_ = Outgoing{std::move(delta), loss};
+  outgoing_ = Outgoing{tensor::Share(std::move(delta)), loss};
 }
 
 std::optional<OverlappedCommunicator::Pulled> OverlappedCommunicator::TakePulled() {

@@ -51,7 +51,7 @@ class OverlappedCommunicator {
 
  private:
   struct Outgoing {
-    tensor::TensorMap delta;
+    tensor::SharedTensorMap delta;
     float loss = 0;
   };
   void Run();

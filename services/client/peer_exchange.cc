@@ -8,6 +8,8 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "client/chunk_writer.h"
+#include "rpc/chunk_frames.h"
 #include "rpc/grpc_util.h"
 #include "rpc/identity.h"
 #include "spdlog/spdlog.h"
@@ -327,11 +329,15 @@ PeerSender::PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Cred
         return ledger != 0 ? ledger : 1;
       }()) {}
 
-v1::Peer::Stub& PeerSender::StubFor(const std::string& address) {
+const rpc::RawClientStream& PeerSender::StreamFor(const std::string& address) {
   absl::MutexLock lock(&mu_);
-  std::unique_ptr<v1::Peer::Stub>& stub = stubs_[address];
-  if (!stub) stub = v1::Peer::NewStub(rpc::MakeChannel(address, credentials_, rpc::Role::kTrainer));
-  return *stub;
+  std::unique_ptr<rpc::RawClientStream>& stream = exchanges_[address];
+  if (!stream) {
+    stream = std::make_unique<rpc::RawClientStream>(
+        "/syncopate.v1.Peer/Exchange",
+        rpc::MakeChannel(address, credentials_, rpc::Role::kTrainer));
+  }
+  return *stream;
 }
 
 PeerSender::Booked PeerSender::Book(const v1::PeerRef& receiver, double share,
@@ -367,8 +373,8 @@ void TransferCancel::Attach(grpc::ClientContext* context) {
 }
 
 absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
-                                 const tensor::TensorMap& model, double mass, absl::Time deadline,
-                                 TransferCancel* cancel) {
+                                 const tensor::SharedTensorMap& model, double mass,
+                                 absl::Time deadline, TransferCancel* cancel) {
   return SendBooked(peer, sender, round, model, Book(peer, mass), deadline, cancel);
 }
 
@@ -391,7 +397,7 @@ bool PeerSender::AwaitIdleUpload(size_t bytes, TransferCancel* cancel, absl::Tim
 }
 
 absl::Status PeerSender::SendBooked(const v1::PeerRef& peer, uint64_t sender, int64_t round,
-                                    const tensor::TensorMap& model, const Booked& booked,
+                                    const tensor::SharedTensorMap& model, const Booked& booked,
                                     absl::Time deadline, TransferCancel* cancel) {
   if (!peer.low_priority()) CountRequired(1);
   return Send(peer, sender, round, model, booked, deadline, cancel);
@@ -403,7 +409,7 @@ void PeerSender::CountRequired(int transfers) {
 }
 
 absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t round,
-                              const tensor::TensorMap& model, const Booked& booked,
+                              const tensor::SharedTensorMap& model, const Booked& booked,
                               absl::Time deadline, TransferCancel* cancel) {
   const bool low = peer.low_priority();
   struct Uncount {
@@ -454,8 +460,8 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
     }
   } detach{cancel};
   v1::ExchangeReply reply;
-  std::unique_ptr<grpc::ClientWriter<v1::PushMessage>> writer =
-      StubFor(peer.address()).Exchange(&ctx, &reply);
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer =
+      StreamFor(peer.address()).Start(&ctx, &reply);
   v1::PushMessage message;
   v1::PushHeader* header = message.mutable_header();
   header->set_trainer_id(sender);
@@ -464,29 +470,20 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
   header->set_mass_ledger(ledger_);
   header->set_mass_sent_total(booked.sent_total);
   header->set_receiver_incarnation(peer.incarnation());
-  for (const auto& [name, values] : model) {
+  for (const auto& [name, values] : *model) {
     tensor::ToProto({name, {static_cast<int64_t>(values.size())}}, header->add_tensors());
   }
-  bool ok = writer->Write(message);
   uint64_t bytes = 0;
-  for (const auto& [name, values] : model) {
-    if (!ok) break;
-    tensor::ForEachChunk(name, values, chunk_bytes, [&](v1::TensorChunk& chunk) {
-      if (!ok) return;
-      if (cancel != nullptr && cancel->cancelled()) {
-        ok = false;
-        return;
-      }
-      if (!low) {
-        base::PaceThrough(egress_, chunk.data().size());
-      } else if (!await_idle(chunk.data().size())) {
-        ok = false;
-        return;
-      }
-      bytes += chunk.data().size();
-      message.mutable_chunk()->Swap(&chunk);
-      ok = writer->Write(message);
-    });
+  if (writer->Write(rpc::EncodeMessage(message))) {
+    WriteChunks(
+        *writer, model, AllEntries(*model), chunk_bytes,
+        [&](size_t chunk) {
+          if (cancel != nullptr && cancel->cancelled()) return false;
+          if (low) return await_idle(chunk);
+          base::PaceThrough(egress_, chunk);
+          return true;
+        },
+        &bytes);
   }
   if (!stopped.ok()) {
     ctx.TryCancel();  // not a half-close: the receiver would see a cut model
@@ -507,7 +504,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
 
 std::vector<absl::Status> PeerSender::SendToAll(const std::vector<v1::PeerRef>& peers,
                                                 uint64_t sender, int64_t round,
-                                                const tensor::TensorMap& model, double mass,
+                                                const tensor::SharedTensorMap& model, double mass,
                                                 absl::Time deadline) {
   std::vector<absl::Status> results(peers.size());
   // Counted before any transfer starts, so that (without an egress rate) no low-priority chunk

@@ -22,6 +22,7 @@
 #include "base/token_bucket.h"
 #include "rpc/authorizer.h"
 #include "rpc/credentials.h"
+#include "rpc/grpc_util.h"
 #include "rpc/stream_watchdog.h"
 #include "store/push_assembler.h"
 #include "syncopate/v1/coordinator.pb.h"
@@ -252,10 +253,11 @@ class PeerSender {
   // Sends `model`, carrying push-sum mass `mass` to each, as round `round` from `sender` to every
   // peer, each at its priority; returns each peer's outcome in order (a dead or slow peer fails
   // with UNAVAILABLE or DEADLINE_EXCEEDED at `deadline`). A peer that answers OK took the model
-  // into that round.
+  // into that round. Every send writes `model`'s memory without a copy (chunk_writer.h): gRPC may
+  // hold it for a while after the call returns.
   std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t sender,
-                                      int64_t round, const tensor::TensorMap& model, double mass,
-                                      absl::Time deadline);
+                                      int64_t round, const tensor::SharedTensorMap& model,
+                                      double mass, absl::Time deadline);
   // A share booked on this sender's running sums for one receiver (Book): what a model carries.
   struct Booked {
     double share = 0;       // PushHeader.weight
@@ -272,15 +274,16 @@ class PeerSender {
   // ends, may have been taken after all, so its share does not go back to the sender; the next
   // model that reaches the peer carries it.
   absl::Status SendBooked(const v1::PeerRef& peer, uint64_t sender, int64_t round,
-                          const tensor::TensorMap& model, const Booked& booked, absl::Time deadline,
-                          TransferCancel* cancel = nullptr);
+                          const tensor::SharedTensorMap& model, const Booked& booked,
+                          absl::Time deadline, TransferCancel* cancel = nullptr);
   // SendBooked with Book(peer, mass).
   absl::Status SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
-                       const tensor::TensorMap& model, double mass, absl::Time deadline,
+                       const tensor::SharedTensorMap& model, double mass, absl::Time deadline,
                        TransferCancel* cancel = nullptr);
 
  private:
-  v1::Peer::Stub& StubFor(const std::string& address);
+  // One Exchange method per peer address, written raw (rpc/chunk_frames.h), on one channel each.
+  const rpc::RawClientStream& StreamFor(const std::string& address);
   // Waits until a low-priority chunk of `bytes` may go (the class comment); false when `cancel`
   // fired or `deadline` passed first.
   bool AwaitIdleUpload(size_t bytes, TransferCancel* cancel, absl::Time deadline);
@@ -289,7 +292,7 @@ class PeerSender {
   // SendBooked without counting: a required transfer must be counted already (CountRequired),
   // and is uncounted as it ends.
   absl::Status Send(const v1::PeerRef& peer, uint64_t sender, int64_t round,
-                    const tensor::TensorMap& model, const Booked& booked, absl::Time deadline,
+                    const tensor::SharedTensorMap& model, const Booked& booked, absl::Time deadline,
                     TransferCancel* cancel);
 
   base::TokenBucket* egress_;
@@ -297,7 +300,7 @@ class PeerSender {
   const rpc::Credentials credentials_;
   const uint32_t chunk_bytes_;
   absl::Mutex mu_;
-  std::map<std::string, std::unique_ptr<v1::Peer::Stub>> stubs_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, std::unique_ptr<rpc::RawClientStream>> exchanges_ ABSL_GUARDED_BY(mu_);
   const uint64_t ledger_;  // random, not 0
   // (receiver, its incarnation) -> the mass sent to it so far, and the total as of the newest
   // transfer it answered OK.

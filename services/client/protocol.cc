@@ -218,7 +218,7 @@ void Protocol::ReportAccuracy(double accuracy, std::optional<absl::Time> taken_a
   trace_.Record("eval", {{"accuracy", accuracy}});
 }
 
-absl::Status Protocol::Push(const tensor::TensorMap& delta, int64_t clock) {
+absl::Status Protocol::Push(tensor::SharedTensorMap delta, int64_t clock) {
   const absl::Time start = clock_.Now();
   const v1::Welcome& w = welcome();
   v1::PushHeader header;
@@ -230,7 +230,7 @@ absl::Status Protocol::Push(const tensor::TensorMap& delta, int64_t clock) {
   // count once, and their round applies the rule.
   header.set_weight(push_weight_ > 0 ? static_cast<float>(push_weight_) : 1.0f);
   header.set_clock(clock);
-  ASSIGN_OR_RETURN(uint64_t bytes, store_.Push(header, delta));
+  ASSIGN_OR_RETURN(uint64_t bytes, store_.Push(header, std::move(delta)));
   const absl::Duration took = clock_.Now() - start;
   AddTime(&SessionTimings::push, took);
   metrics_.push_seconds.Increment(absl::ToDoubleSeconds(took));
@@ -345,13 +345,17 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
   // Push-sum: one share of this trainer's mass stays, one goes with each model sent.
   const double share = PushSumShare(mass_, receivers.size());
   std::vector<absl::Status> sent;
+  // The transfers hold the model until gRPC has sent it (PeerSender): it comes back for the
+  // average below, copied only if gRPC still holds some of it.
+  auto sending = std::make_shared<tensor::TensorMap>(std::move(own));
   std::thread send([&] {
-    sent = peers_->sender.SendToAll(receivers, welcome().trainer_id(), exchange.round(), own, share,
-                                    deadline);
+    sent = peers_->sender.SendToAll(receivers, welcome().trainer_id(), exchange.round(), sending,
+                                    share, deadline);
   });
   const std::map<uint64_t, PeerModel> received =
       peers_->inbox.Collect(exchange.round(), senders, deadline);
   send.join();
+  own = sending.use_count() == 1 ? std::move(*sending) : *sending;
   ExchangeOutcome outcome;
   outcome.received = static_cast<int>(received.size());
   outcome.missed = static_cast<int>(senders.size() - received.size());

@@ -58,8 +58,9 @@ class Protocol {
   bool done() const { return done_.load(); }
   // Pulls the model `proceed` names (nullopt for pull.none) and, when it is due, evaluates it.
   absl::StatusOr<std::optional<PulledModel>> Pull(const v1::Proceed& proceed);
-  // Pushes `delta` as clock `clock` the way the mode wants it.
-  absl::Status Push(const tensor::TensorMap& delta, int64_t clock);
+  // Pushes `delta` as clock `clock` the way the mode wants it (the store link may hold `delta`
+  // until it is sent).
+  absl::Status Push(tensor::SharedTensorMap delta, int64_t clock);
   // Reports clock `clock`: the timings, `loss`, the accuracy evaluated since the last report and,
   // in peer-to-peer modes, the last exchange's transfers.
   absl::Status Report(int64_t clock, float loss);

@@ -69,7 +69,10 @@ absl::StatusOr<bool> Session::StepSequential(float loss) {
   if (!protocol_.welcome().peer_to_peer()) {
     absl::StatusOr<tensor::TensorMap> delta = TakeDelta(clock);
     if (!delta.ok()) return End(delta.status(), "");
-    if (absl::Status pushed = protocol_.Push(*delta, clock); !pushed.ok()) return End(pushed, "");
+    if (absl::Status pushed = protocol_.Push(tensor::Share(*std::move(delta)), clock);
+        !pushed.ok()) {
+      return End(pushed, "");
+    }
   } else if (protocol_.multicast_planned()) {
     const absl::Time start = clock_.Now();
     tensor::TensorMap own;

@@ -14,6 +14,8 @@ namespace {
 constexpr absl::Duration kResumeAttempt = absl::Seconds(2);
 // How long Leave waits for the coordinator to end the stream on it, unless a resume is under way.
 constexpr absl::Duration kLeaveGrace = absl::Seconds(2);
+// How often a finished Leave's wait asks SessionClientOptions::interrupted.
+constexpr absl::Duration kInterruptPoll = absl::Milliseconds(200);
 
 }  // namespace
 
@@ -293,10 +295,21 @@ void SessionClient::Leave(const std::string& reason, std::optional<double> final
   // is resumed, and the Leave sent on the new one: a trainer that finished the job waits for that
   // (bounded by options_.resume_for), so that a coordinator restart does not lose the Leave (its
   // state "done", the final accuracy it carries); any other waits kLeaveGrace.
-  {
-    absl::MutexLock lock(&mu_);
-    auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stream_done_; };
-    mu_.AwaitWithTimeout(absl::Condition(&done), finished ? options_.resume_for : kLeaveGrace);
+  const absl::Time deadline = absl::Now() + (finished ? options_.resume_for : kLeaveGrace);
+  auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stream_done_; };
+  for (;;) {
+    {
+      absl::MutexLock lock(&mu_);
+      const absl::Duration left = deadline - absl::Now();
+      if (stream_done_ || left <= absl::ZeroDuration()) break;
+      const absl::Duration slice = options_.interrupted ? std::min(left, kInterruptPoll) : left;
+      if (mu_.AwaitWithTimeout(absl::Condition(&done), slice)) break;
+    }
+    // Asked without the lock: the caller's check may wait for its own locks (Python's GIL).
+    if (options_.interrupted && options_.interrupted()) {
+      spdlog::warn("interrupted while the Leave waited for the coordinator: leaving without it");
+      break;
+    }
   }
   Close();
 }

@@ -29,6 +29,9 @@ struct SessionClientOptions {
   base::BackoffOptions backoff{absl::Milliseconds(100), absl::Seconds(1), 2.0};
   // This trainer's certificate (default: none, --insecure).
   rpc::Credentials credentials;
+  // Asked every 200 ms (as a session's waits ask SessionOptions::interrupted) while a finished
+  // Leave waits for a resume: true gives the wait up (the caller was interrupted). May be empty.
+  std::function<bool()> interrupted;
 };
 
 // Thread-safe. Rides out a coordinator restart: when the stream breaks, it opens a new one and
@@ -65,7 +68,7 @@ class SessionClient final : public CoordinatorLink {
   // Sends Leave and closes the stream once the coordinator ended it (or after a short deadline).
   // When the stream is broken, or breaks before the coordinator ended it, the resume sends the
   // Leave again on the resumed session; a `finished` Leave waits for that, up to
-  // options.resume_for, any other for a short deadline. Idempotent.
+  // options.resume_for or until options.interrupted, any other for a short deadline. Idempotent.
   void Leave(const std::string& reason, std::optional<double> final_test_accuracy,
              bool finished) override;
 

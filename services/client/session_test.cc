@@ -86,8 +86,8 @@ class FakeStore final : public StoreLink {
     return absl::OkStatus();
   }
   absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
-                                const tensor::TensorMap& delta) override {
-    pushes.push_back({header, delta});
+                                tensor::SharedTensorMap delta) override {
+    pushes.push_back({header, *delta});
     return 8;
   }
   absl::StatusOr<PulledModel> Pull(int64_t round) override {

@@ -7,7 +7,9 @@
 #include "absl/strings/str_cat.h"
 #include "base/backoff.h"
 #include "base/status_macros.h"
+#include "client/chunk_writer.h"
 #include "client/pull_decoder.h"
+#include "rpc/chunk_frames.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/spdlog.h"
 
@@ -33,6 +35,8 @@ StoreClient::StoreClient(std::vector<std::string> addresses, const rpc::Credenti
     std::shared_ptr<grpc::Channel> channel =
         rpc::MakeChannel(address, credentials, rpc::Role::kStore);
     stubs_.push_back(v1::ParameterStore::NewStub(channel));
+    initializes_.emplace_back("/syncopate.v1.ParameterStore/Initialize", channel);
+    pushes_.emplace_back("/syncopate.v1.ParameterStore/Push", channel);
     pulls_.emplace_back("/syncopate.v1.ParameterStore/Pull", channel);
   }
   shard_incarnation_.assign(stubs_.size(), 0);
@@ -74,26 +78,21 @@ absl::Status StoreClient::ForEachShard(const std::string& what,
 }
 
 absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
-                                 const std::vector<const tensor::TensorMap::value_type*>& tensors,
+                                 const tensor::SharedTensorMap& model, const TensorEntries& tensors,
                                  v1::PushReply* reply) {
   auto ctx = rpc::ContextWithTimeout(timeout_);
-  auto writer = initialize ? stubs_[shard]->Initialize(ctx.get(), reply)
-                           : stubs_[shard]->Push(ctx.get(), reply);
-  v1::PushMessage message;
-  *message.mutable_header() = header;
-  if (!initialize) message.mutable_header()->set_shard_incarnation(shard_incarnation_[shard]);
+  auto writer = (initialize ? initializes_ : pushes_)[shard].Start(ctx.get(), reply);
+  v1::PushMessage first;
+  *first.mutable_header() = header;
+  if (!initialize) first.mutable_header()->set_shard_incarnation(shard_incarnation_[shard]);
   for (const auto* t : tensors) {
     tensor::ToProto({t->first, {static_cast<int64_t>(t->second.size())}},
-                    message.mutable_header()->add_tensors());
+                    first.mutable_header()->add_tensors());
   }
-  bool ok = writer->Write(message);
-  for (const auto* t : tensors) {
-    if (!ok) break;
-    tensor::ForEachChunk(t->first, t->second, chunk_bytes_, [&](v1::TensorChunk& chunk) {
-      if (!ok) return;
-      base::PaceThrough(limits_.egress, chunk.data().size());
-      message.mutable_chunk()->Swap(&chunk);
-      ok = writer->Write(message);
+  if (writer->Write(rpc::EncodeMessage(first))) {
+    WriteChunks(*writer, model, tensors, chunk_bytes_, [&](size_t bytes) {
+      base::PaceThrough(limits_.egress, bytes);
+      return true;
     });
   }
   writer->WritesDone();
@@ -107,22 +106,22 @@ absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHe
 
 absl::Status StoreClient::Initialize(const v1::PushHeader& header,
                                      const tensor::TensorMap& values) {
-  std::vector<std::vector<const tensor::TensorMap::value_type*>> by_shard(stubs_.size());
-  for (const auto& entry : values) {
+  const tensor::SharedTensorMap model = tensor::Share(values);  // once per trainer
+  std::vector<TensorEntries> by_shard(stubs_.size());
+  for (const auto& entry : *model) {
     by_shard[tensor::ShardOf(entry.first, stubs_.size())].push_back(&entry);
   }
   return ForEachShard("initialize", [&](size_t s) {
     if (by_shard[s].empty()) return absl::OkStatus();
     v1::PushReply reply;
-    RETURN_IF_ERROR(SendTo(s, true, header, by_shard[s], &reply));
+    RETURN_IF_ERROR(SendTo(s, true, header, model, by_shard[s], &reply));
     if (shard_incarnation_[s] == 0) shard_incarnation_[s] = reply.incarnation();
     return absl::OkStatus();
   });
 }
 
 absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
-                               const tensor::TensorMap& delta,
-                               const std::vector<const tensor::TensorMap::value_type*>& tensors,
+                               const tensor::TensorMap& delta, const TensorEntries& tensors,
                                const absl::Status& sent, const v1::PushReply& reply) {
   UnsavedPushes& unsaved = unsaved_[shard];
   if (absl::IsAborted(sent)) {
@@ -179,29 +178,26 @@ absl::Status StoreClient::ResendLost(size_t shard, const v1::PushHeader& header)
     h.set_pushes(static_cast<uint32_t>(lost->pushes));
     // The sum holds weight x delta: sent as their weighted mean with their total weight, it
     // weighs in a round as they would have (immediate ones take weight 1 and the sum as it is).
-    const tensor::TensorMap* delta = &lost->sum;
-    tensor::TensorMap mean;
+    // A copy for the stream to hold: PopResent below drops the sum while gRPC may still hold it.
+    tensor::TensorMap delta = lost->sum;
     if (lost->round && lost->weight_sum > 0) {
       h.set_apply_mode(v1::APPLY_MODE_ROUND);
       h.set_weight(static_cast<float>(lost->weight_sum));
       const float scale = static_cast<float>(1.0 / lost->weight_sum);
-      for (const auto& [name, values] : lost->sum) {
-        std::vector<float>& m = mean[name];
-        m.reserve(values.size());
-        for (float v : values) m.push_back(v * scale);
+      for (auto& [name, values] : delta) {
+        for (float& v : values) v *= scale;
       }
-      delta = &mean;
     } else {
       h.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
       h.set_weight(1.0f);
     }
-    std::vector<const tensor::TensorMap::value_type*> tensors;
-    for (const auto& entry : *delta) tensors.push_back(&entry);
+    const tensor::SharedTensorMap shared = tensor::Share(std::move(delta));
+    const TensorEntries tensors = AllEntries(*shared);
     v1::PushReply reply;
-    const absl::Status sent = SendTo(shard, false, h, tensors, &reply);
+    const absl::Status sent = SendTo(shard, false, h, shared, tensors, &reply);
     // Kept again under the epoch it now went into, until that is checkpointed too. A duplicate
     // was in the checkpoint the shard restored.
-    RETURN_IF_ERROR(Took(shard, h, *delta, tensors, sent, reply));
+    RETURN_IF_ERROR(Took(shard, h, *shared, tensors, sent, reply));
     if (!reply.duplicate()) {
       spdlog::info("store {}: re-sent {} push(es) up to sequence {} that its restart lost",
                    addresses_[shard], lost->pushes, lost->last_sequence);
@@ -212,20 +208,20 @@ absl::Status StoreClient::ResendLost(size_t shard, const v1::PushHeader& header)
 }
 
 absl::Status StoreClient::PushTo(size_t shard, const v1::PushHeader& header,
-                                 const std::vector<const tensor::TensorMap::value_type*>& tensors,
-                                 const tensor::TensorMap& delta) {
+                                 const TensorEntries& tensors,
+                                 const tensor::SharedTensorMap& delta) {
   RETURN_IF_ERROR(ResendLost(shard, header));
   if (tensors.empty()) return absl::OkStatus();
   v1::PushReply reply;
-  const absl::Status sent = SendTo(shard, false, header, tensors, &reply);
-  return Took(shard, header, delta, tensors, sent, reply);
+  const absl::Status sent = SendTo(shard, false, header, delta, tensors, &reply);
+  return Took(shard, header, *delta, tensors, sent, reply);
 }
 
 absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
-                                           const tensor::TensorMap& delta) {
-  std::vector<std::vector<const tensor::TensorMap::value_type*>> by_shard(stubs_.size());
+                                           tensor::SharedTensorMap delta) {
+  std::vector<TensorEntries> by_shard(stubs_.size());
   uint64_t bytes = 0;
-  for (const auto& entry : delta) {
+  for (const auto& entry : *delta) {
     by_shard[tensor::ShardOf(entry.first, stubs_.size())].push_back(&entry);
     bytes += entry.second.size() * sizeof(float);
   }

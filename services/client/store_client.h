@@ -11,6 +11,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "base/token_bucket.h"
+#include "client/chunk_writer.h"
 #include "client/links.h"
 #include "client/unsaved_pushes.h"
 #include "rpc/grpc_util.h"
@@ -51,9 +52,10 @@ class StoreClient final : public StoreLink {
   absl::Status Initialize(const v1::PushHeader& header, const tensor::TensorMap& values) override;
 
   // Pushes a delta; a retry sends the same push (same sequence), and the store's idempotency key
-  // keeps it from applying twice. Returns bytes sent.
+  // keeps it from applying twice. Returns bytes sent. The delta's bytes go to gRPC without a copy
+  // (rpc/chunk_frames.h): its messages hold `delta` until they are sent.
   absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
-                                const tensor::TensorMap& delta) override;
+                                tensor::SharedTensorMap delta) override;
 
   // Pulls the live model (round < 0) or round `round` from every shard. A round a shard no longer
   // keeps is replaced by the newest round the shards serve: when their newest rounds differ (a
@@ -62,21 +64,21 @@ class StoreClient final : public StoreLink {
   absl::StatusOr<PulledModel> Pull(int64_t round) override;
 
  private:
+  // One Initialize or Push stream: the header, then `tensors` (entries of `model`) in chunks.
   absl::Status SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
-                      const std::vector<const tensor::TensorMap::value_type*>& tensors,
+                      const tensor::SharedTensorMap& model, const TensorEntries& tensors,
                       v1::PushReply* reply);
   // Pushes to one shard: first what a restart of it lost, then this push; keeps what the shard
   // has not checkpointed yet. A restart found on the way is UNAVAILABLE (retried).
-  absl::Status PushTo(size_t shard, const v1::PushHeader& header,
-                      const std::vector<const tensor::TensorMap::value_type*>& tensors,
-                      const tensor::TensorMap& delta);
+  absl::Status PushTo(size_t shard, const v1::PushHeader& header, const TensorEntries& tensors,
+                      const tensor::SharedTensorMap& delta);
   // Re-sends the pushes shard `shard` lost in a restart, oldest first.
   absl::Status ResendLost(size_t shard, const v1::PushHeader& header);
   // Records a push the shard took (its reply), or learns of its restart (an ABORTED refusal):
   // then asks the shard which epoch it restored and queues what it lost, and returns UNAVAILABLE.
   absl::Status Took(size_t shard, const v1::PushHeader& header, const tensor::TensorMap& delta,
-                    const std::vector<const tensor::TensorMap::value_type*>& tensors,
-                    const absl::Status& sent, const v1::PushReply& reply);
+                    const TensorEntries& tensors, const absl::Status& sent,
+                    const v1::PushReply& reply);
   // Pulls one shard's tensors into `out` (its checksums get that shard's one entry, its round the
   // round served: a newer one than asked when `round` was dropped).
   absl::Status PullFrom(size_t shard, int64_t round, PulledModel* out);
@@ -89,7 +91,11 @@ class StoreClient final : public StoreLink {
 
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<v1::ParameterStore::Stub>> stubs_;
-  std::vector<rpc::RawServerStream> pulls_;  // per shard: Pull, read raw (pull_decoder.h)
+  // Per shard: Initialize and Push, written raw (rpc/chunk_frames.h); Pull, read raw
+  // (pull_decoder.h).
+  std::vector<rpc::RawClientStream> initializes_;
+  std::vector<rpc::RawClientStream> pushes_;
+  std::vector<rpc::RawServerStream> pulls_;
   absl::Duration timeout_;
   uint32_t chunk_bytes_;
   LinkLimits limits_;

@@ -95,6 +95,17 @@ std::unique_ptr<grpc::ClientReader<grpc::ByteBuffer>> RawServerStream::Start(
                                                                     request));
 }
 
+RawClientStream::RawClientStream(const char* name, std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)),
+      method_(name, grpc::internal::RpcMethod::CLIENT_STREAMING, channel_) {}
+
+std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> RawClientStream::Start(
+    grpc::ClientContext* ctx, google::protobuf::Message* response) const {
+  return std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>>(
+      grpc::internal::ClientWriterFactory<grpc::ByteBuffer>::Create(channel_.get(), method_, ctx,
+                                                                    response));
+}
+
 absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout) {
   auto stub = grpc::health::v1::Health::NewStub(
       std::shared_ptr<grpc::Channel>(&channel, [](grpc::Channel*) {}));

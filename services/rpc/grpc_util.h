@@ -47,6 +47,21 @@ class RawServerStream {
   grpc::internal::RpcMethod method_;
 };
 
+// A client-streaming method whose requests a client writes as raw bytes (grpc::ByteBuffer), to
+// send tensor chunks without protobuf's copies (chunk_frames.h); its reply is read as `response`
+// (a protobuf message) by Finish. As RawServerStream: `name` must be a string literal; create once
+// per channel and reuse.
+class RawClientStream {
+ public:
+  RawClientStream(const char* name, std::shared_ptr<grpc::Channel> channel);
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> Start(
+      grpc::ClientContext* ctx, google::protobuf::Message* response) const;
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  grpc::internal::RpcMethod method_;
+};
+
 // What one client connection may hold of a server.
 struct ServerLimits {
   // Streams open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS): further ones

@@ -31,9 +31,10 @@ std::string CheckpointPath(const std::string& dir, uint32_t shard) {
   return absl::StrCat(dir, "/shard-", shard, ".ckpt");
 }
 
-absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& checkpoint,
-                             uint32_t shard, uint32_t shard_count) {
+absl::Status WriteCheckpoint(const std::string& path, ShardCheckpoint checkpoint, uint32_t shard,
+                             uint32_t shard_count) {
   absl::StatusOr<std::string> bytes = EncodeCheckpoint(checkpoint, shard, shard_count);
+  checkpoint.state.model.reset();
   if (!bytes.ok()) {
     return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));
   }
@@ -51,7 +52,7 @@ absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, 
   out.set_live_version(model.live_version);
   for (size_t i = 0; i < model.specs.size(); ++i) {
     tensor::ToProto(model.specs[i], out.add_tensors());
-    const std::vector<float>& values = model.values[i];
+    const std::vector<float>& values = model.tensor(i);
     out.add_values(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
   }
   out.set_last_closed_round(state.last_closed_round);
@@ -161,7 +162,7 @@ absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const s
           absl::StrCat(path, ": tensor '", spec.name, "': ", finite.message()));
     }
     model->specs.push_back(std::move(spec));
-    model->values.push_back(std::move(values));
+    model->values.push_back(std::make_shared<const std::vector<float>>(std::move(values)));
   }
   ShardCheckpoint out;
   out.state.model = std::move(model);
@@ -242,18 +243,21 @@ absl::StatusOr<std::optional<absl::Time>> Checkpointer::RestoreIfPresent() {
 }
 
 absl::Status Checkpointer::SaveIfChanged() {
-  // Unchanged: no need to copy the model.
+  // Unchanged: no need to take a cut.
   if (table_.durable_version() == saved_version_) return absl::OkStatus();
   ShardCheckpoint checkpoint{table_.Durable(), absl::Now()};
-  const ModelSnapshot& model = *checkpoint.state.model;
-  if (model.specs.empty() || checkpoint.state.version == saved_version_) return absl::OkStatus();
-  absl::Status written = WriteCheckpoint(path_, checkpoint, shard_, shard_count_);
+  if (checkpoint.state.model->specs.empty() || checkpoint.state.version == saved_version_) {
+    return absl::OkStatus();
+  }
+  const int64_t version = checkpoint.state.version;
+  const int64_t epoch = checkpoint.state.epoch;
+  absl::Status written = WriteCheckpoint(path_, std::move(checkpoint), shard_, shard_count_);
   if (!written.ok()) {
     metrics_.checkpoint_failures.Increment();
     return written;
   }
-  saved_version_ = checkpoint.state.version;
-  table_.Saved(checkpoint.state.epoch);
+  saved_version_ = version;
+  table_.Saved(epoch);
   metrics_.checkpoints_written.Increment();
   metrics_.last_checkpoint_time.Set(absl::ToUnixSeconds(absl::Now()));
   return absl::OkStatus();

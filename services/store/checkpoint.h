@@ -27,9 +27,11 @@ struct ShardCheckpoint {
 };
 
 // Writes `checkpoint` (state from ParameterTable::Durable) to `path` atomically: a reader or a
-// restart never sees a partial file.
-absl::Status WriteCheckpoint(const std::string& path, const ShardCheckpoint& checkpoint,
-                             uint32_t shard, uint32_t shard_count);
+// restart never sees a partial file. The model is let go once encoded, before the file is
+// written: while a cut holds a table's tensors, each push to one of them copies it
+// (ModelSnapshot).
+absl::Status WriteCheckpoint(const std::string& path, ShardCheckpoint checkpoint, uint32_t shard,
+                             uint32_t shard_count);
 
 // The bytes of `checkpoint`'s file (WriteCheckpoint writes them).
 absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, uint32_t shard,

@@ -1,10 +1,12 @@
 #include "store/parameter_table.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <iterator>
 #include <limits>
+#include <memory>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -210,14 +212,13 @@ absl::StatusOr<ApplyResult> ParameterTable::Initialize(const StagedPush& push) {
     const tensor::TensorSpec& spec = push.tensors[i];
     if (tensors_.count(spec.name) > 0) continue;
     fresh[i] = true;
-    Tensor& t = tensors_[spec.name];
-    t.spec = spec;
-    t.values.assign(spec.NumElements(), 0.0f);
+    auto values = std::make_shared<std::vector<float>>(spec.NumElements(), 0.0f);
+    tensors_[spec.name] = Tensor{spec, std::move(values)};
   }
   for (const StagedChunk& chunk : push.chunks) {
     if (!fresh[chunk.tensor_index]) continue;
     Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
-    std::memcpy(t.values.data() + chunk.offset, chunk.values(), chunk.bytes.size());
+    std::memcpy(t.values->data() + chunk.offset, chunk.values(), chunk.bytes.size());
   }
   model_bound_ = std::max<double>(model_bound_, push.max_magnitude);
   ++live_version_;
@@ -229,7 +230,9 @@ absl::StatusOr<ApplyResult> ParameterTable::Initialize(const StagedPush& push) {
 }
 
 absl::Status ParameterTable::Restore(const DurableState& state) {
-  if (!state.model || state.model->specs.size() != state.model->values.size()) {
+  if (!state.model || state.model->specs.size() != state.model->values.size() ||
+      std::any_of(state.model->values.begin(), state.model->values.end(),
+                  [](const auto& values) { return values == nullptr; })) {
     return absl::InvalidArgumentError("a restored model needs values for every tensor");
   }
   const ModelSnapshot& model = *state.model;
@@ -260,7 +263,9 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
   }
   pending_ = std::move(pending);
   for (size_t i = 0; i < model.specs.size(); ++i) {
-    tensors_[model.specs[i].name] = Tensor{model.specs[i], model.values[i]};
+    // Copied: the table writes its tensors in place while nothing else holds them.
+    tensors_[model.specs[i].name] =
+        Tensor{model.specs[i], std::make_shared<std::vector<float>>(model.tensor(i))};
   }
   live_version_ = model.live_version;
   last_closed_round_ = std::max<int64_t>(0, state.last_closed_round);
@@ -290,8 +295,8 @@ DurableState ParameterTable::Durable() {
   absl::ReaderMutexLock lock(&mu_);
   DurableState state;
   // In round modes the live model changes only when a round closes, and every close publishes it:
-  // the newest snapshot then is the live model, shared instead of copied, so the checkpoint holds
-  // the lock for no copy at all. Immediate pushes make the live model newer: it is copied.
+  // the newest snapshot then is the live model, with its round's checksum. Immediate pushes make
+  // the live model newer: a snapshot of it (which copies no values either).
   const bool published = !snapshots_.empty() && snapshots_.back()->live_version == live_version_;
   state.model = published ? snapshots_.back() : MakeSnapshot(-1);
   state.last_closed_round = last_closed_round_;
@@ -347,7 +352,7 @@ double ParameterTable::ExactMagnitude() const {
   double largest = 0;
   for (const auto& [name, t] : tensors_) {
     float m = 0;
-    if (!tensor::CheckFinite(t.values, &m).ok()) return std::numeric_limits<double>::infinity();
+    if (!tensor::CheckFinite(*t.values, &m).ok()) return std::numeric_limits<double>::infinity();
     largest = std::max<double>(largest, m);
   }
   return largest;
@@ -356,7 +361,7 @@ double ParameterTable::ExactMagnitude() const {
 absl::Status ParameterTable::CheckStaysFinite(const StagedPush& push, float weight) const {
   for (const StagedChunk& chunk : push.chunks) {
     const std::string& name = push.tensors[chunk.tensor_index].name;
-    const std::vector<float>& values = tensors_.at(name).values;
+    const std::vector<float>& values = *tensors_.at(name).values;
     if (!tensor::ScaledSumIsFinite(absl::MakeConstSpan(values.data() + chunk.offset, chunk.size()),
                                    absl::MakeConstSpan(chunk.values(), chunk.size()), weight)) {
       return absl::InvalidArgumentError(absl::StrCat("the push would make tensor '", name,
@@ -399,9 +404,11 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
       const bool near_limit = NearTheLimit(grows);
       if (near_limit) RETURN_IF_ERROR(CheckStaysFinite(push, h.weight()));
       result.weight = h.weight();
+      // Every copy a snapshot forces (which may throw) before the first write: all or nothing.
+      for (const tensor::TensorSpec& spec : push.tensors) Writable(tensors_.at(spec.name));
       for (const StagedChunk& chunk : push.chunks) {
         Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
-        ScaledAdd(t.values.data() + chunk.offset, chunk.values(), chunk.size(), h.weight());
+        ScaledAdd(Writable(t) + chunk.offset, chunk.values(), chunk.size(), h.weight());
       }
       model_bound_ += grows;
       ++live_version_;
@@ -515,12 +522,15 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
   const double factor = request.aggregation == v1::AGGREGATION_MEAN
                             ? (weight_sum > 0 ? 1.0 / weight_sum : 0.0)
                             : request.scale;
+  for (const PendingPush& p : taken) {  // the copies first, as in Apply
+    for (const tensor::TensorSpec& spec : p.push->tensors) Writable(tensors_.at(spec.name));
+  }
   double grows = 0;
   for (const PendingPush& p : taken) {
     const float scale = static_cast<float>(factor * p.push->header.weight());
     for (const StagedChunk& chunk : p.push->chunks) {
       Tensor& t = tensors_[p.push->tensors[chunk.tensor_index].name];
-      ScaledAdd(t.values.data() + chunk.offset, chunk.values(), chunk.size(), scale);
+      ScaledAdd(Writable(t) + chunk.offset, chunk.values(), chunk.size(), scale);
     }
     grows += std::fabs(static_cast<double>(scale)) * p.push->max_magnitude;
   }
@@ -564,10 +574,23 @@ std::shared_ptr<const ModelSnapshot> ParameterTable::MakeSnapshot(int64_t round)
   for (const auto& [name, t] : tensors_) {
     s->specs.push_back(t.spec);
     s->values.push_back(t.values);
-    if (round >= 0) checksum.Add(t.values);
+    if (round >= 0) checksum.Add(*t.values);
   }
   if (round >= 0) s->checksum = checksum.value();
   return s;
+}
+
+float* ParameterTable::Writable(Tensor& t) {
+  // Every reference besides the table's was copied from a snapshot's, and snapshots take theirs
+  // only under mu_: with mu_ held exclusively and a count of one, none exists to copy from.
+  if (t.values.use_count() > 1) {
+    t.values = std::make_shared<std::vector<float>>(*t.values);
+  } else {
+    // The last snapshot to let go may have done so on another thread: its reads of these values
+    // happen before the writes that follow (use_count() reads the count relaxed).
+    std::atomic_thread_fence(std::memory_order_acquire);
+  }
+  return t.values->data();
 }
 
 void ParameterTable::Publish(std::shared_ptr<const ModelSnapshot> snapshot) {

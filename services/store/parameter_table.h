@@ -21,14 +21,20 @@
 
 namespace syncopate::store {
 
-// An immutable copy of the model: a published round, or a copy of the live model for one pull.
-// Shared between concurrent pulls.
+// An immutable view of the model: a published round, or the live model for one pull or one
+// checkpoint. Shared between concurrent pulls. Taking one copies no values: each tensor's values
+// are shared with the live model until a push or a close changes that tensor, which then writes a
+// fresh copy (copy on write), so what a snapshot holds never changes. The cost: while a snapshot
+// is held (a pull streaming, a checkpoint encoding), the next write to each of its tensors copies
+// that tensor under the table's exclusive lock.
 struct ModelSnapshot {
-  int64_t round = -1;  // -1 for a live copy
+  int64_t round = -1;  // -1 for the live model
   int64_t live_version = 0;
-  std::vector<tensor::TensorSpec> specs;   // name order
-  std::vector<std::vector<float>> values;  // parallel to specs
-  uint32_t checksum = 0;  // tensor::ModelChecksum over values in order; 0 for live copies
+  std::vector<tensor::TensorSpec> specs;                          // name order
+  std::vector<std::shared_ptr<const std::vector<float>>> values;  // parallel to specs
+  uint32_t checksum = 0;  // tensor::ModelChecksum over values in order; 0 for the live model
+
+  const std::vector<float>& tensor(size_t i) const { return *values[i]; }
 };
 
 struct ApplyResult {
@@ -70,7 +76,7 @@ struct RoundCut {
 // to close, a restart loses only what came after the checkpoint), and the membership in force (so
 // that a coordinator that restarts with every shard still finds the job).
 struct DurableState {
-  std::shared_ptr<const ModelSnapshot> model;  // the live model: a copy, or its round snapshot
+  std::shared_ptr<const ModelSnapshot> model;  // the live model, or its round snapshot
   int64_t last_closed_round = -1;
   std::vector<RoundCut> cuts;
   std::vector<std::pair<TrainerKey, uint64_t>> sequences;
@@ -193,9 +199,8 @@ class ParameterTable {
   absl::Status Restore(const DurableState& state);
 
   // The table's DurableState, taken at one instant (a checkpoint's consistent cut), closing the
-  // current checkpoint epoch: pushes taken from now on belong to the next. Holds the lock (shared)
-  // while it copies the live model, which pushes wait for; when the live model is the newest round
-  // snapshot (round modes) it copies nothing.
+  // current checkpoint epoch: pushes taken from now on belong to the next. Copies no values (the
+  // live model is shared; pushes meanwhile write copies, ModelSnapshot).
   DurableState Durable();
 
   // The checkpoint of the cut that closed `epoch` is written: pushes of earlier epochs are safe
@@ -233,7 +238,8 @@ class ParameterTable {
   absl::StatusOr<CloseResult> CloseRound(const CloseRequest& request);
 
   // A published round (FAILED_PRECONDITION when not closed yet; when dropped, the newest published
-  // round if `newest_if_dropped`, else NOT_FOUND), or a copy of the live model (round < 0).
+  // round if `newest_if_dropped`, else NOT_FOUND), or the live model (round < 0): no values are
+  // copied either way (ModelSnapshot).
   // UNAVAILABLE before the first SetMembers.
   absl::StatusOr<std::shared_ptr<const ModelSnapshot>> Snapshot(
       int64_t round, bool newest_if_dropped = false) const;
@@ -241,7 +247,7 @@ class ParameterTable {
  private:
   struct Tensor {
     tensor::TensorSpec spec;
-    std::vector<float> values;
+    std::shared_ptr<std::vector<float>> values;  // shared with snapshots until written
   };
   struct PendingPush {
     int64_t clock = 0;
@@ -265,6 +271,8 @@ class ParameterTable {
   int64_t DurableVersionLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ModelSnapshot> MakeSnapshot(int64_t round) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // The tensor's values to change in place: copied first while a snapshot shares them.
+  float* Writable(Tensor& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Publish(std::shared_ptr<const ModelSnapshot> snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const int snapshots_kept_;

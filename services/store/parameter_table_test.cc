@@ -14,7 +14,7 @@ using testing::Stage;
 std::vector<float> Live(const ParameterTable& t, const std::string& name) {
   auto s = *t.Snapshot(-1);
   for (size_t i = 0; i < s->specs.size(); ++i) {
-    if (s->specs[i].name == name) return s->values[i];
+    if (s->specs[i].name == name) return s->tensor(i);
   }
   return {};
 }
@@ -42,6 +42,39 @@ TEST_F(ParameterTableTest, ImmediatePushAppliesWeightedDelta) {
   ASSERT_TRUE(
       table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 0.5f), {{"a", {2, 4}}})).ok());
   EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 4}));
+}
+
+// Snapshots share the live model's values (no copy per pull or checkpoint); a push writes a copy
+// of a tensor a snapshot holds, so every snapshot keeps what it had.
+TEST_F(ParameterTableTest, SnapshotsShareValuesAndKeepThemWhilePushesChangeTheModel) {
+  std::shared_ptr<const ModelSnapshot> first = *table_.Snapshot(-1);
+  std::shared_ptr<const ModelSnapshot> second = *table_.Snapshot(-1);
+  ASSERT_EQ(first->specs[0].name, "a");
+  EXPECT_EQ(first->values[0].get(), second->values[0].get()) << "shared, not copied";
+  EXPECT_EQ(first->values[0].get(), (*table_.Snapshot(0))->values[0].get()) << "the round too";
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 1.0f), {{"a", {1, 1}}})).ok());
+  EXPECT_EQ(first->tensor(0), (std::vector<float>{1, 2}));  // unchanged
+  EXPECT_EQ((*table_.Snapshot(0))->tensor(0), (std::vector<float>{1, 2}));
+  std::shared_ptr<const ModelSnapshot> after = *table_.Snapshot(-1);
+  EXPECT_EQ(after->tensor(0), (std::vector<float>{2, 3}));
+  EXPECT_NE(after->values[0].get(), first->values[0].get());
+  EXPECT_EQ(after->values[1].get(), first->values[1].get()) << "the tensor no push changed";
+}
+
+// Once no snapshot holds a tensor, pushes change it in place: a copy would have been made while
+// the old values still existed, at another address.
+TEST_F(ParameterTableTest, APushWritesInPlaceWhenNoSnapshotHoldsTheValues) {
+  // The first push copies "a" away from round 0's snapshot, which Initialize published.
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 1.0f), {{"a", {1, 1}}})).ok());
+  const float* held = (*table_.Snapshot(-1))->tensor(0).data();  // the snapshot is let go at once
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(1, 1, 2, v1::APPLY_MODE_IMMEDIATE, 1.0f), {{"a", {1, 1}}})).ok());
+  std::shared_ptr<const ModelSnapshot> now = *table_.Snapshot(-1);
+  EXPECT_EQ(now->tensor(0).data(), held);
+  EXPECT_EQ(now->tensor(0), (std::vector<float>{3, 4}));
+  EXPECT_EQ((*table_.Snapshot(0))->tensor(0), (std::vector<float>{1, 2}));
 }
 
 TEST_F(ParameterTableTest, RetriedPushIsAppliedOnce) {
@@ -168,7 +201,7 @@ TEST_F(ParameterTableTest, AShardBehindCatchesUpWithTheCoordinatorsRound) {
   EXPECT_TRUE(caught_up.holds_model);
   EXPECT_EQ(caught_up.rounds_skipped, 4);
   EXPECT_EQ(caught_up.last_closed_round, 4);
-  EXPECT_EQ((*table_.Snapshot(4))->values[0], before);
+  EXPECT_EQ((*table_.Snapshot(4))->tensor(0), before);
   EXPECT_EQ(table_.SetMembers({{1, 1}, {2, 1}}, 2).rounds_skipped, 0);  // ahead: unchanged
   EXPECT_EQ(table_.last_closed_round(), 4);
   EXPECT_TRUE(table_.CloseRound({5, {}, v1::AGGREGATION_MEAN, 1.0}).ok());
@@ -216,6 +249,25 @@ TEST_F(ParameterTableTest, RoundAppliesMeanAndPublishesIdenticalSnapshot) {
             absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(table_.CloseRound(Close(3, {})).status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_EQ(table_.Snapshot(2).status().code(), absl::StatusCode::kFailedPrecondition);
+}
+
+// A kept round shares its values with the live model until the next close writes a copy of each
+// tensor it changes: round 1 reads the same, checksum included, after round 2 closed.
+TEST_F(ParameterTableTest, AClosedRoundKeepsItsValuesWhileLaterRoundsChangeTheModel) {
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 1, 1, {{"a", {2, 0}}, {"b", {4}}})).ok());
+  ASSERT_TRUE(table_.CloseRound(Close(1, {{{1, 1}, 1}})).ok());
+  const std::shared_ptr<const ModelSnapshot> one = *table_.Snapshot(1);
+  const std::vector<float> a = one->tensor(0);
+  const uint32_t checksum = one->checksum;
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 2, 2, {{"a", {1, 1}}, {"b", {1}}})).ok());
+  ASSERT_TRUE(table_.CloseRound(Close(2, {{{1, 1}, 2}})).ok());
+  EXPECT_EQ(one->tensor(0), a);
+  EXPECT_EQ((*table_.Snapshot(1))->tensor(0), a);
+  EXPECT_EQ((*table_.Snapshot(1))->checksum, checksum);
+  tensor::ModelChecksum recomputed;
+  for (size_t i = 0; i < one->values.size(); ++i) recomputed.Add(one->tensor(i));
+  EXPECT_EQ(recomputed.value(), checksum);
+  EXPECT_EQ((*table_.Snapshot(2))->tensor(0), (std::vector<float>{4, 3}));
 }
 
 TEST_F(ParameterTableTest, CutTakesPushesUpToItsClockAndKeepsLaterOnesPending) {
@@ -356,13 +408,18 @@ TEST_F(ParameterTableTest, ADurableStateSharesTheRoundSnapshotThatIsTheLiveModel
   ASSERT_TRUE(table_.CloseRound(Close(1, {})).ok());
   // Round modes: the live model is round 1's snapshot, taken without a copy.
   EXPECT_EQ(table_.Durable().model, *table_.Snapshot(1));
-  // An immediate push makes the live model newer than any snapshot: it is copied, push included.
+  // An immediate push makes the live model newer than any snapshot: a snapshot of it, push
+  // included, which keeps its values while later pushes change the model.
   ASSERT_TRUE(
       table_.Apply(Stage(Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 1.0f), {{"a", {1, 1}}})).ok());
   const DurableState state = table_.Durable();
   EXPECT_NE(state.model, *table_.Snapshot(1));
   EXPECT_EQ(state.model->live_version, table_.live_version());
-  EXPECT_EQ(state.model->values[0], (std::vector<float>{2, 3}));
+  EXPECT_EQ(state.model->tensor(0), (std::vector<float>{2, 3}));
+  ASSERT_TRUE(
+      table_.Apply(Stage(Header(1, 1, 2, v1::APPLY_MODE_IMMEDIATE, 1.0f), {{"a", {1, 1}}})).ok());
+  EXPECT_EQ(state.model->tensor(0), (std::vector<float>{2, 3}));
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{3, 4}));
 }
 
 TEST_F(ParameterTableTest, ADroppedRoundCanBeServedAsTheNewest) {

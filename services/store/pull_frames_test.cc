@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "store/test_pushes.h"
 #include "syncopate/v1/store.pb.h"
 #include "tensor/tensor.h"
 
@@ -30,7 +31,7 @@ std::shared_ptr<const ModelSnapshot> MakeSnapshot(
     s->specs.push_back({name, {static_cast<int64_t>(size)}});
     std::vector<float> values(size);
     for (float& v : values) v = next++;
-    s->values.push_back(std::move(values));
+    s->values.push_back(std::make_shared<const std::vector<float>>(std::move(values)));
   }
   return s;
 }
@@ -46,7 +47,7 @@ std::vector<std::string> ProtobufMessages(const ModelSnapshot& s, uint32_t chunk
   for (const tensor::TensorSpec& spec : s.specs) tensor::ToProto(spec, header->add_tensors());
   out.push_back(message.SerializeAsString());
   for (size_t i = 0; i < s.specs.size(); ++i) {
-    tensor::ForEachChunk(s.specs[i].name, s.values[i], chunk_bytes, [&](v1::TensorChunk& chunk) {
+    tensor::ForEachChunk(s.specs[i].name, s.tensor(i), chunk_bytes, [&](v1::TensorChunk& chunk) {
       *message.mutable_chunk() = chunk;
       out.push_back(message.SerializeAsString());
     });
@@ -69,7 +70,7 @@ TEST(PullFramesTest, EncodesByteForByteWhatProtobufWrites) {
   ASSERT_EQ(got.size(), expected.size());
   for (size_t i = 0; i < got.size(); ++i) EXPECT_EQ(got[i], expected[i]) << "message " << i;
   uint64_t payload = 0;
-  for (const auto& values : snapshot->values) payload += values.size() * sizeof(float);
+  for (const auto& values : snapshot->values) payload += values->size() * sizeof(float);
   EXPECT_EQ(frames.bytes(), payload);
   EXPECT_FALSE(frames.Next(&message));
 }
@@ -90,26 +91,28 @@ TEST(PullFramesTest, ChunkSizesAreClampedAsForEachChunkClampsThem) {
   }
 }
 
-TEST(PullFramesTest, AChunkPointsIntoTheSnapshotAndKeepsItAlive) {
-  auto snapshot = MakeSnapshot({{"w", 1000}});
-  const float* data = snapshot->values[0].data();
-  grpc::ByteBuffer chunk = EncodePullChunk(snapshot, 0, 10, 990);
-  std::weak_ptr<const ModelSnapshot> watch = snapshot;
-  snapshot.reset();
-  EXPECT_FALSE(watch.expired());  // the buffer holds it
-  std::vector<grpc::Slice> slices;
-  ASSERT_TRUE(chunk.Dump(&slices).ok());
-  ASSERT_EQ(slices.size(), 2u);
-  EXPECT_EQ(reinterpret_cast<const float*>(slices[1].begin()), data + 10);  // no copy
+// A pull in flight streams the model as it was when the pull began: a push meanwhile writes a copy
+// of what the messages point into.
+TEST(PullFramesTest, APullInFlightIsNotChangedByAPush) {
+  ParameterTable table;
+  table.SetMembers({{1, 1}});
+  ASSERT_TRUE(table.Initialize(testing::Stage(testing::Header(1, 1, 0), {{"w", {1, 2}}})).ok());
+  PullFrames frames(*table.Snapshot(-1), tensor::kMinChunkBytes);
+  grpc::ByteBuffer header, chunk;
+  ASSERT_TRUE(frames.Next(&header));
+  ASSERT_TRUE(frames.Next(&chunk));
+  EXPECT_FALSE(frames.Next(&header));  // the frames let the snapshot go; the chunk holds it
+  ASSERT_TRUE(table
+                  .Apply(testing::Stage(testing::Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 1.0f),
+                                        {{"w", {10, 10}}}))
+                  .ok());
   v1::PullMessage parsed;
   ASSERT_TRUE(parsed.ParseFromString(Flatten(chunk)));
-  EXPECT_EQ(parsed.chunk().tensor(), "w");
-  EXPECT_EQ(parsed.chunk().offset(), 10u);
-  ASSERT_EQ(parsed.chunk().data().size(), 990 * sizeof(float));
-  EXPECT_EQ(reinterpret_cast<const float*>(parsed.chunk().data().data())[0], 10.5f);
-  slices.clear();
-  chunk.Clear();
-  EXPECT_TRUE(watch.expired());
+  ASSERT_EQ(parsed.chunk().data().size(), 2 * sizeof(float));
+  const float* values = reinterpret_cast<const float*>(parsed.chunk().data().data());
+  EXPECT_EQ(values[0], 1.0f);
+  EXPECT_EQ(values[1], 2.0f);
+  EXPECT_EQ((*table.Snapshot(-1))->tensor(0), (std::vector<float>{11, 12}));
 }
 
 }  // namespace

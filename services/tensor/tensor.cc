@@ -37,19 +37,26 @@ uint32_t ClampChunkBytes(uint32_t requested) {
   return requested;
 }
 
-void ForEachChunk(const std::string& name, absl::Span<const float> values, uint32_t chunk_bytes,
-                  const std::function<void(v1::TensorChunk&)>& emit) {
+void ForEachChunkRange(size_t size, uint32_t chunk_bytes,
+                       const std::function<void(size_t offset, size_t count)>& emit) {
   const size_t per_chunk = ClampChunkBytes(chunk_bytes) / sizeof(float);
-  v1::TensorChunk chunk;
   size_t offset = 0;
   do {
-    const size_t n = std::min(per_chunk, values.size() - offset);
+    const size_t n = std::min(per_chunk, size - offset);
+    emit(offset, n);
+    offset += n;
+  } while (offset < size);
+}
+
+void ForEachChunk(const std::string& name, absl::Span<const float> values, uint32_t chunk_bytes,
+                  const std::function<void(v1::TensorChunk&)>& emit) {
+  v1::TensorChunk chunk;
+  ForEachChunkRange(values.size(), chunk_bytes, [&](size_t offset, size_t n) {
     chunk.set_tensor(name);
     chunk.set_offset(offset);
     chunk.set_data(reinterpret_cast<const char*>(values.data() + offset), n * sizeof(float));
     emit(chunk);
-    offset += n;
-  } while (offset < values.size());
+  });
 }
 
 absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* values) {

@@ -34,10 +34,15 @@ inline constexpr uint32_t kMinChunkBytes = 64 << 10;
 inline constexpr uint32_t kMaxChunkBytes = 4 << 20;
 uint32_t ClampChunkBytes(uint32_t requested);
 
-// Calls `emit` once per chunk of `values`, in order; each chunk carries at most `chunk_bytes`
-// bytes. `emit` may Swap the chunk into a message instead of copying it: every field is set again
-// before each call, so the swapped-back buffer is simply reused. A zero-length tensor emits one
-// empty chunk.
+// How a tensor of `size` floats is cut into chunks of at most `chunk_bytes` (clamped): calls
+// `emit(offset, count)` once per chunk, in order. A zero-length tensor is one empty chunk.
+void ForEachChunkRange(size_t size, uint32_t chunk_bytes,
+                       const std::function<void(size_t offset, size_t count)>& emit);
+
+// Calls `emit` once per chunk of `values`, in order, cut as ForEachChunkRange cuts; each chunk
+// carries at most `chunk_bytes` bytes. `emit` may Swap the chunk into a message instead of copying
+// it: every field is set again before each call, so the swapped-back buffer is simply reused. A
+// zero-length tensor emits one empty chunk.
 void ForEachChunk(const std::string& name, absl::Span<const float> values, uint32_t chunk_bytes,
                   const std::function<void(v1::TensorChunk&)>& emit);
 

@@ -7,6 +7,7 @@
 
 #include <cstdint>
 #include <map>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -32,6 +33,13 @@ absl::Status ValidateSpec(const TensorSpec& spec);
 // A host-side model or delta: tensor name -> values. Ordered by name, so every process iterates the
 // same tensors in the same order (checksums and chunk streams rely on it).
 using TensorMap = std::map<std::string, std::vector<float>>;
+
+// A model or delta several owners hold at once, never changed: a sender's zero-copy messages keep
+// it alive until gRPC has sent them (rpc/chunk_frames.h).
+using SharedTensorMap = std::shared_ptr<const TensorMap>;
+inline SharedTensorMap Share(TensorMap values) {
+  return std::make_shared<const TensorMap>(std::move(values));
+}
 
 }  // namespace syncopate::tensor
 

@@ -18,7 +18,7 @@ namespace {
 std::vector<std::pair<tensor::TensorSpec, std::string>> ByName(const store::ModelSnapshot& model) {
   std::vector<std::pair<tensor::TensorSpec, std::string>> tensors;
   for (size_t i = 0; i < model.specs.size(); ++i) {
-    const std::vector<float>& values = model.values[i];
+    const std::vector<float>& values = model.tensor(i);
     tensors.emplace_back(model.specs[i], std::string(reinterpret_cast<const char*>(values.data()),
                                                      values.size() * sizeof(float)));
   }

@@ -52,8 +52,8 @@ TEST(PeerExchangeTest, ModelsArriveByRoundAndSender) {
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   for (uint64_t id : {7, 8}) {
-    auto results =
-        sender.SendToAll({r.Ref(1)}, id, /*round=*/3, Model(id), 1.0, In(absl::Seconds(10)));
+    auto results = sender.SendToAll({r.Ref(1)}, id, /*round=*/3, tensor::Share(Model(id)), 1.0,
+                                    In(absl::Seconds(10)));
     ASSERT_TRUE(results[0].ok()) << results[0];
   }
   auto got = r.inbox.Collect(3, {7, 8}, In(absl::Seconds(10)));
@@ -71,20 +71,28 @@ TEST(PeerExchangeTest, WrongShapesAndRepeatsAreRefused) {
   Receiver r(Model(0));
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
-  auto wrong = sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 999), 1.0, In(absl::Seconds(10)));
+  auto wrong =
+      sender.SendToAll({r.Ref(1)}, 7, 1, tensor::Share(Model(1, 999)), 1.0, In(absl::Seconds(10)));
   EXPECT_EQ(wrong[0].code(), absl::StatusCode::kInvalidArgument) << wrong[0];
   tensor::TensorMap extra = Model(1);
   extra["unknown"] = {1};
-  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 7, 1, extra, 1.0, In(absl::Seconds(10)))[0].code(),
+  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 7, 1, tensor::Share(extra), 1.0, In(absl::Seconds(10)))[0]
+                .code(),
             absl::StatusCode::kNotFound);
-  ASSERT_TRUE(sender.SendToAll({r.Ref(1)}, 7, 1, Model(1), 1.0, In(absl::Seconds(10)))[0].ok());
-  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 7, 1, Model(2), 1.0, In(absl::Seconds(10)))[0].code(),
-            absl::StatusCode::kAlreadyExists);
+  ASSERT_TRUE(
+      sender.SendToAll({r.Ref(1)}, 7, 1, tensor::Share(Model(1)), 1.0, In(absl::Seconds(10)))[0]
+          .ok());
+  EXPECT_EQ(
+      sender.SendToAll({r.Ref(1)}, 7, 1, tensor::Share(Model(2)), 1.0, In(absl::Seconds(10)))[0]
+          .code(),
+      absl::StatusCode::kAlreadyExists);
   auto got = r.inbox.Collect(1, {7}, In(absl::Seconds(10)));
   EXPECT_EQ(got.at(7).model, Model(1));  // the first one, untouched by the refused ones
   // The round is over: a late model is refused.
-  EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 9, 1, Model(3), 1.0, In(absl::Seconds(10)))[0].code(),
-            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(
+      sender.SendToAll({r.Ref(1)}, 9, 1, tensor::Share(Model(3)), 1.0, In(absl::Seconds(10)))[0]
+          .code(),
+      absl::StatusCode::kFailedPrecondition);
 }
 
 TEST(PeerExchangeTest, ADeadPeerCostsAtMostTheDeadline) {
@@ -94,7 +102,7 @@ TEST(PeerExchangeTest, ADeadPeerCostsAtMostTheDeadline) {
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   const absl::Time deadline = In(absl::Seconds(3));
-  auto results = sender.SendToAll({dead, r.Ref(1)}, 7, 1, Model(1), 1.0, deadline);
+  auto results = sender.SendToAll({dead, r.Ref(1)}, 7, 1, tensor::Share(Model(1)), 1.0, deadline);
   EXPECT_FALSE(results[0].ok());
   EXPECT_TRUE(results[1].ok()) << results[1];
   EXPECT_LE(absl::Now(), deadline + absl::Seconds(1));
@@ -134,8 +142,10 @@ TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
   Receiver r(Model(0, 1000000), &ingress);
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
-  ASSERT_TRUE(
-      sender.SendToAll({r.Ref(1)}, 7, 1, Model(1, 1000000), 1.0, In(absl::Seconds(30)))[0].ok());
+  ASSERT_TRUE(sender
+                  .SendToAll({r.Ref(1)}, 7, 1, tensor::Share(Model(1, 1000000)), 1.0,
+                             In(absl::Seconds(30)))[0]
+                  .ok());
   const TransferTotals received = r.received.Take();
   EXPECT_GT(received.bytes, 4e6);
   EXPECT_LE(received.bytes / received.seconds, 2e6 * 1.1);
@@ -143,9 +153,10 @@ TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
   Receiver fast(Model(0, 1000000));
   base::TokenBucket egress(2e6, 64e3, base::MonotonicClock::Get());
   PeerSender limited(&egress, sent, rpc::Credentials::Insecure());
-  ASSERT_TRUE(
-      limited.SendToAll({fast.Ref(1)}, 7, 1, Model(1, 1000000), 1.0, In(absl::Seconds(30)))[0]
-          .ok());
+  ASSERT_TRUE(limited
+                  .SendToAll({fast.Ref(1)}, 7, 1, tensor::Share(Model(1, 1000000)), 1.0,
+                             In(absl::Seconds(30)))[0]
+                  .ok());
   const TransferTotals totals = sent.Take();
   EXPECT_LE(totals.bytes / totals.seconds, 2e6 * 1.1);
 }
@@ -222,8 +233,8 @@ std::map<uint64_t, double> EndsByPeer(TransferMeter& meter) {
 TEST(PeerExchangeTest, ALowPriorityTransferYieldsToTheRequiredOnes) {
   SlowAndFastReceivers r;
   const std::vector<absl::Status> results =
-      r.sender.SendToAll({LowPriority(r.fast.Ref(2)), r.slow.Ref(1)}, 7, 1, Model(1, kLarge), 0.5,
-                         In(absl::Seconds(30)));
+      r.sender.SendToAll({LowPriority(r.fast.Ref(2)), r.slow.Ref(1)}, 7, 1,
+                         tensor::Share(Model(1, kLarge)), 0.5, In(absl::Seconds(30)));
   ASSERT_TRUE(results[0].ok()) << results[0];
   ASSERT_TRUE(results[1].ok()) << results[1];
   std::map<uint64_t, double> ends = EndsByPeer(r.sent);
@@ -239,8 +250,8 @@ TEST(PeerExchangeTest, ALowPriorityTransferUsesTheIdleEgressRate) {
   base::TokenBucket egress(20e6, 64e3, base::MonotonicClock::Get());
   PeerSender sender(&egress, r.sent, rpc::Credentials::Insecure());
   const std::vector<absl::Status> results =
-      sender.SendToAll({r.slow.Ref(1), LowPriority(r.fast.Ref(2))}, 7, 1, Model(1, kLarge), 0.5,
-                       In(absl::Seconds(30)));
+      sender.SendToAll({r.slow.Ref(1), LowPriority(r.fast.Ref(2))}, 7, 1,
+                       tensor::Share(Model(1, kLarge)), 0.5, In(absl::Seconds(30)));
   ASSERT_TRUE(results[0].ok()) << results[0];
   ASSERT_TRUE(results[1].ok()) << results[1];
   std::map<uint64_t, double> ends = EndsByPeer(r.sent);
@@ -255,14 +266,14 @@ TEST(PeerExchangeTest, AStarvedLowPriorityTransferEndsAtItsDeadlineOrCancel) {
   base::TokenBucket egress(2e6, 64e3, base::MonotonicClock::Get());
   PeerSender sender(&egress, sent, rpc::Credentials::Insecure());
   egress.Take(10000000);  // 5 s of debt: no idle rate for a while
-  const absl::Status starved =
-      sender.SendOne(LowPriority(r.Ref(1)), 7, 1, Model(1), 0.5, In(absl::Milliseconds(200)));
+  const absl::Status starved = sender.SendOne(LowPriority(r.Ref(1)), 7, 1, tensor::Share(Model(1)),
+                                              0.5, In(absl::Milliseconds(200)));
   EXPECT_EQ(starved.code(), absl::StatusCode::kDeadlineExceeded) << starved;
   EXPECT_TRUE(absl::StrContains(starved.message(), "no idle upload")) << starved;
   TransferCancel cancel;
   cancel.Cancel();
-  const absl::Status cancelled =
-      sender.SendOne(LowPriority(r.Ref(1)), 7, 2, Model(2), 0.5, In(absl::Seconds(30)), &cancel);
+  const absl::Status cancelled = sender.SendOne(
+      LowPriority(r.Ref(1)), 7, 2, tensor::Share(Model(2)), 0.5, In(absl::Seconds(30)), &cancel);
   EXPECT_EQ(cancelled.code(), absl::StatusCode::kCancelled) << cancelled;
   EXPECT_TRUE(absl::StrContains(cancelled.message(), "low-priority")) << cancelled;
   EXPECT_EQ(r.received.Take().transfers, 0);
@@ -392,10 +403,14 @@ TEST(PeerExchangeTest, AModelCarriesItsMass) {
   Receiver r(Model(0));
   TransferMeter sent;
   PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
-  ASSERT_TRUE(sender.SendToAll({r.Ref(1)}, 7, 1, Model(7), 0.25, In(absl::Seconds(10)))[0].ok());
+  ASSERT_TRUE(
+      sender.SendToAll({r.Ref(1)}, 7, 1, tensor::Share(Model(7)), 0.25, In(absl::Seconds(10)))[0]
+          .ok());
   for (double bad : {-1.0, std::nan(""), HUGE_VAL}) {
-    EXPECT_EQ(sender.SendToAll({r.Ref(1)}, 8, 1, Model(8), bad, In(absl::Seconds(10)))[0].code(),
-              absl::StatusCode::kInvalidArgument)
+    EXPECT_EQ(
+        sender.SendToAll({r.Ref(1)}, 8, 1, tensor::Share(Model(8)), bad, In(absl::Seconds(10)))[0]
+            .code(),
+        absl::StatusCode::kInvalidArgument)
         << bad;
   }
   auto got = r.inbox.Collect(1, {7, 8}, In(absl::Seconds(1)));

@@ -2,9 +2,11 @@
 // 127.0.0.1, the coordinator shut down mid-session and a new one started on its port. The
 // trainer's SessionClient resumes with its identity and clock; the new coordinator takes the job
 // over from the store and grants the report the trainer made while it was down.
+#include <atomic>
 #include <memory>
 #include <thread>
 
+#include "absl/synchronization/notification.h"
 #include "client/session_client.h"
 #include "coordinator/coordinator.h"
 #include "coordinator/session_service.h"
@@ -140,6 +142,40 @@ TEST_F(SessionResumeTest, AFinishedLeaveWhileTheCoordinatorIsDownReachesTheNextO
   EXPECT_EQ(status.live_trainers(), 0u);
   ASSERT_EQ(status.trainers_size(), 1);
   EXPECT_EQ(status.trainers(0).state(), "left");
+}
+
+// The caller can give up that wait (Ctrl-C in Python): the Leave returns, the session is closed.
+TEST_F(SessionResumeTest, AFinishedLeaveGivesUpItsWaitWhenTheCallerIsInterrupted) {
+  absl::Notification interrupt;
+  std::atomic<int> asked{0};
+  client::SessionClientOptions options;
+  options.resume_for = absl::Minutes(10);
+  options.interrupted = [&] {
+    ++asked;
+    return interrupt.HasBeenNotified();
+  };
+  v1::Join join;
+  join.set_name("trainer-1");
+  absl::StatusOr<std::unique_ptr<client::SessionClient>> other =
+      client::SessionClient::Connect(address_, join, options);
+  ASSERT_TRUE(other.ok()) << other.status();
+  first_->Kill();
+  absl::Notification left;
+  std::thread leaving([&] {
+    (*other)->Leave("training is done", 0.5, true);
+    left.Notify();
+  });
+  const absl::Time give_up = absl::Now() + absl::Minutes(1);
+  while (asked.load() == 0 && !left.HasBeenNotified() && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(10));
+  }
+  EXPECT_GT(asked.load(), 0) << "the Leave never asked whether to give up";
+  EXPECT_FALSE(left.HasBeenNotified()) << "the Leave waits for a coordinator";
+  interrupt.Notify();
+  // A deadline, not a measure: the wait asks every 200 ms, and would last 10 minutes otherwise.
+  EXPECT_TRUE(left.WaitForNotificationWithTimeout(absl::Minutes(1)));
+  leaving.join();
+  EXPECT_TRUE(absl::IsUnavailable((*other)->ReportClock(Report(2)))) << "the session is closed";
 }
 
 // On a healthy stream the Leave ends the session at once.

@@ -236,12 +236,12 @@ TEST_F(StoreServiceTest, ServesHealthAndRoundTripsLargeTensors) {
           .ok());
   EXPECT_EQ(Live(), model_);
   tensor::TensorMap delta = {{"big", std::vector<float>(3'000'000, 0.5f)}, {"small", {1, 1, 1}}};
-  ASSERT_TRUE(client_->Push(Header(1), delta).ok());
+  ASSERT_TRUE(client_->Push(Header(1), tensor::Share(delta)).ok());
   tensor::TensorMap live = Live();
   EXPECT_FLOAT_EQ(live["big"][1234], model_["big"][1234] + 0.5f);
   EXPECT_EQ(live["small"], (std::vector<float>{2, 3, 4}));
   // The same push again (a retry) changes nothing.
-  ASSERT_TRUE(client_->Push(Header(1), delta).ok());
+  ASSERT_TRUE(client_->Push(Header(1), tensor::Share(delta)).ok());
   EXPECT_EQ(Live(), live);
 }
 
@@ -270,7 +270,7 @@ TEST_F(StoreServiceTest, EveryBadPushGetsItsErrorAndLeavesTheModelUntouched) {
        absl::StatusCode::kFailedPrecondition},
   };
   for (const Case& c : cases) {
-    absl::StatusOr<uint64_t> pushed = client_->Push(c.header, c.delta);
+    absl::StatusOr<uint64_t> pushed = client_->Push(c.header, tensor::Share(c.delta));
     EXPECT_EQ(pushed.status().code(), c.code) << c.what << ": " << pushed.status();
     EXPECT_FALSE(pushed.status().message().empty()) << c.what;
     EXPECT_EQ(Live(), before) << c.what;
@@ -359,10 +359,11 @@ TEST_F(StoreServiceTest, TheJobsRuleNotThePushDecidesHowItIsApplied) {
   ASSERT_EQ(set_membership(v1::APPLY_MODE_IMMEDIATE, 0.5f), grpc::StatusCode::OK);
   v1::PushHeader greedy = Header(1);
   greedy.set_weight(1e30f);  // a push may claim any weight: it gets the job's 1/N
-  ASSERT_TRUE(client_->Push(greedy, {{"small", {2, 2, 2}}}).ok());
+  ASSERT_TRUE(client_->Push(greedy, tensor::Share({{"small", {2, 2, 2}}})).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));
   ASSERT_EQ(set_membership(v1::APPLY_MODE_ROUND, 1), grpc::StatusCode::OK);
-  absl::StatusOr<uint64_t> immediate = client_->Push(Header(2), {{"small", {1, 1, 1}}});
+  absl::StatusOr<uint64_t> immediate =
+      client_->Push(Header(2), tensor::Share({{"small", {1, 1, 1}}}));
   EXPECT_EQ(immediate.status().code(), absl::StatusCode::kFailedPrecondition) << immediate.status();
   EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));
   EXPECT_EQ(Live()["big"], before.at("big"));
@@ -392,7 +393,7 @@ TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
   v1::PushHeader h = Header(1);
   h.set_apply_mode(v1::APPLY_MODE_ROUND);
   h.set_clock(1);
-  ASSERT_TRUE(client_->Push(h, {{"small", {3, 3, 3}}}).ok());
+  ASSERT_TRUE(client_->Push(h, tensor::Share({{"small", {3, 3, 3}}})).ok());
   EXPECT_EQ(client_->Pull(1).status().code(), absl::StatusCode::kFailedPrecondition);
   grpc::ClientContext ctx;
   v1::CloseRoundRequest close;
@@ -419,7 +420,7 @@ TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
 // for the coordinator (UNAVAILABLE), is retried with backoff and goes through once the membership
 // arrives, applied once.
 TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
-  ASSERT_TRUE(client_->Push(Header(1), {{"small", {1, 1, 1}}}).ok());
+  ASSERT_TRUE(client_->Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
   store::DurableState state = store_.table.Durable();
   store_.server->Shutdown();
 
@@ -436,7 +437,9 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   ASSERT_EQ(port, store_.port);
 
   absl::Status pushed = absl::UnknownError("not yet");
-  std::thread trainer([&] { pushed = client_->Push(Header(2), {{"small", {1, 1, 1}}}).status(); });
+  std::thread trainer([&] {
+    pushed = client_->Push(Header(2), tensor::Share({{"small", {1, 1, 1}}})).status();
+  });
   auto& unavailable = metrics.rejected.Add({{"code", "unavailable"}});
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (unavailable.Value() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
@@ -446,7 +449,7 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   EXPECT_TRUE(pushed.ok()) << pushed;
   EXPECT_EQ(Live()["small"], (std::vector<float>{3, 4, 5}));
   // The retried sequence 1 stays applied once.
-  EXPECT_TRUE(client_->Push(Header(1), {{"small", {1, 1, 1}}}).ok());
+  EXPECT_TRUE(client_->Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{3, 4, 5}));
   store_.server->Shutdown();  // before `service` goes
   store_.server.reset();
@@ -457,13 +460,14 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
 // old incarnation, and nothing is applied), re-sends what the checkpoint does not hold, weighted
 // as pushed, then the push itself.
 TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
-  ASSERT_TRUE(client_->Push(Header(1), {{"small", {1, 1, 1}}}).ok());
+  ASSERT_TRUE(client_->Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
   store::DurableState state = store_.table.Durable();  // the checkpoint holds push 1...
   store_.table.Saved(state.epoch);
   v1::PushHeader half = Header(2);
   half.set_weight(0.5f);
-  ASSERT_TRUE(client_->Push(half, {{"small", {2, 2, 2}}}).ok());  // ...not pushes 2 and 3
-  ASSERT_TRUE(client_->Push(Header(3), {{"small", {1, 1, 1}}}).ok());
+  ASSERT_TRUE(
+      client_->Push(half, tensor::Share({{"small", {2, 2, 2}}})).ok());  // ...not pushes 2 and 3
+  ASSERT_TRUE(client_->Push(Header(3), tensor::Share({{"small", {1, 1, 1}}})).ok());
   store_.server->Shutdown();
 
   prometheus::Registry registry;
@@ -497,12 +501,12 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
   EXPECT_EQ(RawPush(messages), grpc::StatusCode::ABORTED);
   EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));  // push 1 only
 
-  ASSERT_TRUE(client_->Push(Header(4), {{"small", {1, 1, 1}}}).ok());
+  ASSERT_TRUE(client_->Push(Header(4), tensor::Share({{"small", {1, 1, 1}}})).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{5, 6, 7}));  // 1..4, each once
-  ASSERT_TRUE(client_->Push(Header(5), {{"small", {1, 1, 1}}}).ok());
+  ASSERT_TRUE(client_->Push(Header(5), tensor::Share({{"small", {1, 1, 1}}})).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{6, 7, 8}));  // nothing re-sent twice
   // Sequence 3 went in with the re-sent sum: a retry of it is a duplicate.
-  ASSERT_TRUE(client_->Push(Header(3), {{"small", {1, 1, 1}}}).ok());
+  ASSERT_TRUE(client_->Push(Header(3), tensor::Share({{"small", {1, 1, 1}}})).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{6, 7, 8}));
   store_.server->Shutdown();  // before `service` goes
   store_.server.reset();
@@ -523,13 +527,14 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
     return table.CloseRound({round, {{{kTrainer, 1}, cut}}, v1::AGGREGATION_SCALED, 1.0});
   };
   const tensor::TensorMap one = {{"small", {1, 1, 1}}};
-  ASSERT_TRUE(client_->Push(round_push(1), one).ok());
+  ASSERT_TRUE(client_->Push(round_push(1), tensor::Share(one)).ok());
   ASSERT_TRUE(close(store_.table, 1, 1).ok());
   store::DurableState state = store_.table.Durable();  // round 1, nothing pending
   store_.table.Saved(state.epoch);
-  ASSERT_TRUE(client_->Push(round_push(2), one).ok());
+  ASSERT_TRUE(client_->Push(round_push(2), tensor::Share(one)).ok());
   ASSERT_TRUE(close(store_.table, 2, 2).ok());
-  ASSERT_TRUE(client_->Push(round_push(3), one).ok());  // pending when the shard dies
+  ASSERT_TRUE(
+      client_->Push(round_push(3), tensor::Share(one)).ok());  // pending when the shard dies
   store_.server->Shutdown();
 
   prometheus::Registry registry;
@@ -547,7 +552,7 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
   ASSERT_EQ(port, store_.port);
   EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));  // push 1 only
 
-  ASSERT_TRUE(client_->Push(round_push(4), one).ok());
+  ASSERT_TRUE(client_->Push(round_push(4), tensor::Share(one)).ok());
   const absl::StatusOr<store::CloseResult> closed = close(restarted, 4, 4);
   ASSERT_TRUE(closed.ok()) << closed.status();
   EXPECT_EQ(closed->pushes, 2u);                              // the re-sent sum and push 4

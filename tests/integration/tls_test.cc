@@ -182,11 +182,12 @@ class StoreTlsTest : public ::testing::Test {
 };
 
 TEST_F(StoreTlsTest, ATrainerPushesOnlyUnderItsOwnId) {
-  ASSERT_TRUE(Client("alice")->Push(Header(kAlice, 1), {{"w", {1, 1, 1}}}).ok());
+  ASSERT_TRUE(Client("alice")->Push(Header(kAlice, 1), tensor::Share({{"w", {1, 1, 1}}})).ok());
   const tensor::TensorMap before = Model();
   EXPECT_EQ(before.at("w"), (std::vector<float>{2, 3, 4}));
 
-  absl::StatusOr<uint64_t> forged = Client("alice")->Push(Header(kBob, 1), {{"w", {9, 9, 9}}});
+  absl::StatusOr<uint64_t> forged =
+      Client("alice")->Push(Header(kBob, 1), tensor::Share({{"w", {9, 9, 9}}}));
   EXPECT_EQ(forged.status().code(), absl::StatusCode::kPermissionDenied) << forged.status();
   EXPECT_NE(forged.status().message().find("trainer alice may not send a push for trainer id 2"),
             std::string::npos)
@@ -195,8 +196,8 @@ TEST_F(StoreTlsTest, ATrainerPushesOnlyUnderItsOwnId) {
   EXPECT_EQ(Rejected("permission_denied"), 1);
 
   // Bob's own certificate, and a trainer pool certificate, may push as bob.
-  EXPECT_TRUE(Client("bob")->Push(Header(kBob, 1), {{"w", {1, 1, 1}}}).ok());
-  EXPECT_TRUE(Client("pool")->Push(Header(kBob, 2), {{"w", {1, 1, 1}}}).ok());
+  EXPECT_TRUE(Client("bob")->Push(Header(kBob, 1), tensor::Share({{"w", {1, 1, 1}}})).ok());
+  EXPECT_TRUE(Client("pool")->Push(Header(kBob, 2), tensor::Share({{"w", {1, 1, 1}}})).ok());
   EXPECT_EQ(Model().at("w"), (std::vector<float>{4, 5, 6}));
 }
 
@@ -225,7 +226,7 @@ TEST_F(StoreTlsTest, OnlyTheCoordinatorSetsMembersAndClosesRounds) {
             grpc::StatusCode::PERMISSION_DENIED);
   // Membership unchanged: alice still pushes, and the refusals changed nothing.
   EXPECT_EQ(Model(), before);
-  EXPECT_TRUE(Client("alice")->Push(Header(kAlice, 1), {{"w", {1, 1, 1}}}).ok());
+  EXPECT_TRUE(Client("alice")->Push(Header(kAlice, 1), tensor::Share({{"w", {1, 1, 1}}})).ok());
 }
 
 TEST_F(StoreTlsTest, InitializeAndPushesNeedANamedMember) {
@@ -234,7 +235,8 @@ TEST_F(StoreTlsTest, InitializeAndPushesNeedANamedMember) {
   const tensor::TensorMap before = Model();
   absl::Status initialize = Client("alice")->Initialize(Header(kBob, 0), {{"x", {1}}});
   EXPECT_EQ(initialize.code(), absl::StatusCode::kPermissionDenied) << initialize;
-  absl::StatusOr<uint64_t> unknown = Client("alice")->Push(Header(99, 1), {{"w", {9, 9, 9}}});
+  absl::StatusOr<uint64_t> unknown =
+      Client("alice")->Push(Header(99, 1), tensor::Share({{"w", {9, 9, 9}}}));
   EXPECT_EQ(unknown.status().code(), absl::StatusCode::kUnavailable) << unknown.status();
   EXPECT_NE(unknown.status().message().find("no name in this shard's membership"),
             std::string::npos)
@@ -273,9 +275,10 @@ TEST_F(StoreTlsTest, ARestoredShardKeepsTheNames) {
                                                  tensor::kDefaultChunkBytes, client::LinkLimits{},
                                                  /*retry_for=*/absl::Seconds(1));
   };
-  absl::StatusOr<uint64_t> forged = client("alice")->Push(Header(kBob, 1), {{"w", {9, 9, 9}}});
+  absl::StatusOr<uint64_t> forged =
+      client("alice")->Push(Header(kBob, 1), tensor::Share({{"w", {9, 9, 9}}}));
   EXPECT_EQ(forged.status().code(), absl::StatusCode::kPermissionDenied) << forged.status();
-  EXPECT_TRUE(client("bob")->Push(Header(kBob, 1), {{"w", {1, 1, 1}}}).ok());
+  EXPECT_TRUE(client("bob")->Push(Header(kBob, 1), tensor::Share({{"w", {1, 1, 1}}})).ok());
 }
 
 // A name the coordinator never gives (one that would forge a log line) is refused: it would also
@@ -290,7 +293,7 @@ TEST_F(StoreTlsTest, AMembershipWithABadNameIsRefused) {
   bad.set_immediate_weight(1);
   EXPECT_EQ(SetMembership("coordinator", bad).code(), absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(store_.table.NameOf(kAlice), "alice");
-  EXPECT_TRUE(Client("alice")->Push(Header(kAlice, 1), {{"w", {1, 1, 1}}}).ok());
+  EXPECT_TRUE(Client("alice")->Push(Header(kAlice, 1), tensor::Share({{"w", {1, 1, 1}}})).ok());
 }
 
 TEST_F(StoreTlsTest, NoCertificateOrAnotherCasCertificateGetsNothing) {
@@ -298,7 +301,7 @@ TEST_F(StoreTlsTest, NoCertificateOrAnotherCasCertificateGetsNothing) {
   // Another job's certificate, signed by the same CA: its own client refuses the store (another
   // trust domain) ...
   absl::StatusOr<uint64_t> other_job =
-      Client("other-job-alice")->Push(Header(kAlice, 1), {{"w", {9, 9, 9}}});
+      Client("other-job-alice")->Push(Header(kAlice, 1), tensor::Share({{"w", {9, 9, 9}}}));
   EXPECT_EQ(other_job.status().code(), absl::StatusCode::kUnavailable) << other_job.status();
   // ... and a client that checks no server gets through the handshake, to be refused by the store.
   grpc::experimental::TlsChannelCredentialsOptions lenient;
@@ -322,7 +325,8 @@ TEST_F(StoreTlsTest, NoCertificateOrAnotherCasCertificateGetsNothing) {
   // the store, and by the store, which does not trust the certificate).
   for (const char* who : {"", "forged-alice", "forged-alice-trusting-the-job"}) {
     auto client = Client(who);
-    absl::StatusOr<uint64_t> pushed = client->Push(Header(kAlice, 1), {{"w", {9, 9, 9}}});
+    absl::StatusOr<uint64_t> pushed =
+        client->Push(Header(kAlice, 1), tensor::Share({{"w", {9, 9, 9}}}));
     EXPECT_EQ(pushed.status().code(), absl::StatusCode::kUnavailable) << who << pushed.status();
     EXPECT_FALSE(client->Pull(-1).ok()) << who;
   }
@@ -391,7 +395,7 @@ TEST(CoordinatorTlsTest, ATrainerJoinsOnlyUnderItsCertificatesName) {
   header.set_incarnation((*alice)->welcome().incarnation());
   ASSERT_TRUE(store_client.Initialize(header, {{"w", {0, 0}}}).ok());
   header.set_sequence(1);
-  EXPECT_TRUE(store_client.Push(header, {{"w", {1, 1}}}).ok());
+  EXPECT_TRUE(store_client.Push(header, tensor::Share({{"w", {1, 1}}})).ok());
 
   // Any process of the job may read the status.
   auto status_stub = v1::Coordinator::NewStub(
@@ -456,7 +460,8 @@ TEST_F(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   client::TransferMeter sent;
   client::PeerSender from_store(nullptr, sent, Certificates::Get().Of("store"));
-  absl::Status refused = from_store.SendOne(bob, kAlice, 1, {{"w", {5, 5}}}, 1.0, deadline);
+  absl::Status refused =
+      from_store.SendOne(bob, kAlice, 1, tensor::Share({{"w", {5, 5}}}), 1.0, deadline);
   EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
   client::PeerSender from_alice(nullptr, sent, Certificates::Get().Of("alice"));
   // Once the coordinator named alice's id, bob cannot send a model as hers.
@@ -466,10 +471,12 @@ TEST_F(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
   named->set_name("alice");
   inbox.NamePeers(exchange);
   client::PeerSender from_bob(nullptr, sent, Certificates::Get().Of("bob"));
-  absl::Status forged = from_bob.SendOne(bob, kAlice, 1, {{"w", {6, 6}}}, 1.0, deadline);
+  absl::Status forged =
+      from_bob.SendOne(bob, kAlice, 1, tensor::Share({{"w", {6, 6}}}), 1.0, deadline);
   EXPECT_EQ(forged.code(), absl::StatusCode::kPermissionDenied) << forged;
   EXPECT_EQ(refusals, 2) << "both refusals counted";
-  ASSERT_TRUE(from_alice.SendOne(bob, kAlice, 1, {{"w", {1, 2}}}, 1.0, deadline).ok());
+  ASSERT_TRUE(
+      from_alice.SendOne(bob, kAlice, 1, tensor::Share({{"w", {1, 2}}}), 1.0, deadline).ok());
   auto got = inbox.Collect(1, {kAlice}, deadline);
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[kAlice].model.at("w"), (std::vector<float>{1, 2}));
@@ -488,11 +495,13 @@ TEST_F(PeerTlsTest, AnUnannouncedSenderIsRefused) {
   const absl::Time deadline = absl::Now() + absl::Seconds(10);
   client::TransferMeter sent;
   client::PeerSender from_bob(nullptr, sent, Certificates::Get().Of("bob"));
-  const absl::Status refused = from_bob.SendOne(bob, kBob, 4, {{"w", {6, 6}}}, 1.0, deadline);
+  const absl::Status refused =
+      from_bob.SendOne(bob, kBob, 4, tensor::Share({{"w", {6, 6}}}), 1.0, deadline);
   EXPECT_EQ(refused.code(), absl::StatusCode::kPermissionDenied) << refused;
   EXPECT_EQ(refusals, 1);
   client::PeerSender from_alice(nullptr, sent, Certificates::Get().Of("alice"));
-  ASSERT_TRUE(from_alice.SendOne(bob, kAlice, 4, {{"w", {1, 2}}}, 1.0, deadline).ok());
+  ASSERT_TRUE(
+      from_alice.SendOne(bob, kAlice, 4, tensor::Share({{"w", {1, 2}}}), 1.0, deadline).ok());
   auto got = inbox.Collect(4, {kAlice, kBob}, absl::Now());
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[kAlice].model.at("w"), (std::vector<float>{1, 2}));

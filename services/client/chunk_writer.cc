@@ -1,0 +1,37 @@
+#include "client/chunk_writer.h"
+
+#include "rpc/chunk_frames.h"
+
+namespace syncopate::client {
+
+bool WriteChunks(grpc::ClientWriterInterface<grpc::ByteBuffer>& writer,
+                 const tensor::SharedTensorMap& model, const TensorEntries& tensors,
+                 uint32_t chunk_bytes, const std::function<bool(size_t bytes)>& before,
+                 uint64_t* written) {
+  bool ok = true;
+  for (const auto* entry : tensors) {
+    if (!ok) break;
+    const absl::Span<const float> values = entry->second;
+    tensor::ForEachChunkRange(values.size(), chunk_bytes, [&](size_t offset, size_t count) {
+      if (!ok) return;
+      const size_t bytes = count * sizeof(float);
+      if (before && !before(bytes)) {
+        ok = false;
+        return;
+      }
+      ok = writer.Write(
+          rpc::EncodeChunkMessage(entry->first, offset, values.subspan(offset, count), model));
+      if (ok && written != nullptr) *written += bytes;
+    });
+  }
+  return ok;
+}
+
+TensorEntries AllEntries(const tensor::TensorMap& model) {
+  TensorEntries entries;
+  entries.reserve(model.size());
+  for (const auto& entry : model) entries.push_back(&entry);
+  return entries;
+}
+
+}  // namespace syncopate::client
