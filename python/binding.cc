@@ -119,6 +119,12 @@ class PySession {
     o.session.eval_interval = Seconds(options_["eval_interval"].cast<double>());
     o.session.directive_timeout = Seconds(options_["directive_timeout"].cast<double>());
     o.session.interrupted = [this] { return CheckSignals(); };
+    // A stop request (SIGTERM) does not cut the final Leave's wait short; an exception a signal
+    // handler raised (Ctrl-C) does.
+    o.leave_interrupted = [this] {
+      CheckSignals();
+      return interrupted_.load();
+    };
     absl::Status status;
     {
       py::gil_scoped_release release;

@@ -55,7 +55,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
   SessionClientOptions session_options;
   session_options.join_timeout = options.join_timeout;
   session_options.credentials = options.credentials;
-  session_options.interrupted = options.session.interrupted;
+  session_options.interrupted = options.leave_interrupted;
   ASSIGN_OR_RETURN(job->coordinator_,
                    SessionClient::Connect(options.coordinator, join, session_options));
   const v1::Welcome& welcome = job->coordinator_->welcome();

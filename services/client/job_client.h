@@ -38,6 +38,9 @@ struct JobOptions {
   std::string ready_file;
   std::string trace_file;
   SessionOptions session;
+  // Asked while a finished Leave waits for a restarting coordinator: true gives that wait up
+  // (SessionClientOptions::interrupted). Empty: it waits its full time.
+  std::function<bool()> leave_interrupted;
 };
 
 // Not thread-safe, like the Session it holds.

@@ -1,6 +1,7 @@
 #include "client/protocol.h"
 
 #include <algorithm>
+#include <atomic>
 #include <thread>
 #include <utility>
 
@@ -355,7 +356,12 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
   const std::map<uint64_t, PeerModel> received =
       peers_->inbox.Collect(exchange.round(), senders, deadline);
   send.join();
-  own = sending.use_count() == 1 ? std::move(*sending) : *sending;
+  if (sending.use_count() == 1) {
+    std::atomic_thread_fence(std::memory_order_acquire);  // gRPC's reads are done (as Writable)
+    own = std::move(*sending);
+  } else {
+    own = *sending;
+  }
   ExchangeOutcome outcome;
   outcome.received = static_cast<int>(received.size());
   outcome.missed = static_cast<int>(senders.size() - received.size());

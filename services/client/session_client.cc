@@ -297,16 +297,17 @@ void SessionClient::Leave(const std::string& reason, std::optional<double> final
   // state "done", the final accuracy it carries); any other waits kLeaveGrace.
   const absl::Time deadline = absl::Now() + (finished ? options_.resume_for : kLeaveGrace);
   auto done = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stream_done_; };
+  const bool interruptible = finished && options_.interrupted;
   for (;;) {
     {
       absl::MutexLock lock(&mu_);
       const absl::Duration left = deadline - absl::Now();
       if (stream_done_ || left <= absl::ZeroDuration()) break;
-      const absl::Duration slice = options_.interrupted ? std::min(left, kInterruptPoll) : left;
+      const absl::Duration slice = interruptible ? std::min(left, kInterruptPoll) : left;
       if (mu_.AwaitWithTimeout(absl::Condition(&done), slice)) break;
     }
     // Asked without the lock: the caller's check may wait for its own locks (Python's GIL).
-    if (options_.interrupted && options_.interrupted()) {
+    if (interruptible && options_.interrupted()) {
       spdlog::warn("interrupted while the Leave waited for the coordinator: leaving without it");
       break;
     }

@@ -29,8 +29,8 @@ struct SessionClientOptions {
   base::BackoffOptions backoff{absl::Milliseconds(100), absl::Seconds(1), 2.0};
   // This trainer's certificate (default: none, --insecure).
   rpc::Credentials credentials;
-  // Asked every 200 ms (as a session's waits ask SessionOptions::interrupted) while a finished
-  // Leave waits for a resume: true gives the wait up (the caller was interrupted). May be empty.
+  // Asked every 200 ms while a finished Leave waits for a resume: true gives the wait up (the
+  // caller was interrupted). Other Leaves do not ask. May be empty.
   std::function<bool()> interrupted;
 };
 

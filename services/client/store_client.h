@@ -48,7 +48,8 @@ class StoreClient final : public StoreLink {
 
   size_t shard_count() const { return stubs_.size(); }
 
-  // Creates the tensors on their shards (no-op where they exist).
+  // Creates the tensors on their shards (no-op where they exist). Sends a copy of `values` (one
+  // model's worth of memory while it is sent).
   absl::Status Initialize(const v1::PushHeader& header, const tensor::TensorMap& values) override;
 
   // Pushes a delta; a retry sends the same push (same sequence), and the store's idempotency key

@@ -1,8 +1,9 @@
 // Tensor chunks encoded for the wire without copying their bytes: the message a Push, Pull or
 // peer Exchange stream carries for one chunk, as a grpc::ByteBuffer whose bytes are exactly what
 // protobuf writes for it, and whose payload is a slice pointing into the caller's memory. The
-// slice holds a reference to that memory's owner until gRPC is done with it, so a sender never
-// copies a tensor between its memory and the socket, and never has to guess when gRPC lets go.
+// slice holds a reference to that memory's owner until gRPC is done with it, so the sender makes
+// no copy of its own (TLS still encrypts into its own buffers), and never has to guess when gRPC
+// lets go.
 #ifndef SYNCOPATE_RPC_CHUNK_FRAMES_H_
 #define SYNCOPATE_RPC_CHUNK_FRAMES_H_
 

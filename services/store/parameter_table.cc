@@ -522,7 +522,8 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
   const double factor = request.aggregation == v1::AGGREGATION_MEAN
                             ? (weight_sum > 0 ? 1.0 / weight_sum : 0.0)
                             : request.scale;
-  for (const PendingPush& p : taken) {  // the copies first, as in Apply
+  for (const PendingPush& p :
+       taken) {  // the copies first, so the model changes whole or not at all
     for (const tensor::TensorSpec& spec : p.push->tensors) Writable(tensors_.at(spec.name));
   }
   double grows = 0;

@@ -25,8 +25,9 @@ namespace syncopate::store {
 // checkpoint. Shared between concurrent pulls. Taking one copies no values: each tensor's values
 // are shared with the live model until a push or a close changes that tensor, which then writes a
 // fresh copy (copy on write), so what a snapshot holds never changes. The cost: while a snapshot
-// is held (a pull streaming, a checkpoint encoding), the next write to each of its tensors copies
-// that tensor under the table's exclusive lock.
+// is held (a pull streaming, a checkpoint encoding, a kept round: in round modes the newest round
+// always shares the live tensors, so each close copies the tensors it changes), the next write to
+// each of its tensors copies that tensor under the table's exclusive lock.
 struct ModelSnapshot {
   int64_t round = -1;  // -1 for the live model
   int64_t live_version = 0;

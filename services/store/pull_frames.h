@@ -21,9 +21,9 @@ class PullFrames {
  public:
   PullFrames(std::shared_ptr<const ModelSnapshot> snapshot, uint32_t chunk_bytes);
 
-  // The next message, false after the last; then the snapshot is let go (the messages in flight
-  // hold what they need), so that pushes need not copy what it shares (ModelSnapshot). Payload
-  // bytes so far are in bytes().
+  // The next message, false after the last; then this lets the snapshot go (each message in flight
+  // still holds it), so that pushes need not copy what it shares (ModelSnapshot) once the stream
+  // is sent. Payload bytes so far are in bytes().
   bool Next(grpc::ByteBuffer* message);
   uint64_t bytes() const { return bytes_; }
 
