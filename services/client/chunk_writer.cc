@@ -34,4 +34,11 @@ TensorEntries AllEntries(const tensor::TensorMap& model) {
   return entries;
 }
 
+void AddSpecs(const TensorEntries& tensors, v1::PushHeader* header) {
+  for (const auto* entry : tensors) {
+    tensor::ToProto({entry->first, {static_cast<int64_t>(entry->second.size())}},
+                    header->add_tensors());
+  }
+}
+
 }  // namespace syncopate::client

@@ -11,6 +11,7 @@
 
 #include "grpcpp/support/byte_buffer.h"
 #include "grpcpp/support/sync_stream.h"
+#include "syncopate/v1/store.pb.h"
 #include "tensor/tensor.h"
 
 namespace syncopate::client {
@@ -29,6 +30,9 @@ bool WriteChunks(grpc::ClientWriterInterface<grpc::ByteBuffer>& writer,
 
 // Every entry of `model`, in its order.
 TensorEntries AllEntries(const tensor::TensorMap& model);
+
+// Names `tensors` (their specs, in order) in a push stream's header, which WriteChunks follows.
+void AddSpecs(const TensorEntries& tensors, v1::PushHeader* header);
 
 }  // namespace syncopate::client
 

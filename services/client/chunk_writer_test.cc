@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "rpc/byte_buffer_testing.h"
 #include "syncopate/v1/store.pb.h"
 
 namespace syncopate::client {
@@ -14,13 +15,7 @@ class RecordingWriter final : public grpc::ClientWriterInterface<grpc::ByteBuffe
  public:
   bool Write(const grpc::ByteBuffer& message, grpc::WriteOptions) override {
     if (written.size() >= fail_after) return false;
-    std::vector<grpc::Slice> slices;
-    EXPECT_TRUE(message.Dump(&slices).ok());
-    std::string bytes;
-    for (const grpc::Slice& s : slices) {
-      bytes.append(reinterpret_cast<const char*>(s.begin()), s.size());
-    }
-    written.push_back(std::move(bytes));
+    written.push_back(rpc::testing::Flatten(message));
     return true;
   }
   bool WritesDone() override { return true; }

@@ -470,13 +470,12 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
   header->set_mass_ledger(ledger_);
   header->set_mass_sent_total(booked.sent_total);
   header->set_receiver_incarnation(peer.incarnation());
-  for (const auto& [name, values] : *model) {
-    tensor::ToProto({name, {static_cast<int64_t>(values.size())}}, header->add_tensors());
-  }
+  const TensorEntries entries = AllEntries(*model);
+  AddSpecs(entries, header);
   uint64_t bytes = 0;
   if (writer->Write(rpc::EncodeMessage(message))) {
     WriteChunks(
-        *writer, model, AllEntries(*model), chunk_bytes,
+        *writer, model, entries, chunk_bytes,
         [&](size_t chunk) {
           if (cancel != nullptr && cancel->cancelled()) return false;
           if (low) return await_idle(chunk);

@@ -85,10 +85,7 @@ absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHe
   v1::PushMessage first;
   *first.mutable_header() = header;
   if (!initialize) first.mutable_header()->set_shard_incarnation(shard_incarnation_[shard]);
-  for (const auto* t : tensors) {
-    tensor::ToProto({t->first, {static_cast<int64_t>(t->second.size())}},
-                    first.mutable_header()->add_tensors());
-  }
+  AddSpecs(tensors, first.mutable_header());
   if (writer->Write(rpc::EncodeMessage(first))) {
     WriteChunks(*writer, model, tensors, chunk_bytes_, [&](size_t bytes) {
       base::PaceThrough(limits_.egress, bytes);

@@ -4,20 +4,13 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "rpc/byte_buffer_testing.h"
 #include "syncopate/v1/store.pb.h"
 
 namespace syncopate::rpc {
 namespace {
 
-std::string Flatten(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(buffer.Dump(&slices).ok());
-  std::string out;
-  for (const grpc::Slice& s : slices) {
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  }
-  return out;
-}
+using testing::Flatten;
 
 // What protobuf writes for the same chunk.
 std::string Protobuf(const std::string& tensor, uint64_t offset, const std::vector<float>& values) {

@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "gtest/gtest.h"
+#include "rpc/byte_buffer_testing.h"
 #include "store/test_pushes.h"
 #include "syncopate/v1/store.pb.h"
 #include "tensor/tensor.h"
@@ -11,14 +12,7 @@
 namespace syncopate::store {
 namespace {
 
-std::string Flatten(const grpc::ByteBuffer& buffer) {
-  std::vector<grpc::Slice> slices;
-  EXPECT_TRUE(buffer.Dump(&slices).ok());
-  std::string out;
-  for (const grpc::Slice& s : slices)
-    out.append(reinterpret_cast<const char*>(s.begin()), s.size());
-  return out;
-}
+using rpc::testing::Flatten;
 
 std::shared_ptr<const ModelSnapshot> MakeSnapshot(
     const std::vector<std::pair<std::string, size_t>>& tensors) {
