@@ -22,6 +22,7 @@
 #include "client/store_client.h"
 #include "data_plane.h"
 #include "prometheus/registry.h"
+#include "rpc/chunk_payload.h"
 #include "rpc/grpc_util.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
@@ -73,6 +74,19 @@ double TcpRoundTripSeconds(size_t bytes) {
   return seconds;
 }
 
+// `values` as a received chunk's payload: in gRPC's 64 KiB receive buffers, starting at an odd
+// byte (behind the message's fields), so that values are unaligned and some straddle two buffers.
+rpc::ChunkPayload ReceivedPayload(const std::vector<float>& values) {
+  constexpr size_t kBuffer = 64 << 10, kLead = 13;
+  std::string bytes(kLead, '\0');
+  bytes.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+  std::vector<grpc::Slice> slices;
+  for (size_t at = 0; at < bytes.size(); at += kBuffer) {
+    slices.emplace_back(bytes.data() + at, std::min(kBuffer, bytes.size() - at));
+  }
+  return rpc::ChunkPayload(std::move(slices), kLead, values.size() * sizeof(float));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -122,15 +136,14 @@ int main(int argc, char** argv) {
     if (!round.ok()) return 1;
     round_pull_gbps.push_back(bytes / absl::ToDoubleSeconds(absl::Now() - round_start) / 1e9);
 
-    // Apply alone: a staged push of the same size straight into the table.
+    // Apply alone: a staged push of the same size straight into the table, its payloads laid
+    // out as a push's arrive (ReceivedPayload).
     store::StagedPush staged;
     staged.header = header;
     staged.header.set_sequence(1000 + r);
     for (const auto& [name, values] : model) {
       staged.tensors.push_back({name, {static_cast<int64_t>(values.size())}});
-      staged.chunks.push_back({staged.tensors.size() - 1, 0,
-                               std::string(reinterpret_cast<const char*>(values.data()),
-                                           values.size() * sizeof(float))});
+      staged.chunks.push_back({staged.tensors.size() - 1, 0, ReceivedPayload(values)});
     }
     const absl::Time apply_start = absl::Now();
     if (!table.Apply(std::move(staged)).ok()) return 1;

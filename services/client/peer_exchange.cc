@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <random>
 #include <thread>
 
@@ -24,7 +23,7 @@ tensor::TensorMap ToTensorMap(const store::StagedPush& push) {
   }
   for (const store::StagedChunk& chunk : push.chunks) {
     std::vector<float>& values = model[push.tensors[chunk.tensor_index].name];
-    std::memcpy(values.data() + chunk.offset, chunk.values(), chunk.bytes.size());
+    chunk.payload.CopyTo(reinterpret_cast<char*>(values.data() + chunk.offset));
   }
   return model;
 }
@@ -274,15 +273,16 @@ PeerService::PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::T
       authorizer_(std::move(authorizer)),
       watchdog_(watchdog) {}
 
-grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackServerContext* ctx,
-                                                                v1::ExchangeReply*) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* PeerService::Exchange(grpc::CallbackServerContext* ctx,
+                                                                 grpc::ByteBuffer* response) {
   absl::StatusOr<std::optional<rpc::Identity>> caller =
       authorizer_.Require(*ctx, "Exchange", {rpc::Role::kTrainer});
   if (!caller.ok()) return new store::RefusedPush(rpc::ToGrpcStatus(caller.status()));
   const absl::Time start = absl::Now();
   return new store::PushReactor(
       lookup_,
-      [this, start, caller = *std::move(caller)](absl::StatusOr<store::StagedPush> push) {
+      [this, start, caller = *std::move(caller)](absl::StatusOr<store::StagedPush> push,
+                                                 grpc::ByteBuffer* response) {
         if (!push.ok()) return rpc::ToGrpcStatus(push.status());
         const uint64_t sender = push->header.trainer_id();
         // A sender the coordinator named already is checked now; one named later, when its model
@@ -302,17 +302,16 @@ grpc::ServerReadReactor<v1::PushMessage>* PeerService::Exchange(grpc::CallbackSe
                 absl::StrCat("a peer model's mass must be finite and not negative, got ", m));
           }
         }
-        uint64_t bytes = 0;
-        for (const store::StagedChunk& chunk : push->chunks) bytes += chunk.bytes.size();
-        received_.Record(sender, bytes, start, absl::Now());
+        received_.Record(sender, push->payload_bytes, start, absl::Now());
         absl::Status deposited = inbox_.Deposit(push->header.clock(), sender, ToTensorMap(*push),
                                                 caller ? caller->name : "", mass, ledger);
         if (absl::IsPermissionDenied(deposited)) {
           deposited = authorizer_.Refuse("Exchange", std::move(deposited));
         }
+        if (deposited.ok()) *response = rpc::EncodeMessage(v1::ExchangeReply());
         return rpc::ToGrpcStatus(deposited);
       },
-      /*open=*/nullptr,
+      response, /*open=*/nullptr,
       [this](size_t payload) { return ingress_ ? ingress_->Take(payload) : absl::ZeroDuration(); },
       watchdog_, ctx);
 }

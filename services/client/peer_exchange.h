@@ -197,8 +197,10 @@ store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 // (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited; a model the inbox refuses by its sender
 // (another trainer's name, not a sender of the round's plan: PERMISSION_DENIED) is counted as a
 // refused call.
-// Served with gRPC's callback API: a stream paced by `ingress` waits on a timer, not a thread.
-class PeerService final : public v1::Peer::CallbackService {
+// Served with gRPC's callback API: a stream paced by `ingress` waits on a timer, not a thread. The
+// stream is read raw, its payloads decoded without a copy (store/push_reactor.h).
+class PeerService final
+    : public v1::Peer::WithRawCallbackMethod_Exchange<v1::Peer::CallbackService> {
  public:
   // `authorizer` allows a stream only from a trainer (docs/security.md). With a `watchdog`
   // (outliving the server), a stream quiet for its idle time is cancelled.
@@ -206,8 +208,9 @@ class PeerService final : public v1::Peer::CallbackService {
               TransferMeter& received, rpc::Authorizer authorizer,
               rpc::StreamWatchdog* watchdog = nullptr);
 
-  grpc::ServerReadReactor<v1::PushMessage>* Exchange(grpc::CallbackServerContext* context,
-                                                     v1::ExchangeReply* reply) override;
+  // A stream of v1::PushMessage in, a v1::ExchangeReply out.
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Exchange(grpc::CallbackServerContext* context,
+                                                      grpc::ByteBuffer* response) override;
 
  private:
   ExchangeInbox& inbox_;

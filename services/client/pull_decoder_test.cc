@@ -67,6 +67,21 @@ TEST(PullDecoderTest, AssemblesWhatProtobufEncodedAcrossAnySliceBoundaries) {
   }
 }
 
+TEST(PullDecoderTest, TakesChunksOutOfOrderAndLeavesZerosWhereNoneCame) {
+  // Chunks come in order from every sender (the tensor then grows without being zeroed first);
+  // any other order still lands each chunk at its offset.
+  PullDecoder decoder;
+  ASSERT_TRUE(decoder.Add(Buffer(Header({{"w", 6}, {"b", 2}, {"c", 2}}))).ok());
+  ASSERT_TRUE(decoder.Add(Buffer(Chunk("w", 4, {5, 6}), {9})).ok());
+  ASSERT_TRUE(decoder.Add(Buffer(Chunk("w", 0, {1, 2}), {9})).ok());
+  ASSERT_TRUE(decoder.Add(Buffer(Chunk("b", 0, {7}))).ok());  // in order, then never finished
+  PulledModel model;
+  ASSERT_TRUE(decoder.Finish(&model).ok());
+  EXPECT_EQ(model.tensors["w"], (std::vector<float>{1, 2, 0, 0, 5, 6}));
+  EXPECT_EQ(model.tensors["b"], (std::vector<float>{7, 0}));
+  EXPECT_EQ(model.tensors["c"], (std::vector<float>{0, 0}));
+}
+
 TEST(PullDecoderTest, ReadsFieldsInAnyOrderAndSkipsUnknownOnes) {
   PullDecoder decoder;
   ASSERT_TRUE(decoder.Add(Buffer(Header({{"w", 4}}))).ok());

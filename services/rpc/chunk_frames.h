@@ -9,11 +9,15 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <string_view>
 
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "absl/types/span.h"
 #include "google/protobuf/message_lite.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "rpc/chunk_payload.h"
 
 namespace syncopate::rpc {
 
@@ -26,6 +30,31 @@ grpc::ByteBuffer EncodeChunkMessage(std::string_view tensor, uint64_t offset,
 
 // Any other message, serialized into one slice (a stream's header).
 grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message);
+
+// One received message of a Push, Pull or Exchange stream, decoded without copying the chunk's
+// payload: it stays in the message's slices, gRPC's receive buffers.
+struct StreamMessage {
+  enum class Kind { kNeither, kHeader, kChunk };
+  Kind kind = Kind::kNeither;
+  std::string header;  // kHeader: the header's serialized bytes, for the stream's header type
+  std::string tensor;  // kChunk: the TensorChunk's fields
+  uint64_t offset = 0;
+  ChunkPayload payload;
+};
+
+// A payload that will be kept (a push queued for its round) is copied out below this size: a
+// slice holds the whole receive buffer it points into, so a small payload could hold many times
+// its size. A larger one holds at most the buffers at its two ends beyond its own bytes.
+inline constexpr size_t kCopyKeptPayloadsBelow = 64 << 10;
+
+// Reads a PushMessage or PullMessage as protobuf parses one (fields in any order, unknown fields
+// skipped, the last occurrence of a field counts; of the oneof's header and chunk, the last one).
+// Unlike protobuf it does not check the losing oneof member, nor that the tensor name is UTF-8
+// (a name that is not is one no header names), and it refuses group wire types, which no sender
+// writes. A payload under `copy_below` bytes is copied out. DATA_LOSS "malformed `kind` message:
+// ..." where the bytes are not a message.
+absl::StatusOr<StreamMessage> DecodeStreamMessage(const grpc::ByteBuffer& message,
+                                                  absl::string_view kind, size_t copy_below = 0);
 
 }  // namespace syncopate::rpc
 

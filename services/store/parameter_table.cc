@@ -3,7 +3,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
-#include <cstring>
 #include <iterator>
 #include <limits>
 #include <memory>
@@ -15,13 +14,11 @@
 namespace syncopate::store {
 namespace {
 
-// dst[i] += scale * src[i]; written plainly so the compiler vectorises it.
-void ScaledAdd(float* __restrict dst, const float* __restrict src, size_t n, float scale) {
-  if (scale == 1.0f) {
-    for (size_t i = 0; i < n; ++i) dst[i] += src[i];
-  } else {
-    for (size_t i = 0; i < n; ++i) dst[i] += scale * src[i];
-  }
+// values[chunk.offset + i] += scale * chunk[i], read from where the chunk arrived.
+void AddChunk(const StagedChunk& chunk, float scale, float* values) {
+  chunk.payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
+    tensor::ScaledAdd(values + chunk.offset + first, run, scale);
+  });
 }
 
 // Below this bound on |model| + |weight x delta| no element can overflow float (about 3.4e38).
@@ -218,7 +215,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Initialize(const StagedPush& push) {
   for (const StagedChunk& chunk : push.chunks) {
     if (!fresh[chunk.tensor_index]) continue;
     Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
-    std::memcpy(t.values->data() + chunk.offset, chunk.values(), chunk.bytes.size());
+    chunk.payload.CopyTo(reinterpret_cast<char*>(t.values->data() + chunk.offset));
   }
   model_bound_ = std::max<double>(model_bound_, push.max_magnitude);
   ++live_version_;
@@ -361,9 +358,13 @@ double ParameterTable::ExactMagnitude() const {
 absl::Status ParameterTable::CheckStaysFinite(const StagedPush& push, float weight) const {
   for (const StagedChunk& chunk : push.chunks) {
     const std::string& name = push.tensors[chunk.tensor_index].name;
-    const std::vector<float>& values = *tensors_.at(name).values;
-    if (!tensor::ScaledSumIsFinite(absl::MakeConstSpan(values.data() + chunk.offset, chunk.size()),
-                                   absl::MakeConstSpan(chunk.values(), chunk.size()), weight)) {
+    const float* values = tensors_.at(name).values->data() + chunk.offset;
+    bool finite = true;
+    chunk.payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
+      finite = finite && tensor::ScaledSumIsFinite(absl::MakeConstSpan(values + first, run.size),
+                                                   run, weight);
+    });
+    if (!finite) {
       return absl::InvalidArgumentError(absl::StrCat("the push would make tensor '", name,
                                                      "' non-finite (from element ", chunk.offset,
                                                      "): refused whole"));
@@ -408,7 +409,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
       for (const tensor::TensorSpec& spec : push.tensors) Writable(tensors_.at(spec.name));
       for (const StagedChunk& chunk : push.chunks) {
         Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
-        ScaledAdd(Writable(t) + chunk.offset, chunk.values(), chunk.size(), h.weight());
+        AddChunk(chunk, h.weight(), Writable(t));
       }
       model_bound_ += grows;
       ++live_version_;
@@ -531,7 +532,7 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
     const float scale = static_cast<float>(factor * p.push->header.weight());
     for (const StagedChunk& chunk : p.push->chunks) {
       Tensor& t = tensors_[p.push->tensors[chunk.tensor_index].name];
-      ScaledAdd(Writable(t) + chunk.offset, chunk.values(), chunk.size(), scale);
+      AddChunk(chunk, scale, Writable(t));
     }
     grows += std::fabs(static_cast<double>(scale)) * p.push->max_magnitude;
   }

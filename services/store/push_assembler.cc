@@ -1,18 +1,43 @@
 #include "store/push_assembler.h"
 
 #include <algorithm>
+#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "rpc/chunk_frames.h"
 
 namespace syncopate::store {
+
+absl::Status PushAssembler::Add(const grpc::ByteBuffer& message) {
+  absl::StatusOr<rpc::StreamMessage> decoded =
+      rpc::DecodeStreamMessage(message, "push", rpc::kCopyKeptPayloadsBelow);
+  if (!decoded.ok()) return absl::InvalidArgumentError(decoded.status().message());
+  switch (decoded->kind) {
+    case rpc::StreamMessage::Kind::kHeader: {
+      v1::PushHeader header;
+      if (!header.ParseFromString(decoded->header)) {
+        return absl::InvalidArgumentError("malformed push message: unparsable header");
+      }
+      return AddHeader(header);
+    }
+    case rpc::StreamMessage::Kind::kChunk:
+      return AddChunk(decoded->tensor, decoded->offset, std::move(decoded->payload));
+    case rpc::StreamMessage::Kind::kNeither:
+      break;
+  }
+  return absl::InvalidArgumentError("empty push message");
+}
 
 absl::Status PushAssembler::Add(v1::PushMessage& message) {
   switch (message.kind_case()) {
     case v1::PushMessage::kHeader:
       return AddHeader(*message.mutable_header());
-    case v1::PushMessage::kChunk:
-      return AddChunk(*message.mutable_chunk());
+    case v1::PushMessage::kChunk: {
+      v1::TensorChunk& chunk = *message.mutable_chunk();
+      return AddChunk(chunk.tensor(), chunk.offset(),
+                      rpc::ChunkPayload(std::move(*chunk.mutable_data())));
+    }
     default:
       return absl::InvalidArgumentError("empty push message");
   }
@@ -47,36 +72,48 @@ absl::Status PushAssembler::AddHeader(v1::PushHeader& header) {
   return absl::OkStatus();
 }
 
-absl::Status PushAssembler::AddChunk(v1::TensorChunk& chunk) {
+absl::Status PushAssembler::AddChunk(const std::string& tensor, uint64_t offset,
+                                     rpc::ChunkPayload payload) {
   if (!have_header_) return absl::InvalidArgumentError("push stream must start with a header");
-  auto named = index_.find(chunk.tensor());
+  auto named = index_.find(tensor);
   if (named == index_.end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("chunk for tensor '", chunk.tensor(), "' that the header does not name"));
+        absl::StrCat("chunk for tensor '", tensor, "' that the header does not name"));
   }
   const size_t index = named->second;
-  absl::Span<const float> values;
-  RETURN_IF_ERROR(tensor::ChunkValues(chunk, &values));
-  const uint64_t total = push_.tensors[index].NumElements();
-  if (chunk.offset() != filled_[index]) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk of '", chunk.tensor(), "' at offset ",
-                                                   chunk.offset(), ", expected ", filled_[index]));
+  if (payload.bytes() % sizeof(float) != 0) {
+    return absl::InvalidArgumentError(absl::StrCat("chunk of '", tensor, "' has ", payload.bytes(),
+                                                   " bytes, not a multiple of 4"));
   }
-  if (chunk.offset() + values.size() > total) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", chunk.tensor(),
+  const uint64_t total = push_.tensors[index].NumElements();
+  if (offset != filled_[index]) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk of '", tensor, "' at offset ", offset, ", expected ", filled_[index]));
+  }
+  if (offset + payload.size() > total) {
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor,
                                                    "' has the wrong length: data runs to ",
-                                                   chunk.offset() + values.size(), " of ", total));
+                                                   offset + payload.size(), " of ", total));
   }
   float largest = 0;
-  absl::Status finite = tensor::CheckFinite(values, &largest);
-  if (!finite.ok()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("tensor '", chunk.tensor(), "': ", finite.message()));
-  }
+  absl::Status finite;
+  payload.ForEachRun([&](size_t first, tensor::UnalignedFloats values) {
+    if (!finite.ok()) return;
+    float run_largest = 0;
+    if (!tensor::CheckFinite(values, &run_largest).ok()) {
+      size_t i = 0;  // the culprit, named by its index in the chunk
+      while (std::isfinite(values[i])) ++i;
+      finite = absl::InvalidArgumentError(absl::StrCat("tensor '", tensor, "': non-finite value ",
+                                                       values[i], " at element ", first + i));
+      return;
+    }
+    largest = std::max(largest, run_largest);
+  });
+  RETURN_IF_ERROR(finite);
   push_.max_magnitude = std::max(push_.max_magnitude, largest);
-  filled_[index] += values.size();
-  push_.payload_bytes += chunk.data().size();
-  push_.chunks.push_back(StagedChunk{index, chunk.offset(), std::move(*chunk.mutable_data())});
+  filled_[index] += payload.size();
+  push_.payload_bytes += payload.bytes();
+  push_.chunks.push_back(StagedChunk{index, offset, std::move(payload)});
   return absl::OkStatus();
 }
 

@@ -12,19 +12,20 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "grpcpp/support/byte_buffer.h"
+#include "rpc/chunk_payload.h"
 #include "syncopate/v1/store.pb.h"
 #include "tensor/tensor.h"
 
 namespace syncopate::store {
 
-// A chunk whose payload was moved out of its message (no copy).
+// A chunk whose payload stays where it arrived (rpc/chunk_payload.h): no copy until the apply.
 struct StagedChunk {
-  size_t tensor_index = 0;  // into StagedPush::tensors
-  uint64_t offset = 0;      // elements
-  std::string bytes;        // float32 values
+  size_t tensor_index = 0;    // into StagedPush::tensors
+  uint64_t offset = 0;        // elements
+  rpc::ChunkPayload payload;  // float32 values, a whole number of them
 
-  const float* values() const { return reinterpret_cast<const float*>(bytes.data()); }
-  size_t size() const { return bytes.size() / sizeof(float); }
+  size_t size() const { return payload.size(); }
 };
 
 // A complete, validated push: every tensor of the header covered exactly once by finite values.
@@ -46,17 +47,23 @@ class PushAssembler {
   // checks that every header tensor exists here with the same shape.
   explicit PushAssembler(SpecLookup lookup = nullptr) : lookup_(std::move(lookup)) {}
 
-  // Takes one stream message (its chunk payload is moved out). INVALID_ARGUMENT for: a first
-  // message that is not a header, a second header, an unknown tensor (NOT_FOUND), a shape mismatch,
-  // a chunk out of order or past the tensor's end, a ragged byte length, NaN or infinity.
+  // Takes one stream message as it came off the wire (its chunk payload stays in gRPC's slices).
+  // INVALID_ARGUMENT for: bytes that protobuf would not parse, a first message that is not a
+  // header, a second header, an unknown tensor (NOT_FOUND), a shape mismatch, a chunk out of order
+  // or past the tensor's end, a ragged byte length, NaN or infinity.
+  absl::Status Add(const grpc::ByteBuffer& message);
+  // The same for a parsed message (a checkpoint's pending push); its chunk payload is moved out.
   absl::Status Add(v1::PushMessage& message);
+
+  // Payload bytes of the chunks taken so far.
+  uint64_t payload_bytes() const { return push_.payload_bytes; }
 
   // The stream ended: INVALID_ARGUMENT when it was empty or any tensor is incomplete (truncated).
   absl::StatusOr<StagedPush> Finish();
 
  private:
   absl::Status AddHeader(v1::PushHeader& header);
-  absl::Status AddChunk(v1::TensorChunk& chunk);
+  absl::Status AddChunk(const std::string& tensor, uint64_t offset, rpc::ChunkPayload payload);
 
   SpecLookup lookup_;
   bool have_header_ = false;

@@ -1,8 +1,13 @@
 #include "store/push_assembler.h"
 
 #include <limits>
+#include <string>
 
+#include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "gtest/gtest.h"
+#include "rpc/byte_buffer_testing.h"
+#include "rpc/chunk_frames.h"
 #include "store/test_pushes.h"
 
 namespace syncopate::store {
@@ -84,6 +89,78 @@ TEST(PushAssembler, RejectsRaggedBytes) {
   auto stream = PushStream(Header(1, 1, 1), {{"w", {1, 2, 3, 4}}});
   stream[1].mutable_chunk()->mutable_data()->pop_back();
   EXPECT_EQ(Feed(a, stream).code(), absl::StatusCode::kInvalidArgument);
+}
+
+// A stream's messages as a receiver's raw buffers, cut into slices at odd places.
+absl::Status FeedRaw(PushAssembler& a, const std::vector<v1::PushMessage>& stream, size_t every) {
+  for (const v1::PushMessage& m : stream) {
+    RETURN_IF_ERROR(a.Add(rpc::testing::Cut(m.SerializeAsString(), 3, every)));
+  }
+  return absl::OkStatus();
+}
+
+// The values a staged push carries, per tensor.
+tensor::TensorMap Values(const StagedPush& push) {
+  tensor::TensorMap out;
+  for (const tensor::TensorSpec& spec : push.tensors) out[spec.name].resize(spec.NumElements());
+  for (const StagedChunk& chunk : push.chunks) {
+    chunk.payload.CopyTo(
+        reinterpret_cast<char*>(out[push.tensors[chunk.tensor_index].name].data() + chunk.offset));
+  }
+  return out;
+}
+
+TEST(PushAssembler, RawMessagesStageWhatParsedOnesDo) {
+  std::vector<float> w(70000), b(33);
+  for (size_t i = 0; i < w.size(); ++i) w[i] = static_cast<float>(i % 1000) * 0.001f - 0.5f;
+  for (size_t i = 0; i < b.size(); ++i) b[i] = -static_cast<float>(i);
+  const tensor::TensorMap model{{"w", w}, {"b", b}};
+  auto stream = PushStream(Header(4, 2, 9), model);
+  auto lookup = [&](const std::string& name) -> std::optional<tensor::TensorSpec> {
+    auto it = model.find(name);
+    if (it == model.end()) return std::nullopt;
+    return tensor::TensorSpec{name, {static_cast<int64_t>(it->second.size())}};
+  };
+  for (size_t every : {7, 4093, 16384}) {
+    PushAssembler raw(lookup);
+    ASSERT_TRUE(FeedRaw(raw, stream, every).ok());
+    absl::StatusOr<StagedPush> push = raw.Finish();
+    ASSERT_TRUE(push.ok()) << push.status();
+    EXPECT_EQ(Values(*push), model);
+    EXPECT_EQ(push->payload_bytes, (w.size() + b.size()) * sizeof(float));
+    EXPECT_EQ(push->max_magnitude, 32.0f);
+    EXPECT_EQ(push->header.trainer_id(), 4u);
+    EXPECT_EQ(push->header.sequence(), 9u);
+  }
+}
+
+TEST(PushAssembler, ARawChunkNamesANonFiniteValueAsAParsedOneDoes) {
+  // In the first chunk (64 KiB: left in the slices), and in the second (small: copied).
+  for (size_t bad : {12345, 17000}) {
+    std::vector<float> w(20000, 1.0f);
+    w[bad] = std::numeric_limits<float>::infinity();
+    const auto stream = PushStream(Header(1, 1, 1), {{"w", w}});
+    PushAssembler parsed(Holds("w", 20000));
+    const absl::Status want = Feed(parsed, stream);
+    ASSERT_EQ(want.code(), absl::StatusCode::kInvalidArgument);
+    const size_t in_chunk = bad % (tensor::kMinChunkBytes / sizeof(float));
+    EXPECT_NE(want.message().find(absl::StrCat("at element ", in_chunk)), std::string::npos)
+        << want;
+    for (size_t every : {5, 6, 7, 64}) {  // the value split between slices, or not
+      PushAssembler raw(Holds("w", 20000));
+      EXPECT_EQ(FeedRaw(raw, stream, every), want) << every;
+    }
+  }
+}
+
+TEST(PushAssembler, RefusesMalformedAndEmptyRawMessages) {
+  PushAssembler malformed;
+  const absl::Status refused = malformed.Add(rpc::testing::Cut(std::string("\x0a\x7f", 2), 1, 1));
+  EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_NE(refused.message().find("malformed push message"), std::string::npos) << refused;
+  PushAssembler empty;
+  const absl::Status none = empty.Add(rpc::EncodeMessage(v1::PushMessage()));
+  EXPECT_EQ(none, absl::InvalidArgumentError("empty push message"));
 }
 
 }  // namespace

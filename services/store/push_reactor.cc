@@ -4,10 +4,12 @@
 
 namespace syncopate::store {
 
-PushReactor::PushReactor(SpecLookup lookup, Take take, prometheus::Gauge* open, Pace pace,
-                         rpc::StreamWatchdog* watchdog, grpc::ServerContextBase* context)
+PushReactor::PushReactor(SpecLookup lookup, Take take, grpc::ByteBuffer* response,
+                         prometheus::Gauge* open, Pace pace, rpc::StreamWatchdog* watchdog,
+                         grpc::ServerContextBase* context)
     : assembler_(std::move(lookup)),
       take_(std::move(take)),
+      response_(response),
       open_(open),
       pace_(std::move(pace)),
       watched_(watchdog, context) {
@@ -17,15 +19,18 @@ PushReactor::PushReactor(SpecLookup lookup, Take take, prometheus::Gauge* open, 
 
 void PushReactor::OnReadDone(bool ok) {
   if (!ok) {  // the client's half-close, or the stream broke (the assembler then sees it cut)
-    Finish(take_(assembler_.Finish()));
+    Finish(take_(assembler_.Finish(), response_));
     return;
   }
   watched_.Touch();
-  const size_t payload = message_.has_chunk() ? message_.chunk().data().size() : 0;
-  if (absl::Status added = assembler_.Add(message_); !added.ok()) {
-    Finish(take_(added));
+  const uint64_t before = assembler_.payload_bytes();
+  absl::Status added = assembler_.Add(message_);
+  message_.Clear();  // the chunk's payload holds its own references to the slices
+  if (!added.ok()) {
+    Finish(take_(added, response_));
     return;
   }
+  const size_t payload = assembler_.payload_bytes() - before;
   const absl::Duration wait = pace_ ? pace_(payload) : absl::ZeroDuration();
   if (wait <= absl::ZeroDuration()) {
     StartRead(&message_);

@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "base/status_macros.h"
+#include "rpc/chunk_frames.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/spdlog.h"
 #include "store/pull_frames.h"
@@ -157,42 +158,49 @@ absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time
   return absl::OkStatus();
 }
 
-grpc::ServerReadReactor<v1::PushMessage>* StoreService::Initialize(grpc::CallbackServerContext* ctx,
-                                                                   v1::PushReply* reply) {
+grpc::Status StoreService::TakeStream(absl::StatusOr<StagedPush> push, bool initialize,
+                                      const std::optional<rpc::Identity>& caller, absl::Time start,
+                                      grpc::ByteBuffer* response) {
+  if (!push.ok()) return Finish(push.status());
+  if (absl::Status allowed =
+          CheckPusher(caller, push->header.trainer_id(), initialize ? "Initialize" : "Push");
+      !allowed.ok()) {
+    return Finish(allowed);
+  }
+  v1::PushReply reply;
+  absl::Status taken = TakePush(*std::move(push), initialize, start, &reply);
+  if (taken.ok()) *response = rpc::EncodeMessage(reply);
+  return Finish(taken);
+}
+
+grpc::ServerReadReactor<grpc::ByteBuffer>* StoreService::Initialize(
+    grpc::CallbackServerContext* ctx, grpc::ByteBuffer* response) {
   absl::StatusOr<std::optional<rpc::Identity>> caller =
       authorizer_.Require(*ctx, "Initialize", {Role::kTrainer});
   if (!caller.ok()) return new RefusedPush(Finish(caller.status()));
   const absl::Time start = absl::Now();
   return new PushReactor(
       SpecLookup(),
-      [this, start, reply, caller = *std::move(caller)](absl::StatusOr<StagedPush> push) {
-        if (!push.ok()) return Finish(push.status());
-        if (absl::Status allowed = CheckPusher(caller, push->header.trainer_id(), "Initialize");
-            !allowed.ok()) {
-          return Finish(allowed);
-        }
-        return Finish(TakePush(*std::move(push), /*initialize=*/true, start, reply));
+      [this, start, caller = *std::move(caller)](absl::StatusOr<StagedPush> push,
+                                                 grpc::ByteBuffer* response) {
+        return TakeStream(std::move(push), /*initialize=*/true, caller, start, response);
       },
-      &metrics_.streams_open, /*pace=*/nullptr, watchdog_, ctx);
+      response, &metrics_.streams_open, /*pace=*/nullptr, watchdog_, ctx);
 }
 
-grpc::ServerReadReactor<v1::PushMessage>* StoreService::Push(grpc::CallbackServerContext* ctx,
-                                                             v1::PushReply* reply) {
+grpc::ServerReadReactor<grpc::ByteBuffer>* StoreService::Push(grpc::CallbackServerContext* ctx,
+                                                              grpc::ByteBuffer* response) {
   absl::StatusOr<std::optional<rpc::Identity>> caller =
       authorizer_.Require(*ctx, "Push", {Role::kTrainer});
   if (!caller.ok()) return new RefusedPush(Finish(caller.status()));
   const absl::Time start = absl::Now();
-  return new PushReactor(
-      [this](const std::string& name) { return table_.Spec(name); },
-      [this, start, reply, caller = *std::move(caller)](absl::StatusOr<StagedPush> push) {
-        if (!push.ok()) return Finish(push.status());
-        if (absl::Status allowed = CheckPusher(caller, push->header.trainer_id(), "Push");
-            !allowed.ok()) {
-          return Finish(allowed);
-        }
-        return Finish(TakePush(*std::move(push), /*initialize=*/false, start, reply));
-      },
-      &metrics_.streams_open, /*pace=*/nullptr, watchdog_, ctx);
+  return new PushReactor([this](const std::string& name) { return table_.Spec(name); },
+                         [this, start, caller = *std::move(caller)](absl::StatusOr<StagedPush> push,
+                                                                    grpc::ByteBuffer* response) {
+                           return TakeStream(std::move(push), /*initialize=*/false, caller, start,
+                                             response);
+                         },
+                         response, &metrics_.streams_open, /*pace=*/nullptr, watchdog_, ctx);
 }
 
 namespace {

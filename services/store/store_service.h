@@ -28,8 +28,10 @@ namespace syncopate::store {
 // docs/security.md): SetMembership and CloseRound only to the coordinator; Initialize and Push only
 // to trainers, each only under the caller's own trainer id (the membership names each member);
 // GetSchema and Pull to any process of the job. A refusal changes nothing.
-class StoreService final
-    : public v1::ParameterStore::WithRawCallbackMethod_Pull<v1::ParameterStore::CallbackService> {
+class StoreService final : public v1::ParameterStore::WithRawCallbackMethod_Initialize<
+                               v1::ParameterStore::WithRawCallbackMethod_Push<
+                                   v1::ParameterStore::WithRawCallbackMethod_Pull<
+                                       v1::ParameterStore::CallbackService>>> {
  public:
   // `incarnation` identifies this process's life of the shard (non-zero, new at every start): the
   // coordinator tells a restart by it.
@@ -42,10 +44,11 @@ class StoreService final
   grpc::ServerUnaryReactor* GetSchema(grpc::CallbackServerContext* ctx,
                                       const v1::GetSchemaRequest* request,
                                       v1::Schema* reply) override;
-  grpc::ServerReadReactor<v1::PushMessage>* Initialize(grpc::CallbackServerContext* ctx,
-                                                       v1::PushReply* reply) override;
-  grpc::ServerReadReactor<v1::PushMessage>* Push(grpc::CallbackServerContext* ctx,
-                                                 v1::PushReply* reply) override;
+  // A stream of v1::PushMessage in, read raw (push_reactor.h), and a v1::PushReply out.
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Initialize(grpc::CallbackServerContext* ctx,
+                                                        grpc::ByteBuffer* response) override;
+  grpc::ServerReadReactor<grpc::ByteBuffer>* Push(grpc::CallbackServerContext* ctx,
+                                                  grpc::ByteBuffer* response) override;
   // A v1::PullRequest in, a stream of v1::PullMessage out (as raw bytes: see pull_frames.h).
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Pull(grpc::CallbackServerContext* ctx,
                                                    const grpc::ByteBuffer* request) override;
@@ -57,6 +60,11 @@ class StoreService final
                                        v1::CloseRoundReply* reply) override;
 
  private:
+  // Ends a push stream (`initialize`: Initialize's): checks the pusher, takes the push and writes
+  // the reply into `response`.
+  grpc::Status TakeStream(absl::StatusOr<StagedPush> push, bool initialize,
+                          const std::optional<rpc::Identity>& caller, absl::Time start,
+                          grpc::ByteBuffer* response);
   // Takes in a whole push stream, assembled; `initialize` selects Initialize's rules.
   absl::Status TakePush(StagedPush push, bool initialize, absl::Time start, v1::PushReply* reply);
   // The unary calls' work.

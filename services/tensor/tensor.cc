@@ -83,16 +83,16 @@ constexpr uint32_t kNonFiniteBits = 0x7f800000u;
 
 }  // namespace
 
-absl::Status CheckFinite(absl::Span<const float> values, float* largest) {
+absl::Status CheckFinite(UnalignedFloats values, float* largest) {
   // One max over the magnitude bits checks the common (all finite) case in a single integer pass
   // (a float sum would be a chain of dependent adds); the slow scan below only names the culprit.
   uint32_t bits = 0;
-  for (float v : values) bits = std::max(bits, MagnitudeBits(v));
+  for (size_t i = 0; i < values.size; ++i) bits = std::max(bits, MagnitudeBits(values[i]));
   if (bits < kNonFiniteBits) {
     if (largest != nullptr) std::memcpy(largest, &bits, sizeof bits);
     return absl::OkStatus();
   }
-  for (size_t i = 0; i < values.size(); ++i) {
+  for (size_t i = 0; i < values.size; ++i) {
     if (!std::isfinite(values[i])) {
       return absl::InvalidArgumentError(
           absl::StrCat("non-finite value ", values[i], " at element ", i));
@@ -101,13 +101,21 @@ absl::Status CheckFinite(absl::Span<const float> values, float* largest) {
   return absl::OkStatus();
 }
 
-bool ScaledSumIsFinite(absl::Span<const float> base, absl::Span<const float> delta, float scale) {
-  const size_t n = std::min(base.size(), delta.size());
+bool ScaledSumIsFinite(absl::Span<const float> base, UnalignedFloats delta, float scale) {
+  const size_t n = std::min(base.size(), delta.size);
   const float* __restrict b = base.data();
-  const float* __restrict d = delta.data();
   uint32_t bits = 0;
-  for (size_t i = 0; i < n; ++i) bits = std::max(bits, MagnitudeBits(b[i] + scale * d[i]));
+  for (size_t i = 0; i < n; ++i) bits = std::max(bits, MagnitudeBits(b[i] + scale * delta[i]));
   return bits < kNonFiniteBits;
+}
+
+void ScaledAdd(float* __restrict dst, UnalignedFloats src, float scale) {
+  // Written plainly so that it vectorises.
+  if (scale == 1.0f) {
+    for (size_t i = 0; i < src.size; ++i) dst[i] += src[i];
+  } else {
+    for (size_t i = 0; i < src.size; ++i) dst[i] += scale * src[i];
+  }
 }
 
 ModelChecksum::ModelChecksum() : state_(XXH3_createState()) {

@@ -4,8 +4,11 @@
 #ifndef SYNCOPATE_TENSOR_TENSOR_H_
 #define SYNCOPATE_TENSOR_TENSOR_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <string>
 #include <string_view>
@@ -49,13 +52,82 @@ void ForEachChunk(const std::string& name, absl::Span<const float> values, uint3
 // The float values a chunk carries; INVALID_ARGUMENT when its byte length is not a multiple of 4.
 absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* values);
 
-// INVALID_ARGUMENT naming the first NaN or infinity in `values`. When they are all finite and
-// `largest` is given, it gets the largest magnitude among them (0 for none), from the same pass.
-absl::Status CheckFinite(absl::Span<const float> values, float* largest = nullptr);
+// `size` float32 values stored at `bytes`, at any address: a network buffer's, where a value need
+// not be aligned. Read with unaligned loads, which the passes below vectorise as they do aligned
+// ones; a Span converts with Of.
+struct UnalignedFloats {
+  // Reads the values in order, for std::copy and std::vector::insert (which then copy in one
+  // counted, vectorised loop). Only the operations those use.
+  class Iterator {
+   public:
+    using iterator_category = std::random_access_iterator_tag;
+    using value_type = float;
+    using difference_type = std::ptrdiff_t;
+    using pointer = const float*;
+    using reference = float;
 
-// Whether base[i] + scale * delta[i] is finite for every i (the spans have the same size): whether
-// adding a finite delta would keep a finite model finite. One vectorised pass, as CheckFinite.
-bool ScaledSumIsFinite(absl::Span<const float> base, absl::Span<const float> delta, float scale);
+    explicit Iterator(const char* at) : at_(at) {}
+    float operator*() const {
+      float value;
+      std::memcpy(&value, at_, sizeof value);
+      return value;
+    }
+    Iterator& operator++() {
+      at_ += sizeof(float);
+      return *this;
+    }
+    Iterator& operator--() {
+      at_ -= sizeof(float);
+      return *this;
+    }
+    Iterator& operator+=(difference_type n) {
+      at_ += n * static_cast<difference_type>(sizeof(float));
+      return *this;
+    }
+    difference_type operator-(const Iterator& other) const {
+      return (at_ - other.at_) / static_cast<difference_type>(sizeof(float));
+    }
+    bool operator==(const Iterator& other) const { return at_ == other.at_; }
+    bool operator!=(const Iterator& other) const { return at_ != other.at_; }
+
+   private:
+    const char* at_;
+  };
+
+  const char* bytes = nullptr;
+  size_t size = 0;
+
+  static UnalignedFloats Of(absl::Span<const float> values) {
+    return {reinterpret_cast<const char*>(values.data()), values.size()};
+  }
+  float operator[](size_t i) const {
+    float value;
+    std::memcpy(&value, bytes + i * sizeof(float), sizeof value);
+    return value;
+  }
+  Iterator begin() const { return Iterator(bytes); }
+  Iterator end() const { return Iterator(bytes + size * sizeof(float)); }
+};
+
+// INVALID_ARGUMENT naming the first NaN or infinity in `values` (its index in `values`). When they
+// are all finite and `largest` is given, it gets the largest magnitude among them (0 for none),
+// from the same pass.
+absl::Status CheckFinite(UnalignedFloats values, float* largest = nullptr);
+inline absl::Status CheckFinite(absl::Span<const float> values, float* largest = nullptr) {
+  return CheckFinite(UnalignedFloats::Of(values), largest);
+}
+
+// Whether base[i] + scale * delta[i] is finite for every i (base has delta's size): whether adding
+// a finite delta would keep a finite model finite. One vectorised pass, as CheckFinite.
+bool ScaledSumIsFinite(absl::Span<const float> base, UnalignedFloats delta, float scale);
+inline bool ScaledSumIsFinite(absl::Span<const float> base, absl::Span<const float> delta,
+                              float scale) {
+  return ScaledSumIsFinite(base.subspan(0, delta.size()),
+                           UnalignedFloats::Of(delta.subspan(0, base.size())), scale);
+}
+
+// dst[i] += scale * src[i] for the src.size elements of src (dst must not overlap it).
+void ScaledAdd(float* dst, UnalignedFloats src, float scale);
 
 // A checksum over a model's float bytes, tensor after tensor (64-bit XXH3, folded to 32 bits):
 // names a round snapshot, so that every puller can tell it got the same model. Not a defence

@@ -1,7 +1,9 @@
 #include "tensor/tensor.h"
 
 #include <cmath>
+#include <cstring>
 #include <limits>
+#include <string>
 
 #include "gtest/gtest.h"
 
@@ -49,7 +51,7 @@ TEST(CheckFinite, FindsNanAndInf) {
 
 TEST(CheckFinite, GivesTheLargestMagnitudeFromTheSamePass) {
   float largest = -1;
-  EXPECT_TRUE(CheckFinite({}, &largest).ok());
+  EXPECT_TRUE(CheckFinite(absl::Span<const float>(), &largest).ok());
   EXPECT_EQ(largest, 0.0f);
   std::vector<float> v = {0.5f, -7.25f, 3.0f, -0.0f, 1e-30f};
   EXPECT_TRUE(CheckFinite(v, &largest).ok());
@@ -79,7 +81,31 @@ TEST(CheckFinite, FindsOneBadValueAtEveryPositionAndLength) {
       EXPECT_FALSE(CheckFinite(v).ok()) << n << " " << at;
     }
   }
-  EXPECT_TRUE(CheckFinite({}).ok());
+  EXPECT_TRUE(CheckFinite(absl::Span<const float>()).ok());
+}
+
+TEST(UnalignedFloats, ThePassesReadValuesAtAnyByteAddress) {
+  // Values one to three bytes past a float's alignment, as they sit in a network buffer.
+  std::vector<float> values(37);
+  for (size_t i = 0; i < values.size(); ++i) values[i] = static_cast<float>(i) - 10.5f;
+  for (size_t shift : {1, 2, 3}) {
+    std::string buffer(shift, 'x');
+    buffer.append(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
+    const UnalignedFloats src{buffer.data() + shift, values.size()};
+    std::vector<float> dst(values.size(), 1.0f);
+    ScaledAdd(dst.data(), src, 2.0f);
+    for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(dst[i], 1.0f + 2.0f * values[i]) << i;
+    ScaledAdd(dst.data(), src, 1.0f);
+    for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(dst[i], 1.0f + 3.0f * values[i]) << i;
+    float largest = 0;
+    EXPECT_TRUE(CheckFinite(src, &largest).ok());
+    EXPECT_EQ(largest, 25.5f);
+    EXPECT_TRUE(ScaledSumIsFinite(dst, src, 1.0f));
+    const float inf = std::numeric_limits<float>::infinity();
+    std::memcpy(buffer.data() + shift + 20 * sizeof(float), &inf, sizeof inf);
+    EXPECT_EQ(CheckFinite(src).message(), "non-finite value inf at element 20");
+    EXPECT_FALSE(ScaledSumIsFinite(dst, src, 1.0f));
+  }
 }
 
 TEST(ModelChecksum, CoversTheBytesInOrderAndDetectsChange) {

@@ -42,6 +42,20 @@ std::vector<Message> DecodeStream(const uint8_t* data, size_t size) {
   return stream;
 }
 
+// The same stream's messages unparsed: each one's bytes, as they would arrive on the wire.
+inline std::vector<std::string> DecodeRawStream(const uint8_t* data, size_t size) {
+  std::vector<std::string> stream;
+  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) return stream;
+  google::protobuf::io::CodedInputStream coded(data, static_cast<int>(size));
+  uint32_t length;
+  std::string bytes;
+  while (stream.size() < kMaxMessages && coded.ReadVarint32(&length) &&
+         coded.ReadString(&bytes, static_cast<int>(std::min<uint32_t>(length, size)))) {
+    stream.push_back(std::move(bytes));
+  }
+  return stream;
+}
+
 template <typename Message>
 std::string EncodeStream(const std::vector<Message>& stream) {
   std::string bytes;

@@ -1,14 +1,18 @@
 // libFuzzer target: PushAssembler, the first code a Push or Initialize stream reaches in the store,
 // and a peer's model in a trainer's Peer service. Input: one byte choosing the stream's kind (even:
-// a Push checked against FuzzModel's shapes; odd: an Initialize, whose header defines the shapes),
-// then the stream's messages (fuzz_input.h). Beyond not crashing: a stream it accepts is whole.
+// a Push checked against FuzzModel's shapes; odd: an Initialize, whose header defines the shapes;
+// bits 1-4, k: each message arrives in one slice (0) or in slices of 2^(k-1) bytes), then the
+// stream's messages (fuzz_input.h), which reach the assembler raw, as the services read them.
+// Beyond not crashing: a stream it accepts is whole.
 
 #include <algorithm>
 #include <cmath>
-#include <cstring>
+#include <string>
+#include <vector>
 
 #include "client/peer_exchange.h"
 #include "fuzz_input.h"
+#include "rpc/byte_buffer_testing.h"
 #include "store/push_assembler.h"
 
 namespace syncopate::fuzz {
@@ -22,13 +26,13 @@ void RequireWhole(const store::StagedPush& push) {
   float largest = 0;
   for (const store::StagedChunk& chunk : push.chunks) {
     Require(chunk.tensor_index < push.tensors.size(), "a chunk names a tensor of the push");
-    Require(chunk.bytes.size() % sizeof(float) == 0, "a chunk holds whole floats");
+    Require(chunk.payload.bytes() % sizeof(float) == 0, "a chunk holds whole floats");
     Require(chunk.offset == filled[chunk.tensor_index], "a tensor's chunks follow each other");
     filled[chunk.tensor_index] += chunk.size();
-    bytes += chunk.bytes.size();
-    for (size_t i = 0; i < chunk.size(); ++i) {
-      float value;
-      std::memcpy(&value, chunk.bytes.data() + i * sizeof(float), sizeof(float));
+    bytes += chunk.payload.bytes();
+    std::vector<float> values(chunk.size());
+    chunk.payload.CopyTo(reinterpret_cast<char*>(values.data()));
+    for (float value : values) {
       Require(std::isfinite(value), "every value is finite");
       largest = std::max(largest, std::fabs(value));
     }
@@ -49,11 +53,15 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace syncopate;
   if (size == 0) return 0;
   const bool initialize = data[0] & 1;
-  std::vector<v1::PushMessage> stream = fuzz::DecodeStream<v1::PushMessage>(data + 1, size - 1);
+  const int cut = (data[0] >> 1) % 16;  // 0: each message in one slice
+  const auto slice_bytes = [cut](const std::string& m) {
+    return cut == 0 ? std::max<size_t>(m.size(), 1) : size_t{1} << (cut - 1);
+  };
   static const tensor::TensorMap model = fuzz::FuzzModel();
   store::PushAssembler assembler(initialize ? nullptr : client::ShapeLookup(model));
-  for (v1::PushMessage& message : stream) {
-    if (!assembler.Add(message).ok()) return 0;
+  for (const std::string& message : fuzz::DecodeRawStream(data + 1, size - 1)) {
+    const size_t every = slice_bytes(message);
+    if (!assembler.Add(rpc::testing::Cut(message, every, every)).ok()) return 0;
   }
   absl::StatusOr<store::StagedPush> push = assembler.Finish();
   if (push.ok()) fuzz::RequireWhole(*push);
