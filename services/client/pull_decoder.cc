@@ -36,7 +36,7 @@ absl::Status PullDecoder::Add(const grpc::ByteBuffer& message) {
     case rpc::StreamMessage::Kind::kHeader:
       return AddHeader(decoded->header);
     case rpc::StreamMessage::Kind::kNeither:
-      // Protobuf parses it to an empty chunk: what the protobuf path refused.
+      // Protobuf parses it with the oneof unset: what the protobuf path refused.
       return absl::DataLossError("pull message with neither a header nor a chunk");
     case rpc::StreamMessage::Kind::kChunk:
       break;

@@ -101,7 +101,7 @@ class SliceReader {
     while (n > 0) {
       const grpc::Slice& s = slices_[from.slice];
       const size_t take = std::min(n, s.size() - from.offset);
-      std::memcpy(out, s.begin() + from.offset, take);
+      if (take > 0) std::memcpy(out, s.begin() + from.offset, take);
       out += take;
       n -= take;
       ++from.slice;

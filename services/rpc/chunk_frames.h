@@ -1,9 +1,10 @@
-// Tensor chunks encoded for the wire without copying their bytes: the message a Push, Pull or
-// peer Exchange stream carries for one chunk, as a grpc::ByteBuffer whose bytes are exactly what
-// protobuf writes for it, and whose payload is a slice pointing into the caller's memory. The
+// Tensor chunks to and from the wire without copying their bytes. Encoding: the message a Push,
+// Pull or peer Exchange stream carries for one chunk, as a grpc::ByteBuffer whose bytes are exactly
+// what protobuf writes for it, and whose payload is a slice pointing into the caller's memory. The
 // slice holds a reference to that memory's owner until gRPC is done with it, so the sender makes
 // no copy of its own (TLS still encrypts into its own buffers), and never has to guess when gRPC
-// lets go.
+// lets go. Decoding: a received message read in place, its payload left in gRPC's receive slices
+// (StreamMessage, ChunkPayload).
 #ifndef SYNCOPATE_RPC_CHUNK_FRAMES_H_
 #define SYNCOPATE_RPC_CHUNK_FRAMES_H_
 
@@ -48,10 +49,11 @@ struct StreamMessage {
 inline constexpr size_t kCopyKeptPayloadsBelow = 64 << 10;
 
 // Reads a PushMessage or PullMessage as protobuf parses one (fields in any order, unknown fields
-// skipped, the last occurrence of a field counts; of the oneof's header and chunk, the last one).
-// Unlike protobuf it does not check the losing oneof member, nor that the tensor name is UTF-8
-// (a name that is not is one no header names), and it refuses group wire types, which no sender
-// writes. A payload under `copy_below` bytes is copied out. DATA_LOSS "malformed `kind` message:
+// skipped, the last occurrence of a field counts; of the oneof's header and chunk, the last one),
+// except where no sender writes what differs: protobuf would merge two occurrences of the header
+// or of the chunk (this keeps the last), check the losing oneof member, and check that the tensor
+// name is UTF-8 (one that is not is a name no header has), and it skips group wire types (refused
+// here). A payload under `copy_below` bytes is copied out. DATA_LOSS "malformed `kind` message:
 // ..." where the bytes are not a message.
 absl::StatusOr<StreamMessage> DecodeStreamMessage(const grpc::ByteBuffer& message,
                                                   absl::string_view kind, size_t copy_below = 0);

@@ -67,6 +67,7 @@ void ChunkPayload::CopyTo(char* out) const {
     const size_t from = std::min(skip, slice.size());
     skip -= from;
     const size_t take = std::min(slice.size() - from, left);
+    if (take == 0) continue;
     std::memcpy(out, slice.begin() + from, take);
     out += take;
     left -= take;

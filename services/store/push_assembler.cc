@@ -72,26 +72,26 @@ absl::Status PushAssembler::AddHeader(v1::PushHeader& header) {
   return absl::OkStatus();
 }
 
-absl::Status PushAssembler::AddChunk(const std::string& tensor, uint64_t offset,
+absl::Status PushAssembler::AddChunk(const std::string& name, uint64_t offset,
                                      rpc::ChunkPayload payload) {
   if (!have_header_) return absl::InvalidArgumentError("push stream must start with a header");
-  auto named = index_.find(tensor);
+  auto named = index_.find(name);
   if (named == index_.end()) {
     return absl::InvalidArgumentError(
-        absl::StrCat("chunk for tensor '", tensor, "' that the header does not name"));
+        absl::StrCat("chunk for tensor '", name, "' that the header does not name"));
   }
   const size_t index = named->second;
   if (payload.bytes() % sizeof(float) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk of '", tensor, "' has ", payload.bytes(),
-                                                   " bytes, not a multiple of 4"));
+    return absl::InvalidArgumentError(
+        absl::StrCat("chunk of '", name, "' has ", payload.bytes(), " bytes, not a multiple of 4"));
   }
   const uint64_t total = push_.tensors[index].NumElements();
   if (offset != filled_[index]) {
     return absl::InvalidArgumentError(
-        absl::StrCat("chunk of '", tensor, "' at offset ", offset, ", expected ", filled_[index]));
+        absl::StrCat("chunk of '", name, "' at offset ", offset, ", expected ", filled_[index]));
   }
   if (offset + payload.size() > total) {
-    return absl::InvalidArgumentError(absl::StrCat("tensor '", tensor,
+    return absl::InvalidArgumentError(absl::StrCat("tensor '", name,
                                                    "' has the wrong length: data runs to ",
                                                    offset + payload.size(), " of ", total));
   }
@@ -103,7 +103,7 @@ absl::Status PushAssembler::AddChunk(const std::string& tensor, uint64_t offset,
     if (!tensor::CheckFinite(values, &run_largest).ok()) {
       size_t i = 0;  // the culprit, named by its index in the chunk
       while (std::isfinite(values[i])) ++i;
-      finite = absl::InvalidArgumentError(absl::StrCat("tensor '", tensor, "': non-finite value ",
+      finite = absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': non-finite value ",
                                                        values[i], " at element ", first + i));
       return;
     }

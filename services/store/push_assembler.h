@@ -63,7 +63,7 @@ class PushAssembler {
 
  private:
   absl::Status AddHeader(v1::PushHeader& header);
-  absl::Status AddChunk(const std::string& tensor, uint64_t offset, rpc::ChunkPayload payload);
+  absl::Status AddChunk(const std::string& name, uint64_t offset, rpc::ChunkPayload payload);
 
   SpecLookup lookup_;
   bool have_header_ = false;

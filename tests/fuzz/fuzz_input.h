@@ -23,26 +23,9 @@ namespace syncopate::fuzz {
 // More messages than any input of the default maximum length could hold usefully.
 inline constexpr size_t kMaxMessages = 4096;
 
-// The messages of a stream: each length-delimited (protobuf's delimited format), read until the
-// bytes end or stop parsing.
-template <typename Message>
-std::vector<Message> DecodeStream(const uint8_t* data, size_t size) {
-  std::vector<Message> stream;
-  if (size > static_cast<size_t>(std::numeric_limits<int>::max())) return stream;
-  google::protobuf::io::ArrayInputStream input(data, static_cast<int>(size));
-  google::protobuf::io::CodedInputStream coded(&input);
-  while (stream.size() < kMaxMessages) {
-    Message message;
-    bool clean_eof = false;
-    if (!google::protobuf::util::ParseDelimitedFromCodedStream(&message, &coded, &clean_eof)) {
-      break;
-    }
-    stream.push_back(std::move(message));
-  }
-  return stream;
-}
-
-// The same stream's messages unparsed: each one's bytes, as they would arrive on the wire.
+// The messages of a stream, each length-delimited (protobuf's delimited format, as EncodeStream
+// writes them), read until the bytes end or a length runs past them: each message's bytes
+// unparsed, as they would arrive on the wire.
 inline std::vector<std::string> DecodeRawStream(const uint8_t* data, size_t size) {
   std::vector<std::string> stream;
   if (size > static_cast<size_t>(std::numeric_limits<int>::max())) return stream;

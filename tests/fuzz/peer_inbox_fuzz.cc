@@ -9,9 +9,11 @@
 // leaves the trainer's model unchanged.
 
 #include <cmath>
+#include <string>
 
 #include "client/peer_exchange.h"
 #include "fuzz_input.h"
+#include "rpc/byte_buffer_testing.h"
 #include "spdlog/spdlog.h"
 #include "store/push_assembler.h"
 
@@ -42,11 +44,11 @@ void RequireFits(const std::map<uint64_t, client::PeerModel>& received,
 void Deposit(InputReader& input, client::ExchangeInbox& inbox, const store::SpecLookup& lookup) {
   const std::string caller = input.ShortString();
   const std::string bytes = input.LongString();
-  std::vector<v1::PushMessage> stream =
-      DecodeStream<v1::PushMessage>(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size());
+  // Raw, as the Peer service reads a stream; each message in slices of 7 bytes.
   store::PushAssembler assembler(lookup);
-  for (v1::PushMessage& message : stream) {
-    if (!assembler.Add(message).ok()) return;
+  for (const std::string& message :
+       DecodeRawStream(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
+    if (!assembler.Add(rpc::testing::Cut(message, 7, 7)).ok()) return;
   }
   absl::StatusOr<store::StagedPush> push = assembler.Finish();
   if (!push.ok()) return;
