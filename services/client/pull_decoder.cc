@@ -44,9 +44,8 @@ absl::Status PullDecoder::Add(const grpc::ByteBuffer& message) {
   const std::string& name = decoded->tensor;
   const rpc::ChunkPayload& data = decoded->payload;
   if (!have_header_) return absl::DataLossError("pull stream sent a chunk before its header");
-  if (data.bytes() % sizeof(float) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("chunk of '", name, "' has ", data.bytes(), " bytes, not a multiple of 4"));
+  if (absl::Status whole = tensor::CheckWholeFloats(name, data.bytes()); !whole.ok()) {
+    return whole;
   }
   auto size = sizes_.find(name);
   const uint64_t offset = decoded->offset;

@@ -1,7 +1,6 @@
 #include "store/push_assembler.h"
 
 #include <algorithm>
-#include <cmath>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -81,10 +80,7 @@ absl::Status PushAssembler::AddChunk(const std::string& name, uint64_t offset,
         absl::StrCat("chunk for tensor '", name, "' that the header does not name"));
   }
   const size_t index = named->second;
-  if (payload.bytes() % sizeof(float) != 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("chunk of '", name, "' has ", payload.bytes(), " bytes, not a multiple of 4"));
-  }
+  RETURN_IF_ERROR(tensor::CheckWholeFloats(name, payload.bytes()));
   const uint64_t total = push_.tensors[index].NumElements();
   if (offset != filled_[index]) {
     return absl::InvalidArgumentError(
@@ -100,11 +96,8 @@ absl::Status PushAssembler::AddChunk(const std::string& name, uint64_t offset,
   payload.ForEachRun([&](size_t first, tensor::UnalignedFloats values) {
     if (!finite.ok()) return;
     float run_largest = 0;
-    if (!tensor::CheckFinite(values, &run_largest).ok()) {
-      size_t i = 0;  // the culprit, named by its index in the chunk
-      while (std::isfinite(values[i])) ++i;
-      finite = absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': non-finite value ",
-                                                       values[i], " at element ", first + i));
+    if (absl::Status run = tensor::CheckFinite(values, &run_largest, first); !run.ok()) {
+      finite = absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", run.message()));
       return;
     }
     largest = std::max(largest, run_largest);

@@ -59,11 +59,16 @@ void ForEachChunk(const std::string& name, absl::Span<const float> values, uint3
   });
 }
 
+absl::Status CheckWholeFloats(std::string_view tensor, size_t bytes) {
+  if (bytes % sizeof(float) == 0) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat("chunk of '",
+                                                 absl::string_view(tensor.data(), tensor.size()),
+                                                 "' has ", bytes, " bytes, not a multiple of 4"));
+}
+
 absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* values) {
-  if (chunk.data().size() % sizeof(float) != 0) {
-    return absl::InvalidArgumentError(absl::StrCat("chunk of '", chunk.tensor(), "' has ",
-                                                   chunk.data().size(),
-                                                   " bytes, not a multiple of 4"));
+  if (absl::Status whole = CheckWholeFloats(chunk.tensor(), chunk.data().size()); !whole.ok()) {
+    return whole;
   }
   *values = absl::Span<const float>(reinterpret_cast<const float*>(chunk.data().data()),
                                     chunk.data().size() / sizeof(float));
@@ -83,7 +88,7 @@ constexpr uint32_t kNonFiniteBits = 0x7f800000u;
 
 }  // namespace
 
-absl::Status CheckFinite(UnalignedFloats values, float* largest) {
+absl::Status CheckFinite(UnalignedFloats values, float* largest, size_t first) {
   // One max over the magnitude bits checks the common (all finite) case in a single integer pass
   // (a float sum would be a chain of dependent adds); the slow scan below only names the culprit.
   uint32_t bits = 0;
@@ -95,7 +100,7 @@ absl::Status CheckFinite(UnalignedFloats values, float* largest) {
   for (size_t i = 0; i < values.size; ++i) {
     if (!std::isfinite(values[i])) {
       return absl::InvalidArgumentError(
-          absl::StrCat("non-finite value ", values[i], " at element ", i));
+          absl::StrCat("non-finite value ", values[i], " at element ", first + i));
     }
   }
   return absl::OkStatus();

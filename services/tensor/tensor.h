@@ -49,6 +49,9 @@ void ForEachChunkRange(size_t size, uint32_t chunk_bytes,
 void ForEachChunk(const std::string& name, absl::Span<const float> values, uint32_t chunk_bytes,
                   const std::function<void(v1::TensorChunk&)>& emit);
 
+// INVALID_ARGUMENT when a chunk of `tensor` carrying `bytes` bytes does not hold whole floats.
+absl::Status CheckWholeFloats(std::string_view tensor, size_t bytes);
+
 // The float values a chunk carries; INVALID_ARGUMENT when its byte length is not a multiple of 4.
 absl::Status ChunkValues(const v1::TensorChunk& chunk, absl::Span<const float>* values);
 
@@ -109,10 +112,10 @@ struct UnalignedFloats {
   Iterator end() const { return Iterator(bytes + size * sizeof(float)); }
 };
 
-// INVALID_ARGUMENT naming the first NaN or infinity in `values` (its index in `values`). When they
-// are all finite and `largest` is given, it gets the largest magnitude among them (0 for none),
-// from the same pass.
-absl::Status CheckFinite(UnalignedFloats values, float* largest = nullptr);
+// INVALID_ARGUMENT naming the first NaN or infinity in `values` (by its index in `values`, plus
+// `first`: where values[0] sits in a larger whole). When they are all finite and `largest` is
+// given, it gets the largest magnitude among them (0 for none), from the same pass.
+absl::Status CheckFinite(UnalignedFloats values, float* largest = nullptr, size_t first = 0);
 inline absl::Status CheckFinite(absl::Span<const float> values, float* largest = nullptr) {
   return CheckFinite(UnalignedFloats::Of(values), largest);
 }
