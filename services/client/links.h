@@ -32,6 +32,11 @@ class CoordinatorLink {
   // again); ABORTED when evicted; OUT_OF_RANGE when training is done; UNAVAILABLE when the
   // session is gone.
   virtual absl::StatusOr<v1::Proceed> WaitProceed(absl::Duration timeout) = 0;
+  // How many directives of any kind the link has read from the coordinator, HeartbeatAcks
+  // included: it moves while the coordinator is alive, also while the mode holds this trainer's
+  // grant. A link that does not count returns 0 (a directive timeout then runs from the start of
+  // the wait). Thread-safe.
+  virtual uint64_t directives_heard() const { return 0; }
   // Reports a completed clock (after its push). UNAVAILABLE when the session is gone.
   virtual absl::Status ReportClock(const v1::ClockReport& report) = 0;
   // Sends heartbeats carrying `timings()` every welcome().heartbeat_interval_seconds until the

@@ -95,6 +95,10 @@ v1::TrainerTimings Protocol::Timings() const {
 absl::StatusOr<std::optional<v1::Proceed>> Protocol::AwaitProceed(
     const std::function<bool()>& stopping) {
   const absl::Time start = clock_.Now();
+  // The timeout runs from the coordinator's last directive of any kind (a HeartbeatAck while the
+  // mode holds this grant), not from the start of the wait: a straggler may hold it for longer.
+  absl::Time heard_at = start;
+  uint64_t heard = coordinator_.directives_heard();
   while (!stopping()) {
     absl::StatusOr<v1::Proceed> proceed = coordinator_.WaitProceed(absl::Milliseconds(200));
     if (proceed.ok()) {
@@ -113,7 +117,11 @@ absl::StatusOr<std::optional<v1::Proceed>> Protocol::AwaitProceed(
       return std::optional<v1::Proceed>();
     }
     if (proceed.status().code() != absl::StatusCode::kDeadlineExceeded) return proceed.status();
-    if (clock_.Now() - start > options_.directive_timeout) {
+    if (const uint64_t now_heard = coordinator_.directives_heard(); now_heard != heard) {
+      heard = now_heard;
+      heard_at = clock_.Now();
+    }
+    if (clock_.Now() - heard_at > options_.directive_timeout) {
       return absl::DeadlineExceededError("no directive from the coordinator within " +
                                          absl::FormatDuration(options_.directive_timeout));
     }

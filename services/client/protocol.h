@@ -52,7 +52,8 @@ class Protocol {
   absl::Status Begin(const tensor::TensorMap& initial);
   // Waits for the next Proceed, polling `stopping` at least every 200 ms. nullopt when `stopping`
   // said so or training is done (done() tells which). ABORTED when evicted, UNAVAILABLE when the
-  // coordinator is gone, DEADLINE_EXCEEDED after directive_timeout without a directive.
+  // coordinator is gone, DEADLINE_EXCEEDED after directive_timeout without a directive of any
+  // kind (CoordinatorLink::directives_heard: a HeartbeatAck counts).
   absl::StatusOr<std::optional<v1::Proceed>> AwaitProceed(const std::function<bool()>& stopping);
   // True once the coordinator said training is done. Thread-safe.
   bool done() const { return done_.load(); }

@@ -111,6 +111,8 @@ void SessionClient::ReadLoop() {
     }
     v1::Directive directive;
     while (stream->Read(&directive)) {
+      heard_.fetch_add(1);
+      if (directive.has_heartbeat_ack()) continue;  // counted: the coordinator is alive
       absl::MutexLock lock(&mu_);
       if (directive.has_peer_left() || directive.has_stop_sending()) {
         if (on_peer_directive_) on_peer_directive_(directive);
@@ -275,6 +277,10 @@ void SessionClient::StartHeartbeats(std::function<v1::TrainerTimings()> timings)
       }
       v1::SessionRequest request;
       *request.mutable_heartbeat()->mutable_timings() = timings();
+      {
+        absl::MutexLock lock(&mu_);
+        request.mutable_heartbeat()->set_awaiting_grant(awaiting_grant_);
+      }
       if (!Write(request).ok()) return;
     }
   });

@@ -3,6 +3,7 @@
 #ifndef SYNCOPATE_CLIENT_SESSION_CLIENT_H_
 #define SYNCOPATE_CLIENT_SESSION_CLIENT_H_
 
+#include <atomic>
 #include <deque>
 #include <functional>
 #include <memory>
@@ -56,6 +57,7 @@ class SessionClient final : public CoordinatorLink {
   // to resume the session; OUT_OF_RANGE when training is done (the coordinator's Done);
   // UNAVAILABLE when the session could not be resumed within options.resume_for.
   absl::StatusOr<v1::Proceed> WaitProceed(absl::Duration timeout) override;
+  uint64_t directives_heard() const override { return heard_.load(); }
 
   // Sends the report, or keeps it for the resumed session while the stream is down. UNAVAILABLE
   // once the session is closed or lost.
@@ -63,7 +65,8 @@ class SessionClient final : public CoordinatorLink {
   // Peer-to-peer modes: `callback` runs (on the reading thread) for every PeerLeft and
   // StopSending directive from now on, instead of queueing it with the Proceeds.
   void OnPeerDirective(std::function<void(const v1::Directive&)> callback);
-  // Sends heartbeats every welcome().heartbeat_interval_seconds with `timings()` until Close.
+  // Sends heartbeats every welcome().heartbeat_interval_seconds with `timings()` until Close;
+  // while a grant is awaited they say so, and the coordinator answers each (HeartbeatAck).
   void StartHeartbeats(std::function<v1::TrainerTimings()> timings) override;
   // Sends Leave and closes the stream once the coordinator ended it (or after a short deadline).
   // When the stream is broken, or breaks before the coordinator ended it, the resume sends the
@@ -120,6 +123,8 @@ class SessionClient final : public CoordinatorLink {
   // grant for it is still awaited.
   int64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
   bool awaiting_grant_ ABSL_GUARDED_BY(mu_) = true;
+
+  std::atomic<uint64_t> heard_{0};  // directives read, of any kind
 
   std::thread reader_;
   std::thread heartbeat_;

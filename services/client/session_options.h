@@ -21,7 +21,10 @@ struct SessionOptions {
   absl::Duration step_time = absl::ZeroDuration();
   // When the coordinator asks this trainer to evaluate, it evaluates at most this often.
   absl::Duration eval_interval = absl::Seconds(2);
-  // Give up when no directive arrives for this long (the coordinator is stuck or gone).
+  // Give up when no directive arrives for this long (the coordinator is stuck or gone, or its
+  // stores fail). While the mode holds a grant, the coordinator answers each heartbeat
+  // (HeartbeatAck), so a long wait for a straggler does not count; keep it well above the
+  // coordinator's --heartbeat-interval.
   absl::Duration directive_timeout = absl::Minutes(2);
   // Leave after this many steps; 0: no limit.
   int64_t max_steps = 0;

@@ -27,6 +27,7 @@ class FakeCoordinator final : public CoordinatorLink {
   struct Answer {
     std::variant<v1::Proceed, absl::Status> directive;
     absl::Duration wait;
+    int acks = 0;  // HeartbeatAcks read during the wait
   };
 
   FakeCoordinator(base::FakeClock& clock, v1::ApplyMode push_mode, bool overlap = false)
@@ -45,9 +46,11 @@ class FakeCoordinator final : public CoordinatorLink {
     Answer answer = script_.front();
     script_.pop_front();
     clock_.Advance(answer.wait);
+    heard_ += static_cast<uint64_t>(answer.acks);
     if (auto* status = std::get_if<absl::Status>(&answer.directive)) return *status;
     return std::get<v1::Proceed>(answer.directive);
   }
+  uint64_t directives_heard() const override { return heard_; }
   absl::Status ReportClock(const v1::ClockReport& report) override {
     reports.push_back(report);
     return absl::OkStatus();
@@ -71,6 +74,7 @@ class FakeCoordinator final : public CoordinatorLink {
   base::FakeClock& clock_;
   v1::Welcome welcome_;
   std::deque<Answer> script_;
+  uint64_t heard_ = 0;
 };
 
 // A store that records what it is sent and serves the models it is given.
@@ -679,6 +683,27 @@ TEST_F(SessionTest, ASilentCoordinatorIsADeadlineNotAHang) {
   absl::Status status = Run(coordinator);
   EXPECT_TRUE(absl::IsDeadlineExceeded(status)) << status;
   EXPECT_TRUE(store_.pushes.empty());
+}
+
+// A coordinator that holds the grant but answers the heartbeats (a straggler holds the bound):
+// the wait lasts as long as the mode wants; once the answers stop, directive_timeout runs again.
+TEST_F(SessionTest, AWaitTheCoordinatorAcknowledgesIsNoTimeout) {
+  options_.directive_timeout = absl::Seconds(1);
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  for (int i = 0; i < 30; ++i) {  // 6 s held, an acknowledged heartbeat every 200 ms
+    coordinator.Script(
+        {absl::DeadlineExceededError("no directive yet"), absl::Milliseconds(200), /*acks=*/1});
+  }
+  coordinator.Script({Grant(0), absl::ZeroDuration()});
+  for (int i = 0; i < 30; ++i) {  // then silence
+    coordinator.Script({absl::DeadlineExceededError("no directive yet"), absl::Milliseconds(200)});
+  }
+  const absl::Time start = clock_.Now();
+  absl::Status status = Run(coordinator);
+  EXPECT_TRUE(absl::IsDeadlineExceeded(status)) << status;
+  EXPECT_EQ(store_.pushes.size(), 1u);  // the step after the long wait was taken
+  // 6 s held, a 1 s step, then given up 1.2 s into the silence (the first poll past 1 s).
+  EXPECT_EQ(clock_.Now() - start, absl::Milliseconds(8200));
 }
 
 // A pulled round that does not fit the model is an error, and the model stays as it was.

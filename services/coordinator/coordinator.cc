@@ -386,6 +386,17 @@ void Coordinator::Heartbeat(const SessionKey& key, const v1::Heartbeat& heartbea
   if (Accept(key.id, "timings", CheckTimings(heartbeat.timings()))) {
     UpdateTimings(key.id, heartbeat.timings());
   }
+  // A trainer held by its mode hears that this coordinator is alive (HeartbeatAck). Order with the
+  // other directives does not matter: the trainer only notes it. Not while the stores fail: the job
+  // cannot move then, and a long outage must still reach the trainers as their directive timeout.
+  if (heartbeat.awaiting_grant() && !stores_failing_since_) {
+    if (auto it = sessions_.find(key.id);
+        it != sessions_.end() && it->second.incarnation == key.incarnation) {
+      v1::Directive ack;
+      ack.mutable_heartbeat_ack();
+      it->second.outbox->Send(std::move(ack));
+    }
+  }
 }
 
 bool Coordinator::Accept(sync::TrainerId id, const char* what, const absl::Status& check) {

@@ -88,6 +88,8 @@ class Coordinator {
   absl::StatusOr<SessionKey> Join(const v1::Join& join, std::shared_ptr<Outbox> outbox);
   // The trainer pushed `report.clock`. A report that breaks the protocol evicts the trainer.
   void Report(const SessionKey& key, const v1::ClockReport& report);
+  // Keeps a live trainer from being evicted as silent and takes its timings; answers a heartbeat
+  // that says awaiting_grant with a HeartbeatAck, unless the stores are failing.
   void Heartbeat(const SessionKey& key, const v1::Heartbeat& heartbeat);
   // `final_accuracy`: the evaluator's accuracy of the final average (taken from the evaluator
   // only, after a final round, when it passes the accuracy checks).

@@ -353,6 +353,36 @@ TEST_F(CoordinatorTest, SilentTrainerIsEvictedAndBarrierReleased) {
   EXPECT_EQ(status.rounds_closed(), 1);
 }
 
+// A trainer held at the barrier hears that the coordinator is alive: its heartbeats, which say it
+// awaits its grant, are answered; a computing trainer's and a stale session's are not.
+TEST_F(CoordinatorTest, AHeartbeatAwaitingItsGrantIsAnswered) {
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  Report(a, 1);  // held: b has not reported
+  EXPECT_TRUE(Quiet(*out_a));
+  v1::Heartbeat waiting;
+  waiting.set_awaiting_grant(true);
+  coordinator_->Heartbeat(a, waiting);
+  EXPECT_TRUE(Next(*out_a).has_heartbeat_ack());
+  coordinator_->Heartbeat(b, v1::Heartbeat());
+  EXPECT_TRUE(Quiet(*out_b));
+  coordinator_->Heartbeat(SessionKey{a.id, a.incarnation + 1}, waiting);
+  EXPECT_TRUE(Quiet(*out_a));
+  Report(b, 1);  // the round closes: the grant follows the answers
+  EXPECT_TRUE(AdvanceUntilNext(*out_a).has_proceed());
+  EXPECT_TRUE(Next(*out_b).has_proceed());
+  // While the stores fail the job cannot move: no answer, so that the trainers' directive timeout
+  // still reports an outage that lasts. (The fake clock never reaches the retry.)
+  stores_.FailNext(100);
+  Report(a, 2);
+  Report(b, 2);
+  for (int i = 0; i < 500 && metrics_.store_call_failures.Value() < 1; ++i) {
+    absl::SleepFor(absl::Milliseconds(10));  // until the close failed, within a deadline
+  }
+  ASSERT_GE(metrics_.store_call_failures.Value(), 1);
+  coordinator_->Heartbeat(a, waiting);
+  EXPECT_TRUE(Quiet(*out_a));
+}
+
 TEST_F(CoordinatorTest, DisconnectReleasesAtOnceAndProtocolErrorsEvict) {
   auto [a, out_a, b, out_b] = JoinTwoAndStart();
   Report(a, 5);  // skips clocks: a protocol violation

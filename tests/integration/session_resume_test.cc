@@ -127,6 +127,21 @@ TEST_F(SessionResumeTest, TheSessionResumesWithItsIdentityAndClock) {
   EXPECT_EQ(Proceed().clock(), 3);
 }
 
+// While a grant is awaited the heartbeats say so and the coordinator answers each
+// (HeartbeatAck): the session counts them among the directives heard, so a trainer held long by
+// its mode can tell a live coordinator from a silent one.
+TEST_F(SessionResumeTest, HeartbeatsAwaitingAGrantAreAnswered) {
+  session_->StartHeartbeats([] { return v1::TrainerTimings(); });
+  const uint64_t heard = session_->directives_heard();
+  ASSERT_TRUE(session_->ReportClock(Report(2)).ok());  // asp: granted at once, not taken yet
+  const absl::Time deadline = absl::Now() + absl::Seconds(20);
+  while (session_->directives_heard() < heard + 3 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));  // polling a counter, within a deadline
+  }
+  EXPECT_GE(session_->directives_heard(), heard + 3) << "the grant and two answers";
+  EXPECT_EQ(Proceed().clock(), 2);  // the answers are not queued as directives
+}
+
 // A finished trainer's Leave made while the coordinator is down is not lost: the session resumes
 // with the next one and leaves there (a trainer that finished the final average must not count as
 // missing).
