@@ -10,7 +10,7 @@ namespace syncopate::store {
 
 absl::Status PushAssembler::Add(const grpc::ByteBuffer& message) {
   absl::StatusOr<rpc::StreamMessage> decoded =
-      rpc::DecodeStreamMessage(message, "push", rpc::kCopyKeptPayloadsBelow);
+      rpc::DecodeStreamMessage(message, "push", copy_below_);
   if (!decoded.ok()) return absl::InvalidArgumentError(decoded.status().message());
   switch (decoded->kind) {
     case rpc::StreamMessage::Kind::kHeader: {

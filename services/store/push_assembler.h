@@ -13,6 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "grpcpp/support/byte_buffer.h"
+#include "rpc/chunk_frames.h"
 #include "rpc/chunk_payload.h"
 #include "syncopate/v1/store.pb.h"
 #include "tensor/tensor.h"
@@ -44,10 +45,15 @@ using SpecLookup = std::function<std::optional<tensor::TensorSpec>(const std::st
 class PushAssembler {
  public:
   // `lookup` is empty for Initialize streams (the header defines the tensors); for Push streams it
-  // checks that every header tensor exists here with the same shape.
-  explicit PushAssembler(SpecLookup lookup = nullptr) : lookup_(std::move(lookup)) {}
+  // checks that every header tensor exists here with the same shape. Chunk payloads under
+  // `copy_below` bytes are copied out of gRPC's slices (rpc::DecodeStreamMessage); the rest stay
+  // there. Only tests and fuzzers change it.
+  explicit PushAssembler(SpecLookup lookup = nullptr,
+                         size_t copy_below = rpc::kCopyKeptPayloadsBelow)
+      : lookup_(std::move(lookup)), copy_below_(copy_below) {}
 
-  // Takes one stream message as it came off the wire (its chunk payload stays in gRPC's slices).
+  // Takes one stream message as it came off the wire (its chunk payload stays in gRPC's slices
+  // unless under `copy_below` bytes).
   // INVALID_ARGUMENT for: bytes that protobuf would not parse, a first message that is not a
   // header, a second header, an unknown tensor (NOT_FOUND), a shape mismatch, a chunk out of order
   // or past the tensor's end, a ragged byte length, NaN or infinity.
@@ -66,6 +72,7 @@ class PushAssembler {
   absl::Status AddChunk(const std::string& name, uint64_t offset, rpc::ChunkPayload payload);
 
   SpecLookup lookup_;
+  size_t copy_below_;
   bool have_header_ = false;
   StagedPush push_;
   // Tensor name -> index into push_.tensors: every check is linear in the stream's size.

@@ -121,16 +121,20 @@ TEST(PushAssembler, RawMessagesStageWhatParsedOnesDo) {
     if (it == model.end()) return std::nullopt;
     return tensor::TensorSpec{name, {static_cast<int64_t>(it->second.size())}};
   };
-  for (size_t every : {7, 4093, 16384}) {
-    PushAssembler raw(lookup);
-    ASSERT_TRUE(FeedRaw(raw, stream, every).ok());
-    absl::StatusOr<StagedPush> push = raw.Finish();
-    ASSERT_TRUE(push.ok()) << push.status();
-    EXPECT_EQ(Values(*push), model);
-    EXPECT_EQ(push->payload_bytes, (w.size() + b.size()) * sizeof(float));
-    EXPECT_EQ(push->max_magnitude, 32.0f);
-    EXPECT_EQ(push->header.trainer_id(), 4u);
-    EXPECT_EQ(push->header.sequence(), 9u);
+  // Small payloads copied out (the default) or every payload left in the slices.
+  for (size_t copy_below : {rpc::kCopyKeptPayloadsBelow, size_t{0}}) {
+    for (size_t every : {7, 4093, 16384}) {
+      SCOPED_TRACE(absl::StrCat("copy below ", copy_below, ", slices of ", every));
+      PushAssembler raw(lookup, copy_below);
+      ASSERT_TRUE(FeedRaw(raw, stream, every).ok());
+      absl::StatusOr<StagedPush> push = raw.Finish();
+      ASSERT_TRUE(push.ok()) << push.status();
+      EXPECT_EQ(Values(*push), model);
+      EXPECT_EQ(push->payload_bytes, (w.size() + b.size()) * sizeof(float));
+      EXPECT_EQ(push->max_magnitude, 32.0f);
+      EXPECT_EQ(push->header.trainer_id(), 4u);
+      EXPECT_EQ(push->header.sequence(), 9u);
+    }
   }
 }
 

@@ -131,11 +131,12 @@ absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time
         push.header.shard_incarnation(),
         ") and may have lost pushes since its checkpoint: re-send them, then this one"));
   }
+  const uint64_t payload_bytes = push.payload_bytes;  // `push` may be moved from below
   const absl::Time apply_start = absl::Now();
   ASSIGN_OR_RETURN(ApplyResult result,
                    initialize ? table_.Initialize(push) : table_.Apply(std::move(push)));
   metrics_.apply_duration.Observe(absl::ToDoubleSeconds(absl::Now() - apply_start));
-  metrics_.push_bytes.Increment(static_cast<double>(push.payload_bytes));
+  metrics_.push_bytes.Increment(static_cast<double>(payload_bytes));
   if (result.duplicate) {
     metrics_.pushes_duplicate.Increment();
   } else if (!initialize) {

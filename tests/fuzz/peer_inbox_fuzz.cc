@@ -44,8 +44,9 @@ void RequireFits(const std::map<uint64_t, client::PeerModel>& received,
 void Deposit(InputReader& input, client::ExchangeInbox& inbox, const store::SpecLookup& lookup) {
   const std::string caller = input.ShortString();
   const std::string bytes = input.LongString();
-  // Raw, as the Peer service reads a stream; each message in slices of 7 bytes.
-  store::PushAssembler assembler(lookup);
+  // Raw, as the Peer service reads a stream; each message in slices of 7 bytes, every payload left
+  // in them (a real model's payloads are large enough to stay; this target's are not).
+  store::PushAssembler assembler(lookup, /*copy_below=*/0);
   for (const std::string& message :
        DecodeRawStream(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
     if (!assembler.Add(rpc::testing::Cut(message, 7, 7)).ok()) return;

@@ -1,8 +1,10 @@
 // libFuzzer target: PushAssembler, the first code a Push or Initialize stream reaches in the store,
 // and a peer's model in a trainer's Peer service. Input: one byte choosing the stream's kind (even:
 // a Push checked against FuzzModel's shapes; odd: an Initialize, whose header defines the shapes;
-// bits 1-4, k: each message arrives in one slice (0) or in slices of 2^(k-1) bytes), then the
-// stream's messages (fuzz_input.h), which reach the assembler raw, as the services read them.
+// bits 1-4, k: each message arrives in one slice (0) or in slices of 2^(k-1) bytes; bit 5: chunk
+// payloads stay in the slices, as a large model's do (1), or are copied out, as small ones are),
+// then the stream's messages (fuzz_input.h), which reach the assembler raw, as the services read
+// them.
 // Beyond not crashing: a stream it accepts is whole.
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "client/peer_exchange.h"
 #include "fuzz_input.h"
 #include "rpc/byte_buffer_testing.h"
+#include "rpc/chunk_frames.h"
 #include "store/push_assembler.h"
 
 namespace syncopate::fuzz {
@@ -58,7 +61,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     return cut == 0 ? std::max<size_t>(m.size(), 1) : size_t{1} << (cut - 1);
   };
   static const tensor::TensorMap model = fuzz::FuzzModel();
-  store::PushAssembler assembler(initialize ? nullptr : client::ShapeLookup(model));
+  const size_t copy_below = (data[0] & 0x20) ? 0 : rpc::kCopyKeptPayloadsBelow;
+  store::PushAssembler assembler(initialize ? nullptr : client::ShapeLookup(model), copy_below);
   for (const std::string& message : fuzz::DecodeRawStream(data + 1, size - 1)) {
     const size_t every = slice_bytes(message);
     if (!assembler.Add(rpc::testing::Cut(message, every, every)).ok()) return 0;

@@ -57,6 +57,10 @@ void WritePushSeeds(SeedWriter& out) {
   out.Write("push_assembler_fuzz", "initialize", '\1' + push);
   out.Write("push_assembler_fuzz", "chunked",
             '\0' + EncodeStream(ChunkedStream(Header(2, 1, 7), model, 16)));
+  // Payloads left in slices of 8 bytes (bit 5; bits 1-4 = 4: 2^3-byte slices).
+  out.Write(
+      "push_assembler_fuzz", "chunked-in-slices",
+      static_cast<char>(0x20 | (4 << 1)) + EncodeStream(ChunkedStream(Header(2, 1, 7), model, 16)));
   std::vector<v1::PushMessage> truncated = ChunkedStream(Header(2, 1, 8), model, 16);
   truncated.pop_back();
   out.Write("push_assembler_fuzz", "truncated", '\0' + EncodeStream(truncated));
