@@ -25,7 +25,7 @@ absl::StatusOr<Decisions> BoundedStalenessPolicy::OnClock(TrainerId trainer, int
                                                           absl::Time now) {
   if (absl::Status s = CheckReport(trainer, clock, waiting_.Contains(trainer)); !s.ok()) return s;
   clocks_.Set(trainer, clock);
-  cuts_.Record(trainer, clock);
+  if (config_.round_snapshots) cuts_.Record(trainer, clock);  // only rounds take cuts
   waiting_.Add(trainer, clock);
   return Evaluate(now);
 }

@@ -1,16 +1,26 @@
 #include "sync/clock_table.h"
 
 #include <algorithm>
+#include <cassert>
 
 namespace syncopate::sync {
 
+void MoveInOrder(ClockOrder& order, TrainerId trainer, int64_t from, int64_t to) {
+  if (from == to) return;
+  auto node = order.extract({from, trainer});
+  assert(!node.empty() && "the trainer is not at `from`");
+  node.value().first = to;
+  order.insert(std::move(node));
+}
+
 void ClockTable::Set(TrainerId trainer, int64_t clock) {
   auto [it, inserted] = clocks_.try_emplace(trainer, clock);
-  if (!inserted) {
-    ordered_.erase({it->second, trainer});
-    it->second = clock;
+  if (inserted) {
+    ordered_.emplace(clock, trainer);
+    return;
   }
-  ordered_.emplace(clock, trainer);
+  MoveInOrder(ordered_, trainer, it->second, clock);
+  it->second = clock;
 }
 
 void ClockTable::Erase(TrainerId trainer) {

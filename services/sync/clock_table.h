@@ -15,6 +15,13 @@ namespace syncopate::sync {
 
 using TrainerId = uint64_t;
 
+// Trainers ordered by clock, then id: the index ClockTable and WaitingRoom keep beside their maps.
+using ClockOrder = std::set<std::pair<int64_t, TrainerId>>;
+
+// Moves `trainer` from `from` to `to` in `order` (where it must be at `from`), reusing its node
+// rather than freeing one and allocating another.
+void MoveInOrder(ClockOrder& order, TrainerId trainer, int64_t from, int64_t to);
+
 // Not thread-safe; owned by one policy.
 class ClockTable {
  public:
@@ -34,7 +41,7 @@ class ClockTable {
 
  private:
   absl::flat_hash_map<TrainerId, int64_t> clocks_;
-  std::set<std::pair<int64_t, TrainerId>> ordered_;  // (clock, trainer)
+  ClockOrder ordered_;
 };
 
 }  // namespace syncopate::sync

@@ -100,6 +100,9 @@ class Simulation {
   // Longer than any start timeout a policy could still be waiting out.
   static constexpr int kStallTicks = 3000;
 
+  // Trainers are numbered from 1 in the order they joined (Join): id - 1 is their index.
+  static size_t IndexOf(TrainerId id) { return static_cast<size_t>(id - 1); }
+
   void Schedule(absl::Time at, Kind kind, size_t trainer) {
     queue_.push(Event{at, seq_++, kind, trainer});
   }
@@ -109,7 +112,6 @@ class Simulation {
     t.id = trainers_.size() + 1;
     t.slowdown = slowdown;
     t.joined = now_;
-    index_[t.id] = trainers_.size();
     trainers_.push_back(t);
     Decisions decisions;
     absl::StatusOr<int64_t> start = Timed([&] { return policy_->OnJoin(t.id, now_, &decisions); });
@@ -129,12 +131,12 @@ class Simulation {
     at += o_.directive_latency;
     const int64_t min = policy_->MinClock().value_or(0);
     for (Grant& g : decisions.grants) {
-      auto it = index_.find(g.trainer);
-      if (it == index_.end() || !trainers_[it->second].live) continue;
+      const size_t index = IndexOf(g.trainer);
+      if (index >= trainers_.size() || !trainers_[index].live) continue;
       ++staleness_[g.clock - min];
       ++grants_;
-      trainers_[it->second].grant = std::move(g);
-      Schedule(at, Kind::kGrant, it->second);
+      trainers_[index].grant = std::move(g);
+      Schedule(at, Kind::kGrant, index);
     }
   }
 
@@ -167,7 +169,7 @@ class Simulation {
     // Overlapped and background modes communicate beside the step: the longer of the two.
     const double until_report = hidden_communication_ ? std::max(compute, communicate + push)
                                                       : communicate + compute + push;
-    Schedule(now_ + absl::Seconds(until_report), Kind::kReport, index_[t.id]);
+    Schedule(now_ + absl::Seconds(until_report), Kind::kReport, IndexOf(t.id));
   }
 
   absl::Status Report(size_t index) {
@@ -241,7 +243,6 @@ class Simulation {
   bool p2p_ = false;
   bool hidden_communication_ = false;
   std::vector<SimTrainer> trainers_;
-  std::map<TrainerId, size_t> index_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t seq_ = 0;
   absl::Time now_ = kStart;

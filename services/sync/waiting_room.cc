@@ -5,9 +5,13 @@
 namespace syncopate::sync {
 
 void WaitingRoom::Add(TrainerId trainer, int64_t clock) {
-  Remove(trainer);
-  ordered_.emplace(clock, trainer);
-  clock_of_[trainer] = clock;
+  auto [it, inserted] = clock_of_.try_emplace(trainer, clock);
+  if (inserted) {
+    ordered_.emplace(clock, trainer);
+    return;
+  }
+  MoveInOrder(ordered_, trainer, it->second, clock);
+  it->second = clock;
 }
 
 void WaitingRoom::Remove(TrainerId trainer) {

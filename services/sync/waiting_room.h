@@ -31,7 +31,7 @@ class WaitingRoom {
   std::vector<std::pair<TrainerId, int64_t>> TakeWithin(int64_t min, int64_t bound);
 
  private:
-  std::set<std::pair<int64_t, TrainerId>> ordered_;
+  ClockOrder ordered_;
   absl::flat_hash_map<TrainerId, int64_t> clock_of_;
 };
 

@@ -35,6 +35,13 @@ TEST(WaitingRoomTest, AddMovesAWaiterAndRemoveForgetsIt) {
   room.Remove(3);
   room.Remove(42);  // never waited: no-op
   EXPECT_THAT(room.TakeUpTo(100), ElementsAre(Pair(1, 2)));
+  room.Add(1, 3);  // again after it was taken
+  room.Add(1, 3);  // the same wait twice: one waiter
+  room.Add(5, 1);
+  room.Add(5, 4);
+  EXPECT_EQ(room.size(), 2u);
+  EXPECT_THAT(room.TakeUpTo(100), ElementsAre(Pair(1, 3), Pair(5, 4)));
+  EXPECT_EQ(room.size(), 0u);
 }
 
 TEST(WaitingRoomTest, TakeWithinABoundOfTheMinimumNeverOverflows) {
