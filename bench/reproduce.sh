@@ -6,6 +6,9 @@
 #
 #   bench/reproduce.sh wbsp|dssp|hybrid|all OUT
 #
+# A comparison that exits non-zero (a run with a fault exits 4, and still reports) does not stop
+# the others: the report covers them all, and the script then exits 1.
+#
 # Every claim runs for each model in $MODELS, and every comparison is back to back in one run of
 # this script, each mode with the same work: the same step time, slowdowns, seeds, learning rate
 # and, under Syncopate's default step-size rule (docs/modes.md), the same step per unit of work.
@@ -37,6 +40,7 @@ LEARNING_RATE="${LEARNING_RATE:-0.1}"
 LR_SWEEP="${LR_SWEEP:-}"
 SSP_BOUNDS="${SSP_BOUNDS:-3,6,9,12,15}"
 trainers=$(( $(tr -cd ',' <<< "$SLOWDOWN" | wc -c) + 1 ))
+failed=0  # a compare exited non-zero
 
 mkdir -p "$out"
 ./scripts/build.sh > "$out/build.log" 2>&1 || { echo "build failed: see $out/build.log" >&2; exit 1; }
@@ -51,7 +55,12 @@ compare() {
   ./build/bin/syncopate compare --model="$model" --trainers="$trainers" --slowdown="$SLOWDOWN" \
     --step-time="$STEP_TIME" --target-accuracy="$TARGET" --time-limit="$TIME_LIMIT" \
     --eval-interval=0.2s --repeats="$REPEATS" "${rate[@]}" --report-dir="$dir" "$@" \
-    > "$dir.txt" 2> "$dir.log"
+    > "$dir.txt" 2> "$dir.log" || {
+    # A run with a fault (exit 4) still reports; the claim goes on, and this script fails at the end.
+    local code=$?
+    echo "compare exited $code: see $dir.log" >&2
+    failed=1
+  }
   cat "$dir.txt" >&2
   (cd "$dir" && sed -e "s/^set terminal svg.*/set terminal pngcairo size 1200,480 font 'sans,10'/" \
       -e "s/compare\.svg/compare.png/" compare.gp | gnuplot) 2>> "$dir.log" || true
@@ -89,3 +98,4 @@ rate_text="learning rate $LEARNING_RATE"
   --settings "step time $STEP_TIME x slowdowns $SLOWDOWN, $trainers trainers, target $TARGET, \
 time limit $TIME_LIMIT, $REPEATS repeats, $rate_text"
 echo "report: $out/report.md"
+exit "$failed"
