@@ -5,30 +5,32 @@
 
 namespace syncopate::sync {
 
-void MoveInOrder(ClockOrder& order, TrainerId trainer, int64_t from, int64_t to) {
-  if (from == to) return;
-  auto node = order.extract({from, trainer});
-  assert(!node.empty() && "the trainer is not at `from`");
-  node.value().first = to;
-  order.insert(std::move(node));
-}
-
-void ClockTable::Set(TrainerId trainer, int64_t clock) {
-  auto [it, inserted] = clocks_.try_emplace(trainer, clock);
+void SetInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer, int64_t clock) {
+  auto [it, inserted] = clock_of.try_emplace(trainer, clock);
   if (inserted) {
-    ordered_.emplace(clock, trainer);
+    order.emplace(clock, trainer);
     return;
   }
-  MoveInOrder(ordered_, trainer, it->second, clock);
+  if (it->second == clock) return;
+  auto node = order.extract({it->second, trainer});
+  assert(!node.empty() && "the map and the order disagree");
+  node.value().first = clock;
+  order.insert(std::move(node));
   it->second = clock;
 }
 
-void ClockTable::Erase(TrainerId trainer) {
-  auto it = clocks_.find(trainer);
-  if (it == clocks_.end()) return;
-  ordered_.erase({it->second, trainer});
-  clocks_.erase(it);
+void EraseInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer) {
+  auto it = clock_of.find(trainer);
+  if (it == clock_of.end()) return;
+  order.erase({it->second, trainer});
+  clock_of.erase(it);
 }
+
+void ClockTable::Set(TrainerId trainer, int64_t clock) {
+  SetInOrder(clocks_, ordered_, trainer, clock);
+}
+
+void ClockTable::Erase(TrainerId trainer) { EraseInOrder(clocks_, ordered_, trainer); }
 
 std::optional<int64_t> ClockTable::Get(TrainerId trainer) const {
   auto it = clocks_.find(trainer);

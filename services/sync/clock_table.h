@@ -17,10 +17,13 @@ using TrainerId = uint64_t;
 
 // Trainers ordered by clock, then id: the index ClockTable and WaitingRoom keep beside their maps.
 using ClockOrder = std::set<std::pair<int64_t, TrainerId>>;
+using ClockOf = absl::flat_hash_map<TrainerId, int64_t>;
 
-// Moves `trainer` from `from` to `to` in `order` (where it must be at `from`), reusing its node
-// rather than freeing one and allocating another.
-void MoveInOrder(ClockOrder& order, TrainerId trainer, int64_t from, int64_t to);
+// Inserts or moves `trainer` at `clock` in both `clock_of` and `order`, reusing its node in
+// `order` rather than freeing one and allocating another.
+void SetInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer, int64_t clock);
+// Removes `trainer` from both; a no-op for an unknown one.
+void EraseInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer);
 
 // Not thread-safe; owned by one policy.
 class ClockTable {
@@ -40,7 +43,7 @@ class ClockTable {
   std::vector<TrainerId> At(int64_t clock) const;
 
  private:
-  absl::flat_hash_map<TrainerId, int64_t> clocks_;
+  ClockOf clocks_;
   ClockOrder ordered_;
 };
 

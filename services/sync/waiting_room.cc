@@ -5,21 +5,10 @@
 namespace syncopate::sync {
 
 void WaitingRoom::Add(TrainerId trainer, int64_t clock) {
-  auto [it, inserted] = clock_of_.try_emplace(trainer, clock);
-  if (inserted) {
-    ordered_.emplace(clock, trainer);
-    return;
-  }
-  MoveInOrder(ordered_, trainer, it->second, clock);
-  it->second = clock;
+  SetInOrder(clock_of_, ordered_, trainer, clock);
 }
 
-void WaitingRoom::Remove(TrainerId trainer) {
-  auto it = clock_of_.find(trainer);
-  if (it == clock_of_.end()) return;
-  ordered_.erase({it->second, trainer});
-  clock_of_.erase(it);
-}
+void WaitingRoom::Remove(TrainerId trainer) { EraseInOrder(clock_of_, ordered_, trainer); }
 
 std::vector<std::pair<TrainerId, int64_t>> WaitingRoom::TakeUpTo(int64_t max_clock) {
   std::vector<std::pair<TrainerId, int64_t>> taken;

@@ -32,7 +32,7 @@ class WaitingRoom {
 
  private:
   ClockOrder ordered_;
-  absl::flat_hash_map<TrainerId, int64_t> clock_of_;
+  ClockOf clock_of_;
 };
 
 }  // namespace syncopate::sync
