@@ -2,7 +2,7 @@
 // processes on loopback, driven over gRPC by thousands of lightweight simulated trainers (one
 // Session stream each on gRPC's callback API: join, a clock report as soon as each grant arrives
 // or a step after it (--step, varied by --jitter), heartbeats at the interval the coordinator asks
-// for; no models, no pushes).
+// for, saying whether the trainer awaits its grant as a real one does; no models, no pushes).
 // For each mode and trainer count it reports:
 //   reports/s            clock reports the coordinator took per second of the measured window
 //   report->grant p50/p99 from a report's write to its Proceed, per report (asp, ssp: the
@@ -12,12 +12,14 @@
 //                        report to its last grant (the coordinator's decision, the store's close
 //                        over gRPC, and the grants' way back)
 //   heartbeats/s         heartbeats the trainers sent per second of the window
+//   acks/s               HeartbeatAcks the coordinator sent back (to trainers awaiting a grant)
 //   CPU us/msg           the coordinator process's CPU time (user+system) per message taken
 //                        (report or heartbeat) in the window
 //   threads              the coordinator's threads at the end of the window
 // Usage:
 //   syncopate-coordinator-bench [--modes=asp,bsp] [--trainers=100,1000,2000] [--seconds=10]
-//                               [--step=0ms] [--jitter=0.25] [--bin-dir=DIR]
+//                               [--step=0ms] [--jitter=0.25] [--say-awaiting=true|false]
+//                               [--bin-dir=DIR]
 #include <unistd.h>
 
 #include <algorithm>
@@ -117,22 +119,33 @@ struct Stats {
   std::map<int64_t, Clock> clocks ABSL_GUARDED_BY(mu);
   int64_t reports ABSL_GUARDED_BY(mu) = 0;
   std::atomic<int64_t> heartbeats{0};
+  std::atomic<int64_t> acks{0};
   std::atomic<int> welcomed{0}, ended{0}, failed{0};
 
   bool InWindow(absl::Time t) const { return t >= window_start.load() && t < window_end.load(); }
+};
+
+// How every simulated trainer behaves.
+struct Behaviour {
+  // Each step takes `step` times a factor drawn uniformly from [1 - jitter, 1 + jitter].
+  absl::Duration step;
+  double jitter = 0;
+  // Heartbeats say whether the trainer awaits its grant, as real trainers do (the coordinator then
+  // answers them with a HeartbeatAck); false: as trainers older than the acks.
+  bool say_awaiting = true;
 };
 
 // One trainer: a Session stream that reports its next clock as soon as (or --step after) each
 // Proceed arrives, and heartbeats.
 class SimTrainer final : public grpc::ClientBidiReactor<v1::SessionRequest, v1::Directive> {
  public:
-  // Each step takes `step` times a factor drawn uniformly from [1 - jitter, 1 + jitter].
   SimTrainer(v1::Coordinator::Stub& stub, std::string name, uint32_t rank, Stats& stats,
-             Scheduler& scheduler, absl::Duration step, double jitter, const std::atomic<bool>& go)
+             Scheduler& scheduler, const Behaviour& behaviour, const std::atomic<bool>& go)
       : stats_(stats),
         scheduler_(scheduler),
-        step_(step),
-        jitter_(1 - jitter, 1 + jitter),
+        step_(behaviour.step),
+        say_awaiting_(behaviour.say_awaiting),
+        jitter_(1 - behaviour.jitter, 1 + behaviour.jitter),
         random_(rank),
         go_(go) {
     v1::SessionRequest join;
@@ -172,6 +185,7 @@ class SimTrainer final : public grpc::ClientBidiReactor<v1::SessionRequest, v1::
     } else if (in_.has_proceed()) {
       const int64_t clock = in_.proceed().clock();
       absl::MutexLock lock(&mu_);
+      awaiting_ = false;
       if (reported_clock_ == clock && stats_.InWindow(reported_at_)) {
         absl::MutexLock s(&stats_.mu);
         stats_.report_to_grant_ms.push_back(absl::ToDoubleMilliseconds(now - reported_at_));
@@ -188,6 +202,8 @@ class SimTrainer final : public grpc::ClientBidiReactor<v1::SessionRequest, v1::
           ReportNextLocked(clock);
         });
       }
+    } else if (in_.has_heartbeat_ack()) {
+      if (stats_.InWindow(now)) stats_.acks.fetch_add(1);
     } else if (in_.has_evicted()) {
       stats_.failed.fetch_add(1);
       std::fprintf(stderr, "evicted: %s\n", in_.evicted().reason().c_str());
@@ -235,6 +251,7 @@ class SimTrainer final : public grpc::ClientBidiReactor<v1::SessionRequest, v1::
     report.mutable_clock()->mutable_timings()->set_compute_seconds(absl::ToDoubleSeconds(step_));
     reported_clock_ = granted + 1;
     reported_at_ = absl::Now();
+    awaiting_ = true;
     if (stats_.InWindow(reported_at_)) {
       absl::MutexLock s(&stats_.mu);
       ++stats_.reports;
@@ -248,10 +265,10 @@ class SimTrainer final : public grpc::ClientBidiReactor<v1::SessionRequest, v1::
     const absl::Duration every = absl::Seconds(welcome_.heartbeat_interval_seconds());
     scheduler_.At(now + every, [this] {
       v1::SessionRequest beat;
-      beat.mutable_heartbeat();
       {
         absl::MutexLock lock(&mu_);
         if (done_ || leaving_) return;
+        beat.mutable_heartbeat()->set_awaiting_grant(say_awaiting_ && awaiting_);
         SendLocked(std::move(beat));
         if (stats_.InWindow(absl::Now())) stats_.heartbeats.fetch_add(1);
       }
@@ -262,6 +279,7 @@ class SimTrainer final : public grpc::ClientBidiReactor<v1::SessionRequest, v1::
   Stats& stats_;
   Scheduler& scheduler_;
   const absl::Duration step_;
+  const bool say_awaiting_;
   std::uniform_real_distribution<double> jitter_;
   std::mt19937_64 random_ ABSL_GUARDED_BY(mu_);
   const std::atomic<bool>& go_;
@@ -274,6 +292,7 @@ class SimTrainer final : public grpc::ClientBidiReactor<v1::SessionRequest, v1::
   std::optional<int64_t> held_grant_ ABSL_GUARDED_BY(mu_);
   int64_t reported_clock_ ABSL_GUARDED_BY(mu_) = -1;
   absl::Time reported_at_ ABSL_GUARDED_BY(mu_);
+  bool awaiting_ ABSL_GUARDED_BY(mu_) = false;  // reported, no Proceed since
   bool leaving_ ABSL_GUARDED_BY(mu_) = false;
   bool done_ ABSL_GUARDED_BY(mu_) = false;
 };
@@ -306,13 +325,14 @@ struct Row {
   double grant_p50_ms = 0, grant_p99_ms = 0;
   double close_p50_ms = 0, close_p99_ms = 0;
   double heartbeats_per_second = 0;
+  double acks_per_second = 0;
   double cpu_us_per_message = 0;
   int threads = 0;
   int failed = 0;
 };
 
 absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, int trainers,
-                           absl::Duration window, absl::Duration step, double jitter) {
+                           absl::Duration window, const Behaviour& behaviour) {
   const std::string dir =
       absl::StrCat(std::filesystem::temp_directory_path().string(), "/syncopate-coordinator-bench-",
                    getpid(), "-", mode, "-", trainers);
@@ -376,8 +396,8 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
   EndStreams end_streams{sims, stats};
   for (int i = 0; i < trainers; ++i) {
     sims.push_back(std::make_unique<SimTrainer>(*stubs[i % kChannels], absl::StrCat("sim-", i),
-                                                static_cast<uint32_t>(i), stats, scheduler, step,
-                                                jitter, go));
+                                                static_cast<uint32_t>(i), stats, scheduler,
+                                                behaviour, go));
     // The coordinator refuses joins (UNAVAILABLE) until it reached the store: wait for the first.
     if (i == 0) {
       const absl::Time until = absl::Now() + absl::Seconds(30);
@@ -449,6 +469,7 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
   row.close_p99_ms = Percentile(closes, 0.99);
   row.heartbeats_per_second =
       static_cast<double>(stats.heartbeats.load()) / absl::ToDoubleSeconds(window);
+  row.acks_per_second = static_cast<double>(stats.acks.load()) / absl::ToDoubleSeconds(window);
   const double messages = static_cast<double>(stats.reports + stats.heartbeats.load());
   row.cpu_us_per_message = messages > 0 ? 1e6 * (cpu_after - cpu_before) / messages : 0;
   std::filesystem::remove_all(dir);
@@ -464,6 +485,7 @@ int main(int argc, char** argv) {
   std::string step = "0ms";
   double seconds = 10;
   double jitter = 0.25;
+  bool say_awaiting = true;
   std::string bin_dir = std::filesystem::path(argv[0]).parent_path().string();
   app.add_option("--modes", modes, "Modes, comma-separated");
   app.add_option("--trainers", counts, "Simulated trainer counts, comma-separated");
@@ -472,6 +494,9 @@ int main(int argc, char** argv) {
   app.add_option("--jitter", jitter,
                  "Steps vary uniformly by this fraction either way (trainers drift out of phase)")
       ->check(CLI::Range(0.0, 1.0));
+  app.add_option("--say-awaiting", say_awaiting,
+                 "Heartbeats say whether the trainer awaits its grant, as real trainers do "
+                 "(false: as trainers before HeartbeatAck)");
   app.add_option("--bin-dir", bin_dir, "Where syncopate-store and syncopate-coordinator are");
   CLI11_PARSE(app, argc, argv);
   absl::Duration step_time;
@@ -489,31 +514,33 @@ int main(int argc, char** argv) {
     trainer_counts.push_back(n);
   }
 
-  std::printf("%-6s %8s %10s %12s %10s %10s %10s %10s %10s %8s\n", "mode", "trainers", "reports/s",
-              "heartbeats/s", "grant p50", "grant p99", "close p50", "close p99", "CPU us/msg",
-              "threads");
+  std::printf("%-6s %8s %10s %12s %8s %10s %10s %10s %10s %10s %8s\n", "mode", "trainers",
+              "reports/s", "heartbeats/s", "acks/s", "grant p50", "grant p99", "close p50",
+              "close p99", "CPU us/msg", "threads");
   std::vector<std::string> json;
   int status = 0;
   for (const std::string& mode : base::SplitList(modes)) {
     for (int n : trainer_counts) {
-      absl::StatusOr<Row> row = RunOne(bin_dir, mode, n, absl::Seconds(seconds), step_time, jitter);
+      absl::StatusOr<Row> row = RunOne(bin_dir, mode, n, absl::Seconds(seconds),
+                                       Behaviour{step_time, jitter, say_awaiting});
       if (!row.ok()) {
         std::fprintf(stderr, "%s, %d trainers: %s\n", mode.c_str(), n,
                      row.status().ToString().c_str());
         status = 1;
         continue;
       }
-      std::printf("%-6s %8d %10.0f %12.0f %10.2f %10.2f %10.2f %10.2f %10.1f %8d%s\n", mode.c_str(),
-                  n, row->reports_per_second, row->heartbeats_per_second, row->grant_p50_ms,
-                  row->grant_p99_ms, row->close_p50_ms, row->close_p99_ms, row->cpu_us_per_message,
-                  row->threads,
+      std::printf("%-6s %8d %10.0f %12.0f %8.0f %10.2f %10.2f %10.2f %10.2f %10.1f %8d%s\n",
+                  mode.c_str(), n, row->reports_per_second, row->heartbeats_per_second,
+                  row->acks_per_second, row->grant_p50_ms, row->grant_p99_ms, row->close_p50_ms,
+                  row->close_p99_ms, row->cpu_us_per_message, row->threads,
                   row->failed ? absl::StrCat("  (", row->failed, " sessions failed)").c_str() : "");
       std::fflush(stdout);
       json.push_back(absl::StrCat(
           "{\"mode\":\"", mode, "\",\"trainers\":", n, ",\"reports_per_second\":",
           row->reports_per_second, ",\"heartbeats_per_second\":", row->heartbeats_per_second,
-          ",\"grant_p50_ms\":", row->grant_p50_ms, ",\"grant_p99_ms\":", row->grant_p99_ms,
-          ",\"close_p50_ms\":", row->close_p50_ms, ",\"close_p99_ms\":", row->close_p99_ms,
+          ",\"acks_per_second\":", row->acks_per_second, ",\"grant_p50_ms\":", row->grant_p50_ms,
+          ",\"grant_p99_ms\":", row->grant_p99_ms, ",\"close_p50_ms\":", row->close_p50_ms,
+          ",\"close_p99_ms\":", row->close_p99_ms,
           ",\"cpu_us_per_message\":", row->cpu_us_per_message, ",\"threads\":", row->threads,
           ",\"failed_sessions\":", row->failed, "}"));
       if (row->failed) status = 1;

@@ -979,7 +979,9 @@ TEST_F(CoordinatorTest, AFrozenCoordinatorDoesNotHoldItsOwnSilenceAgainstTheTrai
     clock_.Advance(absl::Milliseconds(200));
     v1::Directive d;
     evicted = out_b->Pop(&d, absl::Milliseconds(50)) && d.has_evicted();
-    if (i < 20) EXPECT_FALSE(evicted) << "evicted after " << (i + 1) * 200 << " ms";
+    if (i < 20) {
+      EXPECT_FALSE(evicted) << "evicted after " << (i + 1) * 200 << " ms";
+    }
   }
   EXPECT_TRUE(evicted);
   EXPECT_EQ(coordinator_->Status().live_trainers(), 1u);

@@ -22,7 +22,7 @@ struct ShardMember {
   sync::TrainerId id = 0;
   uint64_t incarnation = 0;
   int64_t last_cut = -1;
-  std::string name;  // empty when the shard does not know it
+  std::string name = {};  // empty when the shard does not know it
 };
 
 // One shard as it answered: which process (incarnation) and what it holds.

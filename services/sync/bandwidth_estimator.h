@@ -12,10 +12,10 @@
 #define SYNCOPATE_SYNC_BANDWIDTH_ESTIMATOR_H_
 
 #include <deque>
-#include <map>
 #include <optional>
 #include <vector>
 
+#include "absl/container/btree_map.h"
 #include "absl/status/status.h"
 #include "sync/clock_table.h"
 
@@ -42,8 +42,8 @@ struct TransferSample {
   double received_bytes = 0;
   double receive_seconds = 0;
   int models_sent = 0;  // completed model transfers among the bytes sent
-  std::vector<StreamSample> sent_streams;
-  std::vector<StreamSample> received_streams;
+  std::vector<StreamSample> sent_streams = {};
+  std::vector<StreamSample> received_streams = {};
 };
 
 class BandwidthEstimator {
@@ -103,7 +103,7 @@ class BandwidthEstimator {
   double MeanOf(std::deque<double> Samples::*direction, double fallback) const;
 
   const LinkRates initial_;
-  std::map<TrainerId, Samples> rates_;
+  absl::btree_map<TrainerId, Samples> rates_;  // ordered: MeanOf sums in a fixed order
   // Both directions' means, computed when first needed after a change (a round's plan asks for
   // every unmeasured trainer's estimate: O(n) once, not per trainer).
   mutable std::optional<LinkRates> means_;

@@ -12,10 +12,9 @@ void SetInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer, int64_t
     return;
   }
   if (it->second == clock) return;
-  auto node = order.extract({it->second, trainer});
-  assert(!node.empty() && "the map and the order disagree");
-  node.value().first = clock;
-  order.insert(std::move(node));
+  [[maybe_unused]] const size_t erased = order.erase({it->second, trainer});
+  assert(erased == 1 && "the map and the order disagree");
+  order.emplace(clock, trainer);
   it->second = clock;
 }
 

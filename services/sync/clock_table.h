@@ -5,10 +5,10 @@
 
 #include <cstdint>
 #include <optional>
-#include <set>
 #include <utility>
 #include <vector>
 
+#include "absl/container/btree_set.h"
 #include "absl/container/flat_hash_map.h"
 
 namespace syncopate::sync {
@@ -16,11 +16,12 @@ namespace syncopate::sync {
 using TrainerId = uint64_t;
 
 // Trainers ordered by clock, then id: the index ClockTable and WaitingRoom keep beside their maps.
-using ClockOrder = std::set<std::pair<int64_t, TrainerId>>;
+// A B-tree: tens of entries per node rather than one allocation per trainer, so moving a trainer
+// touches a few cache lines (at 10,000 trainers a red-black tree was a quarter of a simulation).
+using ClockOrder = absl::btree_set<std::pair<int64_t, TrainerId>>;
 using ClockOf = absl::flat_hash_map<TrainerId, int64_t>;
 
-// Inserts or moves `trainer` at `clock` in both `clock_of` and `order`, reusing its node in
-// `order` rather than freeing one and allocating another.
+// Inserts or moves `trainer` at `clock` in both `clock_of` and `order`.
 void SetInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer, int64_t clock);
 // Removes `trainer` from both; a no-op for an unknown one.
 void EraseInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer);

@@ -62,7 +62,6 @@ Decisions DsSyncPolicy::OnLeave(TrainerId trainer, absl::Time now) {
   newcomers_.erase(trainer);
   waiting_.erase(trainer);
   group_of_.erase(trainer);
-  last_exchange_.erase(trainer);
   bandwidth_.Forget(trainer);
   GrantNewcomers(now, &decisions);
   ReleaseAll(&decisions);  // its group mates stop waiting for it
@@ -162,14 +161,15 @@ void DsSyncPolicy::MaybeRelease(TrainerId trainer, Decisions* decisions) {
   const int64_t round = waits->second;
   const Grouping& grouping = GroupsOf(round);
   // A trainer that joined after the round was shuffled is a group of its own.
-  std::vector<TrainerId> group = {trainer};
+  const std::vector<TrainerId> alone = {trainer};
+  const std::vector<TrainerId>* group = &alone;
   int index = -1;
   if (auto it = grouping.group_of.find(trainer); it != grouping.group_of.end()) {
     index = it->second;
-    group = grouping.groups[index];
+    group = &grouping.groups[index];
   }
   std::vector<TrainerId> released;
-  for (TrainerId member : group) {
+  for (TrainerId member : *group) {
     const std::optional<int64_t> clock = clocks_.Get(member);
     if (!clock) continue;            // gone: not waited for
     if (*clock < round) return;      // still computing this round
@@ -186,9 +186,8 @@ void DsSyncPolicy::MaybeRelease(TrainerId trainer, Decisions* decisions) {
     }
     waiting_.erase(t);
     group_of_[t] = index;
-    last_exchange_[t] = exchange;
     decisions->grants.push_back(
-        Grant{t, round, PullSpec::None(), -1, index, exchange, round == final_round_});
+        Grant{t, round, PullSpec::None(), -1, index, std::move(exchange), round == final_round_});
   }
   ForgetOldRounds();
 }

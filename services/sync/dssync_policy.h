@@ -71,9 +71,6 @@ class DsSyncPolicy final : public ClockedPolicy {
     return bandwidth_.MeasuredEstimate(trainer);
   }
 
-  // The exchange of each trainer's last grant (for tests and status).
-  const std::map<TrainerId, PeerExchange>& last_exchanges() const { return last_exchange_; }
-
  private:
   // A round's groups: each trainer's group index, and the groups' members.
   struct Grouping {
@@ -105,8 +102,7 @@ class DsSyncPolicy final : public ClockedPolicy {
   absl::flat_hash_map<TrainerId, int64_t> waiting_;  // reported (or joined at) this clock, not
                                                      // granted yet
   std::map<int64_t, Grouping> groupings_;            // by round
-  std::map<TrainerId, int> group_of_;                // of each trainer's last grant
-  std::map<TrainerId, PeerExchange> last_exchange_;
+  absl::flat_hash_map<TrainerId, int> group_of_;     // of each trainer's last grant
   int group_count_ = 0;
   std::optional<int64_t> final_round_;  // once BeginFinalAverage was called
 };

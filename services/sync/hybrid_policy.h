@@ -16,6 +16,8 @@
 #include <set>
 #include <vector>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "sync/policy.h"
 #include "sync/round_cuts.h"
 
@@ -86,9 +88,9 @@ class HybridPolicy final : public ClockedPolicy {
   const HybridConfig config_;
   RoundCuts cuts_;
   std::map<TrainerId, int> group_;
-  std::map<TrainerId, Speed> speed_;
+  absl::flat_hash_map<TrainerId, Speed> speed_;
   std::set<TrainerId> newcomers_;               // joined, first grant not yet sent
-  std::set<TrainerId> reported_;                // pushed and waiting for their group's round
+  absl::flat_hash_set<TrainerId> reported_;     // pushed and waiting for their group's round
   std::map<int, std::set<TrainerId>> members_;  // group -> its live members (no empty group)
   std::map<int, size_t> reported_in_;           // group -> how many of them are in reported_
   std::optional<std::set<std::set<TrainerId>>> proposal_;

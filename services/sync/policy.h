@@ -77,9 +77,9 @@ struct RoundClose {
 // upload the others leave idle).
 struct PeerExchange {
   int64_t round = 0;
-  std::vector<TrainerId> send_to;
-  std::vector<TrainerId> receive_from;
-  std::set<TrainerId> low_priority_to;  // a subset of send_to
+  std::vector<TrainerId> send_to = {};
+  std::vector<TrainerId> receive_from = {};
+  std::set<TrainerId> low_priority_to = {};  // a subset of send_to
   bool operator==(const PeerExchange& o) const {
     return round == o.round && send_to == o.send_to && receive_from == o.receive_from &&
            low_priority_to == o.low_priority_to;

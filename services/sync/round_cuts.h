@@ -8,6 +8,7 @@
 #include <functional>
 #include <map>
 
+#include "absl/container/flat_hash_map.h"
 #include "sync/clock_table.h"
 
 namespace syncopate::sync {
@@ -20,15 +21,12 @@ class RoundCuts {
   // Removes and returns the cuts of the trainers `take` selects (all when it is empty).
   std::map<TrainerId, int64_t> Take(const std::function<bool(TrainerId)>& take = nullptr) {
     std::map<TrainerId, int64_t> taken;
-    for (auto it = open_.begin(); it != open_.end();) {
-      if (take && !take(it->first)) {
-        ++it;
-        continue;
-      }
-      last_[it->first] = it->second;
-      taken.insert(*it);
-      it = open_.erase(it);
-    }
+    absl::erase_if(open_, [&](const std::pair<const TrainerId, int64_t>& cut) {
+      if (take && !take(cut.first)) return false;
+      last_[cut.first] = cut.second;
+      taken.insert(cut);
+      return true;
+    });
     return taken;
   }
 
@@ -51,8 +49,8 @@ class RoundCuts {
   }
 
  private:
-  std::map<TrainerId, int64_t> open_;
-  std::map<TrainerId, int64_t> last_;
+  absl::flat_hash_map<TrainerId, int64_t> open_;
+  absl::flat_hash_map<TrainerId, int64_t> last_;
 };
 
 }  // namespace syncopate::sync

@@ -5,7 +5,6 @@
 #define SYNCOPATE_SYNC_WAITING_ROOM_H_
 
 #include <cstdint>
-#include <set>
 #include <utility>
 #include <vector>
 

@@ -10,8 +10,9 @@
 #define SYNCOPATE_SYNC_WBSP_POLICY_H_
 
 #include <map>
-#include <set>
 
+#include "absl/container/flat_hash_map.h"
+#include "absl/container/flat_hash_set.h"
 #include "sync/policy.h"
 #include "sync/round_cuts.h"
 
@@ -56,8 +57,9 @@ class WbspPolicy final : public ClockedPolicy {
   // Joined (or resumed awaiting a grant), first grant not yet sent: the clock up to which the
   // round it will pull holds its pushes (-1: none).
   std::map<TrainerId, int64_t> newcomers_;
-  std::set<TrainerId> pushed_;          // pushed since the last close
-  std::map<TrainerId, PullSpec> pull_;  // the round to pull in the reply to the next report
+  absl::flat_hash_set<TrainerId> pushed_;  // pushed since the last close
+  // The round to pull in the reply to the next report.
+  absl::flat_hash_map<TrainerId, PullSpec> pull_;
   int64_t last_closed_round_ = 0;
 };
 
