@@ -1,5 +1,8 @@
 """syncopate.Session and syncopate.torch against a real store and coordinator."""
 
+import os
+import signal
+import sys
 import threading
 import time
 
@@ -148,11 +151,11 @@ def test_bsp_writes_the_round_into_the_callers_own_arrays_and_releases_the_gil(c
     b.close()
 
 
-def test_under_dssync_the_evaluator_leaves_with_the_final_averages_accuracy(cluster, tmp_path):
-    # The coordinator ends training once the evaluator reports 0.9 (>= its target): both trainers
-    # average their models in a final round; the last step() returns False with the average.
+def _train_dssync_to_its_final_average(cluster, wa, wb):
+    """Two dssync trainers on `wa` and `wb`, trained until the coordinator ends training (the
+    evaluator, a, reports 0.9 against a target of 0.5) and both averaged their models in the final
+    round. Returns the sessions and which of them owes the final average's accuracy."""
     cluster.start(mode="dssync", trainers=2, extra=["--target-accuracy=0.5"])
-    wa, wb = w(0, 0), w(2, 2)
     a = syncopate.Session({"w": wa}, coordinator=cluster.coordinator, rank=0, eval_interval=0)
     b = syncopate.Session({"w": wb}, coordinator=cluster.coordinator, rank=1)
     _start_both(a, b)
@@ -172,6 +175,13 @@ def test_under_dssync_the_evaluator_leaves_with_the_final_averages_accuracy(clus
     for t in threads:
         t.join(timeout=60)
         assert not t.is_alive()
+    return a, b, due
+
+
+def test_under_dssync_the_evaluator_leaves_with_the_final_averages_accuracy(cluster, tmp_path):
+    # The last step() returns False with the average.
+    wa, wb = w(0, 0), w(2, 2)
+    a, b, due = _train_dssync_to_its_final_average(cluster, wa, wb)
     assert due == {"a": True, "b": False}
     np.testing.assert_allclose(wa, wb, rtol=1e-6)  # one model
     with pytest.raises(syncopate.SyncopateError) as e:
@@ -189,6 +199,48 @@ def test_under_dssync_the_evaluator_leaves_with_the_final_averages_accuracy(clus
     text = log.read_text()
     assert "the final average's test accuracy: 0.75" in text, text[-2000:]
     assert "2 trainer(s) averaged their models" in text, text[-2000:]
+
+
+def test_ctrl_c_ends_a_close_that_waits_for_a_gone_coordinator(cluster, capfd):
+    # A trainer that finished the job waits, in close(), for a coordinator that went away to come
+    # back and take its Leave (up to 2 minutes). Ctrl-C gives that wait up: KeyboardInterrupt is
+    # raised from close(), and the session is closed.
+    a, b, due = _train_dssync_to_its_final_average(cluster, w(0, 0), w(2, 2))
+    assert due == {"a": True, "b": False}
+    b.close()
+    cluster.kill_coordinator()
+    main = threading.main_thread().ident
+    waiting_at = {}
+
+    def in_the_native_close():
+        # The main thread's Python frame stands still on the call into the library's close:
+        # seen twice, 100 ms apart, it is inside the call (the GIL released), not on its way in.
+        frame = sys._current_frames().get(main)
+        if frame is None or frame.f_code.co_name != "close":
+            return False
+        if not frame.f_code.co_filename.endswith(os.path.join("syncopate", "__init__.py")):
+            return False
+        here = (frame.f_lineno, frame.f_lasti)
+        seen, waiting_at["last"] = waiting_at.get("last"), here
+        return seen == here
+
+    def interrupt():
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            if in_the_native_close():
+                signal.pthread_kill(main, signal.SIGINT)
+                return
+            time.sleep(0.1)  # polling the main thread's frame, with a deadline
+
+    sender = threading.Thread(target=interrupt)
+    started = time.monotonic()
+    sender.start()
+    with pytest.raises(KeyboardInterrupt):
+        a.close(final_accuracy=0.75)
+    sender.join(timeout=30)
+    assert time.monotonic() - started < 60, "the Leave's wait was not given up"
+    assert "interrupted while the Leave waited for the coordinator" in capfd.readouterr().out
+    a.close()  # closed: a no-op
 
 
 def test_a_coordinator_gone_mid_run_is_an_error_not_a_hang(cluster):
