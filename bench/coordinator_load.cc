@@ -180,6 +180,10 @@ class SimTrainer final : public grpc::ClientBidiReactor<v1::SessionRequest, v1::
     const absl::Time now = absl::Now();
     if (in_.has_welcome()) {
       welcome_ = in_.welcome();
+      {
+        absl::MutexLock lock(&mu_);
+        awaiting_ = true;  // a joiner awaits its first grant
+      }
       stats_.welcomed.fetch_add(1);
       ScheduleHeartbeat(now);
     } else if (in_.has_proceed()) {

@@ -17,6 +17,9 @@ namespace syncopate::bench {
 struct DataPlaneFlags {
   size_t mib = 64;
   int repeats = 5;
+  // Only push+pull in the timed repeats (after one untimed warm-up), the other measurements after
+  // them: the work a peer's bench does, for side-by-side comparisons (bench/pslite/compare.sh).
+  bool transfer_only = false;
   size_t floats() const { return mib * (1 << 20) / sizeof(float); }
   size_t bytes() const { return floats() * sizeof(float); }
 };
@@ -26,6 +29,7 @@ inline DataPlaneFlags ParseDataPlaneFlags(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     if (std::strncmp(argv[i], "--mib=", 6) == 0) flags.mib = std::stoul(argv[i] + 6);
     if (std::strncmp(argv[i], "--repeats=", 10) == 0) flags.repeats = std::stoi(argv[i] + 10);
+    if (std::strcmp(argv[i], "--transfer-only") == 0) flags.transfer_only = true;
   }
   return flags;
 }

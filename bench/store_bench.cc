@@ -3,7 +3,7 @@
 //   store apply rate of a delta      /  in-place float add, same buffer (target >= 0.8)
 // Both references are measured in the same run, interleaved with the measurement, because the
 // machine is shared and noisy. Prints a table and one JSON line. Usage:
-//   syncopate-store-bench [--mib=64] [--repeats=5]
+//   syncopate-store-bench [--mib=64] [--repeats=5] [--transfer-only]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -117,19 +117,35 @@ int main(int argc, char** argv) {
   std::vector<double> store_gbps, tcp_gbps, apply_gbps, add_gbps;
   std::vector<double> push_gbps, pull_gbps, round_pull_gbps;
   std::vector<float> a(floats, 1.0f), b(floats, 0.5f);
-  for (int r = 0; r < repeats; ++r) {
-    tcp_gbps.push_back(2.0 * bytes / TcpRoundTripSeconds(bytes) / 1e9);
-
-    header.set_sequence(r + 1);
-    const absl::Time start = absl::Now();
-    if (!client.Push(header, shared).ok()) return 1;
-    const absl::Time pushed = absl::Now();
-    absl::StatusOr<client::PulledModel> pulled = client.Pull(-1);
-    if (!pulled.ok()) return 1;
-    const absl::Time end = absl::Now();
+  int64_t sequence = 0;
+  // One push and live pull; false on an error.
+  auto push_pull = [&](absl::Time* start, absl::Time* pushed, absl::Time* end) {
+    header.set_sequence(++sequence);
+    *start = absl::Now();
+    if (!client.Push(header, shared).ok()) return false;
+    *pushed = absl::Now();
+    if (!client.Pull(-1).ok()) return false;
+    *end = absl::Now();
+    return true;
+  };
+  auto time_push_pull = [&] {
+    absl::Time start, pushed, end;
+    if (!push_pull(&start, &pushed, &end)) return false;
     store_gbps.push_back(2.0 * bytes / absl::ToDoubleSeconds(end - start) / 1e9);
     push_gbps.push_back(bytes / absl::ToDoubleSeconds(pushed - start) / 1e9);
     pull_gbps.push_back(bytes / absl::ToDoubleSeconds(end - pushed) / 1e9);
+    return true;
+  };
+  if (flags.transfer_only) {
+    absl::Time start, pushed, end;
+    if (!push_pull(&start, &pushed, &end)) return 1;  // the untimed warm-up
+    for (int r = 0; r < repeats; ++r) {
+      if (!time_push_pull()) return 1;
+    }
+  }
+  for (int r = 0; r < repeats; ++r) {
+    tcp_gbps.push_back(2.0 * bytes / TcpRoundTripSeconds(bytes) / 1e9);
+    if (!flags.transfer_only && !time_push_pull()) return 1;
     // A round pull: served from the published snapshot (what every puller of a round shares).
     const absl::Time round_start = absl::Now();
     absl::StatusOr<client::PulledModel> round = client.Pull(0);
@@ -140,7 +156,7 @@ int main(int argc, char** argv) {
     // out as a push's arrive (ReceivedPayload).
     store::StagedPush staged;
     staged.header = header;
-    staged.header.set_sequence(1000 + r);
+    staged.header.set_sequence(++sequence);
     for (const auto& [name, values] : model) {
       staged.tensors.push_back({name, {static_cast<int64_t>(values.size())}});
       staged.chunks.push_back({staged.tensors.size() - 1, 0, ReceivedPayload(values)});

@@ -2,9 +2,11 @@
 # Syncopate's store against ps-lite (dmlc/ps-lite), push+pull goodput on loopback, back to back.
 #   PSLITE_DIR=/path/to/ps-lite bench/pslite/compare.sh [SIZES_MIB] [ROUNDS]
 # Builds ps-lite (CMake, Release; needs libzmq3-dev and libprotobuf-dev) and pslite_bench.cc in
-# $PSLITE_DIR/build, then for each round and size runs syncopate-store-bench --mib=SIZE and
-# ps-lite's scheduler, server and worker, alternating, and prints one line per pair. ps-lite is
-# not vendored: fetch it into a scratch folder outside this repository.
+# $PSLITE_DIR/build, then for each round and size runs syncopate-store-bench --mib=SIZE
+# --transfer-only and ps-lite's scheduler, server and worker, alternating, and prints one line per
+# pair. Both sides time 5 push+pull repeats after one untimed warm-up, and nothing else between
+# them. ps-lite's logs go to $PSLITE_DIR/build/logs. ps-lite is not vendored: fetch it into a
+# scratch folder outside this repository.
 set -euo pipefail
 here="$(cd "$(dirname "$0")" && pwd)"
 repo="$(cd "$here/../.." && pwd)"
@@ -20,19 +22,31 @@ ninja -C "$build" pslite >/dev/null
 g++ -O3 -std=c++17 -I"$PSLITE_DIR/include" "$here/pslite_bench.cc" "$build/libpslite.a" \
   -lzmq -lprotobuf -lpthread -o "$build/pslite_bench"
 
-# One ps-lite job: a scheduler, a server and a worker; prints the worker's JSON line.
+logs="$build/logs"
+mkdir -p "$logs"
+
+# One ps-lite job: a scheduler, a server and a worker; prints the worker's JSON line, or fails
+# (naming the logs) when any of the three did.
 pslite() {
   export DMLC_NUM_SERVER=1 DMLC_NUM_WORKER=1 DMLC_PS_ROOT_URI=127.0.0.1 DMLC_INTERFACE=lo
   export DMLC_PS_ROOT_PORT=$((20000 + RANDOM % 20000)) MIB="$1" REPEATS=5
-  DMLC_ROLE=scheduler timeout 120 "$build/pslite_bench" >/dev/null 2>&1 &
-  DMLC_ROLE=server timeout 120 "$build/pslite_bench" >/dev/null 2>&1 &
-  DMLC_ROLE=worker timeout 120 "$build/pslite_bench" 2>/dev/null
-  wait
+  DMLC_ROLE=scheduler timeout 120 "$build/pslite_bench" >"$logs/scheduler.log" 2>&1 &
+  local scheduler=$!
+  DMLC_ROLE=server timeout 120 "$build/pslite_bench" >"$logs/server.log" 2>&1 &
+  local server=$!
+  local rc=0
+  DMLC_ROLE=worker timeout 120 "$build/pslite_bench" 2>"$logs/worker.log" || rc=$?
+  wait "$server" || rc=$?
+  wait "$scheduler" || rc=$?
+  if ((rc != 0)); then
+    echo "ps-lite failed (exit $rc) at $1 MiB: see $logs" >&2
+    return 1
+  fi
 }
 
 for round in $(seq "$rounds"); do
   for mib in $sizes; do
-    ours="$("$store_bench" --mib="$mib" --repeats=5 | tail -1)"
+    ours="$("$store_bench" --mib="$mib" --repeats=5 --transfer-only | tail -1)"
     theirs="$(pslite "$mib")"
     python3 - "$round" "$mib" "$ours" "$theirs" <<'PY'
 import json, sys

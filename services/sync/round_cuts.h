@@ -18,7 +18,8 @@ class RoundCuts {
   void Record(TrainerId trainer, int64_t clock) { open_[trainer] = clock; }
   bool empty() const { return open_.empty(); }
 
-  // Removes and returns the cuts of the trainers `take` selects (all when it is empty).
+  // Removes and returns the cuts of the trainers `take` selects (all when it is empty). `take` is
+  // asked in no particular order, so it must not have side effects.
   std::map<TrainerId, int64_t> Take(const std::function<bool(TrainerId)>& take = nullptr) {
     std::map<TrainerId, int64_t> taken;
     absl::erase_if(open_, [&](const std::pair<const TrainerId, int64_t>& cut) {
