@@ -117,35 +117,33 @@ int main(int argc, char** argv) {
   std::vector<double> store_gbps, tcp_gbps, apply_gbps, add_gbps;
   std::vector<double> push_gbps, pull_gbps, round_pull_gbps;
   std::vector<float> a(floats, 1.0f), b(floats, 0.5f);
+  // Every push and staged apply takes the next sequence: one at or below the last would be a
+  // duplicate, which the store does not apply.
   int64_t sequence = 0;
-  // One push and live pull; false on an error.
-  auto push_pull = [&](absl::Time* start, absl::Time* pushed, absl::Time* end) {
+  // One push and live pull, counted in the figures unless a warm-up; false on an error.
+  auto push_pull = [&](bool timed) {
     header.set_sequence(++sequence);
-    *start = absl::Now();
+    const absl::Time start = absl::Now();
     if (!client.Push(header, shared).ok()) return false;
-    *pushed = absl::Now();
+    const absl::Time pushed = absl::Now();
     if (!client.Pull(-1).ok()) return false;
-    *end = absl::Now();
-    return true;
-  };
-  auto time_push_pull = [&] {
-    absl::Time start, pushed, end;
-    if (!push_pull(&start, &pushed, &end)) return false;
-    store_gbps.push_back(2.0 * bytes / absl::ToDoubleSeconds(end - start) / 1e9);
-    push_gbps.push_back(bytes / absl::ToDoubleSeconds(pushed - start) / 1e9);
-    pull_gbps.push_back(bytes / absl::ToDoubleSeconds(end - pushed) / 1e9);
+    const absl::Time end = absl::Now();
+    if (timed) {
+      store_gbps.push_back(2.0 * bytes / absl::ToDoubleSeconds(end - start) / 1e9);
+      push_gbps.push_back(bytes / absl::ToDoubleSeconds(pushed - start) / 1e9);
+      pull_gbps.push_back(bytes / absl::ToDoubleSeconds(end - pushed) / 1e9);
+    }
     return true;
   };
   if (flags.transfer_only) {
-    absl::Time start, pushed, end;
-    if (!push_pull(&start, &pushed, &end)) return 1;  // the untimed warm-up
+    if (!push_pull(/*timed=*/false)) return 1;
     for (int r = 0; r < repeats; ++r) {
-      if (!time_push_pull()) return 1;
+      if (!push_pull(/*timed=*/true)) return 1;
     }
   }
   for (int r = 0; r < repeats; ++r) {
     tcp_gbps.push_back(2.0 * bytes / TcpRoundTripSeconds(bytes) / 1e9);
-    if (!flags.transfer_only && !time_push_pull()) return 1;
+    if (!flags.transfer_only && !push_pull(/*timed=*/true)) return 1;
     // A round pull: served from the published snapshot (what every puller of a round shares).
     const absl::Time round_start = absl::Now();
     absl::StatusOr<client::PulledModel> round = client.Pull(0);
@@ -172,6 +170,12 @@ int main(int argc, char** argv) {
     add_gbps.push_back(bytes / absl::ToDoubleSeconds(absl::Now() - add_start) / 1e9);
   }
   server->Shutdown();
+  // Every timed push was applied: a duplicate costs the store no apply, and would flatter it.
+  if (metrics.pushes_duplicate.Value() != 0) {
+    std::fprintf(stderr, "%.0f pushes were taken as duplicates: the figures would be void\n",
+                 metrics.pushes_duplicate.Value());
+    return 1;
+  }
 
   const double store = Median(store_gbps), tcp = Median(tcp_gbps);
   const double apply = Median(apply_gbps), add = Median(add_gbps) + 0 * a[floats / 2];
