@@ -99,8 +99,8 @@ int main() {
       return v[v.size() / 2];
     };
     std::printf(
-        "{\"pslite_mib\":%zu,\"push_pull_gbps\":%.3f,\"push_gbps\":%.3f,\"pull_gbps\":%.3f}\n",
-        mib, median(gbps), median(push_gbps), median(pull_gbps));
+        "{\"pslite_mib\":%zu,\"push_pull_gbps\":%.3f,\"push_gbps\":%.3f,\"pull_gbps\":%.3f}\n", mib,
+        median(gbps), median(push_gbps), median(pull_gbps));
     std::fflush(stdout);
   }
   Finalize(0, true);
