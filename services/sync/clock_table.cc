@@ -5,31 +5,36 @@
 
 namespace syncopate::sync {
 
-void SetInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer, int64_t clock) {
-  auto [it, inserted] = clock_of.try_emplace(trainer, clock);
+void ClockTable::Set(TrainerId trainer, int64_t clock) {
+  auto [it, inserted] = clocks_.try_emplace(trainer, clock);
   if (inserted) {
-    order.emplace(clock, trainer);
+    ordered_.emplace(clock, trainer);
     return;
   }
   if (it->second == clock) return;
-  [[maybe_unused]] const size_t erased = order.erase({it->second, trainer});
+  [[maybe_unused]] const size_t erased = ordered_.erase({it->second, trainer});
   assert(erased == 1 && "the map and the order disagree");
-  order.emplace(clock, trainer);
+  ordered_.emplace(clock, trainer);
   it->second = clock;
 }
 
-void EraseInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer) {
-  auto it = clock_of.find(trainer);
-  if (it == clock_of.end()) return;
-  order.erase({it->second, trainer});
-  clock_of.erase(it);
+void ClockTable::Erase(TrainerId trainer) {
+  auto it = clocks_.find(trainer);
+  if (it == clocks_.end()) return;
+  ordered_.erase({it->second, trainer});
+  clocks_.erase(it);
 }
 
-void ClockTable::Set(TrainerId trainer, int64_t clock) {
-  SetInOrder(clocks_, ordered_, trainer, clock);
+std::vector<std::pair<TrainerId, int64_t>> ClockTable::TakeUpTo(int64_t max_clock) {
+  std::vector<std::pair<TrainerId, int64_t>> taken;
+  auto it = ordered_.begin();
+  for (; it != ordered_.end() && it->first <= max_clock; ++it) {
+    taken.emplace_back(it->second, it->first);
+    clocks_.erase(it->second);
+  }
+  ordered_.erase(ordered_.begin(), it);
+  return taken;
 }
-
-void ClockTable::Erase(TrainerId trainer) { EraseInOrder(clocks_, ordered_, trainer); }
 
 std::optional<int64_t> ClockTable::Get(TrainerId trainer) const {
   auto it = clocks_.find(trainer);

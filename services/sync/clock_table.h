@@ -15,17 +15,6 @@ namespace syncopate::sync {
 
 using TrainerId = uint64_t;
 
-// Trainers ordered by clock, then id: the index ClockTable and WaitingRoom keep beside their maps.
-// A B-tree: tens of entries per node rather than one allocation per trainer, so moving a trainer
-// touches a few cache lines (at 10,000 trainers a red-black tree was a quarter of a simulation).
-using ClockOrder = absl::btree_set<std::pair<int64_t, TrainerId>>;
-using ClockOf = absl::flat_hash_map<TrainerId, int64_t>;
-
-// Inserts or moves `trainer` at `clock` in both `clock_of` and `order`.
-void SetInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer, int64_t clock);
-// Removes `trainer` from both; a no-op for an unknown one.
-void EraseInOrder(ClockOf& clock_of, ClockOrder& order, TrainerId trainer);
-
 // Not thread-safe; owned by one policy.
 class ClockTable {
  public:
@@ -42,10 +31,16 @@ class ClockTable {
   std::vector<TrainerId> Members() const;
   // The trainers at `clock`, in increasing id order. O(log n + their number).
   std::vector<TrainerId> At(int64_t clock) const;
+  // Removes and returns every trainer at a clock <= `max_clock`, as (trainer, clock), in clock
+  // order and, within a clock, in trainer order. O(log n + their number).
+  std::vector<std::pair<TrainerId, int64_t>> TakeUpTo(int64_t max_clock);
 
  private:
-  ClockOf clocks_;
-  ClockOrder ordered_;
+  absl::flat_hash_map<TrainerId, int64_t> clocks_;
+  // Trainers ordered by clock, then id. A B-tree: tens of entries per node rather than one
+  // allocation per trainer, so moving a trainer touches a few cache lines (at 10,000 trainers a
+  // red-black tree was a quarter of a simulation).
+  absl::btree_set<std::pair<int64_t, TrainerId>> ordered_;
 };
 
 }  // namespace syncopate::sync

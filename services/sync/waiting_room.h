@@ -8,7 +8,6 @@
 #include <utility>
 #include <vector>
 
-#include "absl/container/flat_hash_map.h"
 #include "sync/clock_table.h"
 
 namespace syncopate::sync {
@@ -17,21 +16,22 @@ namespace syncopate::sync {
 class WaitingRoom {
  public:
   // `trainer` waits at `clock` (replacing any earlier wait of it).
-  void Add(TrainerId trainer, int64_t clock);
+  void Add(TrainerId trainer, int64_t clock) { waiting_.Set(trainer, clock); }
   // A no-op for a trainer that does not wait.
-  void Remove(TrainerId trainer);
-  bool Contains(TrainerId trainer) const { return clock_of_.contains(trainer); }
-  size_t size() const { return clock_of_.size(); }
+  void Remove(TrainerId trainer) { waiting_.Erase(trainer); }
+  bool Contains(TrainerId trainer) const { return waiting_.Get(trainer).has_value(); }
+  size_t size() const { return waiting_.size(); }
   // Removes and returns every waiter at a clock <= `max_clock`, as (trainer, clock), in clock
   // order and, within a clock, in trainer order.
-  std::vector<std::pair<TrainerId, int64_t>> TakeUpTo(int64_t max_clock);
+  std::vector<std::pair<TrainerId, int64_t>> TakeUpTo(int64_t max_clock) {
+    return waiting_.TakeUpTo(max_clock);
+  }
   // Every waiter within `bound` clocks of `min` (bound < 0: every waiter), as TakeUpTo; no
   // overflow for large bounds.
   std::vector<std::pair<TrainerId, int64_t>> TakeWithin(int64_t min, int64_t bound);
 
  private:
-  ClockOrder ordered_;
-  ClockOf clock_of_;
+  ClockTable waiting_;  // each waiter at the clock it waits at
 };
 
 }  // namespace syncopate::sync
