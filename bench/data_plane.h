@@ -13,10 +13,12 @@
 
 namespace syncopate::bench {
 
-// --mib=N (model size, default 64) and --repeats=N (default 5).
+// --mib=N (model size, default 64), --repeats=N (default 5), --round-trainers=N (default 5).
 struct DataPlaneFlags {
   size_t mib = 64;
   int repeats = 5;
+  // Trainers whose ROUND pushes one round closes (store_bench.cc's round section).
+  int round_trainers = 5;
   // Only push+pull in the timed repeats (after one untimed warm-up), the other measurements after
   // them: the work a peer's bench does, for side-by-side comparisons (bench/pslite/compare.sh).
   bool transfer_only = false;
@@ -30,6 +32,9 @@ inline DataPlaneFlags ParseDataPlaneFlags(int argc, char** argv) {
     if (std::strncmp(argv[i], "--mib=", 6) == 0) flags.mib = std::stoul(argv[i] + 6);
     if (std::strncmp(argv[i], "--repeats=", 10) == 0) flags.repeats = std::stoi(argv[i] + 10);
     if (std::strcmp(argv[i], "--transfer-only") == 0) flags.transfer_only = true;
+    if (std::strncmp(argv[i], "--round-trainers=", 17) == 0) {
+      flags.round_trainers = std::max(1, std::stoi(argv[i] + 17));
+    }
   }
   return flags;
 }

@@ -1,9 +1,11 @@
 // Data-plane benchmark for one store shard over loopback.
 //   push+pull throughput of a model  /  raw loopback TCP throughput     (target >= 0.7)
 //   store apply rate of a delta      /  in-place float add, same buffer (target >= 0.8)
-// Both references are measured in the same run, interleaved with the measurement, because the
-// machine is shared and noisy. Prints a table and one JSON line. Usage:
-//   syncopate-store-bench [--mib=64] [--repeats=5] [--transfer-only]
+//   a round's close, N trainers' ROUND pushes in the table / one in-place float add of the model
+// The references are measured in the same run, interleaved with the measurement (after it, with
+// --transfer-only, which also leaves the round out), because the machine is shared and noisy.
+// Prints a table and one JSON line. Usage:
+//   syncopate-store-bench [--mib=64] [--repeats=5] [--transfer-only] [--round-trainers=5]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -117,6 +119,14 @@ int main(int argc, char** argv) {
   std::vector<double> store_gbps, tcp_gbps, apply_gbps, add_gbps;
   std::vector<double> push_gbps, pull_gbps, round_pull_gbps;
   std::vector<float> a(floats, 1.0f), b(floats, 0.5f);
+  // The reference: a += b over buffers of the model's size.
+  auto in_place_add_seconds = [&] {
+    const absl::Time start = absl::Now();
+    float* __restrict pa = a.data();
+    const float* __restrict pb = b.data();
+    for (size_t i = 0; i < floats; ++i) pa[i] += pb[i];
+    return absl::ToDoubleSeconds(absl::Now() - start);
+  };
   // Every push and staged apply takes the next sequence: one at or below the last would be a
   // duplicate, which the store does not apply.
   int64_t sequence = 0;
@@ -163,13 +173,48 @@ int main(int argc, char** argv) {
     if (!table.Apply(std::move(staged)).ok()) return 1;
     apply_gbps.push_back(bytes / absl::ToDoubleSeconds(absl::Now() - apply_start) / 1e9);
 
-    const absl::Time add_start = absl::Now();
-    float* __restrict pa = a.data();
-    const float* __restrict pb = b.data();
-    for (size_t i = 0; i < floats; ++i) pa[i] += pb[i];
-    add_gbps.push_back(bytes / absl::ToDoubleSeconds(absl::Now() - add_start) / 1e9);
+    add_gbps.push_back(bytes / in_place_add_seconds() / 1e9);
   }
   server->Shutdown();
+
+  // A round: every trainer's ROUND push staged into the table (their arrival), then the close that
+  // takes them all (BSP's round, on every trainer's critical path), against one in-place add timed
+  // right after it.
+  const int trainers = flags.transfer_only ? 0 : flags.round_trainers;
+  std::vector<store::TrainerKey> members;
+  for (int k = 1; k <= trainers + 1; ++k) members.push_back({static_cast<uint64_t>(k), 1});
+  table.SetMembers(members);  // trainer 1 is the one above, with its immediate pushes
+  std::vector<double> round_arrival_ms, round_close_ms, round_close_adds;
+  for (int r = 0; r < repeats && trainers > 0; ++r) {
+    const int64_t round = table.last_closed_round() + 1;
+    std::vector<store::RoundCut> cuts;
+    double arrival_seconds = 0;
+    for (int k = 2; k <= trainers + 1; ++k) {
+      store::StagedPush staged;
+      staged.header = header;
+      staged.header.set_trainer_id(k);
+      staged.header.set_sequence(r + 1);
+      staged.header.set_apply_mode(v1::APPLY_MODE_ROUND);
+      staged.header.set_clock(r + 1);
+      for (const auto& [name, values] : model) {
+        staged.tensors.push_back({name, {static_cast<int64_t>(values.size())}});
+        staged.chunks.push_back({staged.tensors.size() - 1, 0, ReceivedPayload(values)});
+      }
+      const absl::Time arrival_start = absl::Now();
+      if (!table.Apply(std::move(staged)).ok()) return 1;
+      arrival_seconds += absl::ToDoubleSeconds(absl::Now() - arrival_start);
+      cuts.push_back({{static_cast<uint64_t>(k), 1}, r + 1});
+    }
+    const absl::Time close_start = absl::Now();
+    absl::StatusOr<store::CloseResult> closed =
+        table.CloseRound({round, cuts, v1::AGGREGATION_MEAN, 1.0});
+    const double close_seconds = absl::ToDoubleSeconds(absl::Now() - close_start);
+    if (!closed.ok() || closed->pushes != static_cast<uint32_t>(trainers)) return 1;
+    round_arrival_ms.push_back(1e3 * arrival_seconds / trainers);
+    round_close_ms.push_back(1e3 * close_seconds);
+    round_close_adds.push_back(close_seconds / in_place_add_seconds());
+  }
+
   // Every timed push was applied: a duplicate costs the store no apply, and would flatter it.
   if (metrics.pushes_duplicate.Value() != 0) {
     std::fprintf(stderr, "%.0f pushes were taken as duplicates: the figures would be void\n",
@@ -189,11 +234,24 @@ int main(int argc, char** argv) {
   std::printf("  store apply of a delta        %6.2f GB/s\n", apply);
   std::printf("  in-place float add            %6.2f GB/s   ratio %.2f (target >= 0.80)\n", add,
               apply / add);
+  if (trainers > 0) {
+    std::printf(
+        "  a round of %d trainers' pushes: each push's arrival %.2f ms, the close %.2f ms\n",
+        trainers, Median(round_arrival_ms), Median(round_close_ms));
+    std::printf("    the close in in-place adds of the model  %.2f\n", Median(round_close_adds));
+  }
   std::printf(
       "{\"model_mib\":%zu,\"store_gbps\":%.3f,\"tcp_gbps\":%.3f,\"transfer_ratio\":%.3f,"
       "\"apply_gbps\":%.3f,\"add_gbps\":%.3f,\"apply_ratio\":%.3f,\"push_gbps\":%.3f,"
-      "\"pull_gbps\":%.3f,\"round_pull_gbps\":%.3f}\n",
+      "\"pull_gbps\":%.3f,\"round_pull_gbps\":%.3f",
       mib, store, tcp, store / tcp, apply, add, apply / add, Median(push_gbps), Median(pull_gbps),
       Median(round_pull_gbps));
+  if (trainers > 0) {
+    std::printf(
+        ",\"round_trainers\":%d,\"round_arrival_ms\":%.3f,\"round_close_ms\":%.3f,"
+        "\"round_close_adds\":%.3f",
+        trainers, Median(round_arrival_ms), Median(round_close_ms), Median(round_close_adds));
+  }
+  std::printf("}\n");
   return 0;
 }

@@ -21,9 +21,6 @@ void AddChunk(const StagedChunk& chunk, float scale, float* values) {
   });
 }
 
-// Below this bound on |model| + |weight x delta| no element can overflow float (about 3.4e38).
-constexpr double kSafeMagnitude = 1e38;
-
 }  // namespace
 
 std::optional<tensor::TensorSpec> ParameterTable::Spec(const std::string& name) const {
@@ -259,6 +256,10 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
     return absl::FailedPreconditionError("cannot restore into a store that holds a model");
   }
   pending_ = std::move(pending);
+  round_sum_.Reset();
+  for (const auto& [trainer, queue] : pending_) {
+    for (const PendingPush& p : queue) round_sum_.Add(*p.push);
+  }
   for (size_t i = 0; i < model.specs.size(); ++i) {
     // Copied: the table writes its tensors in place while nothing else holds them.
     tensors_[model.specs[i].name] =
@@ -447,7 +448,9 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
       if (NearTheLimit(push.max_magnitude)) RETURN_IF_ERROR(CheckStaysFinite(push, 1.0f));
       result.weight = h.weight();
       push.header.set_clock(clock);  // as a checkpoint keeps it
-      queue.insert(at, PendingPush{clock, std::make_shared<const StagedPush>(std::move(push))});
+      auto staged = std::make_shared<const StagedPush>(std::move(push));
+      queue.insert(at, PendingPush{clock, staged});
+      round_sum_.Add(*staged);  // never throws: a push is in the sum if and only if it is pending
       ++round_pushes_taken_in_;
       break;
     }
@@ -523,24 +526,53 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
   const double factor = request.aggregation == v1::AGGREGATION_MEAN
                             ? (weight_sum > 0 ? 1.0 / weight_sum : 0.0)
                             : request.scale;
-  for (const PendingPush& p :
-       taken) {  // the copies first, so the model changes whole or not at all
-    for (const tensor::TensorSpec& spec : p.push->tensors) Writable(tensors_.at(spec.name));
-  }
+  // The sum kept since the pushes arrived holds exactly the pending pushes while it is valid: when
+  // the cuts took as many, they took them all.
+  const bool summed = !taken.empty() && round_sum_.valid() && pending_.empty() &&
+                      taken.size() == round_sum_.pushes();
   double grows = 0;
-  for (const PendingPush& p : taken) {
-    const float scale = static_cast<float>(factor * p.push->header.weight());
-    for (const StagedChunk& chunk : p.push->chunks) {
-      Tensor& t = tensors_[p.push->tensors[chunk.tensor_index].name];
-      AddChunk(chunk, scale, Writable(t));
+  if (summed) {
+    // Each summed tensor's new values are written over its sum, which then replaces them: no copy
+    // of the old values, which the round snapshots that share them keep. Every allocation first,
+    // so the model changes whole or not at all.
+    std::vector<std::pair<Tensor*, std::shared_ptr<std::vector<float>>>> summed_tensors;
+    for (auto& [name, t] : tensors_) {
+      if (round_sum_.Of(name) != nullptr) {
+        summed_tensors.emplace_back(&t, std::make_shared<std::vector<float>>());
+      }
     }
-    grows += std::fabs(static_cast<double>(scale)) * p.push->max_magnitude;
+    for (auto& [t, values] : summed_tensors) {
+      *values = round_sum_.Take(t->spec.name);
+      tensor::ScaleThenAdd(values->data(), *t->values, static_cast<float>(factor));
+      t->values = std::move(values);
+    }
+    grows = std::fabs(factor) * round_sum_.bound();
+  } else {
+    for (const PendingPush& p : taken) {  // the copies first, as above
+      for (const tensor::TensorSpec& spec : p.push->tensors) Writable(tensors_.at(spec.name));
+    }
+    for (const PendingPush& p : taken) {
+      const float scale = static_cast<float>(factor * p.push->header.weight());
+      for (const StagedChunk& chunk : p.push->chunks) {
+        Tensor& t = tensors_[p.push->tensors[chunk.tensor_index].name];
+        AddChunk(chunk, scale, Writable(t));
+      }
+      grows += std::fabs(static_cast<double>(scale)) * p.push->max_magnitude;
+    }
+  }
+  // The next round's sum starts empty; one that missed pushes left pending is of no more use
+  // until nothing is pending.
+  if (pending_.empty()) {
+    round_sum_.Reset();
+  } else {
+    round_sum_.Invalidate();
   }
   model_bound_ += grows;
   last_closed_round_ = round;
   ++live_version_;
   auto snapshot = MakeSnapshot(round);
   CloseResult result{live_version_, snapshot->checksum, static_cast<uint32_t>(taken.size())};
+  result.summed_on_arrival = summed;
   Publish(std::move(snapshot));
   close_results_[round] = result;
   while (close_results_.size() > 64) close_results_.erase(close_results_.begin());

@@ -17,6 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "store/push_assembler.h"
+#include "store/round_sum.h"
 #include "tensor/tensor.h"
 
 namespace syncopate::store {
@@ -26,8 +27,10 @@ namespace syncopate::store {
 // are shared with the live model until a push or a close changes that tensor, which then writes a
 // fresh copy (copy on write), so what a snapshot holds never changes. The cost: while a snapshot
 // is held (a pull streaming, a checkpoint encoding, a kept round: in round modes the newest round
-// always shares the live tensors, so each close copies the tensors it changes), the next write to
-// each of its tensors copies that tensor under the table's exclusive lock.
+// always shares the live tensors, so a close that adds push by push copies the tensors it
+// changes), the next write to each of its tensors copies that tensor under the table's exclusive
+// lock. A close from the pushes' sum (RoundSum) copies nothing: the sum's buffer becomes the new
+// values.
 struct ModelSnapshot {
   int64_t round = -1;  // -1 for the live model
   int64_t live_version = 0;
@@ -54,6 +57,9 @@ struct CloseResult {
   uint32_t checksum = 0;
   uint32_t pushes = 0;
   bool already_closed = false;  // closed before (a retry): nothing changed
+  // Added to the model from the sum kept as its pushes arrived (RoundSum): one pass, not one per
+  // push.
+  bool summed_on_arrival = false;
 };
 
 struct TrainerKey {
@@ -229,13 +235,18 @@ class ParameterTable {
   absl::StatusOr<ApplyResult> Apply(StagedPush push);
 
   // Closes round `request.round`: adds the pending pushes its cuts name, aggregated as requested,
-  // to the model and publishes the round snapshot. Pending pushes of trainers neither cut nor
-  // members are discarded. A round already closed returns its recorded result (idempotent); one
-  // at or below the last closed round with no record (closed before a restore, or skipped) is OK
-  // with the round's checksum when its snapshot is kept (else 0) and no pushes.
-  // FAILED_PRECONDITION if it is past the next round or nothing was initialized; INVALID_ARGUMENT
-  // for a missing aggregation or a non-finite scale (nothing changes); UNAVAILABLE before the
-  // first SetMembers.
+  // to the model and publishes the round snapshot. When the cuts take every pending push and the
+  // sum kept as they arrived holds them all (RoundSum), that sum is added instead, in one pass
+  // (summed_on_arrival). The model is the same up to float rounding, which then depends on the
+  // order the pushes arrived in (after a Restore: the order it re-added them in), where push by
+  // push it depends on the cuts' order: a restored shard that closes a round again may differ from
+  // the first close in the last bits (as a re-sent sum of pushes may).
+  // Pending pushes of trainers neither cut nor members are discarded. A round already closed
+  // returns its recorded result (idempotent); one at or below the last closed round with no record
+  // (closed before a restore, or skipped) is OK with the round's checksum when its snapshot is kept
+  // (else 0) and no pushes. FAILED_PRECONDITION if it is past the next round or nothing was
+  // initialized; INVALID_ARGUMENT for a missing aggregation or a non-finite scale (nothing
+  // changes); UNAVAILABLE before the first SetMembers.
   absl::StatusOr<CloseResult> CloseRound(const CloseRequest& request);
 
   // A published round (FAILED_PRECONDITION when not closed yet; when dropped, the newest published
@@ -276,6 +287,9 @@ class ParameterTable {
   float* Writable(Tensor& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Publish(std::shared_ptr<const ModelSnapshot> snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
+  // Below this bound on |model| + |weight x delta| no element can overflow float (about 3.4e38).
+  static constexpr double kSafeMagnitude = 1e38;
+
   const int snapshots_kept_;
   const size_t max_pending_pushes_;
   mutable absl::Mutex mu_;
@@ -290,6 +304,8 @@ class ParameterTable {
   // ROUND pushes not yet taken by a round, in clock order, and each trainer's last cut.
   std::map<TrainerKey, std::deque<PendingPush>> pending_ ABSL_GUARDED_BY(mu_);
   std::map<TrainerKey, int64_t> last_cut_ ABSL_GUARDED_BY(mu_);
+  // The weighted sum of pending_, while it holds every pending push (RoundSum).
+  RoundSum round_sum_ ABSL_GUARDED_BY(mu_){kSafeMagnitude};
   std::deque<std::shared_ptr<const ModelSnapshot>> snapshots_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, CloseResult> close_results_ ABSL_GUARDED_BY(mu_);
   bool membership_received_ ABSL_GUARDED_BY(mu_) = false;  // reconciled since this start

@@ -251,8 +251,9 @@ TEST_F(ParameterTableTest, RoundAppliesMeanAndPublishesIdenticalSnapshot) {
   EXPECT_EQ(table_.Snapshot(2).status().code(), absl::StatusCode::kFailedPrecondition);
 }
 
-// A kept round shares its values with the live model until the next close writes a copy of each
-// tensor it changes: round 1 reads the same, checksum included, after round 2 closed.
+// A kept round shares its values with the live model until the next close gives each tensor it
+// changes new values (a copy, or the pushes' sum): round 1 reads the same, checksum included, after
+// round 2 closed.
 TEST_F(ParameterTableTest, AClosedRoundKeepsItsValuesWhileLaterRoundsChangeTheModel) {
   ASSERT_TRUE(table_.Apply(RoundPush(1, 1, 1, {{"a", {2, 0}}, {"b", {4}}})).ok());
   ASSERT_TRUE(table_.CloseRound(Close(1, {{{1, 1}, 1}})).ok());
@@ -268,6 +269,15 @@ TEST_F(ParameterTableTest, AClosedRoundKeepsItsValuesWhileLaterRoundsChangeTheMo
   for (size_t i = 0; i < one->values.size(); ++i) recomputed.Add(one->tensor(i));
   EXPECT_EQ(recomputed.value(), checksum);
   EXPECT_EQ((*table_.Snapshot(2))->tensor(0), (std::vector<float>{4, 3}));
+  // Round 3 leaves clock 4 pending, so it adds push by push, into a copy: round 2 stays.
+  const std::shared_ptr<const ModelSnapshot> two = *table_.Snapshot(2);
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 3, 3, {{"a", {1, 1}}})).ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 4, 4, {{"a", {1, 1}}})).ok());
+  const absl::StatusOr<CloseResult> three = table_.CloseRound(Close(3, {{{1, 1}, 3}}));
+  ASSERT_TRUE(three.ok());
+  EXPECT_FALSE(three->summed_on_arrival);
+  EXPECT_EQ(two->tensor(0), (std::vector<float>{4, 3}));
+  EXPECT_EQ((*table_.Snapshot(3))->tensor(0), (std::vector<float>{5, 4}));
 }
 
 TEST_F(ParameterTableTest, CutTakesPushesUpToItsClockAndKeepsLaterOnesPending) {
@@ -361,6 +371,126 @@ TEST_F(ParameterTableTest, AResentRoundSumGoesIntoTheNextRound) {
     EXPECT_EQ(next->pushes, 2u);  // both sums; clock 6 waits for its own round
     EXPECT_EQ(Live(*t, "a"), (std::vector<float>{1, 3}));
   }
+}
+
+// A round whose cuts take every pending push adds the sum kept as they arrived, in one pass; one
+// that leaves a push pending adds push by push, and so does every round after it until nothing is
+// pending. The model is the same either way.
+TEST_F(ParameterTableTest, ARoundThatTakesEveryPendingPushAddsTheSumKeptAsTheyArrived) {
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 1, 1, {{"a", {2, 0}}, {"b", {4}}})).ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 1, 1, {{"a", {0, 2}}})).ok());
+  absl::StatusOr<CloseResult> closed = table_.CloseRound(Close(1, {{{1, 1}, 1}, {{2, 1}, 1}}));
+  ASSERT_TRUE(closed.ok());
+  EXPECT_TRUE(closed->summed_on_arrival);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 3}));
+  EXPECT_EQ(Live(table_, "b"), (std::vector<float>{12}));  // named by one push of two: mean 4/2
+
+  // Trainer 1 runs ahead: the cut at clock 2 leaves its clock 3 pending.
+  for (int64_t c = 2; c <= 3; ++c) {
+    ASSERT_TRUE(table_.Apply(RoundPush(1, c, c, {{"a", {4, 0}}})).ok());
+  }
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 2, 2, {{"a", {0, 4}}})).ok());
+  closed = table_.CloseRound(Close(2, {{{1, 1}, 2}, {{2, 1}, 2}}));
+  ASSERT_TRUE(closed.ok());
+  EXPECT_FALSE(closed->summed_on_arrival);
+  EXPECT_EQ(closed->pushes, 2u);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{4, 5}));
+  // This round takes everything pending, but the sum was dropped when round 2 left a push pending
+  // and is kept again only once nothing is: push by push, once more.
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 3, 3, {{"a", {0, 4}}})).ok());
+  closed = table_.CloseRound(Close(3, {{{1, 1}, 3}, {{2, 1}, 3}}));
+  ASSERT_TRUE(closed.ok());
+  EXPECT_FALSE(closed->summed_on_arrival);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{6, 7}));
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 4, 4, {{"a", {2, 2}}})).ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 4, 4, {{"a", {4, 4}}})).ok());
+  closed = table_.CloseRound(Close(4, {{{1, 1}, 4}, {{2, 1}, 4}}));
+  ASSERT_TRUE(closed.ok());
+  EXPECT_TRUE(closed->summed_on_arrival);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{9, 10}));
+
+  // Scaled rounds too; and a departed trainer's leftover, which the close drops, is not added.
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 5, 5, {{"a", {2, 2}}})).ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 5, 5, {{"a", {2, 4}}})).ok());
+  closed = table_.CloseRound(Close(5, {{{1, 1}, 5}, {{2, 1}, 5}}, v1::AGGREGATION_SCALED, 0.5));
+  ASSERT_TRUE(closed.ok());
+  EXPECT_TRUE(closed->summed_on_arrival);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{11, 13}));
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 6, 6, {{"a", {100, 100}}})).ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 6, 6, {{"a", {2, 2}}})).ok());
+  table_.SetMembers({{2, 1}});
+  closed = table_.CloseRound(Close(6, {{{2, 1}, 6}}));
+  ASSERT_TRUE(closed.ok());
+  EXPECT_FALSE(closed->summed_on_arrival);
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{13, 15}));
+}
+
+// A restored shard sums the pending pushes its checkpoint held, each at its weight (a re-sent sum
+// weighs the pushes it carries), so its next round closes in one pass with the model the shard that
+// wrote the checkpoint makes.
+TEST_F(ParameterTableTest, ARestoredShardSumsThePendingPushesItRestored) {
+  const PushRule rule{v1::APPLY_MODE_ROUND, 1};
+  table_.SetMembers({{1, 1}, {2, 1}}, 0, rule);
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 1, 1, {{"a", {3, 0}}, {"b", {3}}})).ok());
+  v1::PushHeader resent = Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 1);
+  resent.set_resent(true);
+  resent.set_pushes(2);
+  ASSERT_TRUE(table_.Apply(Stage(resent, {{"a", {0, 6}}, {"b", {6}}})).ok());
+  ParameterTable restored;
+  ASSERT_TRUE(restored.Restore(table_.Durable()).ok());
+  restored.SetMembers({{1, 1}, {2, 1}}, 0, rule);
+  for (ParameterTable* t : {&table_, &restored}) {
+    const absl::StatusOr<CloseResult> closed = t->CloseRound(Close(1, {{{1, 1}, 1}, {{2, 1}, 1}}));
+    ASSERT_TRUE(closed.ok()) << closed.status();
+    EXPECT_TRUE(closed->summed_on_arrival);
+    // The mean weighs the re-sent sum as two pushes: (3 + 2 x 0) / 3 and (0 + 2 x 6) / 3.
+    EXPECT_EQ(Live(*t, "a"), (std::vector<float>{2, 6}));
+    EXPECT_EQ(Live(*t, "b"), (std::vector<float>{15}));
+  }
+}
+
+// A model of several chunks per tensor, closed from the sum on one table and push by push on
+// another (where a departed trainer's leftover makes the counts differ): the same values (all of
+// them exact in float, so the order of the adds cannot matter).
+TEST(ParameterTableSumTest, ASummedRoundOfAChunkedModelEqualsPushByPush) {
+  std::vector<float> base(40000), one(40000), two(40000);
+  for (size_t i = 0; i < base.size(); ++i) {
+    base[i] = static_cast<float>(i % 1000);
+    one[i] = static_cast<float>(i % 7) * 0.25f;
+    two[i] = static_cast<float>(i % 5) * 0.5f;
+  }
+  ParameterTable summed, added;
+  for (ParameterTable* t : {&summed, &added}) {
+    t->SetMembers({{1, 1}, {2, 1}, {3, 1}});
+    ASSERT_TRUE(t->Initialize(Stage(Header(1, 1, 0), {{"w", base}})).ok());
+    ASSERT_TRUE(t->Apply(RoundPush(1, 1, 1, {{"w", one}})).ok());
+    ASSERT_TRUE(t->Apply(RoundPush(2, 1, 1, {{"w", two}})).ok());
+  }
+  ASSERT_TRUE(added.Apply(RoundPush(3, 1, 1, {{"w", base}})).ok());
+  added.SetMembers({{1, 1}, {2, 1}});  // trainer 3 left before its push was cut
+  const absl::StatusOr<CloseResult> a = summed.CloseRound(Close(1, {{{1, 1}, 1}, {{2, 1}, 1}}));
+  const absl::StatusOr<CloseResult> b = added.CloseRound(Close(1, {{{1, 1}, 1}, {{2, 1}, 1}}));
+  ASSERT_TRUE(a.ok() && b.ok());
+  EXPECT_TRUE(a->summed_on_arrival);
+  EXPECT_FALSE(b->summed_on_arrival);
+  EXPECT_EQ(a->checksum, b->checksum);
+  const std::vector<float> w = Live(summed, "w");
+  ASSERT_EQ(w, Live(added, "w"));
+  for (size_t i = 0; i < w.size(); ++i) ASSERT_EQ(w[i], base[i] + 0.5f * (one[i] + two[i])) << i;
+}
+
+// Summed first and scaled after, two large pushes would overflow float where scaled one by one
+// they do not: the sum stops at its bound and the round adds push by push.
+TEST_F(ParameterTableTest, PushesWhoseSumCouldOverflowAreAddedOneByOne) {
+  ASSERT_TRUE(table_.Apply(RoundPush(1, 1, 1, {{"a", {3e38f, 0}}})).ok());
+  ASSERT_TRUE(table_.Apply(RoundPush(2, 1, 1, {{"a", {3e38f, 0}}})).ok());
+  const absl::StatusOr<CloseResult> closed =
+      table_.CloseRound(Close(1, {{{1, 1}, 1}, {{2, 1}, 1}}));
+  ASSERT_TRUE(closed.ok());
+  EXPECT_FALSE(closed->summed_on_arrival);
+  const std::vector<float> a = Live(table_, "a");
+  EXPECT_TRUE(std::isfinite(a[0]));
+  EXPECT_FLOAT_EQ(a[0], 3e38f);
 }
 
 TEST_F(ParameterTableTest, BadCloseChangesNothing) {

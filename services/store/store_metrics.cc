@@ -17,6 +17,10 @@ StoreMetrics::StoreMetrics(prometheus::Registry& r)
                               "Retried pushes recognised by their idempotency key and skipped.")),
       rounds_closed(metrics::AddCounter(r, "syncopate_store_rounds_closed_total",
                                         "Rounds closed and published as snapshots.")),
+      rounds_summed_on_arrival(metrics::AddCounter(
+          r, "syncopate_store_rounds_summed_on_arrival_total",
+          "Rounds that took every pending push, added to the model in one pass from the sum kept "
+          "as the pushes arrived.")),
       push_duration(
           metrics::AddHistogram(r, "syncopate_store_push_duration_seconds",
                                 "Time from the first message of a push stream to its reply.",

@@ -361,7 +361,10 @@ grpc::Status StoreService::Close(const v1::CloseRoundRequest& request, v1::Close
   reply->set_checksum(result->checksum);
   reply->set_pushes(result->pushes);
   reply->set_incarnation(incarnation_);
-  if (!result->already_closed) metrics_.rounds_closed.Increment();
+  if (!result->already_closed) {
+    metrics_.rounds_closed.Increment();
+    if (result->summed_on_arrival) metrics_.rounds_summed_on_arrival.Increment();
+  }
   UpdateGauges();
   return grpc::Status::OK;
 }

@@ -123,6 +123,15 @@ void ScaledAdd(float* __restrict dst, UnalignedFloats src, float scale) {
   }
 }
 
+void ScaledCopy(float* __restrict dst, UnalignedFloats src, float scale) {
+  for (size_t i = 0; i < src.size; ++i) dst[i] = scale * src[i];  // vectorises, as ScaledAdd
+}
+
+void ScaleThenAdd(float* __restrict dst, absl::Span<const float> base, float scale) {
+  const float* __restrict b = base.data();
+  for (size_t i = 0; i < base.size(); ++i) dst[i] = scale * dst[i] + b[i];
+}
+
 ModelChecksum::ModelChecksum() : state_(XXH3_createState()) {
   if (state_ == nullptr) throw std::bad_alloc();
   XXH3_64bits_reset(state_);

@@ -131,6 +131,10 @@ inline bool ScaledSumIsFinite(absl::Span<const float> base, absl::Span<const flo
 
 // dst[i] += scale * src[i] for the src.size elements of src (dst must not overlap it).
 void ScaledAdd(float* dst, UnalignedFloats src, float scale);
+// dst[i] = scale * src[i] for the src.size elements of src (dst must not overlap it).
+void ScaledCopy(float* dst, UnalignedFloats src, float scale);
+// dst[i] = scale * dst[i] + base[i] for the base.size() elements of base (dst must not overlap it).
+void ScaleThenAdd(float* dst, absl::Span<const float> base, float scale);
 
 // A checksum over a model's float bytes, tensor after tensor (64-bit XXH3, folded to 32 bits):
 // names a round snapshot, so that every puller can tell it got the same model. Not a defence

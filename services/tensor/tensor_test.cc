@@ -97,6 +97,13 @@ TEST(UnalignedFloats, ThePassesReadValuesAtAnyByteAddress) {
     for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(dst[i], 1.0f + 2.0f * values[i]) << i;
     ScaledAdd(dst.data(), src, 1.0f);
     for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(dst[i], 1.0f + 3.0f * values[i]) << i;
+    std::vector<float> copied(values.size() + 1, 7.0f);
+    ScaledCopy(copied.data(), src, -0.5f);
+    for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(copied[i], -0.5f * values[i]) << i;
+    EXPECT_EQ(copied.back(), 7.0f);  // nothing written past src.size
+    ScaleThenAdd(copied.data(), values, 2.0f);
+    for (size_t i = 0; i < values.size(); ++i) EXPECT_EQ(copied[i], 0.0f) << i;
+    EXPECT_EQ(copied.back(), 7.0f);
     float largest = 0;
     EXPECT_TRUE(CheckFinite(src, &largest).ok());
     EXPECT_EQ(largest, 25.5f);
