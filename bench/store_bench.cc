@@ -89,6 +89,18 @@ rpc::ChunkPayload ReceivedPayload(const std::vector<float>& values) {
   return rpc::ChunkPayload(std::move(slices), kLead, values.size() * sizeof(float));
 }
 
+// The model as a push of `header` staged by the store: each tensor one chunk, its payload laid out
+// as a push's arrives (ReceivedPayload).
+store::StagedPush StagedModel(const v1::PushHeader& header, const tensor::TensorMap& model) {
+  store::StagedPush staged;
+  staged.header = header;
+  for (const auto& [name, values] : model) {
+    staged.tensors.push_back({name, {static_cast<int64_t>(values.size())}});
+    staged.chunks.push_back({staged.tensors.size() - 1, 0, ReceivedPayload(values)});
+  }
+  return staged;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -162,13 +174,8 @@ int main(int argc, char** argv) {
 
     // Apply alone: a staged push of the same size straight into the table, its payloads laid
     // out as a push's arrive (ReceivedPayload).
-    store::StagedPush staged;
-    staged.header = header;
-    staged.header.set_sequence(++sequence);
-    for (const auto& [name, values] : model) {
-      staged.tensors.push_back({name, {static_cast<int64_t>(values.size())}});
-      staged.chunks.push_back({staged.tensors.size() - 1, 0, ReceivedPayload(values)});
-    }
+    header.set_sequence(++sequence);
+    store::StagedPush staged = StagedModel(header, model);
     const absl::Time apply_start = absl::Now();
     if (!table.Apply(std::move(staged)).ok()) return 1;
     apply_gbps.push_back(bytes / absl::ToDoubleSeconds(absl::Now() - apply_start) / 1e9);
@@ -190,16 +197,12 @@ int main(int argc, char** argv) {
     std::vector<store::RoundCut> cuts;
     double arrival_seconds = 0;
     for (int k = 2; k <= trainers + 1; ++k) {
-      store::StagedPush staged;
-      staged.header = header;
-      staged.header.set_trainer_id(k);
-      staged.header.set_sequence(r + 1);
-      staged.header.set_apply_mode(v1::APPLY_MODE_ROUND);
-      staged.header.set_clock(r + 1);
-      for (const auto& [name, values] : model) {
-        staged.tensors.push_back({name, {static_cast<int64_t>(values.size())}});
-        staged.chunks.push_back({staged.tensors.size() - 1, 0, ReceivedPayload(values)});
-      }
+      v1::PushHeader round_header = header;
+      round_header.set_trainer_id(k);
+      round_header.set_sequence(r + 1);
+      round_header.set_apply_mode(v1::APPLY_MODE_ROUND);
+      round_header.set_clock(r + 1);
+      store::StagedPush staged = StagedModel(round_header, model);
       const absl::Time arrival_start = absl::Now();
       if (!table.Apply(std::move(staged)).ok()) return 1;
       arrival_seconds += absl::ToDoubleSeconds(absl::Now() - arrival_start);

@@ -12,16 +12,6 @@
 #include "rpc/identity.h"
 
 namespace syncopate::store {
-namespace {
-
-// values[chunk.offset + i] += scale * chunk[i], read from where the chunk arrived.
-void AddChunk(const StagedChunk& chunk, float scale, float* values) {
-  chunk.payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
-    tensor::ScaledAdd(values + chunk.offset + first, run, scale);
-  });
-}
-
-}  // namespace
 
 std::optional<tensor::TensorSpec> ParameterTable::Spec(const std::string& name) const {
   absl::ReaderMutexLock lock(&mu_);
@@ -410,7 +400,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
       for (const tensor::TensorSpec& spec : push.tensors) Writable(tensors_.at(spec.name));
       for (const StagedChunk& chunk : push.chunks) {
         Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
-        AddChunk(chunk, h.weight(), Writable(t));
+        chunk.AddTo(Writable(t), h.weight());
       }
       model_bound_ += grows;
       ++live_version_;
@@ -555,7 +545,7 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
       const float scale = static_cast<float>(factor * p.push->header.weight());
       for (const StagedChunk& chunk : p.push->chunks) {
         Tensor& t = tensors_[p.push->tensors[chunk.tensor_index].name];
-        AddChunk(chunk, scale, Writable(t));
+        chunk.AddTo(Writable(t), scale);
       }
       grows += std::fabs(static_cast<double>(scale)) * p.push->max_magnitude;
     }

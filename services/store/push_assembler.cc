@@ -8,6 +8,18 @@
 
 namespace syncopate::store {
 
+void StagedChunk::AddTo(float* values, float scale) const {
+  payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
+    tensor::ScaledAdd(values + offset + first, run, scale);
+  });
+}
+
+void StagedChunk::ScaledCopyTo(float* values, float scale) const {
+  payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
+    tensor::ScaledCopy(values + offset + first, run, scale);
+  });
+}
+
 absl::Status PushAssembler::Add(const grpc::ByteBuffer& message) {
   absl::StatusOr<rpc::StreamMessage> decoded =
       rpc::DecodeStreamMessage(message, "push", copy_below_);

@@ -27,6 +27,11 @@ struct StagedChunk {
   rpc::ChunkPayload payload;  // float32 values, a whole number of them
 
   size_t size() const { return payload.size(); }
+  // values[offset + i] += scale * payload[i], read from where the chunk arrived (`values`: the
+  // whole tensor's).
+  void AddTo(float* values, float scale) const;
+  // values[offset + i] = scale * payload[i], the same way.
+  void ScaledCopyTo(float* values, float scale) const;
 };
 
 // A complete, validated push: every tensor of the header covered exactly once by finite values.

@@ -3,8 +3,6 @@
 #include <cmath>
 #include <new>
 
-#include "tensor/tensor.h"
-
 namespace syncopate::store {
 
 void RoundSum::Add(const StagedPush& push) {
@@ -30,14 +28,11 @@ void RoundSum::Add(const StagedPush& push) {
   }
   for (const StagedChunk& chunk : push.chunks) {
     Accumulator& accumulator = *targets[chunk.tensor_index];
-    float* at = accumulator.values.data() + chunk.offset;
-    chunk.payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
-      if (accumulator.holds) {
-        tensor::ScaledAdd(at + first, run, weight);
-      } else {
-        tensor::ScaledCopy(at + first, run, weight);
-      }
-    });
+    if (accumulator.holds) {
+      chunk.AddTo(accumulator.values.data(), weight);
+    } else {
+      chunk.ScaledCopyTo(accumulator.values.data(), weight);
+    }
   }
   for (Accumulator* accumulator : targets) accumulator->holds = true;
   bound_ = bound;
