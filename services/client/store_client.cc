@@ -259,19 +259,18 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
   return decoder.Finish(out);
 }
 
-absl::StatusOr<std::vector<PulledModel>> StoreClient::PullShards(int64_t round, bool newer) {
+absl::StatusOr<std::vector<PulledModel>> StoreClient::PullShards(int64_t round) {
   std::vector<PulledModel> parts(stubs_.size());
-  // Shards that could not be reached during this pull: they were down, and restarted.
-  std::vector<char> restarted(stubs_.size(), 0);
   absl::Status status =
       ForEachShard(round < 0 ? "live pull" : absl::StrCat("pull of round ", round), [&](size_t s) {
         absl::Status pulled = PullFrom(s, round, &parts[s]);
-        if (absl::IsUnavailable(pulled)) restarted[s] = 1;
-        // "Not closed yet" is worth waiting out where another shard already closed this round
-        // (the coordinator closes a round on every shard: this one is about to), and where this
-        // shard restarted from a checkpoint older than the round (the coordinator reconciles it
-        // and closes the job's rounds again).
-        if ((newer || restarted[s]) && absl::IsFailedPrecondition(pulled)) {
+        // "Not closed yet" (a round pull's only FAILED_PRECONDITION) is waited out, with
+        // backoff, within the retry deadline: another shard already closed this round (the
+        // coordinator closes a round on every shard: this one is about to); the shard restarted
+        // from a checkpoint older than the round (the coordinator reconciles it and closes the
+        // job's rounds again); or the round was granted while it closed (pipelined grants) and
+        // this shard does not hold pulls for their rounds (--pull-wait=0s, or an older store).
+        if (round >= 0 && absl::IsFailedPrecondition(pulled)) {
           return absl::UnavailableError(pulled.message());
         }
         return pulled;
@@ -285,7 +284,7 @@ absl::StatusOr<PulledModel> StoreClient::Pull(int64_t round) {
   // Each turn can only move to a newer round that some shard published, so shards that drop
   // rounds faster than a pull completes are the only way to need more than two turns.
   for (int turn = 0; turn < 4; ++turn) {
-    ASSIGN_OR_RETURN(std::vector<PulledModel> parts, PullShards(target, target != round));
+    ASSIGN_OR_RETURN(std::vector<PulledModel> parts, PullShards(target));
     int64_t newest = target;
     for (const PulledModel& part : parts) newest = std::max(newest, part.round);
     if (newest != target) {

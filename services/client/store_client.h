@@ -30,8 +30,9 @@ struct LinkLimits {
 //
 // Transient failures are retried per shard with capped exponential backoff and jitter, for up to
 // `retry_for`: UNAVAILABLE (a shard down, restarting, or not yet reconciled by the coordinator)
-// and RESOURCE_EXHAUSTED (backpressure). A shard's outage is logged when it starts and when it
-// ends, not per attempt. Any other refusal is returned at once.
+// and RESOURCE_EXHAUSTED (backpressure); and a pull of a round the shard has not closed yet
+// (FAILED_PRECONDITION), which the coordinator is closing. A shard's outage is logged when it
+// starts and when it ends, not per attempt. Any other refusal is returned at once.
 //
 // Exactly once across a shard's restart: the client keeps, per shard, the pushes the shard took
 // but has not checkpointed yet (UnsavedPushes), and every push names the shard incarnation it
@@ -83,9 +84,9 @@ class StoreClient final : public StoreLink {
   // Pulls one shard's tensors into `out` (its checksums get that shard's one entry, its round the
   // round served: a newer one than asked when `round` was dropped).
   absl::Status PullFrom(size_t shard, int64_t round, PulledModel* out);
-  // One pull of `round` from every shard, each part as its shard served it. `newer` marks a pull
-  // of a round taken in place of a dropped one: a shard that has not closed it yet is waited for.
-  absl::StatusOr<std::vector<PulledModel>> PullShards(int64_t round, bool newer);
+  // One pull of `round` from every shard, each part as its shard served it. A shard that has not
+  // closed the round yet is waited for (retried as UNAVAILABLE).
+  absl::StatusOr<std::vector<PulledModel>> PullShards(int64_t round);
   // Runs fn(shard) for every shard concurrently, each retried while transient (see above); the
   // first error wins.
   absl::Status ForEachShard(const std::string& what, const std::function<absl::Status(size_t)>& fn);

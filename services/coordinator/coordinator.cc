@@ -598,13 +598,15 @@ sync::TrainerId Coordinator::Evaluator() const {
 }
 
 void Coordinator::Enqueue(Action action) {
-  // Nothing to wait for (no round to close, nothing queued or in flight before it, the stores'
-  // membership current): delivered at once, on this thread, sparing a hand-off to the action
-  // thread per report in the modes that close no rounds.
-  if (action.close_rounds.empty() && pending_.empty() && !membership_dirty_ && !syncing_members_ &&
-      !backing_off_ && !stopping_) {
-    Deliver(action);
-    return;
+  // Nothing to wait for (nothing queued or in flight before it, the stores' membership current):
+  // delivered at once, on this thread, sparing a hand-off to the action thread per report in the
+  // modes that close no rounds, and the grants' hand-off in those that do (pipelined grants).
+  if (pending_.empty() && !membership_dirty_ && !syncing_members_ && !backing_off_ && !stopping_) {
+    if (action.close_rounds.empty()) {
+      Deliver(action);
+      return;
+    }
+    DeliverBeforeClosing(action);  // while the action thread closes its rounds
   }
   pending_.push_back(std::move(action));
 }
@@ -843,6 +845,8 @@ void Coordinator::RunPending() {
       } else if (pending_.empty()) {
         return;
       } else {
+        // Before its rounds close, and only once, however often the closes are retried.
+        DeliverBeforeClosing(pending_.front());
         action = pending_.front();
       }
     }
@@ -884,8 +888,21 @@ void Coordinator::RunPending() {
     }
     absl::MutexLock lock(&mu_);
     pending_.pop_front();
-    Deliver(action);
+    if (!action.delivered) Deliver(action);
   }
+}
+
+void Coordinator::DeliverBeforeClosing(Action& action) {
+  if (!options_.pipeline_grants || !policy_->pipelines_grants() || action.delivered ||
+      action.close_rounds.empty()) {
+    return;
+  }
+  // Only grants that pull a round: a live pull or an exchange would see the model before it.
+  for (const sync::Grant& g : action.grants) {
+    if (g.pull.kind != sync::PullSpec::Kind::kRound) return;
+  }
+  Deliver(action);
+  action.delivered = true;
 }
 
 void Coordinator::Deliver(Action& action) {

@@ -56,6 +56,12 @@ struct CoordinatorOptions {
   // The status (GetStatus, `syncopate status`) keeps this many departed trainers, the latest: joins
   // under ever new names cannot grow it without bound.
   size_t departed_statuses_kept = 1000;
+  // Pipelined grants, in the modes that allow them (SyncPolicy::pipelines_grants: bsp): an action
+  // that closes rounds sends its grants first and closes its rounds on the stores meanwhile, so
+  // the trainers' pulls travel while the round closes (a store shard holds a pull of a round it
+  // has not closed until it closes it). False: the grants go out once every shard closed the
+  // round.
+  bool pipeline_grants = true;
 };
 
 struct SessionKey {
@@ -64,7 +70,8 @@ struct SessionKey {
 };
 
 // Thread-safe: events may come from any thread. Actions run on one internal thread, in the order
-// the events produced them, so a round is closed on every shard before anyone is told to pull it.
+// the events produced them. A round is closed on every shard before any later action runs; its
+// own grants go out while it closes (CoordinatorOptions::pipeline_grants) or once it closed.
 class Coordinator {
  public:
   Coordinator(CoordinatorOptions options, std::unique_ptr<sync::SyncPolicy> policy,
@@ -123,8 +130,10 @@ class Coordinator {
     std::vector<v1::CloseRoundRequest> close_rounds;
     std::vector<sync::Grant> grants;
     // Directives for a specific session (welcome, peer left, stop sending, done), sent after the
-    // rounds close and before the grants.
+    // rounds close (with the grants before, when pipelined) and before the grants.
     std::vector<std::pair<std::shared_ptr<Outbox>, v1::Directive>> sends;
+    // Sent already, before its rounds closed (pipelined grants): not again when they have.
+    bool delivered = false;
   };
   struct Session {
     uint64_t incarnation = 0;
@@ -153,11 +162,14 @@ class Coordinator {
   // How many trainers the job has (N of the step-size rule): those, live or expected.
   int JobSize() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
 
-  // Queues an action for the action thread, or delivers it at once when it closes no round and
-  // nothing waits before it.
+  // Queues an action for the action thread, or delivers it at once when nothing waits before it:
+  // all of it when it closes no round, its directives and grants (pipelined grants) when it does.
   void Enqueue(Action action) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  // Sends an action's directives and grants (its rounds are closed).
+  // Sends an action's directives and grants (its rounds are closed, or closing: pipelined).
   void Deliver(Action& action) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Pipelined grants: delivers an action that closes rounds before they close, once (marks it
+  // delivered), when the options and the policy allow it and every grant pulls a round.
+  void DeliverBeforeClosing(Action& action) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void EnqueueDecisions(sync::Decisions decisions) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Removes a live trainer (leave, eviction) and re-evaluates the policy.
   void Depart(const SessionKey& key, const std::string& state, const std::string& reason)

@@ -128,6 +128,7 @@ class CoordinatorTest : public ::testing::Test {
     o.pause_threshold = pause_threshold_;
     o.target_accuracy = target_accuracy;
     o.departed_statuses_kept = departed_statuses_kept_;
+    o.pipeline_grants = pipeline_grants_;
     coordinator_ =
         std::make_unique<Coordinator>(o, *sync::MakePolicy(p), stores_, clock_, metrics_);
     coordinator_->Start();
@@ -215,6 +216,15 @@ class CoordinatorTest : public ::testing::Test {
     join.set_peer_address("127.0.0.1:" + std::to_string(7100 + rank));
     return {*coordinator_->Join(join, outbox), outbox};
   }
+  // Whether this coordinator closed `rounds` rounds on the stores, waiting at most 5 s of real
+  // time: with pipelined grants a round's grants arrive while it closes.
+  bool Closed(int64_t rounds) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(5);
+    while (coordinator_->Status().rounds_closed() < rounds && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    return coordinator_->Status().rounds_closed() == rounds;
+  }
   static bool Quiet(Outbox& outbox) {
     v1::Directive d;
     return !outbox.Pop(&d, absl::Milliseconds(100));
@@ -229,12 +239,15 @@ class CoordinatorTest : public ::testing::Test {
   base::FakeClock clock_;
   absl::Duration pause_threshold_ = absl::InfiniteDuration();
   size_t departed_statuses_kept_ = CoordinatorOptions().departed_statuses_kept;
+  bool pipeline_grants_ = CoordinatorOptions().pipeline_grants;
   prometheus::Registry registry_;
   CoordinatorMetrics metrics_{registry_};
   std::unique_ptr<Coordinator> coordinator_;
 };
 
 TEST_F(CoordinatorTest, WelcomeThenRoundGrantsAfterStoresClose) {
+  pipeline_grants_ = false;
+  Make("bsp", 2);
   auto [a, out_a] = Join("a", 0);
   v1::Directive welcome = Next(*out_a);
   ASSERT_TRUE(welcome.has_welcome());
@@ -260,10 +273,41 @@ TEST_F(CoordinatorTest, WelcomeThenRoundGrantsAfterStoresClose) {
   EXPECT_EQ(metrics_.store_call_failures.Value(), 3);
 }
 
+// Pipelined grants: a round's grants go out while its close is still being retried, once; the
+// next round's wait for that close.
+TEST_F(CoordinatorTest, PipelinedGrantsGoOutWhileTheRoundClosesAndOnlyOnce) {
+  ASSERT_TRUE(pipeline_grants_) << "the default";
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  stores_.FailNext(3);
+  Report(a, 1);
+  Report(b, 1);
+  // No clock moves: the close waits out its backoff, and the grants are out already.
+  EXPECT_EQ(Next(*out_a).proceed().pull().round(), 1);
+  EXPECT_EQ(Next(*out_b).proceed().pull().round(), 1);
+  for (const std::string& entry : stores_.log()) EXPECT_NE(entry.rfind("close:", 0), 0u) << entry;
+  Report(a, 2);
+  Report(b, 2);
+  EXPECT_TRUE(Quiet(*out_a)) << "round 2's grants wait for round 1's close";
+  EXPECT_EQ(AdvanceUntilNext(*out_a).proceed().pull().round(), 2);
+  EXPECT_EQ(Next(*out_b).proceed().pull().round(), 2);
+  EXPECT_TRUE(Quiet(*out_a)) << "round 1's grant is not sent again after its close";
+  EXPECT_TRUE(Quiet(*out_b));
+  std::vector<std::string> closes;
+  for (const std::string& entry : stores_.log()) {
+    if (entry.rfind("close:", 0) == 0) closes.push_back(entry);
+  }
+  // Round 2's close may still be under way when its grants arrive.
+  ASSERT_GE(closes.size(), 1u);
+  EXPECT_EQ(closes[0], "close:1 1.1@1 2.1@1");
+  EXPECT_EQ(metrics_.store_call_failures.Value(), 3);
+}
+
 // A shard restarted from a checkpoint two rounds old: the failed close makes the coordinator
 // resend the membership with its round first; the shard catches up, the close goes through, and
 // the restart and its lost rounds are reported.
 TEST_F(CoordinatorTest, ARestartedShardIsReconciledAndItsLossReported) {
+  pipeline_grants_ = false;  // the store calls are done when the grants arrive
+  Make("bsp", 2);
   auto [a, out_a, b, out_b] = JoinTwoAndStart();
   for (int64_t clock = 1; clock <= 3; ++clock) {
     Report(a, clock);
@@ -348,14 +392,16 @@ TEST_F(CoordinatorTest, SilentTrainerIsEvictedAndBarrierReleased) {
   EXPECT_EQ(released.proceed().pull().round(), 1);
   v1::Directive evicted = Next(*out_b);
   EXPECT_TRUE(evicted.has_evicted());
+  EXPECT_TRUE(Closed(1));
   v1::ClusterStatus status = coordinator_->Status();
   EXPECT_EQ(status.live_trainers(), 1u);
-  EXPECT_EQ(status.rounds_closed(), 1);
 }
 
 // A trainer held at the barrier hears that the coordinator is alive: its heartbeats, which say it
 // awaits its grant, are answered; a computing trainer's and a stale session's are not.
 TEST_F(CoordinatorTest, AHeartbeatAwaitingItsGrantIsAnswered) {
+  pipeline_grants_ = false;  // the failing stores below hold the grants
+  Make("bsp", 2);
   auto [a, out_a, b, out_b] = JoinTwoAndStart();
   Report(a, 1);  // held: b has not reported
   EXPECT_TRUE(Quiet(*out_a));
@@ -797,6 +843,7 @@ TEST_F(CoordinatorTest, PeerToPeerJoinsNeedAPeerAddressAndDeparturesAreAnnounced
 // once both are back, and new trainers wait until then.
 TEST_F(CoordinatorTest, ARestartedCoordinatorTakesTheJobOverAndTrainersResume) {
   stores_.HoldJob(5, {{1, 1, 5}, {2, 1, 5}});
+  pipeline_grants_ = false;  // the store calls are done when the grants arrive
   Make("bsp", 2);
   auto c = std::make_shared<Outbox>();
   v1::Join join;
@@ -887,6 +934,7 @@ TEST_F(CoordinatorTest, TrainersThatDoNotResumeWithinTheWindowAreDropped) {
   const v1::ClusterStatus status = coordinator_->Status();
   EXPECT_EQ(status.trainers_resumed(), 1u);
   EXPECT_EQ(status.trainers_not_resumed(), 1u);
+  EXPECT_TRUE(Closed(1));
   EXPECT_EQ(stores_.log().back(), "close:6 1.1@6");
   EXPECT_TRUE(
       absl::IsFailedPrecondition(Resume("b", 1, 2, 6, true, std::make_shared<Outbox>()).status()));

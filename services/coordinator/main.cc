@@ -104,6 +104,9 @@ int main(int argc, char** argv) {
                  "After a restart, wait this long for the job's trainers to resume before going on "
                  "without the missing ones");
   app.add_option("--heartbeat-interval", heartbeat_interval, "Heartbeat period told to trainers");
+  app.add_option("--pipeline-grants", options.pipeline_grants,
+                 "Send a round's grants while the stores close it (their shards hold the pulls "
+                 "that come early); false: once every shard closed it");
   app.add_option("--target-accuracy", options.target_accuracy,
                  "Training is done at this test accuracy: trainers are told to leave (0: never)")
       ->check(CLI::Range(0.0, 1.0));

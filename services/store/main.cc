@@ -20,6 +20,7 @@
 #include "rpc/stream_watchdog.h"
 #include "store/checkpoint.h"
 #include "store/parameter_table.h"
+#include "store/round_waiters.h"
 #include "store/store_metrics.h"
 #include "store/store_service.h"
 
@@ -43,6 +44,7 @@ int main(int argc, char** argv) {
   size_t max_pending_pushes = syncopate::store::ParameterTable::kDefaultMaxPendingPushes;
   std::string stream_idle_timeout = "60s";
   std::string release_memory_every = "10s";
+  std::string pull_wait = "5s";
   app.add_option("--listen", listen, "gRPC address (host:port; port 0 picks one)");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
   app.add_option("--shard", shard, "This shard's index");
@@ -72,6 +74,10 @@ int main(int argc, char** argv) {
   app.add_option("--release-memory-every", release_memory_every,
                  "Return the heap's free memory to the system this often, so that a flood of "
                  "refused streams does not hold it (0s: never)");
+  app.add_option("--pull-wait", pull_wait,
+                 "How long a pull of a round not closed yet waits for its close (the coordinator "
+                 "grants rounds while it closes them), then UNAVAILABLE and retried (0s: refused "
+                 "at once, FAILED_PRECONDITION, which trainers retry with backoff too)");
   app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp);
   CLI11_PARSE(app, argc, argv);
   if (shard >= shard_count) {
@@ -79,17 +85,24 @@ int main(int argc, char** argv) {
     return 2;
   }
   syncopate::base::InitLogging("store-" + std::to_string(shard), log_level);
-  absl::Duration every, idle, release_every;
+  absl::Duration every, idle, release_every, wait;
   for (auto [flag, text, out] :
        {std::tuple{"--checkpoint-interval", &checkpoint_interval, &every},
         std::tuple{"--stream-idle-timeout", &stream_idle_timeout, &idle},
-        std::tuple{"--release-memory-every", &release_memory_every, &release_every}}) {
+        std::tuple{"--release-memory-every", &release_memory_every, &release_every},
+        std::tuple{"--pull-wait", &pull_wait, &wait}}) {
     absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
     if (!d.ok()) {
       std::fprintf(stderr, "%s: %s\n", flag, d.status().ToString().c_str());
       return 2;
     }
     *out = *d;
+  }
+  // The watchdog would cancel a pull while it waits for its round (CANCELLED is not retried).
+  if (idle > absl::ZeroDuration() && idle != absl::InfiniteDuration() && idle <= wait) {
+    std::fprintf(stderr, "--stream-idle-timeout=%s must exceed --pull-wait=%s\n",
+                 stream_idle_timeout.c_str(), pull_wait.c_str());
+    return 2;
   }
 
   absl::StatusOr<syncopate::rpc::Credentials> credentials =
@@ -133,10 +146,15 @@ int main(int argc, char** argv) {
   syncopate::rpc::StreamWatchdog watchdog(idle, syncopate::base::MonotonicClock::Get(),
                                           [&] { metrics.idle_streams_cancelled.Increment(); });
   watchdog.Start();
+  // Outlives the server too: the pulls waiting for their rounds.
+  syncopate::store::RoundWaiters::Options wait_options;
+  wait_options.max_wait = wait;
+  syncopate::store::RoundWaiters waiters(wait_options, syncopate::base::MonotonicClock::Get());
+  waiters.Start();
   // Refusals are counted with every other rejection, by status code.
   syncopate::store::StoreService service(table, metrics, shard, shard_count, incarnation,
                                          syncopate::rpc::Authorizer(*credentials, nullptr),
-                                         &watchdog);
+                                         &watchdog, &waiters);
   std::unique_ptr<grpc::Server> server;
   int port = 0;
   absl::Status started =
@@ -178,6 +196,7 @@ int main(int argc, char** argv) {
     }
   }
   spdlog::info("shutting down");
+  waiters.Stop();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   checkpoint();
   return 0;

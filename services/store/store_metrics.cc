@@ -21,6 +21,9 @@ StoreMetrics::StoreMetrics(prometheus::Registry& r)
           r, "syncopate_store_rounds_summed_on_arrival_total",
           "Rounds that took every pending push, added to the model in one pass from the sum kept "
           "as the pushes arrived.")),
+      pulls_parked(metrics::AddCounter(
+          r, "syncopate_store_pulls_parked_total",
+          "Pulls of a round not closed yet that waited for it (pipelined grants).")),
       push_duration(
           metrics::AddHistogram(r, "syncopate_store_push_duration_seconds",
                                 "Time from the first message of a push stream to its reply.",

@@ -26,6 +26,7 @@ struct StoreMetrics {
   prometheus::Counter& pushes_duplicate;
   prometheus::Counter& rounds_closed;
   prometheus::Counter& rounds_summed_on_arrival;
+  prometheus::Counter& pulls_parked;
   prometheus::Histogram& push_duration;
   prometheus::Histogram& pull_duration;
   prometheus::Histogram& apply_duration;

@@ -1,6 +1,7 @@
 #include "store/store_service.h"
 
 #include <functional>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -16,14 +17,15 @@ namespace syncopate::store {
 
 StoreService::StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard,
                            uint32_t shard_count, uint64_t incarnation, rpc::Authorizer authorizer,
-                           rpc::StreamWatchdog* watchdog)
+                           rpc::StreamWatchdog* watchdog, RoundWaiters* waiters)
     : table_(table),
       metrics_(metrics),
       shard_(shard),
       shard_count_(shard_count),
       incarnation_(incarnation),
       authorizer_(std::move(authorizer)),
-      watchdog_(watchdog) {}
+      watchdog_(watchdog),
+      waiters_(waiters) {}
 
 namespace {
 
@@ -146,6 +148,7 @@ absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time
     double bytes = 0;
     for (const tensor::TensorSpec& spec : table_.Specs()) bytes += 4.0 * spec.NumElements();
     metrics_.model_bytes.Set(bytes);
+    if (waiters_ != nullptr) waiters_->Closed(table_.last_closed_round());  // round 0
   }
   reply->set_live_version(result.live_version);
   reply->set_duplicate(result.duplicate);
@@ -206,27 +209,48 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* StoreService::Push(grpc::CallbackServ
 
 namespace {
 
-// Streams one pull, one message in flight at a time, on gRPC's callback threads; deletes itself
-// when gRPC is done with it. `finished` runs once, with the outcome and the payload bytes sent.
+// Streams one pull, one message in flight at a time; deletes itself when gRPC is done with it.
+// `finished` runs once, with the outcome and the payload bytes sent. Serve starts it: at once, on
+// the thread that read the request, or, for a pull parked on RoundWaiters, on the thread that
+// closed its round or found its wait over (the close's handler, the waiters' sweeper); then gRPC's
+// callback threads carry it on.
 class PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   using Finished = std::function<grpc::Status(const absl::Status&, uint64_t bytes)>;
 
   // With a `watchdog`, a pull whose reader takes no message for its idle time is cancelled.
-  PullReactor(std::shared_ptr<const ModelSnapshot> snapshot, uint32_t chunk_bytes,
-              Finished finished, prometheus::Gauge& open, rpc::StreamWatchdog* watchdog,
-              grpc::ServerContextBase* context)
-      : frames_(std::move(snapshot), chunk_bytes),
+  PullReactor(uint32_t chunk_bytes, Finished finished, prometheus::Gauge& open,
+              rpc::StreamWatchdog* watchdog, grpc::ServerContextBase* context)
+      : chunk_bytes_(chunk_bytes),
         finished_(std::move(finished)),
         open_(open),
         watched_(watchdog, context) {
     open_.Increment();
-    WriteNext();
   }
 
+  // Streams the snapshot, or ends the call with its error. Called once.
+  void Serve(absl::StatusOr<std::shared_ptr<const ModelSnapshot>> snapshot) {
+    if (!snapshot.ok()) {
+      Finish(finished_(snapshot.status(), 0));
+      return;
+    }
+    watched_.Touch();  // the wait is over; the stream's idle time counts from here
+    frames_.emplace(*std::move(snapshot), chunk_bytes_);
+    WriteNext();
+  }
+  // May park on `waiters` (under this reactor's address), so that a cancelled call leaves them.
+  // Set before parking.
+  void MayPark(RoundWaiters* waiters) { waiters_ = waiters; }
+
+  void OnCancel() override {
+    // Not withdrawn: it is being served, and its write fails; or it never parked.
+    if (waiters_ != nullptr && waiters_->Withdraw(this)) {
+      Finish(finished_(absl::CancelledError("the puller went away while it waited"), 0));
+    }
+  }
   void OnWriteDone(bool ok) override {
     if (!ok) {
-      Finish(finished_(absl::CancelledError("pull reader went away"), frames_.bytes()));
+      Finish(finished_(absl::CancelledError("pull reader went away"), frames_->bytes()));
       return;
     }
     watched_.Touch();
@@ -239,18 +263,20 @@ class PullReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 
  private:
   void WriteNext() {
-    if (!frames_.Next(&message_)) {
-      Finish(finished_(absl::OkStatus(), frames_.bytes()));
+    if (!frames_->Next(&message_)) {
+      Finish(finished_(absl::OkStatus(), frames_->bytes()));
       return;
     }
     StartWrite(&message_);
   }
 
-  PullFrames frames_;
+  const uint32_t chunk_bytes_;
+  std::optional<PullFrames> frames_;  // set by Serve
   Finished finished_;
   prometheus::Gauge& open_;
   grpc::ByteBuffer message_;  // in flight until OnWriteDone
   rpc::WatchedStream watched_;
+  RoundWaiters* waiters_ = nullptr;  // set before the reactor is returned to gRPC
 };
 
 // A pull refused before anything was sent.
@@ -282,10 +308,8 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackSer
   if (!grpc::SerializationTraits<v1::PullRequest>::Deserialize(&bytes, &request).ok()) {
     return new RefusedPull(Finish(absl::InvalidArgumentError("unparsable pull request")));
   }
-  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> snapshot = PullSnapshot(request);
-  if (!snapshot.ok()) return new RefusedPull(Finish(snapshot.status()));
-  return new PullReactor(
-      *std::move(snapshot), request.chunk_bytes(),
+  auto* reactor = new PullReactor(
+      request.chunk_bytes(),
       [this, start](const absl::Status& status, uint64_t bytes) {
         if (status.ok()) {
           metrics_.pull_bytes.Increment(static_cast<double>(bytes));
@@ -294,6 +318,35 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackSer
         return Finish(status);
       },
       metrics_.streams_open, watchdog_, ctx);
+  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> snapshot = PullSnapshot(request);
+  // A round granted while it closes (pipelined grants): the pull waits for it. (A round pull's
+  // only FAILED_PRECONDITION is a round not closed yet: ParameterTable::Snapshot.)
+  if (waiters_ != nullptr && request.selector_case() == v1::PullRequest::kRound &&
+      absl::IsFailedPrecondition(snapshot.status())) {
+    // Answered (UNAVAILABLE, retried) a little before the caller's own deadline would end it.
+    const absl::Duration patience =
+        absl::FromChrono(ctx->deadline()) - absl::Now() - absl::Milliseconds(500);
+    reactor->MayPark(waiters_);
+    absl::StatusOr<bool> parked = waiters_->Park(
+        reactor, request.round(), patience, [this] { return table_.last_closed_round(); },
+        [this, reactor, request](const absl::Status& woken) {
+          if (woken.ok()) {
+            reactor->Serve(PullSnapshot(request));
+          } else {
+            reactor->Serve(woken);
+          }
+        });
+    if (!parked.ok()) {
+      snapshot = parked.status();
+    } else if (*parked) {
+      metrics_.pulls_parked.Increment();
+      return reactor;
+    } else {
+      snapshot = PullSnapshot(request);  // closed in the meantime
+    }
+  }
+  reactor->Serve(std::move(snapshot));
+  return reactor;
 }
 
 grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
@@ -339,6 +392,7 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
                  result.last_closed_round);
     metrics_.rounds_skipped.Increment(static_cast<double>(result.rounds_skipped));
   }
+  if (waiters_ != nullptr) waiters_->Closed(result.last_closed_round);
   reply->set_incarnation(incarnation_);
   reply->set_last_closed_round(result.last_closed_round);
   reply->set_holds_model(result.holds_model);
@@ -357,6 +411,8 @@ grpc::Status StoreService::Close(const v1::CloseRoundRequest& request, v1::Close
   }
   absl::StatusOr<CloseResult> result = table_.CloseRound(close);
   if (!result.ok()) return Finish(result.status());
+  // The waiting pulls first, then the reply: the trainers' pulls are the round's critical path.
+  if (waiters_ != nullptr) waiters_->Closed(table_.last_closed_round());
   reply->set_live_version(result->live_version);
   reply->set_checksum(result->checksum);
   reply->set_pushes(result->pushes);

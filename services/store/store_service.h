@@ -14,6 +14,7 @@
 #include "rpc/stream_watchdog.h"
 #include "store/parameter_table.h"
 #include "store/push_assembler.h"
+#include "store/round_waiters.h"
 #include "store/store_metrics.h"
 #include "syncopate/v1/store.grpc.pb.h"
 
@@ -36,10 +37,11 @@ class StoreService final : public v1::ParameterStore::WithRawCallbackMethod_Init
   // `incarnation` identifies this process's life of the shard (non-zero, new at every start): the
   // coordinator tells a restart by it.
   // With a `watchdog` (it must outlive the server), a push or pull stream quiet for its idle time
-  // is cancelled.
+  // is cancelled. With `waiters` (it must outlive the server), a pull of a round not closed yet
+  // waits for it there (pipelined grants) instead of being refused FAILED_PRECONDITION.
   StoreService(ParameterTable& table, StoreMetrics& metrics, uint32_t shard, uint32_t shard_count,
                uint64_t incarnation, rpc::Authorizer authorizer,
-               rpc::StreamWatchdog* watchdog = nullptr);
+               rpc::StreamWatchdog* watchdog = nullptr, RoundWaiters* waiters = nullptr);
 
   grpc::ServerUnaryReactor* GetSchema(grpc::CallbackServerContext* ctx,
                                       const v1::GetSchemaRequest* request,
@@ -89,6 +91,7 @@ class StoreService final : public v1::ParameterStore::WithRawCallbackMethod_Init
   const uint64_t incarnation_;
   const rpc::Authorizer authorizer_;
   rpc::StreamWatchdog* const watchdog_;  // null: streams never time out
+  RoundWaiters* const waiters_;          // null: a pull of a round not closed is refused
 };
 
 }  // namespace syncopate::store

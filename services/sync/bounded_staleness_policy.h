@@ -35,6 +35,8 @@ class BoundedStalenessPolicy final : public ClockedPolicy {
     return config_.round_snapshots ? PushMode::kRound : PushMode::kImmediate;
   }
   int64_t staleness_bound() const override { return config_.staleness; }
+  // With round snapshots (bsp): a round closes once every clock is past it, held grants or not.
+  bool pipelines_grants() const override { return config_.round_snapshots; }
   double PushWeight(int live_trainers) const override {
     return config_.round_snapshots ? 1.0 : ImmediatePushWeight(config_.aggregation, live_trainers);
   }

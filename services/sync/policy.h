@@ -177,6 +177,11 @@ class SyncPolicy {
   virtual std::optional<int64_t> BeginFinalAverage() { return std::nullopt; }
   // Whether BeginFinalAverage picks a round (the mode ends with a final average).
   virtual bool has_final_average() const { return false; }
+  // Whether a round's grants may go out before the round closes on the stores (pipelined grants,
+  // docs/faults.md): each pulls a round its decision closes, and a policy recovered after a
+  // coordinator restart closes that round again from the trainers' resumed clocks alone, whether
+  // they await their grants or hold them and pull.
+  virtual bool pipelines_grants() const { return false; }
   // A coordinator that took over a job its predecessor was ending (the stores kept its final
   // round): the final round is `round`, as BeginFinalAverage had picked it, and everything after
   // is as after BeginFinalAverage. Call before any resume (before or after Recover).

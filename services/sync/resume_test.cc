@@ -47,6 +47,34 @@ TEST(Resume, BspClosesTheRoundTheOldCoordinatorLeftOpen) {
   for (const Grant& g : d.grants) EXPECT_EQ(g.pull, PullSpec::Round(6, 6));
 }
 
+// Pipelined grants: the old coordinator granted round 6 and died before any shard closed it. The
+// trainers hold their grants and pull round 6; they resume computing at clock 6, and the new
+// policy closes round 6 from their clocks alone, granting nobody again.
+TEST(Resume, BspClosesARoundGrantedBeforeItClosed) {
+  auto p = Make("bsp");
+  ASSERT_TRUE(p->pipelines_grants());
+  ASSERT_TRUE(p->Recover(5, 2, kWindow).ok());
+  EXPECT_TRUE(Resume(*p, 1, 6, false, 5).empty());
+  Decisions d = Resume(*p, 2, 6, false, 5);
+  ASSERT_THAT(Rounds(d), ElementsAre(6));
+  EXPECT_THAT(d.close_rounds[0].cuts, ElementsAre(Pair(1, 6), Pair(2, 6)));
+  EXPECT_THAT(Granted(d), IsEmpty());
+  // Round 7 goes on as any other.
+  EXPECT_TRUE(p->OnClock(1, 7, kT0)->empty());
+  d = *p->OnClock(2, 7, kT0);
+  EXPECT_THAT(Rounds(d), ElementsAre(7));
+  EXPECT_THAT(Granted(d), UnorderedElementsAre(1, 2));
+}
+
+// Only modes whose recovered policy closes such a round allow pipelined grants (hybrid counts a
+// group's reports only from trainers that await their grants; wbsp and dssp are not shown to).
+TEST(Resume, OnlyBspPipelinesGrants) {
+  for (const char* mode :
+       {"asp", "ssp", "dssp", "wbsp", "wbsp-overlap", "hybrid", "dssync", "selmcast", "orpheus"}) {
+    EXPECT_FALSE(Make(mode)->pipelines_grants()) << mode;
+  }
+}
+
 TEST(Resume, BspRegrantsARoundClosedBeforeTheRestart) {
   auto p = Make("bsp");
   ASSERT_TRUE(p->Recover(6, 2, kWindow).ok());

@@ -1,5 +1,6 @@
 // One store shard served in this process on 127.0.0.1 (a port picked by the system), for tests
-// that need a real store behind a coordinator.
+// that need a real store behind a coordinator. As the real store, it parks a pull of a round not
+// closed yet until the round closes (`pull_wait` at most; zero refuses it at once).
 #ifndef SYNCOPATE_TESTS_INTEGRATION_LOCAL_STORE_H_
 #define SYNCOPATE_TESTS_INTEGRATION_LOCAL_STORE_H_
 
@@ -7,21 +8,29 @@
 #include <string>
 
 #include "absl/status/status.h"
+#include "absl/time/time.h"
+#include "base/clock.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
 #include "store/parameter_table.h"
+#include "store/round_waiters.h"
 #include "store/store_metrics.h"
 #include "store/store_service.h"
 
 namespace syncopate {
 
 struct LocalStore {
+  explicit LocalStore(absl::Duration pull_wait = absl::Seconds(5))
+      : waiters({pull_wait}, base::MonotonicClock::Get()) {
+    waiters.Start();
+  }
   // Serves the shard; its address is then address().
   absl::Status Start() {
     return rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server,
                             &port);
   }
   void Stop() {
+    waiters.Stop();
     if (server) server->Shutdown();
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port); }
@@ -29,12 +38,15 @@ struct LocalStore {
   prometheus::Registry registry;
   store::StoreMetrics metrics{registry};
   store::ParameterTable table;
+  store::RoundWaiters waiters;
   store::StoreService service{table,
                               metrics,
                               /*shard=*/0,
                               /*shard_count=*/1,
                               /*incarnation=*/1,
-                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)};
+                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr),
+                              /*watchdog=*/nullptr,
+                              &waiters};
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };

@@ -394,7 +394,15 @@ TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
   h.set_apply_mode(v1::APPLY_MODE_ROUND);
   h.set_clock(1);
   ASSERT_TRUE(client_->Push(h, tensor::Share({{"small", {3, 3, 3}}})).ok());
-  EXPECT_EQ(client_->Pull(1).status().code(), absl::StatusCode::kFailedPrecondition);
+  // Round 1 is not closed yet: a pull of it waits for the close (pipelined grants).
+  absl::StatusOr<client::PulledModel> early;
+  std::thread puller([&] { early = client_->Pull(1); });
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (store_.metrics.pulls_parked.Value() == 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(store_.metrics.pulls_parked.Value(), 1);
+  EXPECT_EQ(store_.waiters.parked(), 1u);
   grpc::ClientContext ctx;
   v1::CloseRoundRequest close;
   close.set_round(1);
@@ -404,7 +412,11 @@ TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
   cut->set_incarnation(h.incarnation());
   cut->set_clock(1);
   v1::CloseRoundReply closed;
-  ASSERT_TRUE(stub_->CloseRound(&ctx, close, &closed).ok());
+  EXPECT_TRUE(stub_->CloseRound(&ctx, close, &closed).ok());
+  puller.join();
+  ASSERT_TRUE(early.ok()) << early.status();
+  EXPECT_EQ(early->checksums, std::vector<uint32_t>{closed.checksum()});
+  EXPECT_EQ(early->tensors["small"], (std::vector<float>{4, 5, 6}));
   absl::StatusOr<client::PulledModel> a = client_->Pull(1);
   client::StoreClient other({address_}, rpc::Credentials::Insecure(), absl::Seconds(10),
                             tensor::kMinChunkBytes);
@@ -414,6 +426,123 @@ TEST_F(StoreServiceTest, RoundSnapshotsAreIdenticalForEveryPuller) {
   EXPECT_EQ(a->checksums[0], closed.checksum());
   EXPECT_EQ(a->tensors, b->tensors);
   EXPECT_EQ(a->tensors["small"], (std::vector<float>{4, 5, 6}));
+}
+
+// A shard that holds a pull for its round only so long, as a registry of bounded size.
+class WaitingPullTest : public ::testing::Test {
+ protected:
+  void Start(absl::Duration pull_wait) {
+    store_ = std::make_unique<LocalStore>(pull_wait);
+    ASSERT_TRUE(store_->Start().ok());
+    store_->table.SetMembers({{kTrainer, 1}});
+    client::StoreClient trainer({store_->address()}, rpc::Credentials::Insecure(),
+                                absl::Seconds(10));
+    v1::PushHeader h;
+    h.set_trainer_id(kTrainer);
+    h.set_incarnation(1);
+    ASSERT_TRUE(trainer.Initialize(h, {{"w", {1, 2}}}).ok());
+    stub_ = v1::ParameterStore::NewStub(
+        rpc::MakeChannel(store_->address(), rpc::Credentials::Insecure(), rpc::Role::kStore));
+  }
+  void TearDown() override {
+    if (store_) store_->Stop();
+  }
+  // A raw pull of `round`, read to its end.
+  grpc::Status PullRound(int64_t round, grpc::ClientContext* ctx) {
+    v1::PullRequest request;
+    request.set_round(round);
+    auto reader = stub_->Pull(ctx, request);
+    v1::PullMessage message;
+    while (reader->Read(&message)) {
+    }
+    return reader->Finish();
+  }
+  // Waits (with a deadline) until `parked` pulls wait on the shard.
+  bool Parked(size_t parked) {
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (store_->waiters.parked() != parked && absl::Now() < deadline) {
+      absl::SleepFor(absl::Milliseconds(5));
+    }
+    return store_->waiters.parked() == parked;
+  }
+
+  std::unique_ptr<LocalStore> store_;
+  std::unique_ptr<v1::ParameterStore::Stub> stub_;
+};
+
+TEST_F(WaitingPullTest, ARoundThatDoesNotCloseInTimeIsRetriedNotRefused) {
+  Start(absl::Milliseconds(100));
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(20));
+  const grpc::Status status = PullRound(1, ctx.get());
+  // UNAVAILABLE: the trainer's StoreClient retries it with backoff, as a shard that is down.
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
+  EXPECT_NE(status.error_message().find("round 1"), std::string::npos) << status.error_message();
+  EXPECT_EQ(store_->metrics.pulls_parked.Value(), 1);
+  EXPECT_EQ(store_->waiters.parked(), 0u);
+}
+
+// A shard that catches up with the job's round (a membership naming a later round) serves the
+// pulls waiting for it.
+TEST_F(WaitingPullTest, ACatchUpServesThePullsWaiting) {
+  Start(absl::Minutes(1));
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(20));
+  grpc::Status status;
+  std::thread puller([&] { status = PullRound(2, ctx.get()); });
+  EXPECT_TRUE(Parked(1));
+  v1::Membership m;
+  v1::Member* member = m.add_members();
+  member->set_trainer_id(kTrainer);
+  member->set_incarnation(1);
+  m.set_apply_mode(v1::APPLY_MODE_ROUND);
+  m.set_round(2);
+  grpc::ClientContext membership_ctx;
+  v1::SetMembershipReply reply;
+  EXPECT_TRUE(stub_->SetMembership(&membership_ctx, m, &reply).ok());
+  EXPECT_EQ(reply.rounds_skipped(), 2);
+  puller.join();
+  EXPECT_TRUE(status.ok()) << status.error_message();
+}
+
+TEST_F(WaitingPullTest, ARoundFarAheadIsRefusedAtOnce) {
+  Start(absl::Minutes(1));
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(20));
+  const grpc::Status status = PullRound(1 + store_->waiters.options().max_rounds_ahead, ctx.get());
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::FAILED_PRECONDITION) << status.error_message();
+  EXPECT_EQ(store_->metrics.pulls_parked.Value(), 0);
+}
+
+TEST_F(WaitingPullTest, WithoutParkingARoundNotClosedIsRefusedAtOnce) {
+  Start(absl::ZeroDuration());
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(20));
+  EXPECT_EQ(PullRound(1, ctx.get()).error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+TEST_F(WaitingPullTest, ACancelledPullStopsWaiting) {
+  Start(absl::Minutes(1));
+  grpc::ClientContext ctx;
+  grpc::Status status;
+  std::thread puller([&] { status = PullRound(1, &ctx); });
+  EXPECT_TRUE(Parked(1));
+  ctx.TryCancel();
+  puller.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
+  EXPECT_TRUE(Parked(0)) << "the cancelled pull still waits";
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (store_->metrics.streams_open.Value() > 0 && absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(5));
+  }
+  EXPECT_EQ(store_->metrics.streams_open.Value(), 0);
+}
+
+TEST_F(WaitingPullTest, AStoppingShardEndsItsWaitingPulls) {
+  Start(absl::Minutes(1));
+  auto ctx = rpc::ContextWithTimeout(absl::Seconds(20));
+  grpc::Status status;
+  std::thread puller([&] { status = PullRound(1, ctx.get()); });
+  EXPECT_TRUE(Parked(1));
+  store_->Stop();  // returns: the waiting pull does not hold the server's shutdown
+  puller.join();
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
 }
 
 // A shard restarts on its port from its state: the trainer's push, refused while the shard waits

@@ -84,6 +84,15 @@ verify bsp_crash pass "" -DCRASH
 # Sanity: the code before its fix (a close the restored shard is past was FAILED_PRECONDITION)
 # stalls: a close applied and checkpointed, whose reply the crash lost, is retried forever.
 verify bsp_crash_stall_before_fix 'invalid end state' "" -DCRASH -DNO_CLOSE_PAST
+# BSP with pipelined grants (a round's grants before its close, pulls of it parked until it
+# closes): deadlock freedom, staleness (the pull of round g served with g closed on the shard),
+# exactly once, and no FAILED_PRECONDITION (a pull past the window included).
+verify bsp_pipeline pass "" -DPIPELINE
+# ... and with one shard crash/restart: at most once, a loss only in the loss window.
+verify bsp_pipeline_crash pass "" -DPIPELINE -DCRASH
+# Sanity: pipelined grants really go out before their round's close is acknowledged.
+verify bsp_pipeline_grants_before_close 'assertion violated \(last_round>=g\)' "" -DPIPELINE \
+  -DCLOSED_BEFORE_GRANT
 # SSP (immediate pushes, bound s = 1): deadlock freedom, staleness bound, exactly once.
 verify ssp pass "" -DSSP
 # SSP with one shard crash/restart: deadlock freedom, staleness, at most once, loss only in window.

@@ -30,6 +30,12 @@
  *                        ParameterTable::Restore: volatile state reset to the last checkpoint,
  *                        pending pushes and close_results_ gone, unreconciled until SetMembers.
  *                        Any call whose reply was not yet delivered fails (UNAVAILABLE).
+ *      store_pull      = StoreServiceImpl::Pull of round g (BSP): UNAVAILABLE before the first
+ *                        SetMembers; served when g <= last_closed_round_; otherwise
+ *                        FAILED_PRECONDITION, or under PIPELINE parked (store/round_waiters.h)
+ *                        until the shard closes a round >= g (served), a crash (UNAVAILABLE) or
+ *                        the park deadline (UNAVAILABLE, retried); a round more than PULL_AHEAD
+ *                        past last_closed_round_ is still FAILED_PRECONDITION at once.
  *  - Coordinator (services/coordinator/coordinator.cc + sync/bounded_staleness_policy.cc):
  *      Report -> BoundedStalenessPolicy::OnClock/Evaluate (BSP: close round r once every trainer
  *      reported clock r, cuts = RoundCuts::Take; grant a waiter at clock c while c - min <= s),
@@ -37,9 +43,13 @@
  *      (SetMembership(members, last_round_)), then the front action's close unless
  *      round <= last_round_, then its grants; any failed store call -> StoreCallFailed (membership
  *      dirty, retry after backoff). ProbeStores notices a restarted shard (new incarnation).
+ *      PIPELINE (pipelined grants): after a dirty membership, the front action's grants go out
+ *      first, once (a retry after a failed close does not resend them), then its close as above;
+ *      the action is popped when its close succeeds.
  *  - Trainer (services/client/session.cc StepSequential, protocol.cc, store_client.cc): wait for
  *      the grant of clock c, pull (BSP: round c), push clock c+1 with sequence c+1, retrying on
  *      UNAVAILABLE with the same sequence (StoreClient::ForEachShard), then report clock c+1.
+ *      Pulls retry UNAVAILABLE too (PIPELINE: a park that timed out or a reply lost is retried).
  *
  * WHAT IT ABSTRACTS AWAY
  *  - Floats, tensors, chunks, aggregation, weights: the model is a counter per (trainer, clock)
@@ -52,7 +62,8 @@
  *    "eventually"; a retry that would only get the same answer is modelled as waiting until the
  *    shard's state can have changed (trainer retries wait for `reconciled`; a coordinator whose
  *    close got FAILED_PRECONDITION waits for a new shard incarnation: nothing else can change the
- *    answer), so a retry loop that can never succeed shows as a deadlock.
+ *    answer; a parked pull, and its retries after each park deadline, wait for a close of its
+ *    round or a crash), so a retry loop that can never succeed shows as a deadlock.
  *  - Network: per-trainer FIFO, no reordering or duplication of requests; at most MAXLOSS replies
  *    are lost without a crash (the caller sees UNAVAILABLE although the call took effect).
  *  - The coordinator's Report handler and action thread are one process (reports are queued in a
@@ -68,12 +79,24 @@
  *           stall below (expected to FAIL).
  *  STRICT_EXACTLY_ONCE  demand exactly once even with a crash (expected to FAIL: the loss window).
  *  MAXLOSS  replies lost without a crash (default 1).
+ *  PIPELINE pipelined grants (BSP): grants before their round's close, pulls of a round not yet
+ *           closed parked. PULL_AHEAD (default 1; the code's max_rounds_ahead is 16) bounds how
+ *           far past the last closed round a pull may be: 1 is the tightest a pipelined grant
+ *           needs, so a pass covers any larger window. SSP closes no rounds: PIPELINE changes
+ *           nothing there.
+ *  CLOSED_BEFORE_GRANT  with PIPELINE: still demand round g acknowledged to the coordinator
+ *           (last_round_ >= g) when a trainer starts clock g+1 (expected to FAIL: a sanity check
+ *           that grants really go out before their close).
  *
  * CHECKED PROPERTIES
  *  (a) no invalid end state: every process terminates (Checkpointer waits at an end label).
  *  (b) staleness: a trainer starts computing clock g+1 (grant g) only while g - min reported
  *      clock <= S; under BSP (S = 0) also only after round g closed (coordinator's last_round_)
- *      and its pull of round g succeeds on the shard.
+ *      and its pull of round g succeeds on the shard. Under PIPELINE round g need not be closed
+ *      per last_round_ (by design); the trainer's pull of round g must have been served by the
+ *      shard with round g closed there (last_closed_round_ >= g), and its reply received, and the
+ *      snapshot served must hold every push of a clock <= g (but those in the loss window of (c))
+ *      and none of a later clock.
  *  (c) every push is added to the model at most once (assert at every add); with no crash exactly
  *      once; with a crash, a push is missing from the final model only if the shard took it before
  *      the crash and the checkpoint it restored did not hold it in the model (immediate: applied
@@ -81,7 +104,8 @@
  *      i.e. the loss window of docs/faults.md. Lost pushes are not re-sent here: the code
  *      re-sends lost immediate (SSP) pushes (client/unsaved_pushes.h), which this model does not
  *      include, so its SSP loss window is wider than the code's; round pushes are not re-sent.
- *  No shard reply is ever FAILED_PRECONDITION to a trainer (it would end the trainer).
+ *  No shard reply is ever FAILED_PRECONDITION to a trainer (it would end the trainer); under
+ *  PIPELINE that includes a pull more than PULL_AHEAD rounds past the shard's last closed round.
  *
  * FOUND AND FIXED (BSP + CRASH, deadlock check): the shard closes round r, a checkpoint is
  * written, and the shard restarts before the coordinator got the reply (reply lost or past its
@@ -115,6 +139,12 @@
 #ifndef MAXLOSS
 #define MAXLOSS 1
 #endif
+#ifndef PULL_AHEAD
+#define PULL_AHEAD 1    /* PIPELINE: a pull of a round further past last_closed_round_ fails */
+#endif
+#if defined(PIPELINE) && defined(SSP)
+#error "PIPELINE models BSP rounds; SSP closes none"
+#endif
 #define NONE 255
 #define IDX(t, c) ((t) * (R + 1) + (c))
 #define MIN2(a, b) ((a) < (b) -> (a) : (b))
@@ -147,6 +177,7 @@ byte losses = 0;
 bool taken_before_crash[NT * (R + 1)];
 byte restored[NT * (R + 1)]; /* the model the crash restored */
 byte rep_clock[NT];          /* last clock each trainer reported */
+byte pulled[NT];             /* PIPELINE: last round whose pull the shard served to the trainer */
 byte trainers_done = 0;
 bool coordinator_done = false;
 
@@ -250,8 +281,30 @@ inline deliver(seen, res) {
   fi
 }
 
+#ifdef PIPELINE
+/* (b) under PIPELINE: a pull of round g is served round g's snapshot (the live model, as no later
+   round can close before this trainer pushes clock g+1): every push of a clock <= g is in it
+   (missing only in the loss window, as in the Monitor), and none of a later clock. */
+inline check_served(g, i) {
+  assert(lcr == g);
+  i = 0;
+  do
+  :: i < NT * (R + 1) ->
+    if
+    :: i % (R + 1) == 0 -> skip
+    :: i % (R + 1) != 0 && i % (R + 1) <= g ->
+      assert(model[i] == 1 || (crashes > 0 && taken_before_crash[i] && restored[i] == 0))
+    :: i % (R + 1) > g -> assert(model[i] == 0)
+    fi;
+    i++
+  :: else -> break
+  od;
+  i = 0
+}
+#endif
+
 proctype Trainer(byte t) {
-  byte c = 0, g, seen;
+  byte c = 0, g, seen, i = 0;
   mtype res;
   grant[t]?g;
   assert(g == 0);
@@ -275,7 +328,31 @@ proctype Trainer(byte t) {
     assert(g == c + 1);
     /* (b) staleness: starting clock g+1 needs g - min reported clock <= S */
     assert(g - MIN2(rep_clock[0], rep_clock[1]) <= S);
-#ifndef SSP
+#if defined(PIPELINE)
+    /* Pull(round g), retried on UNAVAILABLE. A pull of a round not closed yet parks until the
+       shard closes a round >= g; its deadline answers UNAVAILABLE and the retry parks again, so
+       nothing changes until a close of g or a crash (which ends the park UNAVAILABLE): the park
+       is modelled as waiting for one of those, and a park nothing can end shows as a deadlock. */
+    do
+    :: atomic { reconciled -> seen = inc; assert(g <= lcr + PULL_AHEAD) };  /* else FAILPRE */
+       atomic {
+         (inc == seen && lcr >= g) || inc != seen ->
+         if
+         :: inc == seen -> res = OK; pulled[t] = g; check_served(g, i)  /* round g closed here */
+         :: else -> res = UNAVAIL                           /* the crash ended the pull */
+         fi
+       };
+       atomic { deliver(seen, res) };
+       if
+       :: res == OK -> break
+       :: else -> skip
+       fi
+    od;
+    assert(pulled[t] == g);                         /* (b): the pull of round g was served */
+#ifdef CLOSED_BEFORE_GRANT
+    assert(last_round >= g);                        /* not by design: expected to fail */
+#endif
+#elif !defined(SSP)
     assert(last_round >= g);                        /* BSP: round g closed before g+1 starts */
     /* Pull(round g): retried on UNAVAILABLE; FAILED_PRECONDITION if g is not closed */
     atomic { reconciled -> assert(lcr >= g) };
@@ -324,11 +401,24 @@ inline evaluate() {
   fi
 }
 
+/* Coordinator::Deliver: the grants of an action */
+inline send_grants(g0, g1) {
+  if
+  :: g0 != NONE -> grant[0]!g0
+  :: else -> skip
+  fi;
+  if
+  :: g1 != NONE -> grant[1]!g1
+  :: else -> skip
+  fi
+}
+
 active proctype Coordinator() {
   byte t, c, r, c0, c1, g0, g1, k, seen, mn, p_lcr = 0, known_inc = 0, stuck_inc;
   byte clk[NT], opencut[NT];
   bool waiting[NT], hasopen[NT];
   bool dirty = false, stuck = false;
+  bool granted = false;        /* PIPELINE: the front action's grants went out */
   mtype res;
   /* the start gate opens with both trainers at clock 0: both granted */
   actions!0, NONE, NONE, 0, 0;
@@ -353,6 +443,12 @@ active proctype Coordinator() {
     fi
   :: !dirty && nempty(actions) && (!stuck || inc != stuck_inc) ->
     actions?<r, c0, c1, g0, g1>;
+#ifdef PIPELINE
+    if
+    :: !granted -> atomic { send_grants(g0, g1); granted = true }   /* once, before the close */
+    :: else -> skip
+    fi;
+#endif
     if
     :: r > 0 && r > last_round ->
       atomic { seen = inc; store_close(r, c0, c1, res) };
@@ -368,14 +464,11 @@ active proctype Coordinator() {
     :: res == OK ->
       atomic {
         actions?r, c0, c1, g0, g1;
-        if
-        :: g0 != NONE -> grant[0]!g0
-        :: else -> skip
-        fi;
-        if
-        :: g1 != NONE -> grant[1]!g1
-        :: else -> skip
-        fi
+#ifdef PIPELINE
+        granted = false
+#else
+        send_grants(g0, g1)
+#endif
       }
     :: else -> skip
     fi
