@@ -51,6 +51,10 @@ absl::Status StoreService::CheckPusher(const std::optional<rpc::Identity>& calle
                                  absl::StrCat("a push for trainer id ", trainer_id));
 }
 
+void StoreService::WakeWaitingPulls() {
+  if (waiters_ != nullptr) waiters_->Closed(table_.last_closed_round());
+}
+
 grpc::Status StoreService::Finish(const absl::Status& status) {
   if (!status.ok()) {
     metrics_.Reject(status);
@@ -148,7 +152,7 @@ absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time
     double bytes = 0;
     for (const tensor::TensorSpec& spec : table_.Specs()) bytes += 4.0 * spec.NumElements();
     metrics_.model_bytes.Set(bytes);
-    if (waiters_ != nullptr) waiters_->Closed(table_.last_closed_round());  // round 0
+    WakeWaitingPulls();  // round 0
   }
   reply->set_live_version(result.live_version);
   reply->set_duplicate(result.duplicate);
@@ -392,7 +396,7 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
                  result.last_closed_round);
     metrics_.rounds_skipped.Increment(static_cast<double>(result.rounds_skipped));
   }
-  if (waiters_ != nullptr) waiters_->Closed(result.last_closed_round);
+  WakeWaitingPulls();
   reply->set_incarnation(incarnation_);
   reply->set_last_closed_round(result.last_closed_round);
   reply->set_holds_model(result.holds_model);
@@ -412,7 +416,7 @@ grpc::Status StoreService::Close(const v1::CloseRoundRequest& request, v1::Close
   absl::StatusOr<CloseResult> result = table_.CloseRound(close);
   if (!result.ok()) return Finish(result.status());
   // The waiting pulls first, then the reply: the trainers' pulls are the round's critical path.
-  if (waiters_ != nullptr) waiters_->Closed(table_.last_closed_round());
+  WakeWaitingPulls();
   reply->set_live_version(result->live_version);
   reply->set_checksum(result->checksum);
   reply->set_pushes(result->pushes);

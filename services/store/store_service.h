@@ -83,6 +83,9 @@ class StoreService final : public v1::ParameterStore::WithRawCallbackMethod_Init
   absl::Status CheckPusher(const std::optional<rpc::Identity>& caller, uint64_t trainer_id,
                            const char* rpc_name);
   void UpdateGauges();
+  // After anything that may have closed rounds (a close, a membership catch-up, the model's
+  // initialization): serves the pulls that waited for them.
+  void WakeWaitingPulls();
 
   ParameterTable& table_;
   StoreMetrics& metrics_;

@@ -457,6 +457,13 @@ class WaitingPullTest : public ::testing::Test {
     }
     return reader->Finish();
   }
+  // Pulls `round` on a thread of its own (its status into `status`), and waits until the shard
+  // holds it.
+  std::thread PullWhileItWaits(int64_t round, grpc::ClientContext* ctx, grpc::Status* status) {
+    std::thread puller([this, round, ctx, status] { *status = PullRound(round, ctx); });
+    EXPECT_TRUE(Parked(1));
+    return puller;
+  }
   // Waits (with a deadline) until `parked` pulls wait on the shard.
   bool Parked(size_t parked) {
     const absl::Time deadline = absl::Now() + absl::Seconds(30);
@@ -487,8 +494,7 @@ TEST_F(WaitingPullTest, ACatchUpServesThePullsWaiting) {
   Start(absl::Minutes(1));
   auto ctx = rpc::ContextWithTimeout(absl::Seconds(20));
   grpc::Status status;
-  std::thread puller([&] { status = PullRound(2, ctx.get()); });
-  EXPECT_TRUE(Parked(1));
+  std::thread puller = PullWhileItWaits(2, ctx.get(), &status);
   v1::Membership m;
   v1::Member* member = m.add_members();
   member->set_trainer_id(kTrainer);
@@ -521,8 +527,7 @@ TEST_F(WaitingPullTest, ACancelledPullStopsWaiting) {
   Start(absl::Minutes(1));
   grpc::ClientContext ctx;
   grpc::Status status;
-  std::thread puller([&] { status = PullRound(1, &ctx); });
-  EXPECT_TRUE(Parked(1));
+  std::thread puller = PullWhileItWaits(1, &ctx, &status);
   ctx.TryCancel();
   puller.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::CANCELLED);
@@ -538,8 +543,7 @@ TEST_F(WaitingPullTest, AStoppingShardEndsItsWaitingPulls) {
   Start(absl::Minutes(1));
   auto ctx = rpc::ContextWithTimeout(absl::Seconds(20));
   grpc::Status status;
-  std::thread puller([&] { status = PullRound(1, ctx.get()); });
-  EXPECT_TRUE(Parked(1));
+  std::thread puller = PullWhileItWaits(1, ctx.get(), &status);
   store_->Stop();  // returns: the waiting pull does not hold the server's shutdown
   puller.join();
   EXPECT_EQ(status.error_code(), grpc::StatusCode::UNAVAILABLE) << status.error_message();
