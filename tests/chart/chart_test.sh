@@ -110,6 +110,14 @@ case "${1:-}" in
       exit 1
     fi
     grep -q "a trainer's certificate names" "$OUT/broken.out"
+    printf 'store:\n  pullWait: 60s\n' >"$OUT/long-wait-values.yaml"
+    render long-wait "$OUT/long-wait-values.yaml"
+    if /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$OUT/long-wait-values.yaml" \
+      "$OUT/long-wait.yaml" >"$OUT/broken.out"; then
+      echo "FAIL: a pull wait as long as the stream idle timeout went unnoticed" >&2
+      exit 1
+    fi
+    grep -q "must exceed --pull-wait" "$OUT/broken.out"
     echo "ok: broken renderings are caught"
     ;;
   manifests)

@@ -12,7 +12,9 @@ failed check prints one line; the exit status is 1 if any failed. Checked:
   - scaling values (trainer.replicas, store.shards) reach the workloads and the flags;
   - GPU settings (limits, tolerations, node selector) appear exactly when trainer.gpu.enabled;
   - trainers advertise their Peer service as <pod IP>:<peer port>, reachable only from the release;
-  - standard labels, non-root security contexts, volumes, service accounts and monitoring toggles.
+  - standard labels, non-root security contexts, volumes, service accounts and monitoring toggles;
+  - limits and round settings reach the flags of the same name, and a shard's pull wait stays
+    below its stream idle timeout (the store refuses to start otherwise).
 """
 import json
 import re
@@ -21,6 +23,15 @@ import sys
 import yaml
 
 problems = []
+
+
+def seconds(duration):
+    """Seconds in a Go-style duration as the services parse it ("1m30s", "500ms", "0s")."""
+    units = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3}
+    parts = re.findall(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)", duration)
+    if not parts or "".join(n + u for n, u in parts) != duration:
+        raise ValueError(f"not a duration: {duration!r}")
+    return sum(float(n) * units[u] for n, u in parts)
 
 
 def check(condition, message):
@@ -373,6 +384,15 @@ def main(chart_dir, values_file, rendered_file):
                                 "departedStatusesKept")):
         check(args_of(pod_template(w), comp).get(flag) == str(limits[key]),
               f"{comp}: {flag} differs from limits.{key}")
+    store_args = args_of(pod_template(store), "store")
+    check(store_args.get("--pull-wait") == str(values["store"]["pullWait"]),
+          "store: --pull-wait differs from store.pullWait")
+    idle = seconds(store_args["--stream-idle-timeout"])
+    check(idle == 0 or idle > seconds(store_args["--pull-wait"]),
+          "store: --stream-idle-timeout must exceed --pull-wait (the store refuses to start)")
+    check(args_of(pod_template(coordinator), "coordinator").get("--pipeline-grants") ==
+          str(values["sync"]["pipelineGrants"]).lower(),
+          "coordinator: --pipeline-grants differs from sync.pipelineGrants")
     if not values["trainer"]["custom"]["image"]:
         for flag, key in (("--peer-stream-idle-timeout", "peerStreamIdleTimeout"),
                           ("--peer-inbox-per-sender", "peerInboxPerSender"),
