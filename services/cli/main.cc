@@ -312,6 +312,9 @@ int main(int argc, char** argv) {
   cluster_cmd->add_option("--directive-latency", directive_latency,
                           "Report to grant when no round closes");
   cluster_cmd->add_option("--close-latency", close_latency, "One round close on the stores");
+  cluster_cmd->add_option("--pipeline-grants", cluster_sim.sim.pipeline_grants,
+                          "As the coordinator's flag: grants go out while their round closes "
+                          "(bsp), each pull waiting on the store for the close");
   cluster_cmd->add_option("--clocks", cluster_sim.sim.clocks, "Stop once every trainer got here");
   cluster_cmd->add_option("--leave-at", cluster_sim.sim.leave_at_clock,
                           "The last trainer leaves at this clock (0: never)");

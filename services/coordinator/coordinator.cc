@@ -893,13 +893,9 @@ void Coordinator::RunPending() {
 }
 
 void Coordinator::DeliverBeforeClosing(Action& action) {
-  if (!options_.pipeline_grants || !policy_->pipelines_grants() || action.delivered ||
-      action.close_rounds.empty()) {
+  if (!options_.pipeline_grants || action.delivered ||
+      !policy_->MayGrantWhileClosing(!action.close_rounds.empty(), action.grants)) {
     return;
-  }
-  // Only grants that pull a round: a live pull or an exchange would see the model before it.
-  for (const sync::Grant& g : action.grants) {
-    if (g.pull.kind != sync::PullSpec::Kind::kRound) return;
   }
   Deliver(action);
   action.delivered = true;

@@ -24,6 +24,7 @@ struct SimTrainer {
   absl::Time left = absl::InfiniteFuture();
   double compute_seconds = 0;
   Grant grant;               // the grant on its way or being worked on
+  absl::Time served_from;    // its pull waits on the store until then (the round's close)
   TransferSample transfers;  // the last exchange's, told with the next report
 };
 
@@ -125,14 +126,19 @@ class Simulation {
   }
 
   // Carries decisions out as the coordinator's action thread does: one action at a time, a round
-  // close costing close_latency before the grants that follow it go out.
+  // close costing close_latency before the grants that follow it go out, or, pipelined, the
+  // grants going out as the close starts and their pulls served once it is done.
   void Handle(Decisions decisions) {
     if (decisions.empty()) return;
-    absl::Time at = std::max(now_, actions_free_);
-    at += o_.close_latency * static_cast<double>(decisions.close_rounds.size());
+    const absl::Time start = std::max(now_, actions_free_);
+    const absl::Time closed =
+        start + o_.close_latency * static_cast<double>(decisions.close_rounds.size());
     rounds_closed_ += static_cast<int64_t>(decisions.close_rounds.size());
-    actions_free_ = at;
-    at += o_.directive_latency;
+    actions_free_ = closed;
+    const bool pipelined =
+        o_.pipeline_grants &&
+        policy_->MayGrantWhileClosing(!decisions.close_rounds.empty(), decisions.grants);
+    const absl::Time at = (pipelined ? start : closed) + o_.directive_latency;
     const int64_t min = policy_->MinClock().value_or(0);
     for (Grant& g : decisions.grants) {
       const size_t index = IndexOf(g.trainer);
@@ -140,6 +146,7 @@ class Simulation {
       ++staleness_[g.clock - min];
       ++grants_;
       trainers_[index].grant = std::move(g);
+      trainers_[index].served_from = closed;
       Schedule(at, Kind::kGrant, index);
     }
   }
@@ -164,7 +171,7 @@ class Simulation {
                                    {},
                                    {}};
     } else if (t.grant.pull.kind != PullSpec::Kind::kNone) {
-      communicate = TransferSeconds(1);
+      communicate = std::max(0.0, absl::ToDoubleSeconds(t.served_from - now_)) + TransferSeconds(1);
     }
     const double push = p2p_ ? 0 : TransferSeconds(1);
     std::lognormal_distribution<double> jitter(0, o_.jitter_sigma);

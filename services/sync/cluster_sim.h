@@ -3,7 +3,8 @@
 // computes for its step time (a base step, times its slowdown, times a seeded log-normal jitter),
 // pushes, reports, waits for its grant, pulls (or exchanges with its peers), and computes again.
 // Transfers take model bytes over the trainer's link; the control plane costs a fixed latency per
-// directive and per round close, one action at a time, as the coordinator's action thread does.
+// directive and per round close, one action at a time, as the coordinator's action thread does
+// (with pipelined grants, a close and its grants' delivery overlap).
 // Simulated time only: nothing sleeps, and the same options give the same figures (except the
 // measured cost of the policy calls).
 #ifndef SYNCOPATE_SYNC_CLUSTER_SIM_H_
@@ -35,6 +36,10 @@ struct ClusterSimOptions {
   // Report -> grant delivery when no round closes; and one round close on the stores.
   absl::Duration directive_latency = absl::Milliseconds(0.5);
   absl::Duration close_latency = absl::Milliseconds(2);
+  // As the coordinator's --pipeline-grants: where the mode allows it
+  // (SyncPolicy::MayGrantWhileClosing), a round's grants go out as its close starts, and each
+  // grant's pull waits on the store until the close is done. false: grants after the close.
+  bool pipeline_grants = true;
   // Stops once every trainer reached this clock.
   int64_t clocks = 1000;
   // At clock `leave_at_clock` (0: never) the last trainer leaves; at `rejoin_at_clock` (0: never)

@@ -12,6 +12,12 @@ absl::Status SyncPolicy::ResumeFinalAverage(int64_t round) {
                    name(), " does not have: was the coordinator restarted with another --mode?"));
 }
 
+bool SyncPolicy::MayGrantWhileClosing(bool closes_rounds, const std::vector<Grant>& grants) const {
+  if (!closes_rounds || !pipelines_grants()) return false;
+  return std::all_of(grants.begin(), grants.end(),
+                     [](const Grant& g) { return g.pull.kind == PullSpec::Kind::kRound; });
+}
+
 void Decisions::Append(Decisions other) {
   close_rounds.insert(close_rounds.end(), other.close_rounds.begin(), other.close_rounds.end());
   preemptions.insert(preemptions.end(), other.preemptions.begin(), other.preemptions.end());

@@ -182,6 +182,10 @@ class SyncPolicy {
   // coordinator restart closes that round again from the trainers' resumed clocks alone, whether
   // they await their grants or hold them and pull.
   virtual bool pipelines_grants() const { return false; }
+  // Whether a decision's grants may go out while the rounds it closes are being closed: the mode
+  // pipelines grants, the decision closes a round, and every grant pulls a round (a live pull or
+  // an exchange would read the model before the close).
+  bool MayGrantWhileClosing(bool closes_rounds, const std::vector<Grant>& grants) const;
   // A coordinator that took over a job its predecessor was ending (the stores kept its final
   // round): the final round is `round`, as BeginFinalAverage had picked it, and everything after
   // is as after BeginFinalAverage. Call before any resume (before or after Recover).
