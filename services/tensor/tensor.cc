@@ -86,13 +86,37 @@ inline uint32_t MagnitudeBits(float v) {
 }
 constexpr uint32_t kNonFiniteBits = 0x7f800000u;
 
+// The max passes below are also compiled for AVX2 on x86-64 and picked when the CPU has it (GCC's
+// and Clang's function multiversioning). Under the baseline SSE2 an unsigned max takes several
+// instructions, and the pass ran at a third of memory speed (8 against 25 GB/s over 64 MiB here).
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#define SYNCOPATE_AVX2_CLONES __attribute__((target_clones("avx2", "default")))
+#else
+#define SYNCOPATE_AVX2_CLONES
+#endif
+
+SYNCOPATE_AVX2_CLONES uint32_t LargestMagnitudeBits(UnalignedFloats values) {
+  uint32_t bits = 0;
+  for (size_t i = 0; i < values.size; ++i) bits = std::max(bits, MagnitudeBits(values[i]));
+  return bits;
+}
+
+SYNCOPATE_AVX2_CLONES uint32_t LargestSumMagnitudeBits(const float* __restrict base,
+                                                       UnalignedFloats delta, float scale,
+                                                       size_t n) {
+  uint32_t bits = 0;
+  for (size_t i = 0; i < n; ++i) bits = std::max(bits, MagnitudeBits(base[i] + scale * delta[i]));
+  return bits;
+}
+
+#undef SYNCOPATE_AVX2_CLONES
+
 }  // namespace
 
 absl::Status CheckFinite(UnalignedFloats values, float* largest, size_t first) {
   // One max over the magnitude bits checks the common (all finite) case in a single integer pass
   // (a float sum would be a chain of dependent adds); the slow scan below only names the culprit.
-  uint32_t bits = 0;
-  for (size_t i = 0; i < values.size; ++i) bits = std::max(bits, MagnitudeBits(values[i]));
+  const uint32_t bits = LargestMagnitudeBits(values);
   if (bits < kNonFiniteBits) {
     if (largest != nullptr) std::memcpy(largest, &bits, sizeof bits);
     return absl::OkStatus();
@@ -108,10 +132,7 @@ absl::Status CheckFinite(UnalignedFloats values, float* largest, size_t first) {
 
 bool ScaledSumIsFinite(absl::Span<const float> base, UnalignedFloats delta, float scale) {
   const size_t n = std::min(base.size(), delta.size);
-  const float* __restrict b = base.data();
-  uint32_t bits = 0;
-  for (size_t i = 0; i < n; ++i) bits = std::max(bits, MagnitudeBits(b[i] + scale * delta[i]));
-  return bits < kNonFiniteBits;
+  return LargestSumMagnitudeBits(base.data(), delta, scale, n) < kNonFiniteBits;
 }
 
 void ScaledAdd(float* __restrict dst, UnalignedFloats src, float scale) {
