@@ -47,7 +47,12 @@ pslite() {
 for round in $(seq "$rounds"); do
   for mib in $sizes; do
     ours="$("$store_bench" --mib="$mib" --repeats=5 --transfer-only | tail -1)"
-    theirs="$(pslite "$mib")"
+    # ps-lite binds a port drawn at random; one already taken fails the job, so draw again.
+    for attempt in 1 2 3; do
+      if theirs="$(pslite "$mib")"; then break; fi
+      grep -q "bind failed" "$logs/scheduler.log" "$logs/server.log" && ((attempt < 3)) || exit 1
+      echo "ps-lite's port was taken: trying another" >&2
+    done
     python3 - "$round" "$mib" "$ours" "$theirs" <<'PY'
 import json, sys
 round_, mib, ours, theirs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3]), json.loads(sys.argv[4])
