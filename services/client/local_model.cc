@@ -1,5 +1,7 @@
 #include "client/local_model.h"
 
+#include <utility>
+
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 
@@ -11,19 +13,25 @@ absl::Status LocalModel::Begin() {
   return absl::OkStatus();
 }
 
-absl::StatusOr<tensor::TensorMap> LocalModel::TakeDelta(std::optional<int64_t> pending_clock) {
+absl::StatusOr<tensor::SharedTensorMap> LocalModel::TakeDelta(
+    std::optional<int64_t> pending_clock) {
   tensor::TensorMap current;
   if (absl::Status read = parameters_.Read(&current); !read.ok()) return read;
-  tensor::TensorMap delta = current;
-  for (auto& [name, values] : delta) {
-    const std::vector<float>& b = base_.at(name);
-    for (size_t i = 0; i < values.size(); ++i) values[i] -= b[i];
+  if (absl::Status shapes = CheckShapes(current); !shapes.ok()) {
+    return absl::InternalError(absl::StrCat("the parameters changed shape: ", shapes.message()));
   }
-  base_ = std::move(current);
+  // The delta is written over the old base's buffers (one pass, no copy), then shared with the
+  // pending list instead of copied into it.
+  tensor::TensorMap delta = std::exchange(base_, std::move(current));
+  for (auto& [name, values] : delta) {
+    const std::vector<float>& now = base_.at(name);
+    for (size_t i = 0; i < values.size(); ++i) values[i] = now[i] - values[i];
+  }
   base_is_current_ = true;
   unpushed_steps_ = 0;
-  if (pending_clock) pending_.push_back({*pending_clock, delta});
-  return delta;
+  tensor::SharedTensorMap shared = tensor::Share(std::move(delta));
+  if (pending_clock) pending_.push_back({*pending_clock, shared});
+  return shared;
 }
 
 absl::Status LocalModel::CheckShapes(const tensor::TensorMap& pulled) const {
@@ -52,7 +60,7 @@ absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t include
   for (const auto& [name, b] : base_) {
     std::vector<float> base = pulled.at(name);
     for (const Pending& p : pending_) {
-      const std::vector<float>& d = p.delta.at(name);
+      const std::vector<float>& d = p.delta->at(name);
       for (size_t i = 0; i < base.size(); ++i) base[i] += d[i];
     }
     new_base.emplace(name, std::move(base));

@@ -38,8 +38,9 @@ class LocalModel {
 
   // The change since the last TakeDelta or Rebase; the base moves to the current model. With a
   // `pending_clock` (round pushes) the delta is also kept until a pulled round includes it. The
-  // parameters' read error as it is (nothing changes).
-  absl::StatusOr<tensor::TensorMap> TakeDelta(std::optional<int64_t> pending_clock);
+  // parameters' read error as it is (nothing changes). The delta is shared, not copied, with the
+  // pending list.
+  absl::StatusOr<tensor::SharedTensorMap> TakeDelta(std::optional<int64_t> pending_clock);
 
   // Rebases onto `pulled` (see above). `includes_clock`: the trainer's pushes up to this clock are
   // in `pulled` (-1: none). INVALID_ARGUMENT (nothing changes) when `pulled` lacks a parameter or
@@ -60,7 +61,7 @@ class LocalModel {
  private:
   struct Pending {
     int64_t clock;
-    tensor::TensorMap delta;
+    tensor::SharedTensorMap delta;
   };
 
   // INVALID_ARGUMENT unless `pulled` has every parameter of the base, at its size.

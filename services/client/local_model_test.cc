@@ -35,7 +35,7 @@ TEST(LocalModel, PullAfterAPushLoadsThePulledModelExactly) {
   LocalModel local(model.parameters());
   ASSERT_TRUE(local.Begin().ok());
   model.Step(local, 1);
-  EXPECT_EQ(local.TakeDelta(std::nullopt).value()["w"], (std::vector<float>{1, 1, 1}));
+  EXPECT_EQ(local.TakeDelta(std::nullopt).value()->at("w"), (std::vector<float>{1, 1, 1}));
   ASSERT_TRUE(local.Rebase({{"w", {0.1f, 0.2f, 0.3f}}}, -1).ok());
   EXPECT_EQ(W(local), (std::vector<float>{0.1f, 0.2f, 0.3f}));
   EXPECT_EQ(local.pending_deltas(), 0u);
@@ -53,7 +53,7 @@ TEST(LocalModel, LocalStepsAfterThePushSurviveTheRebase) {
   EXPECT_EQ(W(local), (std::vector<float>{14, 14, 14}));
   EXPECT_EQ(local.pending_deltas(), 0u);
   // The next delta is exactly those two steps (not the pulled change).
-  EXPECT_EQ(local.TakeDelta(2).value()["w"], (std::vector<float>{4, 4, 4}));
+  EXPECT_EQ(local.TakeDelta(2).value()->at("w"), (std::vector<float>{4, 4, 4}));
 }
 
 TEST(LocalModel, OwnPushesNotInThePulledRoundAreKept) {
@@ -69,7 +69,7 @@ TEST(LocalModel, OwnPushesNotInThePulledRoundAreKept) {
   ASSERT_TRUE(local.Rebase({{"w", {100, 100, 100}}}, 2).ok());
   EXPECT_EQ(W(local), (std::vector<float>{106, 106, 106}));
   EXPECT_EQ(local.pending_deltas(), 1u);
-  EXPECT_EQ(local.TakeDelta(4).value()["w"], (std::vector<float>{5, 5, 5}));
+  EXPECT_EQ(local.TakeDelta(4).value()->at("w"), (std::vector<float>{5, 5, 5}));
 }
 
 TEST(LocalModel, BadPullChangesNothing) {
@@ -127,7 +127,7 @@ TEST_F(CountedLocalModelTest, ARebaseWithNoStepSinceThePushReadsNothing) {
   EXPECT_EQ(local.pending_deltas(), 1u);
   // The next step is measured from the rebased model.
   model.Step(local, 2);
-  EXPECT_EQ(local.TakeDelta(3).value()["w"], (std::vector<float>{2, 2, 2}));
+  EXPECT_EQ(local.TakeDelta(3).value()->at("w"), (std::vector<float>{2, 2, 2}));
   // The same sequence through the full rebase (a step of 0 counted before it) ends bit-identical.
   CountingModel full_model;
   LocalModel full(full_model.parameters());
@@ -160,7 +160,7 @@ TEST_F(CountedLocalModelTest, ReplaceLoadsTheModelAsTheNewBase) {
   EXPECT_EQ(W(local), (std::vector<float>{4, 5, 6}));
   EXPECT_EQ(local.unpushed_steps(), 0);
   model.Step(local, 2);
-  EXPECT_EQ(local.TakeDelta(std::nullopt).value()["w"], (std::vector<float>{2, 2, 2}));
+  EXPECT_EQ(local.TakeDelta(std::nullopt).value()->at("w"), (std::vector<float>{2, 2, 2}));
 }
 
 // A write that fails may have changed some parameters: the next rebase reads them again.

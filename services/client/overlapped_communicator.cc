@@ -30,10 +30,10 @@ int64_t OverlappedCommunicator::next_clock() const {
   return clock_ + 1;
 }
 
-void OverlappedCommunicator::Send(tensor::TensorMap delta, float loss) {
+void OverlappedCommunicator::Send(tensor::SharedTensorMap delta, float loss) {
   absl::MutexLock lock(&mu_);
   idle_ = false;
-  outgoing_ = Outgoing{tensor::Share(std::move(delta)), loss};
+  outgoing_ = Outgoing{std::move(delta), loss};
 }
 
 std::optional<OverlappedCommunicator::Pulled> OverlappedCommunicator::TakePulled() {

@@ -38,7 +38,7 @@ class OverlappedCommunicator {
   // The clock the next delta is pushed as.
   int64_t next_clock() const;
   // Hands over the delta to push next (with the loss to report). Precondition: idle().
-  void Send(tensor::TensorMap delta, float loss);
+  void Send(tensor::SharedTensorMap delta, float loss);
   // The model the latest grant named, once.
   std::optional<Pulled> TakePulled();
   // How the thread ended: nullopt while it runs; OK when training is done or it stopped; the error

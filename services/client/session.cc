@@ -67,10 +67,9 @@ absl::StatusOr<bool> Session::Step(float loss) {
 absl::StatusOr<bool> Session::StepSequential(float loss) {
   const int64_t clock = clock_of_grant_ + 1;
   if (!protocol_.welcome().peer_to_peer()) {
-    absl::StatusOr<tensor::TensorMap> delta = TakeDelta(clock);
+    absl::StatusOr<tensor::SharedTensorMap> delta = TakeDelta(clock);
     if (!delta.ok()) return End(delta.status(), "");
-    if (absl::Status pushed = protocol_.Push(tensor::Share(*std::move(delta)), clock);
-        !pushed.ok()) {
+    if (absl::Status pushed = protocol_.Push(*std::move(delta), clock); !pushed.ok()) {
       return End(pushed, "");
     }
   } else if (protocol_.multicast_planned()) {
@@ -126,7 +125,7 @@ absl::Status Session::TradeWithCommunicator(float loss) {
     RETURN_IF_ERROR(model_.Rebase(pulled->model.tensors, pulled->includes_clock));
   }
   if (communicator_->idle() && model_.unpushed_steps() > 0) {
-    ASSIGN_OR_RETURN(tensor::TensorMap delta, TakeDelta(communicator_->next_clock()));
+    ASSIGN_OR_RETURN(tensor::SharedTensorMap delta, TakeDelta(communicator_->next_clock()));
     communicator_->Send(std::move(delta), loss);
   }
   // Time the caller's loop did not compute: a rebase, a hand-over.
@@ -134,7 +133,7 @@ absl::Status Session::TradeWithCommunicator(float loss) {
   return absl::OkStatus();
 }
 
-absl::StatusOr<tensor::TensorMap> Session::TakeDelta(int64_t clock) {
+absl::StatusOr<tensor::SharedTensorMap> Session::TakeDelta(int64_t clock) {
   const bool round_mode = protocol_.welcome().push_mode() == v1::APPLY_MODE_ROUND;
   return model_.TakeDelta(round_mode ? std::optional<int64_t>(clock) : std::nullopt);
 }

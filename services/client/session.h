@@ -101,7 +101,7 @@ class Session {
   absl::Status Apply(const v1::Proceed& proceed);
   // The delta to push as clock `clock`, kept pending until a round holds it where the mode pushes
   // to rounds.
-  absl::StatusOr<tensor::TensorMap> TakeDelta(int64_t clock);
+  absl::StatusOr<tensor::SharedTensorMap> TakeDelta(int64_t clock);
   // Applies the model the communication thread pulled, and hands it the next delta when it waits.
   absl::Status TradeWithCommunicator(float loss);
   // Ends the session: false (and a Leave with `reason`) for OK, the error otherwise.
