@@ -47,7 +47,7 @@ pslite() {
 for round in $(seq "$rounds"); do
   for mib in $sizes; do
     ours="$("$store_bench" --mib="$mib" --repeats=5 --transfer-only | tail -1)"
-    # ps-lite binds a port drawn at random; one already taken fails the job, so draw again.
+    # This script draws ps-lite's port at random; one already taken fails the job, so draw again.
     for attempt in 1 2 3; do
       if theirs="$(pslite "$mib")"; then break; fi
       grep -q "bind failed" "$logs/scheduler.log" "$logs/server.log" && ((attempt < 3)) || exit 1

@@ -17,8 +17,8 @@ absl::StatusOr<tensor::SharedTensorMap> LocalModel::TakeDelta(
     std::optional<int64_t> pending_clock) {
   tensor::TensorMap current;
   if (absl::Status read = parameters_.Read(&current); !read.ok()) return read;
-  if (absl::Status shapes = CheckShapes(current); !shapes.ok()) {
-    return absl::InternalError(absl::StrCat("the parameters changed shape: ", shapes.message()));
+  if (current.size() != base_.size() || !CheckShapes(current).ok()) {
+    return absl::InternalError("the parameters' tensors or sizes changed since the base was taken");
   }
   // The delta is written over the old base's buffers (one pass, no copy), then shared with the
   // pending list instead of copied into it.

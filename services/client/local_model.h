@@ -38,7 +38,8 @@ class LocalModel {
 
   // The change since the last TakeDelta or Rebase; the base moves to the current model. With a
   // `pending_clock` (round pushes) the delta is also kept until a pulled round includes it. The
-  // parameters' read error as it is (nothing changes). The delta is shared, not copied, with the
+  // parameters' read error as it is, and INTERNAL when the parameters no longer have the base's
+  // tensors and sizes (nothing changes either way). The delta is shared, not copied, with the
   // pending list.
   absl::StatusOr<tensor::SharedTensorMap> TakeDelta(std::optional<int64_t> pending_clock);
 

@@ -82,6 +82,20 @@ TEST(LocalModel, BadPullChangesNothing) {
   EXPECT_EQ(W(local), (std::vector<float>{1, 1, 1}));
 }
 
+// Parameters that gained a tensor since the base was taken: the delta is refused and nothing
+// changes (the steps stay unpushed, the base is kept).
+TEST(LocalModel, ParametersThatChangedShapeGiveNoDelta) {
+  CountingModel model;
+  LocalModel local(model.parameters());
+  ASSERT_TRUE(local.Begin().ok());
+  model.Step(local, 1);
+  std::vector<float> v = {5, 5};
+  ASSERT_TRUE(static_cast<BufferParameters&>(model.parameters()).Add("v", {2}, v.data()).ok());
+  EXPECT_EQ(local.TakeDelta(1).status().code(), absl::StatusCode::kInternal);
+  EXPECT_EQ(local.unpushed_steps(), 1);
+  EXPECT_EQ(local.pending_deltas(), 0u);
+}
+
 // Parameters that count their reads and can refuse writes, around a CountingModel's.
 class ReadCountingParameters final : public Parameters {
  public:

@@ -589,7 +589,14 @@ std::vector<TrainerGauge> Coordinator::TrainerGauges() const {
   absl::MutexLock lock(&mu_);
   std::vector<TrainerGauge> gauges;
   gauges.reserve(sessions_.size());
-  for (const auto& [id, session] : sessions_) gauges.push_back(GaugeOf(id));
+  for (const auto& [id, session] : sessions_) {
+    TrainerGauge& gauge = gauges.emplace_back(GaugeOf(id));
+    for (const auto& [receiver, rate] : policy_->MeasuredSendsOf(id)) {
+      if (auto name = names_.find(receiver); name != names_.end()) {
+        gauge.sends.emplace_back(name->second, rate);
+      }
+    }
+  }
   return gauges;
 }
 

@@ -93,6 +93,10 @@ std::vector<prometheus::MetricFamily> TrainerFamilies(const std::vector<TrainerG
       family("syncopate_coordinator_trainer_link_bytes_per_second",
              "Each trainer's smoothed measured link rate in the peer-to-peer modes, by direction "
              "(upload, download).");
+  prometheus::MetricFamily pair =
+      family("syncopate_coordinator_pair_link_bytes_per_second",
+             "The measured rate of each ordered pair of trainers in the peer-to-peer modes: what "
+             "the sender's model streams to the receiver moved at (at most 4,096 pairs).");
   for (const TrainerGauge& t : trainers) {
     add(bound, {{"trainer", t.name}}, static_cast<double>(t.staleness_bound));
     add(group, {{"trainer", t.name}}, t.group);
@@ -100,9 +104,13 @@ std::vector<prometheus::MetricFamily> TrainerFamilies(const std::vector<TrainerG
       add(link, {{"direction", "download"}, {"trainer", t.name}}, t.link->download);
       add(link, {{"direction", "upload"}, {"trainer", t.name}}, t.link->upload);
     }
+    for (const auto& [receiver, rate] : t.sends) {
+      add(pair, {{"receiver", receiver}, {"sender", t.name}}, rate);
+    }
   }
   std::vector<prometheus::MetricFamily> families{std::move(bound), std::move(group)};
   if (!link.metric.empty()) families.push_back(std::move(link));
+  if (!pair.metric.empty()) families.push_back(std::move(pair));
   return families;
 }
 

@@ -4,6 +4,7 @@
 
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "prometheus/counter.h"
@@ -51,10 +52,13 @@ struct TrainerGauge {
   int64_t staleness_bound = -1;
   int group = -1;
   std::optional<sync::LinkRates> link;  // peer-to-peer modes, once measured
+  // Peer-to-peer modes: the measured rate to each receiver it sent to (receiver's name, bytes/s).
+  // Filled when scraped only (Coordinator::TrainerGauges).
+  std::vector<std::pair<std::string, double>> sends;
 };
 
 // The per-trainer families (label trainer = its name): staleness bound, group and, where
-// measured, link rate by direction.
+// measured, link rate by direction; and the pair family (labels sender, receiver).
 std::vector<prometheus::MetricFamily> TrainerFamilies(const std::vector<TrainerGauge>& trainers);
 
 }  // namespace syncopate::coordinator

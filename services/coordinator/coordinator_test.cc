@@ -1103,6 +1103,26 @@ TEST_F(CoordinatorTest, TrainerGaugesAreReadWhenScrapedAndTheEvaluatorFollowsRan
   EXPECT_TRUE(granted.proceed().evaluate()) << "b has the lowest rank left";
 }
 
+// Each measured pair is one series, labelled by its sender and its receiver.
+TEST(TrainerFamiliesTest, PairRatesAreLabelledBySenderAndReceiver) {
+  TrainerGauge a;
+  a.name = "a";
+  a.sends = {{"b", 5e6}, {"c", 1e6}};
+  TrainerGauge b;
+  b.name = "b";
+  const std::vector<prometheus::MetricFamily> families = TrainerFamilies({a, b});
+  ASSERT_EQ(families.size(), 3u);
+  EXPECT_EQ(families[2].name, "syncopate_coordinator_pair_link_bytes_per_second");
+  ASSERT_EQ(families[2].metric.size(), 2u);
+  const prometheus::ClientMetric& to_c = families[2].metric[1];
+  ASSERT_EQ(to_c.label.size(), 2u);
+  EXPECT_EQ(to_c.label[0].name, "receiver");
+  EXPECT_EQ(to_c.label[0].value, "c");
+  EXPECT_EQ(to_c.label[1].name, "sender");
+  EXPECT_EQ(to_c.label[1].value, "a");
+  EXPECT_EQ(to_c.gauge.value, 1e6);
+}
+
 // --departed-statuses-kept sets how many.
 TEST_F(CoordinatorTest, TheStatusKeepsAsManyDeparturesAsConfigured) {
   departed_statuses_kept_ = 3;

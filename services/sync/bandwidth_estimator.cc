@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <iterator>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -52,6 +53,42 @@ void BandwidthEstimator::Observe(TrainerId trainer, const TransferSample& sample
   observe(sample.sent_bytes, sample.send_seconds, sample.sent_streams, &Samples::upload);
   observe(sample.received_bytes, sample.receive_seconds, sample.received_streams,
           &Samples::download);
+  for (const StreamSample& s : sample.sent_streams) AddPairSample(trainer, s.peer, s);
+  for (const StreamSample& s : sample.received_streams) AddPairSample(s.peer, trainer, s);
+}
+
+void BandwidthEstimator::AddPairSample(TrainerId sender, TrainerId receiver,
+                                       const StreamSample& stream) {
+  if (sender == receiver || !(stream.bytes >= kMinSampleBytes) || !std::isfinite(stream.bytes) ||
+      !(stream.seconds > 0) || !std::isfinite(stream.seconds)) {
+    return;
+  }
+  auto it = pairs_.find({sender, receiver});
+  if (it == pairs_.end()) {
+    if (pairs_.size() >= kMaxPairs) return;
+    it = pairs_.try_emplace({sender, receiver}).first;
+  }
+  it->second.push_back(stream.bytes / stream.seconds);
+  if (it->second.size() > static_cast<size_t>(kWindow)) it->second.pop_front();
+}
+
+std::vector<std::pair<TrainerId, double>> BandwidthEstimator::SendsOf(TrainerId sender) const {
+  std::vector<std::pair<TrainerId, double>> sends;
+  for (auto it = pairs_.lower_bound({sender, 0}); it != pairs_.end() && it->first.first == sender;
+       ++it) {
+    if (it->second.empty()) continue;
+    sends.emplace_back(it->first.second, *std::max_element(it->second.begin(), it->second.end()));
+  }
+  return sends;
+}
+
+void BandwidthEstimator::Forget(TrainerId trainer) {
+  rates_.erase(trainer);
+  means_.reset();
+  for (auto it = pairs_.begin(); it != pairs_.end();) {  // at most kMaxPairs; leaves are rare
+    it = it->first.first == trainer || it->first.second == trainer ? pairs_.erase(it)
+                                                                   : std::next(it);
+  }
 }
 
 absl::Status BandwidthEstimator::Add(TrainerId trainer, double bytes, double seconds,

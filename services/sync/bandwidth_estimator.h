@@ -7,12 +7,20 @@
 // what the link can do; the estimate is what the link recently achieved: the second largest of its
 // last kWindow samples (the largest while it has fewer than three), so a round in which a trainer
 // met only slow peers does not pull it down, one outlier does not lift it, and a link that slows
-// down is followed within kWindow reports. Pure: no clocks.
+// down is followed within kWindow reports.
+//
+// It also keeps each ordered pair's rate, for operators to see which path is slow (the planners
+// plan with the per-trainer rates, as the papers' switch model does). A sample is one stream's
+// bytes over its own span, from either end's report. A stream that shared a link, or a
+// low-priority one that yielded to required transfers, moved slower than the path can, so every
+// sample is a lower bound: a pair's estimate is the largest of its last kWindow samples, and no
+// other sender caps it. Pure: no clocks.
 #ifndef SYNCOPATE_SYNC_BANDWIDTH_ESTIMATOR_H_
 #define SYNCOPATE_SYNC_BANDWIDTH_ESTIMATOR_H_
 
 #include <deque>
 #include <optional>
+#include <utility>
 #include <vector>
 
 #include "absl/container/btree_map.h"
@@ -80,15 +88,18 @@ class BandwidthEstimator {
   LinkRates Estimate(TrainerId trainer) const;
   // Whether the trainer has samples in both directions.
   bool Measured(TrainerId trainer) const;
+  // The estimated rate (above) from `sender` to each receiver it sent a measured stream to (at
+  // least kMinSampleBytes), by receiver id. At most kMaxPairs pairs are kept: streams of further
+  // pairs are not tracked until a trainer leaves (Forget).
+  std::vector<std::pair<TrainerId, double>> SendsOf(TrainerId sender) const;
+  static constexpr size_t kMaxPairs = 4096;
   // The estimate once the trainer is Measured; nullopt before.
   std::optional<LinkRates> MeasuredEstimate(TrainerId trainer) const {
     if (!Measured(trainer)) return std::nullopt;
     return Estimate(trainer);
   }
-  void Forget(TrainerId trainer) {
-    rates_.erase(trainer);
-    means_.reset();
-  }
+  // Drops the trainer's samples, and its pairs' both ways.
+  void Forget(TrainerId trainer);
 
  private:
   struct Samples {
@@ -98,6 +109,7 @@ class BandwidthEstimator {
   absl::Status Add(TrainerId trainer, double bytes, double seconds,
                    std::deque<double> Samples::*direction);
   void AddRate(TrainerId trainer, double rate, std::deque<double> Samples::*direction);
+  void AddPairSample(TrainerId sender, TrainerId receiver, const StreamSample& stream);
   // The estimate from one direction's samples (the header's rule); nullopt without samples.
   static std::optional<double> Achieved(const std::deque<double>& samples);
   double MeanOf(std::deque<double> Samples::*direction, double fallback) const;
@@ -107,6 +119,8 @@ class BandwidthEstimator {
   // Both directions' means, computed when first needed after a change (a round's plan asks for
   // every unmeasured trainer's estimate: O(n) once, not per trainer).
   mutable std::optional<LinkRates> means_;
+  // (sender, receiver) -> that pair's stream rates, the newest last, at most kWindow.
+  absl::btree_map<std::pair<TrainerId, TrainerId>, std::deque<double>> pairs_;
 };
 
 }  // namespace syncopate::sync

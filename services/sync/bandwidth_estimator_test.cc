@@ -138,5 +138,60 @@ TEST(BandwidthEstimatorTest, ASlowReceiverDoesNotCapItsSendersUpload) {
   EXPECT_DOUBLE_EQ(estimator.Estimate(8).upload, 2 * kMB);
 }
 
+// Each ordered pair keeps its own streams' rates, from either end's report: a slow sender (2) and a
+// slow receiver (3) show on their own pairs only.
+TEST(BandwidthEstimatorTest, EachPairKeepsItsOwnStreamsRate) {
+  BandwidthEstimator estimator({1, 1});
+  TransferSample to_receivers;  // trainer 1 sends to 2 at 10 MB/s and to 3 at 1 MB/s
+  to_receivers.sent_streams = {{2, 1 * kMB, 0, 0.1}, {3, 1 * kMB, 0, 1}};
+  estimator.Observe(1, to_receivers);
+  TransferSample from_senders;  // trainer 4 receives from 2 at 1 MB/s and from 1 at 8 MB/s
+  from_senders.received_streams = {{2, 1 * kMB, 0, 1}, {1, 0.8 * kMB, 0, 0.1}};
+  estimator.Observe(4, from_senders);
+  using Sends = std::vector<std::pair<TrainerId, double>>;
+  EXPECT_EQ(estimator.SendsOf(1), (Sends{{2, 10 * kMB}, {3, 1 * kMB}, {4, 8 * kMB}}));
+  EXPECT_EQ(estimator.SendsOf(2), (Sends{{4, 1 * kMB}}));
+  EXPECT_TRUE(estimator.SendsOf(3).empty());
+  // The receiver's and the sender's reports of one pair are that pair's samples alike, and the
+  // estimate is the fastest of the last kWindow (each is a lower bound of the path).
+  TransferSample again;
+  again.received_streams = {{1, 1 * kMB, 0, 0.05}};
+  estimator.Observe(2, again);
+  EXPECT_EQ(estimator.SendsOf(1)[0], (std::pair<TrainerId, double>{2, 20 * kMB}));
+  TransferSample slower;
+  slower.received_streams = {{1, 1 * kMB, 0, 0.5}};
+  for (int i = 0; i < BandwidthEstimator::kWindow - 2; ++i) estimator.Observe(2, slower);
+  EXPECT_EQ(estimator.SendsOf(1)[0].second, 20 * kMB);
+  estimator.Observe(2, slower);  // the first sample (10 MB/s) leaves the window
+  EXPECT_EQ(estimator.SendsOf(1)[0].second, 20 * kMB);
+  estimator.Observe(2, slower);  // and the 20 MB/s one
+  EXPECT_EQ(estimator.SendsOf(1)[0].second, 2 * kMB);
+  // Tiny, empty or broken streams and streams to oneself are not samples.
+  TransferSample bad;
+  bad.sent_streams = {
+      {5, 1000, 0, 0.001}, {6, 1 * kMB, 0, 0}, {7, 1 * kMB, 0, NAN}, {1, kMB, 0, 1}};
+  estimator.Observe(1, bad);
+  EXPECT_EQ(estimator.SendsOf(1).size(), 3u);
+  // A trainer that leaves takes its pairs with it, both ways.
+  estimator.Forget(2);
+  EXPECT_EQ(estimator.SendsOf(1), (Sends{{3, 1 * kMB}, {4, 8 * kMB}}));
+  EXPECT_TRUE(estimator.SendsOf(2).empty());
+}
+
+TEST(BandwidthEstimatorTest, KeepsAtMostMaxPairs) {
+  BandwidthEstimator estimator({1, 1});
+  TransferSample sample;
+  for (TrainerId peer = 2; peer < BandwidthEstimator::kMaxPairs + 12; ++peer) {
+    sample.sent_streams.push_back({peer, 1 * kMB, 0, 1});
+  }
+  estimator.Observe(1, sample);
+  EXPECT_EQ(estimator.SendsOf(1).size(), BandwidthEstimator::kMaxPairs);
+  estimator.Forget(2);  // room for one more
+  TransferSample one;
+  one.sent_streams = {{BandwidthEstimator::kMaxPairs + 20, 1 * kMB, 0, 1}};
+  estimator.Observe(1, one);
+  EXPECT_EQ(estimator.SendsOf(1).back().first, BandwidthEstimator::kMaxPairs + 20);
+}
+
 }  // namespace
 }  // namespace syncopate::sync

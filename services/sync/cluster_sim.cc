@@ -24,7 +24,7 @@ struct SimTrainer {
   absl::Time left = absl::InfiniteFuture();
   double compute_seconds = 0;
   Grant grant;               // the grant on its way or being worked on
-  absl::Time served_from;    // its pull waits on the store until then (the round's close)
+  absl::Time served_from;    // its pull waits on the store until then (its action's closes)
   TransferSample transfers;  // the last exchange's, told with the next report
 };
 

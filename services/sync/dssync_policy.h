@@ -70,6 +70,9 @@ class DsSyncPolicy final : public ClockedPolicy {
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
     return bandwidth_.MeasuredEstimate(trainer);
   }
+  std::vector<std::pair<TrainerId, double>> MeasuredSendsOf(TrainerId trainer) const override {
+    return bandwidth_.SendsOf(trainer);
+  }
 
  private:
   // A round's groups: each trainer's group index, and the groups' members.

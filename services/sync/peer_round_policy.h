@@ -61,6 +61,9 @@ class PeerRoundPolicy final : public ClockedPolicy {
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
     return bandwidth_.MeasuredEstimate(trainer);
   }
+  std::vector<std::pair<TrainerId, double>> MeasuredSendsOf(TrainerId trainer) const override {
+    return bandwidth_.SendsOf(trainer);
+  }
 
   // The last planned round's exchanges, by trainer (for status and tests).
   const std::map<TrainerId, PeerExchange>& last_plan() const { return last_plan_; }

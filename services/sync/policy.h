@@ -9,6 +9,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -231,6 +232,9 @@ class SyncPolicy {
   virtual void ObserveTransfers(TrainerId, const TransferSample&) {}
   // The trainer's smoothed measured link rates, once both directions were measured (P2P modes).
   virtual std::optional<LinkRates> MeasuredLinkOf(TrainerId) const { return std::nullopt; }
+  // The measured rate from the trainer to each peer it sent a model to, by receiver (P2P modes;
+  // BandwidthEstimator::SendsOf).
+  virtual std::vector<std::pair<TrainerId, double>> MeasuredSendsOf(TrainerId) const { return {}; }
 };
 
 // The base of policies that keep a clock per member (every policy so far): the clock table, its

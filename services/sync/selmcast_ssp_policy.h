@@ -81,6 +81,9 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
     return bandwidth_.MeasuredEstimate(trainer);
   }
+  std::vector<std::pair<TrainerId, double>> MeasuredSendsOf(TrainerId trainer) const override {
+    return bandwidth_.SendsOf(trainer);
+  }
 
   // The receivers `sender`'s multicasts are still sending to (of any of its rounds), for tests and
   // status.

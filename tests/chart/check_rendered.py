@@ -26,7 +26,7 @@ problems = []
 
 
 def seconds(duration):
-    """Seconds in a Go-style duration as the services parse it ("1m30s", "500ms", "0s")."""
+    """Seconds in a duration as the chart's schema allows them ("1m30s", "500ms", "0s")."""
     units = {"h": 3600, "m": 60, "s": 1, "ms": 1e-3}
     parts = re.findall(r"([0-9]+(?:\.[0-9]+)?)(ms|s|m|h)", duration)
     if not parts or "".join(n + u for n, u in parts) != duration:
