@@ -8,7 +8,7 @@
 # it: the trainers trainer-2 sends to keep their downloads, and those sending to trainer-3 their
 # uploads (each estimate is what a trainer's streams moved at once, not bytes over the span the
 # slowest one stretched). Per ordered pair, those through a slow direction read at most its rate,
-# well below the others, and the slowest pair is one of them.
+# well below the others' median.
 # Every address lives inside namespaces this test creates (10.77.0.0/24); nothing in the root
 # namespace is touched. Exits 77 (CTest: skipped) without root, iproute2 or tc.
 # usage: netns_bandwidth_test.sh BIN_DIR
@@ -154,9 +154,6 @@ if fastest_slow > 1.2 * slow_link:
 if fast_median < 1.5 * fastest_slow:
     print(f"FAIL: the median of the other pairs ({fast_median / 1e6:.2f} MB/s) is under 1.5x the "
           f"fastest pair through a slow link")
-    ok = False
-if min(pairs, key=pairs.get) not in slow_pairs:
-    print("FAIL: the slowest pair does not go through a slow link")
     ok = False
 sys.exit(0 if ok else 1)
 PY
