@@ -575,7 +575,9 @@ TrainerGauge Coordinator::GaugeOf(sync::TrainerId id) const {
   if (auto name = names_.find(id); name != names_.end()) gauge.name = name->second;
   gauge.staleness_bound = policy_->BoundOf(id);
   gauge.group = policy_->GroupOf(id);
-  gauge.link = policy_->MeasuredLinkOf(id);
+  if (const sync::BandwidthEstimator* links = policy_->link_estimates()) {
+    gauge.link = links->MeasuredEstimate(id);
+  }
   return gauge;
 }
 
@@ -591,7 +593,9 @@ std::vector<TrainerGauge> Coordinator::TrainerGauges() const {
   gauges.reserve(sessions_.size());
   for (const auto& [id, session] : sessions_) {
     TrainerGauge& gauge = gauges.emplace_back(GaugeOf(id));
-    for (const auto& [receiver, rate] : policy_->MeasuredSendsOf(id)) {
+    const sync::BandwidthEstimator* links = policy_->link_estimates();
+    if (links == nullptr) continue;
+    for (const auto& [receiver, rate] : links->SendsOf(id)) {
       if (auto name = names_.find(receiver); name != names_.end()) {
         gauge.sends.emplace_back(name->second, rate);
       }

@@ -67,12 +67,7 @@ class DsSyncPolicy final : public ClockedPolicy {
   absl::Status ResumeFinalAverage(int64_t round) override;
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
-  std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
-    return bandwidth_.MeasuredEstimate(trainer);
-  }
-  std::vector<std::pair<TrainerId, double>> MeasuredSendsOf(TrainerId trainer) const override {
-    return bandwidth_.SendsOf(trainer);
-  }
+  const BandwidthEstimator* link_estimates() const override { return &bandwidth_; }
 
  private:
   // A round's groups: each trainer's group index, and the groups' members.

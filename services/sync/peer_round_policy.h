@@ -58,12 +58,7 @@ class PeerRoundPolicy final : public ClockedPolicy {
   Decisions OnTick(absl::Time now) override;
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
-  std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
-    return bandwidth_.MeasuredEstimate(trainer);
-  }
-  std::vector<std::pair<TrainerId, double>> MeasuredSendsOf(TrainerId trainer) const override {
-    return bandwidth_.SendsOf(trainer);
-  }
+  const BandwidthEstimator* link_estimates() const override { return &bandwidth_; }
 
   // The last planned round's exchanges, by trainer (for status and tests).
   const std::map<TrainerId, PeerExchange>& last_plan() const { return last_plan_; }

@@ -9,7 +9,6 @@
 #include <optional>
 #include <set>
 #include <string>
-#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -230,11 +229,9 @@ class SyncPolicy {
   virtual void ObserveCompute(TrainerId, int64_t /*clock*/, double /*compute_seconds*/) {}
   // The trainer's transfers of its last exchange (call before OnClock). P2P modes plan with them.
   virtual void ObserveTransfers(TrainerId, const TransferSample&) {}
-  // The trainer's smoothed measured link rates, once both directions were measured (P2P modes).
-  virtual std::optional<LinkRates> MeasuredLinkOf(TrainerId) const { return std::nullopt; }
-  // The measured rate from the trainer to each peer it sent a model to, by receiver (P2P modes;
-  // BandwidthEstimator::SendsOf).
-  virtual std::vector<std::pair<TrainerId, double>> MeasuredSendsOf(TrainerId) const { return {}; }
+  // The link estimates the mode plans with, from ObserveTransfers (P2P modes): each trainer's
+  // rates by direction and each pair's. nullptr where the mode measures no links.
+  virtual const BandwidthEstimator* link_estimates() const { return nullptr; }
 };
 
 // The base of policies that keep a clock per member (every policy so far): the clock table, its

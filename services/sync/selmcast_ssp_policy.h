@@ -78,12 +78,7 @@ class SelMcastSspPolicy final : public ClockedPolicy {
   Decisions OnTick(absl::Time now) override;
   int64_t last_closed_round() const override { return 0; }
   void ObserveTransfers(TrainerId trainer, const TransferSample& sample) override;
-  std::optional<LinkRates> MeasuredLinkOf(TrainerId trainer) const override {
-    return bandwidth_.MeasuredEstimate(trainer);
-  }
-  std::vector<std::pair<TrainerId, double>> MeasuredSendsOf(TrainerId trainer) const override {
-    return bandwidth_.SendsOf(trainer);
-  }
+  const BandwidthEstimator* link_estimates() const override { return &bandwidth_; }
 
   // The receivers `sender`'s multicasts are still sending to (of any of its rounds), for tests and
   // status.
