@@ -83,6 +83,13 @@ class StoreLink {
   // (`PulledModel::round` says which). FAILED_PRECONDITION for a round not closed yet; UNAVAILABLE
   // as above.
   virtual absl::StatusOr<PulledModel> Pull(int64_t round) = 0;
+  // Before the trainer leaves: re-sends to every shard that restarted since this trainer last
+  // heard from it what the restart lost of its acknowledged pushes, as its next push there would
+  // have (docs/faults.md). A trainer learns of a restart from its next push to the shard, and one
+  // that leaves without pushing there again would leave the loss unrepaired. `identity`: the
+  // trainer's id and incarnation. Asks only shards it keeps unsaved pushes for; UNAVAILABLE when
+  // one stays unreachable, the store's refusal as it is.
+  virtual absl::Status ResendWhatRestartsLost(const v1::PushHeader& identity) = 0;
 };
 
 }  // namespace syncopate::client

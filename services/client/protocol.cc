@@ -193,6 +193,19 @@ void Protocol::LeaveAfterFinalAverage(const v1::Proceed& proceed,
   coordinator_.Leave(kFinalAverageDone, accuracy, /*finished=*/true);
 }
 
+void Protocol::ResendWhatRestartsLost() {
+  const v1::Welcome& w = welcome();
+  if (w.peer_to_peer()) return;
+  v1::PushHeader identity;
+  identity.set_trainer_id(w.trainer_id());
+  identity.set_incarnation(w.incarnation());
+  if (absl::Status resent = store_.ResendWhatRestartsLost(identity); !resent.ok()) {
+    spdlog::warn(
+        "leaving without re-sending what a store restart lost of this trainer's pushes: {}",
+        resent.ToString());
+  }
+}
+
 void Protocol::Leave(const std::string& reason, std::optional<double> final_accuracy) {
   bool final;
   {

@@ -80,6 +80,10 @@ class Protocol {
   // share kept). Each receiver gets its share of the mass; the mass kept is traced ("multicast").
   // A no-op when none is planned. Call before reporting the step.
   void StartPlannedMulticast(tensor::TensorMap own);
+  // Before a clean Leave: re-sends what a store shard's restart lost of this trainer's pushes,
+  // where it has not pushed to that shard since (StoreLink::ResendWhatRestartsLost). A failure is
+  // logged; the trainer leaves anyway. A no-op in peer-to-peer modes.
+  void ResendWhatRestartsLost();
   // Leaves the job (idempotent). After a final average whose accuracy the caller owes
   // (final_accuracy_due), leaves as done, with `final_accuracy` if given.
   void Leave(const std::string& reason, std::optional<double> final_accuracy = std::nullopt);

@@ -163,7 +163,7 @@ absl::StatusOr<bool> Session::End(absl::Status status, const std::string& reason
   }
   spdlog::info("leaving after {} steps: {}", steps_.load(), reason);
   // A final accuracy the caller owes goes with the Leave, at Close.
-  if (!protocol_.final_accuracy_due()) protocol_.Leave(reason);
+  if (!protocol_.final_accuracy_due()) LeaveCleanly(reason, std::nullopt);
   return false;
 }
 
@@ -176,6 +176,11 @@ void Session::Close(const std::string& reason, std::optional<double> final_accur
   // Left already, or ended by an error; unless the final accuracy is still due.
   if (ended_ && !protocol_.final_accuracy_due()) return;
   ended_ = absl::OkStatus();
+  LeaveCleanly(reason, final_accuracy);
+}
+
+void Session::LeaveCleanly(const std::string& reason, std::optional<double> final_accuracy) {
+  protocol_.ResendWhatRestartsLost();
   protocol_.Leave(reason, final_accuracy);
 }
 

@@ -106,6 +106,9 @@ class Session {
   absl::Status TradeWithCommunicator(float loss);
   // Ends the session: false (and a Leave with `reason`) for OK, the error otherwise.
   absl::StatusOr<bool> End(absl::Status status, const std::string& reason);
+  // Leaves without an error: first re-sends what a store restart lost of this trainer's pushes
+  // (Protocol::ResendWhatRestartsLost), then leaves.
+  void LeaveCleanly(const std::string& reason, std::optional<double> final_accuracy);
   bool stopping() const;
   // Why a session that did not fail ends without a step limit: "training is done" or "shutdown".
   std::string EndReason() const;

@@ -101,7 +101,15 @@ class FakeStore final : public StoreLink {
     if (any_round) return PulledModel{*any_round, round, {0}, 8};
     return absl::NotFoundError("no such round");
   }
+  absl::Status ResendWhatRestartsLost(const v1::PushHeader& identity) override {
+    resend_asks.push_back(identity);
+    asked_after_leaving = coordinator != nullptr && coordinator->left.has_value();
+    return absl::OkStatus();
+  }
 
+  FakeCoordinator* coordinator = nullptr;  // to tell whether the trainer had left when it asked
+  std::vector<v1::PushHeader> resend_asks;
+  bool asked_after_leaving = false;
   tensor::TensorMap initialized;
   std::vector<Pushed> pushes;
   std::vector<int64_t> pulled;
@@ -203,6 +211,30 @@ TEST_F(SessionTest, RoundModePushesEachStepAndLoadsThePulledRound) {
   EXPECT_EQ(coordinator.reports[1].clock(), 2);
   EXPECT_EQ(coordinator.reports[1].loss(), 0.5f);
   EXPECT_EQ(coordinator.left, "training is done");
+}
+
+// A trainer learns of a store shard's restart from its next push there; one that ends without
+// pushing again first has the store link re-send what a restart lost, then leaves (the store
+// refuses a trainer that left). Ended by an error, it leaves at once.
+TEST_F(SessionTest, ACleanEndResendsWhatAStoreRestartLostBeforeLeaving) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  store_.coordinator = &coordinator;
+  coordinator.Script({Grant(0), absl::ZeroDuration()});
+  coordinator.Script({absl::OutOfRangeError("training is done"), absl::ZeroDuration()});
+  ASSERT_TRUE(Run(coordinator).ok());
+  ASSERT_EQ(store_.resend_asks.size(), 1u);
+  EXPECT_EQ(store_.resend_asks[0].trainer_id(), 7u);
+  EXPECT_EQ(store_.resend_asks[0].incarnation(), 3u);
+  EXPECT_FALSE(store_.asked_after_leaving);
+  EXPECT_EQ(coordinator.left, "training is done");
+
+  FakeCoordinator evicting(clock_, v1::APPLY_MODE_ROUND);
+  store_ = FakeStore();
+  store_.coordinator = &evicting;
+  evicting.Script({Grant(0), absl::ZeroDuration()});
+  evicting.Script({absl::AbortedError("evicted"), absl::ZeroDuration()});
+  EXPECT_TRUE(absl::IsAborted(Run(evicting)));
+  EXPECT_TRUE(store_.resend_asks.empty());
 }
 
 // A round that does not hold the trainer's latest push: that push stays in the local model.
@@ -330,8 +362,10 @@ TEST_F(SessionTest, StopLeavesAfterTheCurrentStep) {
   EXPECT_EQ(session.Step(0.5f).value_or(true), false);
   EXPECT_EQ(store_.pushes.size(), 2u);
   EXPECT_EQ(coordinator.left, "shutdown");
+  EXPECT_EQ(store_.resend_asks.size(), 1u);             // a shutdown is a clean end too
   EXPECT_EQ(session.Step(0.5f).value_or(true), false);  // over: nothing more is sent
   EXPECT_EQ(store_.pushes.size(), 2u);
+  EXPECT_EQ(store_.resend_asks.size(), 1u);
 }
 
 // A peer-to-peer grant: exchange round `round`, receiving from trainer `from` (sending to nobody,
@@ -387,6 +421,7 @@ TEST_F(SessionTest, PeerRoundsAverageThePeersModelsIn) {
   EXPECT_EQ(w_, (std::vector<float>{1.5f, 1.5f}));
   EXPECT_TRUE(store_.pushes.empty());
   EXPECT_TRUE(store_.pulled.empty());
+  EXPECT_TRUE(store_.resend_asks.empty());
   ASSERT_EQ(coordinator.reports.size(), 2u);
   EXPECT_TRUE(coordinator.reports[0].has_transfers());
   EXPECT_EQ(coordinator.reports[1].clock(), 2);

@@ -117,26 +117,31 @@ absl::Status StoreClient::Initialize(const v1::PushHeader& header,
   });
 }
 
+absl::Status StoreClient::LearnOfRestart(size_t shard) {
+  v1::Schema schema;
+  auto ctx = rpc::ContextWithTimeout(timeout_);
+  grpc::Status asked = stubs_[shard]->GetSchema(ctx.get(), v1::GetSchemaRequest(), &schema);
+  if (!asked.ok()) {
+    return absl::UnavailableError(absl::StrCat(
+        "store ", addresses_[shard], ": asking it which process it is: ", asked.error_message()));
+  }
+  if (schema.incarnation() != shard_incarnation_[shard]) {
+    UnsavedPushes& unsaved = unsaved_[shard];
+    unsaved.LoseAll();
+    shard_incarnation_[shard] = schema.incarnation();
+    spdlog::warn("store {} restarted: re-sending the {} push sum(s) it had not checkpointed",
+                 addresses_[shard], unsaved.to_resend());
+  }
+  return absl::OkStatus();
+}
+
 absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
                                const tensor::TensorMap& delta, const TensorEntries& tensors,
                                const absl::Status& sent, const v1::PushReply& reply) {
   UnsavedPushes& unsaved = unsaved_[shard];
   if (absl::IsAborted(sent)) {
-    // The shard restarted: which process answers now? (Any failure to ask is a transient one.)
-    v1::Schema schema;
-    auto ctx = rpc::ContextWithTimeout(timeout_);
-    grpc::Status asked = stubs_[shard]->GetSchema(ctx.get(), v1::GetSchemaRequest(), &schema);
-    if (!asked.ok()) {
-      return absl::UnavailableError(
-          absl::StrCat("store ", addresses_[shard],
-                       " restarted; asking it which process it is: ", asked.error_message()));
-    }
-    if (schema.incarnation() != shard_incarnation_[shard]) {
-      unsaved.LoseAll();
-      shard_incarnation_[shard] = schema.incarnation();
-      spdlog::warn("store {} restarted: re-sending the {} push sum(s) it had not checkpointed",
-                   addresses_[shard], unsaved.to_resend());
-    }
+    // The shard restarted. (Any failure to ask which process answers now is a transient one.)
+    RETURN_IF_ERROR(LearnOfRestart(shard));
     return absl::UnavailableError(absl::StrCat("store ", addresses_[shard], " restarted"));
   }
   RETURN_IF_ERROR(sent);
@@ -212,6 +217,15 @@ absl::Status StoreClient::PushTo(size_t shard, const v1::PushHeader& header,
   v1::PushReply reply;
   const absl::Status sent = SendTo(shard, false, header, delta, tensors, &reply);
   return Took(shard, header, *delta, tensors, sent, reply);
+}
+
+absl::Status StoreClient::ResendWhatRestartsLost(const v1::PushHeader& identity) {
+  return ForEachShard("re-sending what a restart lost", [&](size_t s) {
+    const UnsavedPushes& unsaved = unsaved_[s];
+    if (unsaved.sums_kept() == 0 && unsaved.to_resend() == 0) return absl::OkStatus();
+    RETURN_IF_ERROR(LearnOfRestart(s));
+    return ResendLost(s, identity);
+  });
 }
 
 absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,

@@ -65,6 +65,8 @@ class StoreClient final : public StoreLink {
   // shards that have not closed it yet, so the model is always one round's snapshot.
   absl::StatusOr<PulledModel> Pull(int64_t round) override;
 
+  absl::Status ResendWhatRestartsLost(const v1::PushHeader& identity) override;
+
  private:
   // One Initialize or Push stream: the header, then `tensors` (entries of `model`) in chunks.
   absl::Status SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
@@ -76,8 +78,11 @@ class StoreClient final : public StoreLink {
                       const tensor::SharedTensorMap& delta);
   // Re-sends the pushes shard `shard` lost in a restart, oldest first.
   absl::Status ResendLost(size_t shard, const v1::PushHeader& header);
+  // Asks shard `shard` which process answers now; a new one (a restart) queues every push sum
+  // kept for the shard to be re-sent. UNAVAILABLE when the shard cannot be asked.
+  absl::Status LearnOfRestart(size_t shard);
   // Records a push the shard took (its reply), or learns of its restart (an ABORTED refusal):
-  // then asks the shard which epoch it restored and queues what it lost, and returns UNAVAILABLE.
+  // then learns of the restart (LearnOfRestart) and returns UNAVAILABLE.
   absl::Status Took(size_t shard, const v1::PushHeader& header, const tensor::TensorMap& delta,
                     const TensorEntries& tensors, const absl::Status& sent,
                     const v1::PushReply& reply);

@@ -39,7 +39,10 @@ class StoreServiceTest : public ::testing::Test {
     model_["small"] = {1, 2, 3};
     ASSERT_TRUE(client_->Initialize(Header(0), model_).ok());
   }
-  void TearDown() override { store_.Stop(); }
+  void TearDown() override {
+    store_.Stop();
+    store_.server.reset();  // before a restarted shard's service goes
+  }
 
   static v1::PushHeader Header(uint64_t sequence, uint64_t trainer = kTrainer,
                                uint64_t incarnation = 1) {
@@ -68,7 +71,33 @@ class StoreServiceTest : public ::testing::Test {
     return writer->Finish().error_code();
   }
 
+  // The shard's next process (incarnation 2), its table the test's to restore.
+  struct RestartedShard {
+    RestartedShard()
+        : service(table, metrics, 0, 1, /*incarnation=*/2,
+                  rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)) {}
+    prometheus::Registry registry;
+    store::StoreMetrics metrics{registry};
+    store::ParameterTable table;
+    store::StoreService service;
+  };
+  // Stops the shard's process and returns its successor, not serving yet (Serve).
+  RestartedShard& Restart() {
+    store_.server->Shutdown();
+    restarted_ = std::make_unique<RestartedShard>();
+    return *restarted_;
+  }
+  // Serves the successor on the old process's port.
+  void Serve() {
+    int port = 0;
+    ASSERT_TRUE(rpc::StartServer(address_, {&restarted_->service}, rpc::Credentials::Insecure(),
+                                 &store_.server, &port)
+                    .ok());
+    ASSERT_EQ(port, store_.port);
+  }
+
   LocalStore store_;
+  std::unique_ptr<RestartedShard> restarted_;
   std::string address_;
   std::unique_ptr<client::StoreClient> client_;
   std::unique_ptr<v1::ParameterStore::Stub> stub_;
@@ -555,25 +584,16 @@ TEST_F(WaitingPullTest, AStoppingShardEndsItsWaitingPulls) {
 TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   ASSERT_TRUE(client_->Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
   store::DurableState state = store_.table.Durable();
-  store_.server->Shutdown();
 
-  prometheus::Registry registry;
-  store::StoreMetrics metrics(registry);
-  store::ParameterTable restarted;
+  store::ParameterTable& restarted = Restart().table;
   ASSERT_TRUE(restarted.Restore(state).ok());
-  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2,
-                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
-  int port = 0;
-  ASSERT_TRUE(
-      rpc::StartServer(address_, {&service}, rpc::Credentials::Insecure(), &store_.server, &port)
-          .ok());
-  ASSERT_EQ(port, store_.port);
+  ASSERT_NO_FATAL_FAILURE(Serve());
 
   absl::Status pushed = absl::UnknownError("not yet");
   std::thread trainer([&] {
     pushed = client_->Push(Header(2), tensor::Share({{"small", {1, 1, 1}}})).status();
   });
-  auto& unavailable = metrics.rejected.Add({{"code", "unavailable"}});
+  auto& unavailable = restarted_->metrics.rejected.Add({{"code", "unavailable"}});
   const absl::Time deadline = absl::Now() + absl::Seconds(30);
   while (unavailable.Value() == 0 && absl::Now() < deadline) absl::SleepFor(absl::Milliseconds(5));
   EXPECT_GT(unavailable.Value(), 0) << "the push never reached the restarted shard";
@@ -584,8 +604,6 @@ TEST_F(StoreServiceTest, APushRidesOutAShardRestart) {
   // The retried sequence 1 stays applied once.
   EXPECT_TRUE(client_->Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{3, 4, 5}));
-  store_.server->Shutdown();  // before `service` goes
-  store_.server.reset();
 }
 
 // Exactly once across a restart: pushes the shard applied after its last checkpoint are lost
@@ -601,23 +619,14 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
   ASSERT_TRUE(
       client_->Push(half, tensor::Share({{"small", {2, 2, 2}}})).ok());  // ...not pushes 2 and 3
   ASSERT_TRUE(client_->Push(Header(3), tensor::Share({{"small", {1, 1, 1}}})).ok());
-  store_.server->Shutdown();
 
-  prometheus::Registry registry;
-  store::StoreMetrics metrics(registry);
-  store::ParameterTable restarted;
+  store::ParameterTable& restarted = Restart().table;
   ASSERT_TRUE(restarted.Restore(state).ok());
   restarted.SetMembers({{kTrainer, 1}});
   // The new process checkpoints a few times before this trainer pushes again (it was waiting at
   // its bound): what it lost is still re-sent.
   for (int i = 0; i < 3; ++i) restarted.Saved(restarted.Durable().epoch);
-  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2,
-                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
-  int port = 0;
-  ASSERT_TRUE(
-      rpc::StartServer(address_, {&service}, rpc::Credentials::Insecure(), &store_.server, &port)
-          .ok());
-  ASSERT_EQ(port, store_.port);
+  ASSERT_NO_FATAL_FAILURE(Serve());
 
   // A push that expects the old incarnation is refused whole.
   v1::PushMessage stale;
@@ -641,8 +650,33 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
   // Sequence 3 went in with the re-sent sum: a retry of it is a duplicate.
   ASSERT_TRUE(client_->Push(Header(3), tensor::Share({{"small", {1, 1, 1}}})).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{6, 7, 8}));
-  store_.server->Shutdown();  // before `service` goes
-  store_.server.reset();
+}
+
+// A trainer that leaves without pushing to a restarted shard again re-sends what it lost before
+// leaving (StoreLink::ResendWhatRestartsLost): asked once, the shard takes each lost push once;
+// asked again, or asked of a shard that kept running, nothing is sent twice.
+TEST_F(StoreServiceTest, PushesARestartLostAreResentBeforeLeaving) {
+  ASSERT_TRUE(client_->Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
+  store::DurableState state = store_.table.Durable();  // the checkpoint holds push 1...
+  store_.table.Saved(state.epoch);
+  ASSERT_TRUE(client_->Push(Header(2), tensor::Share({{"small", {2, 2, 2}}})).ok());  // ...not 2
+  // Nothing restarted yet: nothing to re-send.
+  ASSERT_TRUE(client_->ResendWhatRestartsLost(Header(0)).ok());
+  EXPECT_EQ(Live()["small"], (std::vector<float>{4, 5, 6}));
+
+  store::ParameterTable& restarted = Restart().table;
+  ASSERT_TRUE(restarted.Restore(state).ok());
+  restarted.SetMembers({{kTrainer, 1}});
+  ASSERT_NO_FATAL_FAILURE(Serve());
+  EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));  // push 1 only
+
+  ASSERT_TRUE(client_->ResendWhatRestartsLost(Header(0)).ok());
+  EXPECT_EQ(Live()["small"], (std::vector<float>{4, 5, 6}));  // 1 and 2, each once
+  ASSERT_TRUE(client_->ResendWhatRestartsLost(Header(0)).ok());
+  EXPECT_EQ(Live()["small"], (std::vector<float>{4, 5, 6}));
+  // A retry of push 2 is a duplicate: it went in with the re-sent sum.
+  ASSERT_TRUE(client_->Push(Header(2), tensor::Share({{"small", {2, 2, 2}}})).ok());
+  EXPECT_EQ(Live()["small"], (std::vector<float>{4, 5, 6}));
 }
 
 // Round pushes too: the restarted shard lost round 2 (closed after its checkpoint) and the pending
@@ -668,21 +702,12 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
   ASSERT_TRUE(close(store_.table, 2, 2).ok());
   ASSERT_TRUE(
       client_->Push(round_push(3), tensor::Share(one)).ok());  // pending when the shard dies
-  store_.server->Shutdown();
 
-  prometheus::Registry registry;
-  store::StoreMetrics metrics(registry);
-  store::ParameterTable restarted;
+  store::ParameterTable& restarted = Restart().table;
   ASSERT_TRUE(restarted.Restore(state).ok());
   EXPECT_EQ(restarted.SetMembers({{kTrainer, 1}}, 2).rounds_skipped, 1);
   ASSERT_TRUE(close(restarted, 3, 3).ok());  // the job's round 3: clock 3 is lost here
-  store::StoreService service(restarted, metrics, 0, 1, /*incarnation=*/2,
-                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
-  int port = 0;
-  ASSERT_TRUE(
-      rpc::StartServer(address_, {&service}, rpc::Credentials::Insecure(), &store_.server, &port)
-          .ok());
-  ASSERT_EQ(port, store_.port);
+  ASSERT_NO_FATAL_FAILURE(Serve());
   EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));  // push 1 only
 
   ASSERT_TRUE(client_->Push(round_push(4), tensor::Share(one)).ok());
@@ -690,8 +715,6 @@ TEST_F(StoreServiceTest, RoundPushesARestartLostGoIntoTheNextRound) {
   ASSERT_TRUE(closed.ok()) << closed.status();
   EXPECT_EQ(closed->pushes, 2u);                              // the re-sent sum and push 4
   EXPECT_EQ(Live()["small"], (std::vector<float>{5, 6, 7}));  // 1..4, each once
-  store_.server->Shutdown();                                  // before `service` goes
-  store_.server.reset();
 }
 
 // Two shards that keep different numbers of round snapshots, as after a slow group fell behind:
