@@ -44,15 +44,17 @@ StoreClient::StoreClient(std::vector<std::string> addresses, const rpc::Credenti
 }
 
 absl::Status StoreClient::ForEachShard(const std::string& what,
-                                       const std::function<absl::Status(size_t)>& fn) {
+                                       const std::function<absl::Status(size_t)>& fn,
+                                       std::optional<absl::Duration> retry_for) {
+  const absl::Duration allowance = retry_for.value_or(retry_for_);
   auto with_retries = [&](size_t shard) {
     const absl::Time start = absl::Now();
     base::Backoff backoff;
     absl::Status status = fn(shard);
-    while (Transient(status) && absl::Now() - start < retry_for_) {
+    while (Transient(status) && absl::Now() - start < allowance) {
       if (backoff.failures() == 0) {
         spdlog::warn("{} on store {} failed, retrying with backoff for up to {}: {}", what,
-                     addresses_[shard], absl::FormatDuration(retry_for_), status.ToString());
+                     addresses_[shard], absl::FormatDuration(allowance), status.ToString());
       }
       absl::SleepFor(backoff.Next());
       status = fn(shard);
@@ -220,12 +222,15 @@ absl::Status StoreClient::PushTo(size_t shard, const v1::PushHeader& header,
 }
 
 absl::Status StoreClient::ResendWhatRestartsLost(const v1::PushHeader& identity) {
-  return ForEachShard("re-sending what a restart lost", [&](size_t s) {
-    const UnsavedPushes& unsaved = unsaved_[s];
-    if (unsaved.sums_kept() == 0 && unsaved.to_resend() == 0) return absl::OkStatus();
-    RETURN_IF_ERROR(LearnOfRestart(s));
-    return ResendLost(s, identity);
-  });
+  return ForEachShard(
+      "re-sending what a restart lost",
+      [&](size_t s) {
+        const UnsavedPushes& unsaved = unsaved_[s];
+        if (unsaved.sums_kept() == 0 && unsaved.to_resend() == 0) return absl::OkStatus();
+        RETURN_IF_ERROR(LearnOfRestart(s));
+        return ResendLost(s, identity);
+      },
+      std::min(retry_for_, kResendAsLeavingFor));
 }
 
 absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,

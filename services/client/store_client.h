@@ -5,6 +5,7 @@
 
 #include <functional>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -65,7 +66,13 @@ class StoreClient final : public StoreLink {
   // shards that have not closed it yet, so the model is always one round's snapshot.
   absl::StatusOr<PulledModel> Pull(int64_t round) override;
 
+  // Waits for an unreachable shard at most kResendAsLeavingFor (or the client's allowance, if
+  // shorter).
   absl::Status ResendWhatRestartsLost(const v1::PushHeader& identity) override;
+  // Long enough for a crashed shard to come back (syncopate local restarts one within about a
+  // second); short enough that a trainer stopped together with the stores (an uninstall) leaves
+  // well within its pod's termination grace instead of waiting minutes for them.
+  static constexpr absl::Duration kResendAsLeavingFor = absl::Seconds(15);
 
  private:
   // One Initialize or Push stream: the header, then `tensors` (entries of `model`) in chunks.
@@ -92,9 +99,10 @@ class StoreClient final : public StoreLink {
   // One pull of `round` from every shard, each part as its shard served it. A shard that has not
   // closed the round yet is waited for (retried as UNAVAILABLE).
   absl::StatusOr<std::vector<PulledModel>> PullShards(int64_t round);
-  // Runs fn(shard) for every shard concurrently, each retried while transient (see above); the
-  // first error wins.
-  absl::Status ForEachShard(const std::string& what, const std::function<absl::Status(size_t)>& fn);
+  // Runs fn(shard) for every shard concurrently, each retried while transient (see above) for up
+  // to `retry_for` (default: the client's); the first error wins.
+  absl::Status ForEachShard(const std::string& what, const std::function<absl::Status(size_t)>& fn,
+                            std::optional<absl::Duration> retry_for = std::nullopt);
 
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<v1::ParameterStore::Stub>> stubs_;

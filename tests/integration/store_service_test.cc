@@ -679,6 +679,17 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentBeforeLeaving) {
   EXPECT_EQ(Live()["small"], (std::vector<float>{4, 5, 6}));
 }
 
+// A shard that stays unreachable as the trainer leaves (stopped with it) is given up after the
+// client's allowance, with UNAVAILABLE: leaving never hangs on it.
+TEST_F(StoreServiceTest, AShardUnreachableAsTheTrainerLeavesIsGivenUp) {
+  client::StoreClient client({address_}, rpc::Credentials::Insecure(), absl::Seconds(10),
+                             tensor::kDefaultChunkBytes, {}, /*retry_for=*/absl::Milliseconds(300));
+  ASSERT_TRUE(client.Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
+  store_.server->Shutdown();
+  const absl::Status resent = client.ResendWhatRestartsLost(Header(0));
+  EXPECT_TRUE(absl::IsUnavailable(resent)) << resent;
+}
+
 // Round pushes too: the restarted shard lost round 2 (closed after its checkpoint) and the pending
 // push of clock 3; it caught up with the job's round by skipping. The trainer re-sends both as one
 // sum of their weight, late for their own rounds, and the next round takes it with the new push:
