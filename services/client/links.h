@@ -86,9 +86,10 @@ class StoreLink {
   // Before the trainer leaves: re-sends to every shard that restarted since this trainer last
   // heard from it what the restart lost of its acknowledged pushes, as its next push there would
   // have (docs/faults.md). A trainer learns of a restart from its next push to the shard, and one
-  // that leaves without pushing there again would leave the loss unrepaired. `identity`: the
-  // trainer's id and incarnation. Asks only shards it keeps unsaved pushes for; UNAVAILABLE when
-  // one stays unreachable, the store's refusal as it is.
+  // that leaves without pushing there again would leave the loss unrepaired. Of `identity` only
+  // the trainer's id and incarnation are read. Asks only shards it keeps unsaved pushes for, and
+  // waits for them a bounded time; UNAVAILABLE when one stays unreachable, the store's refusal as
+  // it is.
   virtual absl::Status ResendWhatRestartsLost(const v1::PushHeader& identity) = 0;
 };
 

@@ -33,11 +33,15 @@ Protocol::Protocol(const SessionOptions& options, CoordinatorLink& coordinator, 
   }
 }
 
-absl::Status Protocol::Begin(const tensor::TensorMap& initial) {
+v1::PushHeader Protocol::Identity() const {
   v1::PushHeader header;
   header.set_trainer_id(welcome().trainer_id());
   header.set_incarnation(welcome().incarnation());
-  RETURN_IF_ERROR(store_.Initialize(header, initial));
+  return header;
+}
+
+absl::Status Protocol::Begin(const tensor::TensorMap& initial) {
+  RETURN_IF_ERROR(store_.Initialize(Identity(), initial));
   // A trainer joining a peer-to-peer job under way holds an untrained model (its own, or the
   // store's initial one, which these modes never update): it holds no mass, so that its exchanges
   // take its peers' trained models instead of averaging the untrained one in (MixInto).
@@ -194,12 +198,8 @@ void Protocol::LeaveAfterFinalAverage(const v1::Proceed& proceed,
 }
 
 void Protocol::ResendWhatRestartsLost() {
-  const v1::Welcome& w = welcome();
-  if (w.peer_to_peer()) return;
-  v1::PushHeader identity;
-  identity.set_trainer_id(w.trainer_id());
-  identity.set_incarnation(w.incarnation());
-  if (absl::Status resent = store_.ResendWhatRestartsLost(identity); !resent.ok()) {
+  if (welcome().peer_to_peer()) return;
+  if (absl::Status resent = store_.ResendWhatRestartsLost(Identity()); !resent.ok()) {
     spdlog::warn(
         "leaving without re-sending what a store restart lost of this trainer's pushes: {}",
         resent.ToString());
@@ -243,9 +243,7 @@ void Protocol::ReportAccuracy(double accuracy, std::optional<absl::Time> taken_a
 absl::Status Protocol::Push(tensor::SharedTensorMap delta, int64_t clock) {
   const absl::Time start = clock_.Now();
   const v1::Welcome& w = welcome();
-  v1::PushHeader header;
-  header.set_trainer_id(w.trainer_id());
-  header.set_incarnation(w.incarnation());
+  v1::PushHeader header = Identity();
   header.set_sequence(++sequence_);
   header.set_apply_mode(w.push_mode());
   // Immediate pushes weigh what the last grant said (the job's step-size rule); round pushes

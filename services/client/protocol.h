@@ -129,6 +129,8 @@ class Protocol {
   double OwnMass(double kept, const std::map<uint64_t, PeerModel>& received);
   // Now plus the exchange timeout the coordinator set (10 s when it set none).
   absl::Time ExchangeDeadline() const;
+  // A push header naming this trainer (its id and incarnation) and nothing else.
+  v1::PushHeader Identity() const;
   // Evaluates `model` with options_.evaluate on this thread and reports the accuracy.
   double EvaluateNow(const tensor::TensorMap& model);
   // Evaluates `model` (or marks an evaluation due) when `proceed` asks and eval_interval passed.

@@ -4,6 +4,7 @@
 // sequential modes.
 #include "client/session.h"
 
+#include <algorithm>
 #include <atomic>
 #include <deque>
 #include <map>
@@ -92,6 +93,7 @@ class FakeStore final : public StoreLink {
   absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
                                 tensor::SharedTensorMap delta) override {
     pushes.push_back({header, *delta});
+    calls.push_back("push");
     return 8;
   }
   absl::StatusOr<PulledModel> Pull(int64_t round) override {
@@ -103,12 +105,14 @@ class FakeStore final : public StoreLink {
   }
   absl::Status ResendWhatRestartsLost(const v1::PushHeader& identity) override {
     resend_asks.push_back(identity);
+    calls.push_back("resend");
     asked_after_leaving = coordinator != nullptr && coordinator->left.has_value();
     return absl::OkStatus();
   }
 
   FakeCoordinator* coordinator = nullptr;  // to tell whether the trainer had left when it asked
   std::vector<v1::PushHeader> resend_asks;
+  std::vector<std::string> calls;  // "push", "resend", in order
   bool asked_after_leaving = false;
   tensor::TensorMap initialized;
   std::vector<Pushed> pushes;
@@ -228,6 +232,21 @@ TEST_F(SessionTest, ACleanEndResendsWhatAStoreRestartLostBeforeLeaving) {
   EXPECT_FALSE(store_.asked_after_leaving);
   EXPECT_EQ(coordinator.left, "training is done");
 
+  // Closed by its caller before it ended, too.
+  FakeCoordinator closing(clock_, v1::APPLY_MODE_ROUND);
+  store_ = FakeStore();
+  store_.coordinator = &closing;
+  for (int64_t c = 0; c < 3; ++c) closing.Script({Grant(c), absl::ZeroDuration()});
+  {
+    Session session(options_, closing, store_, parameters_, metrics_, trace_, clock_);
+    ASSERT_TRUE(session.Start().ok());
+    EXPECT_EQ(session.Step(0.5f).value_or(false), true);
+    session.Close();
+  }
+  EXPECT_EQ(store_.resend_asks.size(), 1u);
+  EXPECT_FALSE(store_.asked_after_leaving);
+  EXPECT_EQ(closing.left, "closed");
+
   FakeCoordinator evicting(clock_, v1::APPLY_MODE_ROUND);
   store_ = FakeStore();
   store_.coordinator = &evicting;
@@ -299,6 +318,9 @@ TEST_F(SessionTest, OverlappedLosesNoStepAndCountsOnlyStepsAsCompute) {
   // The first grant's round, and at least the round after the last push.
   EXPECT_GE(store_.pulled.size(), 2u);
   EXPECT_EQ(coordinator.left, "step limit reached");
+  // Re-sent once, after the communication thread's last push.
+  EXPECT_EQ(std::count(store_.calls.begin(), store_.calls.end(), "resend"), 1);
+  EXPECT_EQ(store_.calls.back(), "resend");
 }
 
 // Without SessionOptions::evaluate, the session says when the coordinator wants an evaluation;

@@ -25,12 +25,13 @@ bool Transient(const absl::Status& status) {
 
 StoreClient::StoreClient(std::vector<std::string> addresses, const rpc::Credentials& credentials,
                          absl::Duration timeout, uint32_t chunk_bytes, LinkLimits limits,
-                         absl::Duration retry_for)
+                         absl::Duration retry_for, absl::Duration leave_within)
     : addresses_(std::move(addresses)),
       timeout_(timeout),
       chunk_bytes_(chunk_bytes),
       limits_(limits),
-      retry_for_(retry_for) {
+      retry_for_(retry_for),
+      leave_within_(leave_within) {
   for (const std::string& address : addresses_) {
     std::shared_ptr<grpc::Channel> channel =
         rpc::MakeChannel(address, credentials, rpc::Role::kStore);
@@ -45,18 +46,20 @@ StoreClient::StoreClient(std::vector<std::string> addresses, const rpc::Credenti
 
 absl::Status StoreClient::ForEachShard(const std::string& what,
                                        const std::function<absl::Status(size_t)>& fn,
-                                       std::optional<absl::Duration> retry_for) {
-  const absl::Duration allowance = retry_for.value_or(retry_for_);
+                                       std::optional<absl::Time> give_up_at) {
   auto with_retries = [&](size_t shard) {
     const absl::Time start = absl::Now();
+    const absl::Time stop = give_up_at.value_or(start + retry_for_);
     base::Backoff backoff;
     absl::Status status = fn(shard);
-    while (Transient(status) && absl::Now() - start < allowance) {
+    while (Transient(status) && absl::Now() < stop) {
       if (backoff.failures() == 0) {
         spdlog::warn("{} on store {} failed, retrying with backoff for up to {}: {}", what,
-                     addresses_[shard], absl::FormatDuration(allowance), status.ToString());
+                     addresses_[shard],
+                     absl::FormatDuration(absl::Trunc(stop - start, absl::Milliseconds(1))),
+                     status.ToString());
       }
-      absl::SleepFor(backoff.Next());
+      absl::SleepFor(std::min(backoff.Next(), stop - absl::Now()));
       status = fn(shard);
     }
     if (backoff.failures() > 0 && status.ok()) {
@@ -79,10 +82,15 @@ absl::Status StoreClient::ForEachShard(const std::string& what,
   return absl::OkStatus();
 }
 
+std::unique_ptr<grpc::ClientContext> StoreClient::Context(absl::Time give_up_at) const {
+  return rpc::ContextWithTimeout(
+      std::max(std::min(timeout_, give_up_at - absl::Now()), absl::Milliseconds(1)));
+}
+
 absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
                                  const tensor::SharedTensorMap& model, const TensorEntries& tensors,
-                                 v1::PushReply* reply) {
-  auto ctx = rpc::ContextWithTimeout(timeout_);
+                                 v1::PushReply* reply, absl::Time give_up_at) {
+  auto ctx = Context(give_up_at);
   auto writer = (initialize ? initializes_ : pushes_)[shard].Start(ctx.get(), reply);
   v1::PushMessage first;
   *first.mutable_header() = header;
@@ -119,13 +127,16 @@ absl::Status StoreClient::Initialize(const v1::PushHeader& header,
   });
 }
 
-absl::Status StoreClient::LearnOfRestart(size_t shard) {
+absl::Status StoreClient::LearnOfRestart(size_t shard, absl::Time give_up_at) {
   v1::Schema schema;
-  auto ctx = rpc::ContextWithTimeout(timeout_);
+  auto ctx = Context(give_up_at);
   grpc::Status asked = stubs_[shard]->GetSchema(ctx.get(), v1::GetSchemaRequest(), &schema);
   if (!asked.ok()) {
-    return absl::UnavailableError(absl::StrCat(
-        "store ", addresses_[shard], ": asking it which process it is: ", asked.error_message()));
+    const absl::Status s = rpc::FromGrpcStatus(asked);
+    // A shard that does not answer in time is as good as down.
+    return absl::Status(absl::IsDeadlineExceeded(s) ? absl::StatusCode::kUnavailable : s.code(),
+                        absl::StrCat("store ", addresses_[shard],
+                                     ": asking it which process it is: ", s.message()));
   }
   if (schema.incarnation() != shard_incarnation_[shard]) {
     UnsavedPushes& unsaved = unsaved_[shard];
@@ -139,11 +150,12 @@ absl::Status StoreClient::LearnOfRestart(size_t shard) {
 
 absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
                                const tensor::TensorMap& delta, const TensorEntries& tensors,
-                               const absl::Status& sent, const v1::PushReply& reply) {
+                               const absl::Status& sent, const v1::PushReply& reply,
+                               absl::Time give_up_at) {
   UnsavedPushes& unsaved = unsaved_[shard];
   if (absl::IsAborted(sent)) {
-    // The shard restarted. (Any failure to ask which process answers now is a transient one.)
-    RETURN_IF_ERROR(LearnOfRestart(shard));
+    // The shard restarted.
+    RETURN_IF_ERROR(LearnOfRestart(shard, give_up_at));
     return absl::UnavailableError(absl::StrCat("store ", addresses_[shard], " restarted"));
   }
   RETURN_IF_ERROR(sent);
@@ -170,7 +182,8 @@ absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
   return absl::OkStatus();
 }
 
-absl::Status StoreClient::ResendLost(size_t shard, const v1::PushHeader& header) {
+absl::Status StoreClient::ResendLost(size_t shard, const v1::PushHeader& header,
+                                     absl::Time give_up_at) {
   UnsavedPushes& unsaved = unsaved_[shard];
   while (const PushSum* lost = unsaved.NextToResend()) {
     v1::PushHeader h;
@@ -198,10 +211,10 @@ absl::Status StoreClient::ResendLost(size_t shard, const v1::PushHeader& header)
     const tensor::SharedTensorMap shared = tensor::Share(std::move(delta));
     const TensorEntries tensors = AllEntries(*shared);
     v1::PushReply reply;
-    const absl::Status sent = SendTo(shard, false, h, shared, tensors, &reply);
+    const absl::Status sent = SendTo(shard, false, h, shared, tensors, &reply, give_up_at);
     // Kept again under the epoch it now went into, until that is checkpointed too. A duplicate
     // was in the checkpoint the shard restored.
-    RETURN_IF_ERROR(Took(shard, h, *shared, tensors, sent, reply));
+    RETURN_IF_ERROR(Took(shard, h, *shared, tensors, sent, reply, give_up_at));
     if (!reply.duplicate()) {
       spdlog::info("store {}: re-sent {} push(es) up to sequence {} that its restart lost",
                    addresses_[shard], lost->pushes, lost->last_sequence);
@@ -222,15 +235,16 @@ absl::Status StoreClient::PushTo(size_t shard, const v1::PushHeader& header,
 }
 
 absl::Status StoreClient::ResendWhatRestartsLost(const v1::PushHeader& identity) {
+  const absl::Time give_up_at = absl::Now() + std::min(retry_for_, leave_within_);
   return ForEachShard(
       "re-sending what a restart lost",
       [&](size_t s) {
         const UnsavedPushes& unsaved = unsaved_[s];
         if (unsaved.sums_kept() == 0 && unsaved.to_resend() == 0) return absl::OkStatus();
-        RETURN_IF_ERROR(LearnOfRestart(s));
-        return ResendLost(s, identity);
+        RETURN_IF_ERROR(LearnOfRestart(s, give_up_at));
+        return ResendLost(s, identity, give_up_at);
       },
-      std::min(retry_for_, kResendAsLeavingFor));
+      give_up_at);
 }
 
 absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,

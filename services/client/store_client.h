@@ -43,10 +43,12 @@ struct LinkLimits {
 class StoreClient final : public StoreLink {
  public:
   // `credentials`: this trainer's certificate (or none); `timeout` bounds each RPC;
-  // `chunk_bytes` sizes stream chunks.
+  // `chunk_bytes` sizes stream chunks; `retry_for` bounds the retries of a call, `leave_within`
+  // those of ResendWhatRestartsLost, its RPCs included.
   StoreClient(std::vector<std::string> addresses, const rpc::Credentials& credentials,
               absl::Duration timeout, uint32_t chunk_bytes = tensor::kDefaultChunkBytes,
-              LinkLimits limits = {}, absl::Duration retry_for = absl::Minutes(2));
+              LinkLimits limits = {}, absl::Duration retry_for = absl::Minutes(2),
+              absl::Duration leave_within = kLeaveWithin);
 
   size_t shard_count() const { return stubs_.size(); }
 
@@ -66,33 +68,37 @@ class StoreClient final : public StoreLink {
   // shards that have not closed it yet, so the model is always one round's snapshot.
   absl::StatusOr<PulledModel> Pull(int64_t round) override;
 
-  // Waits for an unreachable shard at most kResendAsLeavingFor (or the client's allowance, if
-  // shorter).
+  // One GetSchema per shard this client keeps unsaved pushes for. Returns within `leave_within`
+  // (or `retry_for`, if shorter), its RPCs' deadlines included.
   absl::Status ResendWhatRestartsLost(const v1::PushHeader& identity) override;
-  // Long enough for a crashed shard to come back (syncopate local restarts one within about a
-  // second); short enough that a trainer stopped together with the stores (an uninstall) leaves
-  // well within its pod's termination grace instead of waiting minutes for them.
-  static constexpr absl::Duration kResendAsLeavingFor = absl::Seconds(15);
+  // The default `leave_within`: long enough for a crashed shard to come back (syncopate local
+  // restarts one within about a second); short enough that a trainer stopped together with the
+  // stores (an uninstall) leaves well within its pod's termination grace, not minutes later.
+  static constexpr absl::Duration kLeaveWithin = absl::Seconds(15);
 
  private:
+  // A call's context: its deadline is `timeout_` from now, or `give_up_at` if sooner.
+  std::unique_ptr<grpc::ClientContext> Context(absl::Time give_up_at) const;
   // One Initialize or Push stream: the header, then `tensors` (entries of `model`) in chunks.
   absl::Status SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
                       const tensor::SharedTensorMap& model, const TensorEntries& tensors,
-                      v1::PushReply* reply);
+                      v1::PushReply* reply, absl::Time give_up_at = absl::InfiniteFuture());
   // Pushes to one shard: first what a restart of it lost, then this push; keeps what the shard
   // has not checkpointed yet. A restart found on the way is UNAVAILABLE (retried).
   absl::Status PushTo(size_t shard, const v1::PushHeader& header, const TensorEntries& tensors,
                       const tensor::SharedTensorMap& delta);
   // Re-sends the pushes shard `shard` lost in a restart, oldest first.
-  absl::Status ResendLost(size_t shard, const v1::PushHeader& header);
+  absl::Status ResendLost(size_t shard, const v1::PushHeader& header,
+                          absl::Time give_up_at = absl::InfiniteFuture());
   // Asks shard `shard` which process answers now; a new one (a restart) queues every push sum
-  // kept for the shard to be re-sent. UNAVAILABLE when the shard cannot be asked.
-  absl::Status LearnOfRestart(size_t shard);
+  // kept for the shard to be re-sent. UNAVAILABLE when the shard cannot be reached in time; its
+  // refusal otherwise.
+  absl::Status LearnOfRestart(size_t shard, absl::Time give_up_at = absl::InfiniteFuture());
   // Records a push the shard took (its reply), or learns of its restart (an ABORTED refusal):
   // then learns of the restart (LearnOfRestart) and returns UNAVAILABLE.
   absl::Status Took(size_t shard, const v1::PushHeader& header, const tensor::TensorMap& delta,
                     const TensorEntries& tensors, const absl::Status& sent,
-                    const v1::PushReply& reply);
+                    const v1::PushReply& reply, absl::Time give_up_at = absl::InfiniteFuture());
   // Pulls one shard's tensors into `out` (its checksums get that shard's one entry, its round the
   // round served: a newer one than asked when `round` was dropped).
   absl::Status PullFrom(size_t shard, int64_t round, PulledModel* out);
@@ -100,9 +106,9 @@ class StoreClient final : public StoreLink {
   // closed the round yet is waited for (retried as UNAVAILABLE).
   absl::StatusOr<std::vector<PulledModel>> PullShards(int64_t round);
   // Runs fn(shard) for every shard concurrently, each retried while transient (see above) for up
-  // to `retry_for` (default: the client's); the first error wins.
+  // to `retry_for_`, or until `give_up_at` if given; the first error wins.
   absl::Status ForEachShard(const std::string& what, const std::function<absl::Status(size_t)>& fn,
-                            std::optional<absl::Duration> retry_for = std::nullopt);
+                            std::optional<absl::Time> give_up_at = std::nullopt);
 
   std::vector<std::string> addresses_;
   std::vector<std::unique_ptr<v1::ParameterStore::Stub>> stubs_;
@@ -115,6 +121,7 @@ class StoreClient final : public StoreLink {
   uint32_t chunk_bytes_;
   LinkLimits limits_;
   absl::Duration retry_for_;
+  absl::Duration leave_within_;
   // Per shard, touched only by the thread pushing to that shard.
   std::vector<uint64_t> shard_incarnation_;  // 0 until the shard first answered
   std::vector<UnsavedPushes> unsaved_;
