@@ -53,12 +53,12 @@ absl::Status LocalModel::Replace(const tensor::TensorMap& model) {
   return absl::OkStatus();
 }
 
-absl::Status LocalModel::Rebase(const tensor::TensorMap& pulled, int64_t includes_clock) {
+absl::Status LocalModel::Rebase(tensor::TensorMap pulled, int64_t includes_clock) {
   RETURN_IF_ERROR(CheckShapes(pulled));
   while (!pending_.empty() && pending_.front().clock <= includes_clock) pending_.pop_front();
   tensor::TensorMap new_base;
   for (const auto& [name, b] : base_) {
-    std::vector<float> base = pulled.at(name);
+    std::vector<float> base = std::move(pulled.at(name));
     for (const Pending& p : pending_) {
       const std::vector<float>& d = p.delta->at(name);
       for (size_t i = 0; i < base.size(); ++i) base[i] += d[i];

@@ -45,8 +45,9 @@ class LocalModel {
 
   // Rebases onto `pulled` (see above). `includes_clock`: the trainer's pushes up to this clock are
   // in `pulled` (-1: none). INVALID_ARGUMENT (nothing changes) when `pulled` lacks a parameter or
-  // has a wrong size; the parameters' read or write error as it is.
-  absl::Status Rebase(const tensor::TensorMap& pulled, int64_t includes_clock);
+  // has a wrong size; the parameters' read or write error as it is. Taken by value: the new base
+  // is built in `pulled`'s buffers.
+  absl::Status Rebase(tensor::TensorMap pulled, int64_t includes_clock);
 
   // The parameters and the base become `model`: the local steps since the last TakeDelta are
   // dropped (a peer-to-peer exchange's average replaces the local model), pending deltas are kept.

@@ -122,7 +122,7 @@ absl::StatusOr<bool> Session::StepOverlapped(float loss) {
 absl::Status Session::TradeWithCommunicator(float loss) {
   const absl::Time start = clock_.Now();
   if (std::optional<OverlappedCommunicator::Pulled> pulled = communicator_->TakePulled()) {
-    RETURN_IF_ERROR(model_.Rebase(pulled->model.tensors, pulled->includes_clock));
+    RETURN_IF_ERROR(model_.Rebase(std::move(pulled->model.tensors), pulled->includes_clock));
   }
   if (communicator_->idle() && model_.unpushed_steps() > 0) {
     ASSIGN_OR_RETURN(tensor::SharedTensorMap delta, TakeDelta(communicator_->next_clock()));
@@ -148,7 +148,7 @@ absl::Status Session::Apply(const v1::Proceed& proceed) {
   }
   ASSIGN_OR_RETURN(std::optional<PulledModel> pulled, protocol_.Pull(proceed));
   if (!pulled) return absl::OkStatus();
-  return model_.Rebase(pulled->tensors,
+  return model_.Rebase(std::move(pulled->tensors),
                        proceed.pull().has_round() ? proceed.pull().includes_clock() : -1);
 }
 
