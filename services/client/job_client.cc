@@ -66,6 +66,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
   job->store_ = std::make_unique<StoreClient>(
       std::vector<std::string>(welcome.store_addresses().begin(), welcome.store_addresses().end()),
       options.credentials, options.rpc_timeout, tensor::kDefaultChunkBytes, job->peers_->limits());
+  job->store_->set_metrics(job->trainer_metrics_.get());
   job->trace_ = std::make_unique<TraceWriter>(options.trace_file);
   job->session_ = std::make_unique<Session>(
       std::move(options.session), *job->coordinator_, *job->store_, parameters,

@@ -172,6 +172,7 @@ absl::Status StoreClient::Took(size_t shard, const v1::PushHeader& header,
                     header.apply_mode() == v1::APPLY_MODE_ROUND, delta, names,
                     static_cast<int>(std::max<uint32_t>(1, header.pushes())));
     if (dropped > 0) {
+      if (metrics_ != nullptr) metrics_->pushes_unprotected.Increment(dropped);
       spdlog::warn(
           "store {} has not checkpointed for a long time: {} older push(es) are no "
           "longer kept to re-send after a restart",
@@ -216,6 +217,7 @@ absl::Status StoreClient::ResendLost(size_t shard, const v1::PushHeader& header,
     // was in the checkpoint the shard restored.
     RETURN_IF_ERROR(Took(shard, h, *shared, tensors, sent, reply, give_up_at));
     if (!reply.duplicate()) {
+      if (metrics_ != nullptr) metrics_->pushes_resent.Increment(lost->pushes);
       spdlog::info("store {}: re-sent {} push(es) up to sequence {} that its restart lost",
                    addresses_[shard], lost->pushes, lost->last_sequence);
     }

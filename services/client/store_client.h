@@ -14,6 +14,7 @@
 #include "base/token_bucket.h"
 #include "client/chunk_writer.h"
 #include "client/links.h"
+#include "client/trainer_metrics.h"
 #include "client/unsaved_pushes.h"
 #include "rpc/grpc_util.h"
 #include "syncopate/v1/store.grpc.pb.h"
@@ -51,6 +52,9 @@ class StoreClient final : public StoreLink {
               absl::Duration leave_within = kLeaveWithin);
 
   size_t shard_count() const { return stubs_.size(); }
+  // Counts the pushes re-sent after a restart and those no longer kept to re-send into `metrics`
+  // (null: nowhere). Set before the first call.
+  void set_metrics(TrainerMetrics* metrics) { metrics_ = metrics; }
 
   // Creates the tensors on their shards (no-op where they exist). Sends a copy of `values` (one
   // model's worth of memory while it is sent).
@@ -122,6 +126,7 @@ class StoreClient final : public StoreLink {
   LinkLimits limits_;
   absl::Duration retry_for_;
   absl::Duration leave_within_;
+  TrainerMetrics* metrics_ = nullptr;
   // Per shard, touched only by the thread pushing to that shard.
   std::vector<uint64_t> shard_incarnation_;  // 0 until the shard first answered
   std::vector<UnsavedPushes> unsaved_;

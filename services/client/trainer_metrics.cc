@@ -67,6 +67,14 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
       mixing_mass(metrics::AddGauge(r, "syncopate_trainer_mixing_mass",
                                     "This trainer's push-sum mass after its last exchange (1 at "
                                     "the job's start, 0 for a trainer joining it under way).")),
+      pushes_resent(metrics::AddCounter(
+          r, "syncopate_trainer_pushes_resent_total",
+          "Pushes re-sent to a store shard that lost them in a restart (per shard: a push re-sent "
+          "to two shards counts twice).")),
+      pushes_unprotected(metrics::AddCounter(
+          r, "syncopate_trainer_pushes_unprotected_total",
+          "Pushes no longer kept to re-send after a store restart: their shard did not confirm a "
+          "checkpoint for too long.")),
       refused_calls(prometheus::BuildCounter()
                         .Name("syncopate_trainer_refused_calls_total")
                         .Help("Calls to this trainer's Peer service refused because the caller's "

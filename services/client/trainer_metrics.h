@@ -37,6 +37,10 @@ struct TrainerMetrics {
   prometheus::Counter& exchange_peers_missed;
   prometheus::Counter& exchange_transfers_preempted;
   prometheus::Gauge& mixing_mass;
+  // Exactly once across store restarts (client/store_client.h): pushes re-sent to a shard that
+  // lost them, per shard; pushes no longer kept to re-send (a shard that did not checkpoint).
+  prometheus::Counter& pushes_resent;
+  prometheus::Counter& pushes_unprotected;
   // Calls to the Peer service refused by the caller's certificate, label rpc.
   prometheus::Family<prometheus::Counter>& refused_calls;
 };
