@@ -71,6 +71,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
   job->session_ = std::make_unique<Session>(
       std::move(options.session), *job->coordinator_, *job->store_, parameters,
       *job->trainer_metrics_, *job->trace_, base::MonotonicClock::Get(), &job->peers_->link());
+  job->store_->set_interrupt([session = job->session_.get()] { return session->stopping(); });
   return job;
 }
 

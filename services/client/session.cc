@@ -152,8 +152,13 @@ absl::Status Session::Apply(const v1::Proceed& proceed) {
                        proceed.pull().has_round() ? proceed.pull().includes_clock() : -1);
 }
 
-absl::StatusOr<bool> Session::End(absl::Status status, const std::string& reason) {
+absl::StatusOr<bool> Session::End(absl::Status status, std::string reason) {
   if (communicator_) communicator_->Halt();
+  if (absl::IsCancelled(status) && stopping()) {
+    spdlog::info("stopping: {}", std::string(status.message()));
+    status = absl::OkStatus();
+    reason = "shutdown";
+  }
   ended_ = status;
   if (!status.ok()) {
     // Leave at once, so that the job does not wait for this trainer until it is evicted.

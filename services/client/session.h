@@ -75,8 +75,12 @@ class Session {
 
   // Asks the session to end: a Step (or Start) waiting for the coordinator in another thread
   // returns within about 200 ms, and the next Step returns false. A transfer under way finishes
-  // first (bounded by the store RPC deadline, or the exchange timeout).
+  // first (bounded by the store RPC deadline, or the exchange timeout); one waiting out a store
+  // outage gives up at its next retry if its store link asks stopping() (StoreClient::
+  // set_interrupt), and the session ends as stopped, not with an error.
   void Stop() { stop_requested_ = true; }
+  // Thread-safe. Stop was called, or SessionOptions::interrupted says so.
+  bool stopping() const;
   // Stops the communication thread and leaves the job, unless the session has ended already (it
   // left, or an error ended it). After a final average this trainer is to evaluate
   // (final_accuracy_due), it leaves then, as done, with `final_accuracy` if given. Idempotent.
@@ -104,12 +108,12 @@ class Session {
   absl::StatusOr<tensor::SharedTensorMap> TakeDelta(int64_t clock);
   // Applies the model the communication thread pulled, and hands it the next delta when it waits.
   absl::Status TradeWithCommunicator(float loss);
-  // Ends the session: false (and a Leave with `reason`) for OK, the error otherwise.
-  absl::StatusOr<bool> End(absl::Status status, const std::string& reason);
+  // Ends the session: false (and a Leave with `reason`) for OK, the error otherwise. CANCELLED
+  // while stopping is a transfer given up for the stop: OK, "shutdown".
+  absl::StatusOr<bool> End(absl::Status status, std::string reason);
   // Leaves without an error: first re-sends what a store restart lost of this trainer's pushes
   // (Protocol::ResendWhatRestartsLost), then leaves.
   void LeaveCleanly(const std::string& reason, std::optional<double> final_accuracy);
-  bool stopping() const;
   // Why a session that did not fail ends without a step limit: "training is done" or "shutdown".
   std::string EndReason() const;
   bool StepLimitReached() const { return options_.max_steps > 0 && steps_ >= options_.max_steps; }

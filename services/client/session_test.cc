@@ -92,6 +92,7 @@ class FakeStore final : public StoreLink {
   }
   absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
                                 tensor::SharedTensorMap delta) override {
+    if (!push_error.ok()) return push_error;
     pushes.push_back({header, *delta});
     calls.push_back("push");
     return 8;
@@ -110,6 +111,7 @@ class FakeStore final : public StoreLink {
     return absl::OkStatus();
   }
 
+  absl::Status push_error;                 // every push's answer when not OK
   FakeCoordinator* coordinator = nullptr;  // to tell whether the trainer had left when it asked
   std::vector<v1::PushHeader> resend_asks;
   std::vector<std::string> calls;  // "push", "resend", in order
@@ -388,6 +390,33 @@ TEST_F(SessionTest, StopLeavesAfterTheCurrentStep) {
   EXPECT_EQ(session.Step(0.5f).value_or(true), false);  // over: nothing more is sent
   EXPECT_EQ(store_.pushes.size(), 2u);
   EXPECT_EQ(store_.resend_asks.size(), 1u);
+}
+
+// A push the store link gave up because the trainer is stopping (a store outage, SIGTERM) ends the
+// session as stopped, not with an error: it leaves cleanly, re-sending what a restart lost first.
+// The same refusal without a stop is an error.
+TEST_F(SessionTest, APushGivenUpForTheStopEndsTheSessionAsStopped) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  for (int64_t c = 0; c < 5; ++c) coordinator.Script({Grant(c), absl::ZeroDuration()});
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_);
+  ASSERT_TRUE(session.Start().ok());
+  EXPECT_EQ(session.Step(0.5f).value_or(false), true);
+  store_.push_error = absl::CancelledError("push on store s given up (stopping)");
+  session.Stop();
+  const absl::StatusOr<bool> more = session.Step(0.5f);
+  ASSERT_TRUE(more.ok()) << more.status();
+  EXPECT_FALSE(*more);
+  EXPECT_EQ(coordinator.left, "shutdown");
+  EXPECT_EQ(store_.resend_asks.size(), 1u);
+
+  FakeCoordinator other(clock_, v1::APPLY_MODE_ROUND);
+  for (int64_t c = 0; c < 5; ++c) other.Script({Grant(c), absl::ZeroDuration()});
+  store_ = FakeStore();
+  Session running(options_, other, store_, parameters_, metrics_, trace_, clock_);
+  ASSERT_TRUE(running.Start().ok());
+  store_.push_error = absl::CancelledError("cancelled");
+  EXPECT_TRUE(absl::IsCancelled(running.Step(0.5f).status()));
+  EXPECT_TRUE(store_.resend_asks.empty());
 }
 
 // A peer-to-peer grant: exchange round `round`, receiving from trainer `from` (sending to nobody,

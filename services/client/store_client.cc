@@ -53,6 +53,10 @@ absl::Status StoreClient::ForEachShard(const std::string& what,
     base::Backoff backoff;
     absl::Status status = fn(shard);
     while (Transient(status) && absl::Now() < stop) {
+      if (!give_up_at && interrupted_ && interrupted_()) {
+        return absl::CancelledError(absl::StrCat(what, " on store ", addresses_[shard],
+                                                 " given up (stopping): ", status.message()));
+      }
       if (backoff.failures() == 0) {
         spdlog::warn("{} on store {} failed, retrying with backoff for up to {}: {}", what,
                      addresses_[shard],

@@ -55,6 +55,10 @@ class StoreClient final : public StoreLink {
   // Counts the pushes re-sent after a restart and those no longer kept to re-send into `metrics`
   // (null: nowhere). Set before the first call.
   void set_metrics(TrainerMetrics* metrics) { metrics_ = metrics; }
+  // Asked between the retries of Initialize, Push and Pull: true gives the call up at once, with
+  // CANCELLED (the trainer is stopping; Session::Stop). Not asked by ResendWhatRestartsLost, which
+  // a stopping trainer calls on its way out. Set before the first call.
+  void set_interrupt(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
 
   // Creates the tensors on their shards (no-op where they exist). Sends a copy of `values` (one
   // model's worth of memory while it is sent).
@@ -110,7 +114,8 @@ class StoreClient final : public StoreLink {
   // closed the round yet is waited for (retried as UNAVAILABLE).
   absl::StatusOr<std::vector<PulledModel>> PullShards(int64_t round);
   // Runs fn(shard) for every shard concurrently, each retried while transient (see above) for up
-  // to `retry_for_`, or until `give_up_at` if given; the first error wins.
+  // to `retry_for_` unless interrupted (set_interrupt), or until `give_up_at` if given (then
+  // uninterrupted); the first error wins.
   absl::Status ForEachShard(const std::string& what, const std::function<absl::Status(size_t)>& fn,
                             std::optional<absl::Time> give_up_at = std::nullopt);
 
@@ -127,6 +132,7 @@ class StoreClient final : public StoreLink {
   absl::Duration retry_for_;
   absl::Duration leave_within_;
   TrainerMetrics* metrics_ = nullptr;
+  std::function<bool()> interrupted_;
   // Per shard, touched only by the thread pushing to that shard.
   std::vector<uint64_t> shard_incarnation_;  // 0 until the shard first answered
   std::vector<UnsavedPushes> unsaved_;

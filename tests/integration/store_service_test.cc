@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
 #include <cmath>
 #include <limits>
 #include <thread>
@@ -741,6 +742,22 @@ TEST_F(StoreServiceTest, AShardUnreachableAsTheTrainerLeavesIsGivenUpInTime) {
   ASSERT_EQ(listen(listener, 16), 0);
   EXPECT_LT(leave(*frozen), absl::Seconds(10));
   close(listener);
+}
+
+// A push waiting out a store outage gives up at its next retry once the trainer is stopping
+// (StoreClient::set_interrupt), with CANCELLED; a re-send on the way out is not cut short so.
+TEST_F(StoreServiceTest, AStoppingTrainerGivesUpAPushWaitingForTheStore) {
+  std::atomic<bool> stopping{false};
+  client_->set_interrupt([&] { return stopping.load(); });
+  ASSERT_TRUE(client_->Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
+  store_.server->Shutdown();
+  absl::Status pushed;
+  std::thread trainer([&] {
+    pushed = client_->Push(Header(2), tensor::Share({{"small", {1, 1, 1}}})).status();
+  });
+  stopping = true;  // the push is retrying (2 minutes) or about to: its next retry gives up
+  trainer.join();
+  EXPECT_TRUE(absl::IsCancelled(pushed)) << pushed;
 }
 
 // Round pushes too: the restarted shard lost round 2 (closed after its checkpoint) and the pending
