@@ -77,6 +77,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
 
 JobClient::~JobClient() {
   if (session_) session_->Close();
+  if (store_) store_->set_interrupt(nullptr);  // it asks the session, which goes first
 }
 
 }  // namespace syncopate::client

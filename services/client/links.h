@@ -13,12 +13,26 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/cord.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/time.h"
 #include "syncopate/v1/coordinator.pb.h"
 #include "syncopate/v1/store.pb.h"
 #include "tensor/tensor_spec.h"
 
 namespace syncopate::client {
+
+// A store call given up because the trainer is stopping (StoreClient::set_interrupt): CANCELLED,
+// marked so that the session can tell it from other cancellations (IsGivenUpForStop).
+inline constexpr char kGivenUpForStop[] = "type.syncopate/given-up-for-stop";
+inline absl::Status GivenUpForStop(absl::string_view message) {
+  absl::Status status = absl::CancelledError(message);
+  status.SetPayload(kGivenUpForStop, absl::Cord("1"));
+  return status;
+}
+inline bool IsGivenUpForStop(const absl::Status& status) {
+  return absl::IsCancelled(status) && status.GetPayload(kGivenUpForStop).has_value();
+}
 
 // One trainer's session with the coordinator, opened (joined) by whoever made it. Thread-safe.
 class CoordinatorLink {

@@ -154,7 +154,7 @@ absl::Status Session::Apply(const v1::Proceed& proceed) {
 
 absl::StatusOr<bool> Session::End(absl::Status status, std::string reason) {
   if (communicator_) communicator_->Halt();
-  if (absl::IsCancelled(status) && stopping()) {
+  if (IsGivenUpForStop(status)) {
     spdlog::info("stopping: {}", std::string(status.message()));
     status = absl::OkStatus();
     reason = "shutdown";

@@ -108,8 +108,8 @@ class Session {
   absl::StatusOr<tensor::SharedTensorMap> TakeDelta(int64_t clock);
   // Applies the model the communication thread pulled, and hands it the next delta when it waits.
   absl::Status TradeWithCommunicator(float loss);
-  // Ends the session: false (and a Leave with `reason`) for OK, the error otherwise. CANCELLED
-  // while stopping is a transfer given up for the stop: OK, "shutdown".
+  // Ends the session: false (and a Leave with `reason`) for OK, the error otherwise. A store call
+  // given up for the stop (IsGivenUpForStop) is OK, "shutdown".
   absl::StatusOr<bool> End(absl::Status status, std::string reason);
   // Leaves without an error: first re-sends what a store restart lost of this trainer's pushes
   // (Protocol::ResendWhatRestartsLost), then leaves.

@@ -394,14 +394,14 @@ TEST_F(SessionTest, StopLeavesAfterTheCurrentStep) {
 
 // A push the store link gave up because the trainer is stopping (a store outage, SIGTERM) ends the
 // session as stopped, not with an error: it leaves cleanly, re-sending what a restart lost first.
-// The same refusal without a stop is an error.
+// Any other cancellation, even while stopping, is an error.
 TEST_F(SessionTest, APushGivenUpForTheStopEndsTheSessionAsStopped) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   for (int64_t c = 0; c < 5; ++c) coordinator.Script({Grant(c), absl::ZeroDuration()});
   Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_);
   ASSERT_TRUE(session.Start().ok());
   EXPECT_EQ(session.Step(0.5f).value_or(false), true);
-  store_.push_error = absl::CancelledError("push on store s given up (stopping)");
+  store_.push_error = GivenUpForStop("push on store s given up: the trainer is stopping");
   session.Stop();
   const absl::StatusOr<bool> more = session.Step(0.5f);
   ASSERT_TRUE(more.ok()) << more.status();
@@ -414,7 +414,8 @@ TEST_F(SessionTest, APushGivenUpForTheStopEndsTheSessionAsStopped) {
   store_ = FakeStore();
   Session running(options_, other, store_, parameters_, metrics_, trace_, clock_);
   ASSERT_TRUE(running.Start().ok());
-  store_.push_error = absl::CancelledError("cancelled");
+  store_.push_error = absl::CancelledError("cancelled by the server");
+  running.Stop();
   EXPECT_TRUE(absl::IsCancelled(running.Step(0.5f).status()));
   EXPECT_TRUE(store_.resend_asks.empty());
 }

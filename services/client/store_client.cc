@@ -1,10 +1,12 @@
 #include "client/store_client.h"
 
 #include <algorithm>
+#include <atomic>
 #include <cstring>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/synchronization/mutex.h"
 #include "base/backoff.h"
 #include "base/status_macros.h"
 #include "client/chunk_writer.h"
@@ -47,15 +49,21 @@ StoreClient::StoreClient(std::vector<std::string> addresses, const rpc::Credenti
 absl::Status StoreClient::ForEachShard(const std::string& what,
                                        const std::function<absl::Status(size_t)>& fn,
                                        std::optional<absl::Time> give_up_at) {
-  auto with_retries = [&](size_t shard) {
+  // The interrupt is asked on the calling thread only (a language binding checks its signals
+  // there); the shards' threads read what it said.
+  const bool interruptible = !give_up_at && interrupted_ != nullptr;
+  std::atomic<bool> stopping{false};
+  auto with_retries = [&](size_t shard, bool on_calling_thread) {
     const absl::Time start = absl::Now();
     const absl::Time stop = give_up_at.value_or(start + retry_for_);
     base::Backoff backoff;
     absl::Status status = fn(shard);
     while (Transient(status) && absl::Now() < stop) {
-      if (!give_up_at && interrupted_ && interrupted_()) {
-        return absl::CancelledError(absl::StrCat(what, " on store ", addresses_[shard],
-                                                 " given up (stopping): ", status.message()));
+      if (interruptible && on_calling_thread && interrupted_()) stopping = true;
+      if (stopping) {
+        return GivenUpForStop(absl::StrCat(what, " on store ", addresses_[shard],
+                                           " given up: the trainer is stopping; ",
+                                           status.message()));
       }
       if (backoff.failures() == 0) {
         spdlog::warn("{} on store {} failed, retrying with backoff for up to {}: {}", what,
@@ -73,11 +81,26 @@ absl::Status StoreClient::ForEachShard(const std::string& what,
     }
     return status;
   };
-  if (stubs_.size() == 1) return with_retries(0);
+  if (stubs_.size() == 1) return with_retries(0, true);
   std::vector<absl::Status> results(stubs_.size());
+  absl::Mutex mu;
+  size_t running = stubs_.size();
   std::vector<std::thread> threads;
   for (size_t s = 0; s < stubs_.size(); ++s) {
-    threads.emplace_back([&, s] { results[s] = with_retries(s); });
+    threads.emplace_back([&, s] {
+      results[s] = with_retries(s, false);
+      absl::MutexLock lock(&mu);
+      --running;
+    });
+  }
+  // The calling thread asks the interrupt every 200 ms until every shard is done.
+  const auto all_done = [&running] { return running == 0; };  // with mu held
+  while (true) {
+    {
+      absl::MutexLock lock(&mu);
+      if (mu.AwaitWithTimeout(absl::Condition(&all_done), absl::Milliseconds(200))) break;
+    }
+    if (interruptible && interrupted_()) stopping = true;
   }
   for (std::thread& t : threads) t.join();
   for (const absl::Status& s : results) {

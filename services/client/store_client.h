@@ -55,9 +55,11 @@ class StoreClient final : public StoreLink {
   // Counts the pushes re-sent after a restart and those no longer kept to re-send into `metrics`
   // (null: nowhere). Set before the first call.
   void set_metrics(TrainerMetrics* metrics) { metrics_ = metrics; }
-  // Asked between the retries of Initialize, Push and Pull: true gives the call up at once, with
-  // CANCELLED (the trainer is stopping; Session::Stop). Not asked by ResendWhatRestartsLost, which
-  // a stopping trainer calls on its way out. Set before the first call.
+  // Asked between the retries of Initialize, Push and Pull, on the calling thread (at least every
+  // 200 ms while several shards' calls run): true gives the call up, at each shard's next retry,
+  // with GivenUpForStop (links.h; the trainer is stopping, Session::Stop). Not asked by
+  // ResendWhatRestartsLost, which a stopping trainer calls on its way out. Set before the first
+  // call.
   void set_interrupt(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
 
   // Creates the tensors on their shards (no-op where they exist). Sends a copy of `values` (one

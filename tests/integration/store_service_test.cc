@@ -757,7 +757,7 @@ TEST_F(StoreServiceTest, AStoppingTrainerGivesUpAPushWaitingForTheStore) {
   });
   stopping = true;  // the push is retrying (2 minutes) or about to: its next retry gives up
   trainer.join();
-  EXPECT_TRUE(absl::IsCancelled(pushed)) << pushed;
+  EXPECT_TRUE(client::IsGivenUpForStop(pushed)) << pushed;
 }
 
 // Round pushes too: the restarted shard lost round 2 (closed after its checkpoint) and the pending
@@ -899,4 +899,23 @@ TEST_F(PullWindowTest, TheReplacementWaitsForAShardStillClosingIt) {
 }
 
 }  // namespace
+// With several shards each shard's call runs on a thread of its own, and only the calling thread
+// asks the interrupt (a language binding checks its signals there): the calls still give up.
+TEST_F(PullWindowTest, AStoppingTrainerGivesUpCallsToSeveralShards) {
+  Start(2, 2);
+  std::atomic<bool> stopping{false};
+  const std::thread::id caller = std::this_thread::get_id();
+  std::atomic<bool> asked_elsewhere{false};
+  client_->set_interrupt([&] {
+    if (std::this_thread::get_id() != caller) asked_elsewhere = true;
+    return stopping.load();
+  });
+  for (auto& shard : shards_) shard->server->Shutdown();
+  std::thread stopper([&] { stopping = true; });
+  const absl::Status pulled = client_->Pull(-1).status();
+  stopper.join();
+  EXPECT_TRUE(client::IsGivenUpForStop(pulled)) << pulled;
+  EXPECT_FALSE(asked_elsewhere);
+}
+
 }  // namespace syncopate
