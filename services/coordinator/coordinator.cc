@@ -591,9 +591,9 @@ std::vector<TrainerGauge> Coordinator::TrainerGauges() const {
   absl::MutexLock lock(&mu_);
   std::vector<TrainerGauge> gauges;
   gauges.reserve(sessions_.size());
+  const sync::BandwidthEstimator* links = policy_->link_estimates();
   for (const auto& [id, session] : sessions_) {
     TrainerGauge& gauge = gauges.emplace_back(GaugeOf(id));
-    const sync::BandwidthEstimator* links = policy_->link_estimates();
     if (links == nullptr) continue;
     for (const auto& [receiver, rate] : links->SendsOf(id)) {
       if (auto name = names_.find(receiver); name != names_.end()) {

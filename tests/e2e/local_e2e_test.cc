@@ -127,12 +127,9 @@ TEST(LocalE2E, RepeatedSigtermStillLeavesCleanly) {
   // merge into one), and the trainer must log taking it too.
   const std::string log = dir + "/trainer-1.log";
   auto logged = [&](const std::string& line) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(30);
-    while (absl::Now() < deadline) {
-      if (base::ReadFile(log).value_or("").find(line) != std::string::npos) return true;
-      absl::SleepFor(absl::Milliseconds(10));
-    }
-    return false;
+    return PollUntil(
+        [&] { return base::ReadFile(log).value_or("").find(line) != std::string::npos; },
+        absl::Seconds(30), absl::Milliseconds(10));
   };
   ASSERT_EQ(kill(victim, SIGTERM), 0);
   ASSERT_TRUE(logged("termination signal: finishing the current step and leaving")) << log;

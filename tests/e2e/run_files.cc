@@ -167,16 +167,28 @@ std::string MakeTempDir(const std::string& name) {
   return pattern;
 }
 
+bool PollUntil(const std::function<bool()>& done, absl::Duration limit, absl::Duration every) {
+  const absl::Time deadline = absl::Now() + limit;
+  while (!done()) {
+    if (absl::Now() >= deadline) return false;
+    absl::SleepFor(every);
+  }
+  return true;
+}
+
 int PidOnceTraining(const std::string& dir, int rank,
                     const std::function<bool(const std::string&)>& training, absl::Duration limit) {
   const std::string ready_file = dir + "/trainer-" + std::to_string(rank) + ".ready.json";
-  const absl::Time deadline = absl::Now() + limit;
-  while (absl::Now() < deadline) {
-    nlohmann::json ready = ReadJson(ready_file);
-    if (!ready.is_discarded() && training(dir)) return ready["pid"];
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  return 0;
+  int pid = 0;
+  PollUntil(
+      [&] {
+        nlohmann::json ready = ReadJson(ready_file);
+        if (ready.is_discarded() || !training(dir)) return false;
+        pid = ready["pid"];
+        return true;
+      },
+      limit, absl::Milliseconds(100));
+  return pid;
 }
 
 }  // namespace syncopate::e2e

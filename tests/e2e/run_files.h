@@ -58,6 +58,11 @@ std::string Read(const std::string& path);
 // once every process started); "" before.
 std::string CoordinatorAddress(const std::string& dir);
 
+// Whether `done()` came true, polled every `every` for at most `limit` (a process's files, logs or
+// ports, which give no other signal).
+bool PollUntil(const std::function<bool()>& done, absl::Duration limit,
+               absl::Duration every = absl::Milliseconds(20));
+
 // The pid of trainer `rank` of the run in `dir` once `training(dir)` says it trains, polled every
 // 100 ms for at most `limit`; 0 when that never happened.
 int PidOnceTraining(const std::string& dir, int rank,

@@ -7,7 +7,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <functional>
 
 #include "../e2e/local_runs.h"
 #include "../e2e/run_files.h"
@@ -152,16 +151,6 @@ TEST_P(StoreRestart, TheJobGoesOnAndReportsIt) {
 INSTANTIATE_TEST_SUITE_P(EveryStoreMode, StoreRestart,
                          ::testing::Values("bsp", "asp", "ssp", "dssp", "wbsp", "wbsp_overlap",
                                            "hybrid"));
-
-// Whether `done()` came true, polled every 20 ms for at most `limit`.
-bool PollUntil(const std::function<bool()>& done, absl::Duration limit) {
-  const absl::Time deadline = absl::Now() + limit;
-  while (!done()) {
-    if (absl::Now() >= deadline) return false;
-    absl::SleepFor(absl::Milliseconds(20));
-  }
-  return true;
-}
 
 // The newest clock trainer `rank` traced as pushed (acknowledged); -1 for none.
 int64_t LastPushedClock(const std::string& dir, int rank) {
@@ -376,10 +365,8 @@ TEST(FinalAverageRestart, TheNextCoordinatorEndsTheJobInTheSameRound) {
     return Read(coordinator_log).find("the stores keep the job's end") != std::string::npos &&
            Read(dir + ".out").find("training ends (") != std::string::npos;
   };
-  bool ready_to_kill_now = false;
-  for (int i = 0; i < 200 && !(ready_to_kill_now = ready_to_kill()); ++i) {
-    absl::SleepFor(absl::Milliseconds(50));  // polling log files, with a 10 s deadline
-  }
+  const bool ready_to_kill_now =
+      PollUntil(ready_to_kill, absl::Seconds(10), absl::Milliseconds(50));
   const nlohmann::json ready = ReadJson(dir + "/coordinator-0.ready.json");
   const bool killed =
       ready_to_kill_now && !ready.is_discarded() && kill(ready["pid"].get<int>(), SIGKILL) == 0;

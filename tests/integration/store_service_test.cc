@@ -37,6 +37,7 @@ class StoreServiceTest : public ::testing::Test {
     address_ = store_.address();
     client_ = std::make_unique<client::StoreClient>(
         std::vector<std::string>{address_}, rpc::Credentials::Insecure(), absl::Seconds(10));
+    client_->set_metrics(&trainer_metrics_);
     stub_ = v1::ParameterStore::NewStub(
         rpc::MakeChannel(address_, rpc::Credentials::Insecure(), rpc::Role::kStore));
     store_.table.SetMembers({{kTrainer, 1}});
@@ -105,6 +106,8 @@ class StoreServiceTest : public ::testing::Test {
   LocalStore store_;
   std::unique_ptr<RestartedShard> restarted_;
   std::string address_;
+  prometheus::Registry trainer_registry_;
+  client::TrainerMetrics trainer_metrics_{trainer_registry_};  // client_'s, as a trainer's
   std::unique_ptr<client::StoreClient> client_;
   std::unique_ptr<v1::ParameterStore::Stub> stub_;
   tensor::TensorMap model_;
@@ -662,9 +665,6 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentOnce) {
 // leaving (StoreLink::ResendWhatRestartsLost): asked once, the shard takes each lost push once;
 // asked again, or asked of a shard that kept running, nothing is sent twice.
 TEST_F(StoreServiceTest, PushesARestartLostAreResentBeforeLeaving) {
-  prometheus::Registry registry;
-  client::TrainerMetrics metrics(registry);
-  client_->set_metrics(&metrics);
   ASSERT_TRUE(client_->Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
   store::DurableState state = store_.table.Durable();  // the checkpoint holds push 1...
   store_.table.Saved(state.epoch);
@@ -679,13 +679,13 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentBeforeLeaving) {
   ASSERT_NO_FATAL_FAILURE(Serve());
   EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));  // push 1 only
 
-  EXPECT_EQ(metrics.pushes_resent.Value(), 0);
+  EXPECT_EQ(trainer_metrics_.pushes_resent.Value(), 0);
   ASSERT_TRUE(client_->ResendWhatRestartsLost(Header(0)).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{4, 5, 6}));  // 1 and 2, each once
-  EXPECT_EQ(metrics.pushes_resent.Value(), 1);  // push 2: push 1 was in the checkpoint
+  EXPECT_EQ(trainer_metrics_.pushes_resent.Value(), 1);  // push 2: push 1 was in the checkpoint
   ASSERT_TRUE(client_->ResendWhatRestartsLost(Header(0)).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{4, 5, 6}));
-  EXPECT_EQ(metrics.pushes_resent.Value(), 1);
+  EXPECT_EQ(trainer_metrics_.pushes_resent.Value(), 1);
   // A retry of push 2 is a duplicate: it went in with the re-sent sum.
   ASSERT_TRUE(client_->Push(Header(2), tensor::Share({{"small", {2, 2, 2}}})).ok());
   EXPECT_EQ(Live()["small"], (std::vector<float>{4, 5, 6}));
@@ -694,15 +694,12 @@ TEST_F(StoreServiceTest, PushesARestartLostAreResentBeforeLeaving) {
 // A shard whose checkpoints are never written: each cut starts an epoch whose sum the trainer
 // keeps, at most 8 of them; past that the oldest is no longer protected, and counted.
 TEST_F(StoreServiceTest, PushesNoLongerKeptToResendAreCounted) {
-  prometheus::Registry registry;
-  client::TrainerMetrics metrics(registry);
-  client_->set_metrics(&metrics);
   for (uint64_t sequence = 1; sequence <= 10; ++sequence) {
     ASSERT_TRUE(client_->Push(Header(sequence), tensor::Share({{"small", {1, 1, 1}}})).ok());
     (void)store_.table.Durable();  // a cut, never saved
   }
-  EXPECT_EQ(metrics.pushes_unprotected.Value(), 2);  // the sums of pushes 1 and 2
-  EXPECT_EQ(metrics.pushes_resent.Value(), 0);
+  EXPECT_EQ(trainer_metrics_.pushes_unprotected.Value(), 2);  // the sums of pushes 1 and 2
+  EXPECT_EQ(trainer_metrics_.pushes_resent.Value(), 0);
 }
 
 // A shard that cannot be reached as the trainer leaves (stopped with it, or frozen) is given up
