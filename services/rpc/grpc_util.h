@@ -93,6 +93,16 @@ class Refused final : public Reactor {
 // A callback-API unary method's answer, given at once on the thread that read the request.
 grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::Status& status);
 
+// Makes this process's gRPC wait for its sockets with poll(2) instead of epoll, unless
+// GRPC_POLL_STRATEGY is set already. For a process that holds few connections and blocks on its
+// calls (a trainer): with poll the thread waiting for a reply reads it itself, where under epoll
+// another of gRPC's threads often reads it and wakes the waiter (bench/README, "gRPC's poll
+// strategy": a 5-trainer BSP round about 9% shorter). Servers of many connections (the store, the
+// coordinator) keep epoll, which scales with connections and gained nothing measurable here. Call
+// before this process makes its first gRPC object: gRPC reads the variable when it starts, so a
+// later call changes nothing but the environment.
+void PreferPollForAFewConnections();
+
 // Calls grpc.health.v1.Health/Check on `channel`; OK when the server reports SERVING.
 absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout);
 
