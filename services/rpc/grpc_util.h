@@ -95,12 +95,13 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::S
 
 // Makes this process's gRPC wait for its sockets with poll(2) instead of epoll, unless
 // GRPC_POLL_STRATEGY is set already. For a process that holds few connections and blocks on its
-// calls (a trainer): with poll the thread waiting for a reply reads it itself, where under epoll
-// another of gRPC's threads often reads it and wakes the waiter (bench/README, "gRPC's poll
-// strategy": a 5-trainer BSP round about 9% shorter). Servers of many connections (the store, the
-// coordinator) keep epoll, which scales with connections and gained nothing measurable here. Call
-// before this process makes its first gRPC object: gRPC reads the variable when it starts, so a
-// later call changes nothing but the environment.
+// calls (a trainer): with poll the thread waiting for a reply polls its call's sockets itself,
+// where under epoll another of gRPC's threads often reads the reply and wakes the waiter
+// (bench/README, "gRPC's poll strategy": a 5-trainer BSP round 1-10% shorter, mostly its pull).
+// Servers of many connections (the store, the coordinator) keep epoll: poll(2) scans every
+// connection at each wait, and the bench that could show that cost at thousands of connections
+// does not exist yet. Call before this process makes its first gRPC object: gRPC reads the
+// variable when it starts, so a later call changes nothing but the environment.
 void PreferPollForAFewConnections();
 
 // Calls grpc.health.v1.Health/Check on `channel`; OK when the server reports SERVING.
