@@ -13,6 +13,7 @@
 #include "rpc/identity.h"
 #include "spdlog/spdlog.h"
 #include "store/push_reactor.h"
+#include "tensor/tensor.h"
 
 namespace syncopate::client {
 
@@ -550,7 +551,7 @@ absl::StatusOr<double> MixInto(tensor::TensorMap& own, double own_mass,
     for (const auto& [sender, peer] : received) {
       const float weight = static_cast<float>(peer.mass / total);
       const std::vector<float>& other = peer.model.at(name);
-      for (size_t i = 0; i < values.size(); ++i) values[i] += weight * other[i];
+      tensor::ScaledAdd(values.data(), tensor::UnalignedFloats::Of(other), weight);
     }
   }
   return total;

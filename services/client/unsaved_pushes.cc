@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <limits>
 
+#include "absl/types/span.h"
+#include "tensor/tensor.h"
+
 namespace syncopate::client {
 
 int UnsavedPushes::Add(uint64_t incarnation, int64_t epoch, uint64_t sequence, int64_t clock,
@@ -19,8 +22,15 @@ int UnsavedPushes::Add(uint64_t incarnation, int64_t epoch, uint64_t sequence, i
     if (it == delta.end()) continue;
     const std::vector<float>& values = it->second;
     std::vector<float>& acc = sum.sum[*name];
-    if (acc.empty()) acc.assign(values.size(), 0.0f);
-    for (size_t i = 0; i < values.size() && i < acc.size(); ++i) acc[i] += weight * values[i];
+    if (acc.empty()) {
+      acc.resize(values.size());
+      tensor::ScaledCopy(acc.data(), tensor::UnalignedFloats::Of(values), weight);
+    } else {
+      tensor::ScaledAdd(acc.data(),
+                        tensor::UnalignedFloats::Of(
+                            absl::MakeConstSpan(values).first(std::min(values.size(), acc.size()))),
+                        weight);
+    }
   }
   if (by_epoch_.size() <= max_sums_) return 0;
   auto oldest = std::min_element(
