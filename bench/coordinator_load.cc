@@ -19,7 +19,7 @@
 // Usage:
 //   syncopate-coordinator-bench [--modes=asp,bsp] [--trainers=100,1000,2000] [--seconds=10]
 //                               [--step=0ms] [--jitter=0.25] [--say-awaiting=true|false]
-//                               [--bin-dir=DIR]
+//                               [--connections=16] [--bin-dir=DIR]
 #include <unistd.h>
 
 #include <algorithm>
@@ -336,7 +336,7 @@ struct Row {
 };
 
 absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, int trainers,
-                           absl::Duration window, const Behaviour& behaviour) {
+                           int connections, absl::Duration window, const Behaviour& behaviour) {
   const std::string dir =
       absl::StrCat(std::filesystem::temp_directory_path().string(), "/syncopate-coordinator-bench-",
                    getpid(), "-", mode, "-", trainers);
@@ -360,7 +360,7 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
                         "--start-timeout=300s", "--eviction-timeout=60s", "--heartbeat-interval=1s",
                         "--ready-file=" + dir + "/coordinator.ready.json", "--log-level=warn",
                         // Plaintext: this measures the coordinator's own cost per event. The
-                        // simulated trainers share 16 connections: no per-connection stream cap.
+                        // simulated trainers share --connections: no per-connection stream cap.
                         "--insecure", "--max-streams-per-connection=1000000"},
                        {}, dir + "/coordinator.log"));
   ASSIGN_OR_RETURN(base::ReadyInfo coordinator_ready,
@@ -368,9 +368,9 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
   const std::string address = absl::StrCat("127.0.0.1:", coordinator_ready.grpc_port);
 
   // Trainers spread over several connections, as separate pods would have their own.
-  constexpr int kChannels = 16;
+  const int channels = std::min(connections, trainers);
   std::vector<std::unique_ptr<v1::Coordinator::Stub>> stubs;
-  for (int c = 0; c < kChannels; ++c) {
+  for (int c = 0; c < channels; ++c) {
     grpc::ChannelArguments args;
     args.SetInt("syncopate.bench_channel", c);  // distinct arguments: a connection of its own
     args.SetMaxReceiveMessageSize(-1);
@@ -399,7 +399,7 @@ absl::StatusOr<Row> RunOne(const std::string& bin_dir, const std::string& mode, 
   Scheduler scheduler;
   EndStreams end_streams{sims, stats};
   for (int i = 0; i < trainers; ++i) {
-    sims.push_back(std::make_unique<SimTrainer>(*stubs[i % kChannels], absl::StrCat("sim-", i),
+    sims.push_back(std::make_unique<SimTrainer>(*stubs[i % channels], absl::StrCat("sim-", i),
                                                 static_cast<uint32_t>(i), stats, scheduler,
                                                 behaviour, go));
     // The coordinator refuses joins (UNAVAILABLE) until it reached the store: wait for the first.
@@ -490,6 +490,7 @@ int main(int argc, char** argv) {
   double seconds = 10;
   double jitter = 0.25;
   bool say_awaiting = true;
+  int connections = 16;
   std::string bin_dir = std::filesystem::path(argv[0]).parent_path().string();
   app.add_option("--modes", modes, "Modes, comma-separated");
   app.add_option("--trainers", counts, "Simulated trainer counts, comma-separated");
@@ -501,6 +502,9 @@ int main(int argc, char** argv) {
   app.add_option("--say-awaiting", say_awaiting,
                  "Heartbeats say whether the trainer awaits its grant, as real trainers do "
                  "(false: as trainers before HeartbeatAck)");
+  app.add_option("--connections", connections,
+                 "Connections the simulated trainers share (at most one per trainer, as pods)")
+      ->check(CLI::PositiveNumber);
   app.add_option("--bin-dir", bin_dir, "Where syncopate-store and syncopate-coordinator are");
   CLI11_PARSE(app, argc, argv);
   absl::Duration step_time;
@@ -525,7 +529,7 @@ int main(int argc, char** argv) {
   int status = 0;
   for (const std::string& mode : base::SplitList(modes)) {
     for (int n : trainer_counts) {
-      absl::StatusOr<Row> row = RunOne(bin_dir, mode, n, absl::Seconds(seconds),
+      absl::StatusOr<Row> row = RunOne(bin_dir, mode, n, connections, absl::Seconds(seconds),
                                        Behaviour{step_time, jitter, say_awaiting});
       if (!row.ok()) {
         std::fprintf(stderr, "%s, %d trainers: %s\n", mode.c_str(), n,
