@@ -20,6 +20,7 @@
 //   syncopate-coordinator-bench [--modes=asp,bsp] [--trainers=100,1000,2000] [--seconds=10]
 //                               [--step=0ms] [--jitter=0.25] [--say-awaiting=true|false]
 //                               [--connections=16] [--bin-dir=DIR]
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -507,6 +508,12 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--bin-dir", bin_dir, "Where syncopate-store and syncopate-coordinator are");
   CLI11_PARSE(app, argc, argv);
+  // A connection per trainer needs two descriptors per trainer here and in the coordinator (which
+  // inherits the limit): the soft limit up to the hard one.
+  if (rlimit files; getrlimit(RLIMIT_NOFILE, &files) == 0 && files.rlim_cur < files.rlim_max) {
+    files.rlim_cur = files.rlim_max;
+    setrlimit(RLIMIT_NOFILE, &files);
+  }
   absl::Duration step_time;
   if (!absl::ParseDuration(step, &step_time) || step_time < absl::ZeroDuration()) {
     std::fprintf(stderr, "--step: not a duration: %s\n", step.c_str());
@@ -544,8 +551,9 @@ int main(int argc, char** argv) {
                   row->failed ? absl::StrCat("  (", row->failed, " sessions failed)").c_str() : "");
       std::fflush(stdout);
       json.push_back(absl::StrCat(
-          "{\"mode\":\"", mode, "\",\"trainers\":", n, ",\"reports_per_second\":",
-          row->reports_per_second, ",\"heartbeats_per_second\":", row->heartbeats_per_second,
+          "{\"mode\":\"", mode, "\",\"trainers\":", n, ",\"connections\":",
+          std::min(connections, n), ",\"reports_per_second\":", row->reports_per_second,
+          ",\"heartbeats_per_second\":", row->heartbeats_per_second,
           ",\"acks_per_second\":", row->acks_per_second, ",\"grant_p50_ms\":", row->grant_p50_ms,
           ",\"grant_p99_ms\":", row->grant_p99_ms, ",\"close_p50_ms\":", row->close_p50_ms,
           ",\"close_p99_ms\":", row->close_p99_ms,

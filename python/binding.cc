@@ -8,8 +8,8 @@
 // the job) and is raised from the call; a stop requested by a signal handler (request_stop) makes
 // step return False. An exception from a parameter callback ends the session and is raised too.
 // Errors are syncopate.SyncopateError carrying the status code's name and the message.
-// The first session sets GRPC_POLL_STRATEGY=poll for the process unless it is set
-// (rpc::PreferPollForAFewConnections): a grpcio imported later in the same process reads it too.
+// `import syncopate` sets GRPC_POLL_STRATEGY=poll unless it is set (syncopate/__init__.py), as
+// syncopate-trainer does (rpc::PreferPollForAFewConnections).
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -23,7 +23,6 @@
 
 #include "absl/status/status.h"
 #include "client/job_client.h"
-#include "rpc/grpc_util.h"
 
 namespace py = pybind11;
 
@@ -43,9 +42,7 @@ absl::Duration Seconds(double s) { return absl::Seconds(s); }
 // One trainer's session with its parameters; see syncopate.Session for the contract.
 class PySession {
  public:
-  explicit PySession(py::dict options) : options_(std::move(options)) {
-    rpc::PreferPollForAFewConnections();  // as syncopate-trainer: before any gRPC object
-  }
+  explicit PySession(py::dict options) : options_(std::move(options)) {}
   ~PySession() {
     py::gil_scoped_release release;
     job_.reset();

@@ -100,8 +100,9 @@ grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::S
 // (bench/README, "gRPC's poll strategy": a 5-trainer BSP round 1-10% shorter, mostly its pull).
 // Servers of many connections (the store, the coordinator) keep epoll: poll(2) scans every
 // connection at each wait, and with it the coordinator bench neither gained nor lost at 2,000
-// connections. Call before this process makes its first gRPC object: gRPC reads the
-// variable when it starts, so a later call changes nothing but the environment.
+// connections. Call before this process makes its first gRPC object (gRPC reads the variable
+// when it starts) and before it starts threads (setenv is not thread-safe). The Python package
+// does the same at import (syncopate/__init__.py).
 void PreferPollForAFewConnections();
 
 // Calls grpc.health.v1.Health/Check on `channel`; OK when the server reports SERVING.
