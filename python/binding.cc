@@ -8,8 +8,6 @@
 // the job) and is raised from the call; a stop requested by a signal handler (request_stop) makes
 // step return False. An exception from a parameter callback ends the session and is raised too.
 // Errors are syncopate.SyncopateError carrying the status code's name and the message.
-// `import syncopate` sets GRPC_POLL_STRATEGY=poll unless it is set (syncopate/__init__.py), as
-// syncopate-trainer does (rpc::PreferPollForAFewConnections).
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>

@@ -22,12 +22,6 @@ from typing import Callable, Dict, Mapping, Optional, Sequence
 
 import numpy as np
 
-# A trainer holds few connections and blocks on its calls: gRPC's poll(2) engine lets the thread
-# that waits for a reply read it itself. As syncopate-trainer does
-# (rpc::PreferPollForAFewConnections; docs/python.md), set before the extension below starts gRPC,
-# unless the variable is set.
-os.environ.setdefault("GRPC_POLL_STRATEGY", "poll")
-
 from ._errors import SyncopateError
 from ._syncopate import _Session
 

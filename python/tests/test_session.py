@@ -2,7 +2,6 @@
 
 import os
 import signal
-import subprocess
 import sys
 import threading
 import time
@@ -32,17 +31,6 @@ def test_bad_parameters_are_errors_with_a_status():
     with pytest.raises(syncopate.SyncopateError) as e:
         session.add("w", w(1, 2))  # twice
     assert e.value.code == "INVALID_ARGUMENT"
-
-
-def test_import_chooses_grpcs_poll_engine_unless_the_user_chose_one():
-    def after_import(env):
-        code = "import os, syncopate; print(os.environ.get('GRPC_POLL_STRATEGY'))"
-        out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
-        return out.stdout.decode().strip()
-
-    env = {k: v for k, v in os.environ.items() if k != "GRPC_POLL_STRATEGY"}
-    assert after_import(env) == "poll"
-    assert after_import({**env, "GRPC_POLL_STRATEGY": "epoll1"}) == "epoll1"
 
 
 def test_options_come_from_arguments_or_the_environment(monkeypatch):

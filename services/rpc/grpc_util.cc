@@ -1,7 +1,5 @@
 #include "rpc/grpc_util.h"
 
-#include <cstdlib>
-
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -121,7 +119,5 @@ absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout) {
   }
   return absl::OkStatus();
 }
-
-void PreferPollForAFewConnections() { setenv("GRPC_POLL_STRATEGY", "poll", /*overwrite=*/0); }
 
 }  // namespace syncopate::rpc

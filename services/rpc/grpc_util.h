@@ -93,18 +93,6 @@ class Refused final : public Reactor {
 // A callback-API unary method's answer, given at once on the thread that read the request.
 grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::Status& status);
 
-// Makes this process's gRPC wait for its sockets with poll(2) instead of epoll, unless
-// GRPC_POLL_STRATEGY is set already. For a process that holds few connections and blocks on its
-// calls (a trainer): with poll the thread waiting for a reply polls its call's sockets itself,
-// where under epoll another of gRPC's threads often reads the reply and wakes the waiter
-// (bench/README, "gRPC's poll strategy": a 5-trainer BSP round 1-10% shorter, mostly its pull).
-// Servers of many connections (the store, the coordinator) keep epoll: poll(2) scans every
-// connection at each wait, and with it the coordinator bench neither gained nor lost at 2,000
-// connections. Call before this process makes its first gRPC object (gRPC reads the variable
-// when it starts) and before it starts threads (setenv is not thread-safe). The Python package
-// does the same at import (syncopate/__init__.py).
-void PreferPollForAFewConnections();
-
 // Calls grpc.health.v1.Health/Check on `channel`; OK when the server reports SERVING.
 absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout);
 
