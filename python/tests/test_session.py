@@ -2,6 +2,7 @@
 
 import os
 import signal
+import subprocess
 import sys
 import threading
 import time
@@ -31,6 +32,20 @@ def test_bad_parameters_are_errors_with_a_status():
     with pytest.raises(syncopate.SyncopateError) as e:
         session.add("w", w(1, 2))  # twice
     assert e.value.code == "INVALID_ARGUMENT"
+
+
+def test_import_chooses_grpcs_poll_engine_unless_the_user_chose_one():
+    names = ("GRPC_POLL_STRATEGY", "GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS")
+
+    def after_import(env):
+        code = f"import os, syncopate; print(*(os.environ.get(n) for n in {names!r}))"
+        out = subprocess.run([sys.executable, "-c", code], env=env, check=True, capture_output=True)
+        return out.stdout.decode().split()
+
+    env = {k: v for k, v in os.environ.items() if k not in names}
+    assert after_import(env) == ["poll", "20"]
+    assert after_import({**env, names[0]: "epoll1"}) == ["epoll1", "20"]
+    assert after_import({**env, names[1]: "100"}) == ["poll", "100"]
 
 
 def test_options_come_from_arguments_or_the_environment(monkeypatch):
