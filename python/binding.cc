@@ -8,8 +8,8 @@
 // the job) and is raised from the call; a stop requested by a signal handler (request_stop) makes
 // step return False. An exception from a parameter callback ends the session and is raised too.
 // Errors are syncopate.SyncopateError carrying the status code's name and the message.
-// `import syncopate` sets gRPC's poll(2) engine (rpc::PollForAFewConnections) unless the variables
-// are set (syncopate/__init__.py), as syncopate-trainer does.
+// The first session sets gRPC's poll(2) engine for the process (rpc::PreferPollForAFewConnections),
+// as syncopate-trainer does, unless GRPC_POLL_STRATEGY says otherwise.
 #include <pybind11/functional.h>
 #include <pybind11/numpy.h>
 #include <pybind11/pybind11.h>
@@ -20,12 +20,10 @@
 #include <optional>
 #include <string>
 #include <thread>
-#include <utility>
-#include <vector>
 
 #include "absl/status/status.h"
 #include "client/job_client.h"
-#include "rpc/grpc_util.h"
+#include "rpc/poll_engine.h"
 
 namespace py = pybind11;
 
@@ -45,7 +43,9 @@ absl::Duration Seconds(double s) { return absl::Seconds(s); }
 // One trainer's session with its parameters; see syncopate.Session for the contract.
 class PySession {
  public:
-  explicit PySession(py::dict options) : options_(std::move(options)) {}
+  explicit PySession(py::dict options) : options_(std::move(options)) {
+    rpc::PreferPollForAFewConnections();  // the first session's: before any gRPC object
+  }
   ~PySession() {
     py::gil_scoped_release release;
     job_.reset();
@@ -272,13 +272,6 @@ using syncopate::python::PySession;
 
 PYBIND11_MODULE(_syncopate, m) {
   m.doc() = "Syncopate's client library; use the syncopate package.";
-  m.def("_poll_for_a_few_connections", [] {
-    std::vector<std::pair<std::string, std::string>> variables;
-    for (const auto& variable : syncopate::rpc::PollForAFewConnections()) {
-      variables.emplace_back(variable.name, variable.value);
-    }
-    return variables;
-  });
   py::class_<PySession>(m, "_Session")
       .def(py::init<py::dict>())
       .def("add_array", &PySession::AddArray)

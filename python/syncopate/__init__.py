@@ -23,15 +23,7 @@ from typing import Callable, Dict, Mapping, Optional, Sequence
 import numpy as np
 
 from ._errors import SyncopateError
-from ._syncopate import _Session, _poll_for_a_few_connections
-
-# A trainer holds few connections and blocks on its calls: gRPC's poll(2) engine lets the thread
-# that waits for a reply read it itself, and a short backup poll lets a reconnection that no call
-# waits for complete. As syncopate-trainer does (rpc::PreferPollForAFewConnections, whose list this
-# is; docs/python.md), each unless it is set, before any session starts gRPC. Through os.environ,
-# so that the processes the script starts see them too.
-for _name, _value in _poll_for_a_few_connections():
-    os.environ.setdefault(_name, _value)
+from ._syncopate import _Session
 
 __all__ = ["Session", "SyncopateError", "ENVIRONMENT", "environment"]
 

@@ -60,8 +60,12 @@ class Cluster:
         argv = [os.path.join(BIN_DIR, f"syncopate-{role}"), "--listen=127.0.0.1:0",
                 "--metrics-listen=127.0.0.1:0", f"--ready-file={ready}",
                 f"--tls-dir={self.tls_dirs[role]}"] + args
+        # As in a real job, the servers keep gRPC's default engine: this process's sessions set
+        # poll for themselves (rpc::PreferPollForAFewConnections), which children would inherit.
+        env = {k: v for k, v in os.environ.items()
+               if k not in ("GRPC_POLL_STRATEGY", "GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS")}
         with open(log, "w") as out:
-            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT)
+            process = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
         self.processes.append(process)
         return process, _await_ready(process, ready, log)
 

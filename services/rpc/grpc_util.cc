@@ -1,7 +1,5 @@
 #include "rpc/grpc_util.h"
 
-#include <cstdlib>
-
 #include "absl/strings/str_cat.h"
 #include "grpc/health/v1/health.grpc.pb.h"
 
@@ -120,20 +118,6 @@ absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout) {
     return absl::UnavailableError(absl::StrCat("not serving: ", response.status()));
   }
   return absl::OkStatus();
-}
-
-const std::vector<EnvironmentDefault>& PollForAFewConnections() {
-  static const auto* const kDefaults = new std::vector<EnvironmentDefault>{
-      {"GRPC_POLL_STRATEGY", "poll"},
-      {"GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS", "20"},
-  };
-  return *kDefaults;
-}
-
-void PreferPollForAFewConnections() {
-  for (const EnvironmentDefault& variable : PollForAFewConnections()) {
-    setenv(variable.name, variable.value, /*overwrite=*/0);
-  }
 }
 
 }  // namespace syncopate::rpc

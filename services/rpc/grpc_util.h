@@ -93,38 +93,6 @@ class Refused final : public Reactor {
 // A callback-API unary method's answer, given at once on the thread that read the request.
 grpc::ServerUnaryReactor* Answer(grpc::CallbackServerContext* ctx, const grpc::Status& status);
 
-// One environment variable a process gives gRPC unless it is set already.
-struct EnvironmentDefault {
-  const char* name;
-  const char* value;
-};
-
-// What PreferPollForAFewConnections sets:
-// - GRPC_POLL_STRATEGY=poll: gRPC waits for its sockets with poll(2) instead of epoll. For a
-//   process that holds few connections and blocks on its calls (a trainer): with poll the thread
-//   waiting for a reply polls its call's sockets itself, where under epoll another of gRPC's
-//   threads often reads the reply and wakes the waiter (bench/README, "gRPC's poll strategy": a
-//   5-trainer BSP round 1-10% shorter, mostly its pull).
-// - GRPC_CLIENT_CHANNEL_BACKUP_POLL_INTERVAL_MS=20: poll has no background poller, so a
-//   connection is polled only while a call waits on its channel, and otherwise at each backup
-//   poll (gRPC's default: every 5 s). A reconnection that no call waits for (after a refused
-//   first try the channel retries on its own timer) is then polled only at backup polls, and its
-//   TLS handshake timed out before it ended, again and again: a coordinator on poll never reached
-//   its store in the netns test (tests/netns/netns_bandwidth_test.sh), and
-//   tests/integration/poll_reconnect_test.cc fails so. Every 20 ms such a handshake ends in tens
-//   of milliseconds; the backup poller is one timer per process and polls without waiting.
-//   Epoll ignores the variable.
-// Servers of many connections (the store, the coordinator) keep epoll: poll(2) scans every
-// connection at each wait, and with it the coordinator bench neither gained nor lost at 2,000
-// connections.
-const std::vector<EnvironmentDefault>& PollForAFewConnections();
-
-// Sets each of PollForAFewConnections() in this process's environment unless it is set. Call
-// before this process makes its first gRPC object (gRPC reads the variables when it starts) and
-// before it starts threads (setenv is not thread-safe). The Python package does the same at import
-// (syncopate/__init__.py, from the same list).
-void PreferPollForAFewConnections();
-
 // Calls grpc.health.v1.Health/Check on `channel`; OK when the server reports SERVING.
 absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout);
 

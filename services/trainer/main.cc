@@ -12,7 +12,7 @@
 #include "compute/backend.h"
 #include "data/dataset.h"
 #include "rpc/credentials.h"
-#include "rpc/grpc_util.h"
+#include "rpc/poll_engine.h"
 #include "trainer/builtin_trainer.h"
 
 namespace {
@@ -32,7 +32,7 @@ int Fail(const absl::Status& status, int code = kExitError) {
 int main(int argc, char** argv) {
   syncopate::base::BlockTerminationSignals();
   syncopate::base::TuneAllocatorForLargeBuffers();
-  syncopate::rpc::PreferPollForAFewConnections();  // before any gRPC object
+  syncopate::rpc::PreferPollForAFewConnections();  // before any thread or gRPC object
   syncopate::base::SkipMutexDeadlockDetection();
   CLI::App app{"syncopate-trainer: one Syncopate trainer"};
   std::string coordinator;
