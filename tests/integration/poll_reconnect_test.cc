@@ -4,7 +4,7 @@
 // started by the channel's own timer once timed out in its TLS handshake again and again: the
 // netns test's coordinator never reached its store (bench/README, "Where a BSP round goes"). With
 // the backup poll at gRPC's default (drop it from rpc::PollEnvironment) this test fails. Its own
-// binary: gRPC reads the environment once, when it starts.
+// binary: the environment must be set before this process's gRPC first polls.
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
