@@ -20,11 +20,11 @@
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "cli/certificates.h"
-#include "grpc/health/v1/health.grpc.pb.h"
 #include "gtest/gtest.h"
 #include "rpc/credentials.h"
 #include "rpc/grpc_util.h"
 #include "rpc/poll_engine.h"
+#include "syncopate/v1/peer.grpc.pb.h"
 
 namespace syncopate {
 namespace {
@@ -61,16 +61,6 @@ int HoldPort(int* port) {
   *port = ntohs(address.sin_port);
   return fd;
 }
-
-// Something for the server to serve: StartServer starts no server without a service.
-class Serving final : public grpc::health::v1::Health::CallbackService {
-  grpc::ServerUnaryReactor* Check(grpc::CallbackServerContext* ctx,
-                                  const grpc::health::v1::HealthCheckRequest*,
-                                  grpc::health::v1::HealthCheckResponse* response) override {
-    response->set_status(grpc::health::v1::HealthCheckResponse::SERVING);
-    return rpc::Answer(ctx, grpc::Status::OK);
-  }
-};
 
 class PollReconnectTest : public ::testing::Test {
  protected:
@@ -112,7 +102,9 @@ TEST_F(PollReconnectTest, AReconnectionNoCallWaitsForCompletesItsTlsHandshake) {
   // channel is asked every 200 ms by a fail-fast call of 50 ms; while it reconnects such a call
   // fails at once, so no call waits on the handshake (as the coordinator asked its stores, once
   // a second). It must connect well within one default backup poll interval (5 s).
-  Serving serving;
+  // Something to serve (StartServer starts no server without a service); gRPC's default health
+  // service, which StartServer enables, answers the health checks.
+  v1::Peer::CallbackService serving;
   std::unique_ptr<grpc::Server> server;
   int bound = 0;
   const absl::Status started =
