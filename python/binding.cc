@@ -176,6 +176,12 @@ class PySession {
 
   void RequestStop() { stop_requested_ = true; }
 
+  void SetPaused(bool paused) {
+    client::Session& session = Started();
+    py::gil_scoped_release release;  // it may write to the coordinator's stream
+    session.SetPaused(paused);
+  }
+
   // A Leave that waits for a coordinator to come back (the final average's) gives up on Ctrl-C,
   // which is then raised here.
   void Close(std::optional<double> final_accuracy) {
@@ -279,6 +285,7 @@ PYBIND11_MODULE(_syncopate, m) {
       .def("start", &PySession::Start)
       .def("step", &PySession::Step)
       .def("request_stop", &PySession::RequestStop)
+      .def("set_paused", &PySession::SetPaused)
       .def("close", &PySession::Close, py::arg("final_accuracy") = py::none())
       .def("final_accuracy_due", &PySession::final_accuracy_due)
       .def("evaluation_due", &PySession::evaluation_due)

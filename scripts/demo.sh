@@ -16,8 +16,9 @@ cd "$(dirname "$0")/.."
 if [ "${SYNCOPATE_DEMO_BUILD:-1}" != 0 ]; then
   ./scripts/install-deps.sh
   # Only what `syncopate compare` starts (the CLI's target brings the services and, where CUDA is
-  # built, its plugin); the tests are scripts/test.sh's.
-  ./scripts/build.sh syncopate
+  # built, its plugin), and the Python package the README's "Bring your own model" runs; the tests
+  # are scripts/test.sh's.
+  ./scripts/build.sh syncopate _syncopate
 fi
 bin="${SYNCOPATE_BIN_DIR:-build/bin}"
 out="${SYNCOPATE_DEMO_RUNS_DIR:-runs}/demo-$(date +%Y%m%d-%H%M%S)"

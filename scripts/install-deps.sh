@@ -7,10 +7,11 @@ PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler libabsl-dev
   prometheus-cpp-dev libgtest-dev libgmock-dev libbenchmark-dev libopenblas-dev zlib1g-dev
-  libxxhash-dev clang-14 libclang-rt-14-dev
+  libxxhash-dev libzip-dev clang-14 libclang-rt-14-dev
   nlohmann-json3-dev libspdlog-dev libcli11-dev gnuplot-nox prometheus curl libcurl4-openssl-dev libssl-dev openssl
   dataset-fashion-mnist
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
+  python3-pip python3-setuptools python3-wheel python3-venv
   nodejs unzip yamllint python3-yaml iproute2 docker.io debootstrap spin
 )
 

@@ -137,6 +137,12 @@ class BackgroundEvaluator:
         self.thread = threading.Thread(target=self._run, args=(snapshot,), daemon=True)
         self.thread.start()
 
+    def wait(self):
+        """Waits for an evaluation in progress: a script must not exit while a thread of its own
+        runs PyTorch (the interpreter's exit would tear torch down under it)."""
+        if self.thread:
+            self.thread.join()
+
     def _run(self, model):
         self.sync.report_accuracy(self.accuracy(model))
 
@@ -209,6 +215,7 @@ def main():
         return 3 if e.code == "ABORTED" else 1
     finally:
         print(f"leaving after {sync.steps} steps", flush=True)
+        evaluator.wait()
         sync.close()
 
 

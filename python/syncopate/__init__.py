@@ -14,18 +14,20 @@ environment variable (see ENVIRONMENT), so one script runs under `syncopate loca
 --trainer-command=...` and in a Kubernetes pod unchanged. docs/python.md is the reference.
 """
 
+import contextlib
 import os
 import signal
 import threading
 import weakref
-from typing import Callable, Dict, Mapping, Optional, Sequence
+from typing import Callable, Dict, Iterator, Mapping, Optional, Sequence
 
 import numpy as np
 
 from ._errors import SyncopateError
 from ._syncopate import _Session
+from ._version import __version__
 
-__all__ = ["Session", "SyncopateError", "ENVIRONMENT", "environment"]
+__all__ = ["Session", "SyncopateError", "ENVIRONMENT", "environment", "__version__"]
 
 # Each option's environment variable, read when the argument is not given.
 ENVIRONMENT = {
@@ -76,7 +78,8 @@ _DEFAULTS = {
 def environment(name: str, default: str = "") -> str:
     """A job setting that `syncopate local` and the Helm chart hand a user's trainer, for the
     script's own use: SYNCOPATE_WORLD (number of data shards), SYNCOPATE_DATA_SHARD,
-    SYNCOPATE_LEARNING_RATE, SYNCOPATE_BATCH_SIZE, SYNCOPATE_SEED, SYNCOPATE_DATA_DIR."""
+    SYNCOPATE_LEARNING_RATE, SYNCOPATE_BATCH_SIZE, SYNCOPATE_SEED, SYNCOPATE_DEVICE; the chart
+    also sets SYNCOPATE_DATA_DIR."""
     return os.environ.get(name, default)
 
 
@@ -271,6 +274,19 @@ class Session:
     def timings(self) -> Dict[str, float]:
         """Seconds since joining: compute, wait, communication, wall."""
         return self._session.timings()
+
+    @contextlib.contextmanager
+    def paused(self) -> Iterator[None]:
+        """Wrap work that stops training for longer than a step (a validation pass, a first
+        torch.compile step, a checkpoint save) in `with session.paused(): ...`: the coordinator
+        does not evict this trainer for making no progress meanwhile. The session's heartbeats go
+        on, so a trainer that dies while paused is still evicted; under a round mode the others
+        may wait for it."""
+        self._session.set_paused(True)
+        try:
+            yield
+        finally:
+            self._session.set_paused(False)
 
     def request_stop(self) -> None:
         """Asks the session to end: the next step() returns False. Safe from a signal handler."""

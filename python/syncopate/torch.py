@@ -19,14 +19,14 @@ running statistics, are synchronised like parameters unless buffers=False; integ
 as num_batches_tracked) stay each trainer's own.
 """
 
-from typing import Dict, Optional
+from typing import Dict, Mapping
 
 import numpy as np
 import torch
 
-from . import Session
+from . import Session, SyncopateError
 
-__all__ = ["attach", "shares_memory", "synchronised_tensors"]
+__all__ = ["attach", "load_into", "shares_memory", "synchronised_tensors"]
 
 
 def shares_memory(tensor: torch.Tensor) -> bool:
@@ -77,3 +77,46 @@ def attach(model: torch.nn.Module, start: bool = True, buffers: bool = True, **o
     if start:
         session.start()
     return session
+
+
+def _read_model_file(path: str) -> Mapping[str, torch.Tensor]:
+    if path.endswith(".npz"):
+        with np.load(path, allow_pickle=False) as f:
+            return {name: torch.from_numpy(f[name]) for name in f.files}
+    if path.endswith(".pt"):
+        values = torch.load(path, map_location="cpu", weights_only=True)
+        if not isinstance(values, Mapping):
+            raise SyncopateError("INVALID_ARGUMENT", f"{path} holds no state dict")
+        return values
+    raise SyncopateError("INVALID_ARGUMENT", f"{path}: a model file ends in .npz or .pt")
+
+
+def _fits(value: torch.Tensor, tensor: torch.Tensor) -> bool:
+    """The file's tensor has the model's shape, or is flat with as many elements: the store keeps
+    each tensor's values in order, not its shape, so a job's model files hold flat tensors."""
+    if tuple(value.shape) == tuple(tensor.shape):
+        return True
+    return value.dim() == 1 and value.numel() == tensor.numel()
+
+
+def load_into(model: torch.nn.Module, path: str, buffers: bool = True) -> None:
+    """Loads a trained model that a job wrote (RUN_DIR/model.npz or model.pt, or `syncopate
+    export`) into `model`'s synchronised_tensors, by name, on whatever device they are; a flat
+    tensor (the job's files hold them flat) takes the model's shape. Every name and size is checked
+    first: on a mismatch (a tensor missing from the file or the model, another
+    shape) SyncopateError INVALID_ARGUMENT says which, and the model is unchanged. Integer buffers
+    and the optimizer's state are not in the file (each trainer keeps its own)."""
+    values = _read_model_file(path)
+    tensors = synchronised_tensors(model, buffers)
+    problems = [f"{name}: not in the file" for name in sorted(set(tensors) - set(values))]
+    problems += [f"{name}: not in the model" for name in sorted(set(values) - set(tensors))]
+    problems += [
+        f"{name}: shape {tuple(values[name].shape)} in the file, {tuple(t.shape)} in the model"
+        for name, t in tensors.items()
+        if name in values and not _fits(values[name], t)
+    ]
+    if problems:
+        raise SyncopateError("INVALID_ARGUMENT", f"{path} does not fit the model: " + "; ".join(problems))
+    with torch.no_grad():
+        for name, tensor in tensors.items():
+            tensor.copy_(values[name].reshape(tensor.shape).to(dtype=tensor.dtype))

@@ -298,3 +298,22 @@ def test_request_stop_ends_the_loop_cleanly(cluster):
         session.request_stop()
         assert session.step() is False
         assert session.step() is False
+
+
+def test_a_declared_pause_is_not_taken_for_a_stuck_trainer(cluster):
+    # Under bsp, a reports clock 1 and waits for b. b pauses (an evaluation, a checkpoint save)
+    # for three progress timeouts: it stays in the job, and its next step closes the round.
+    cluster.start(mode="bsp", trainers=2, extra=["--progress-timeout=1s"])
+    a = syncopate.Session({"w": w(0, 0)}, coordinator=cluster.coordinator, rank=0)
+    b = syncopate.Session({"w": w(0, 0)}, coordinator=cluster.coordinator, rank=1)
+    _start_both(a, b)
+    result = {}
+    ta = threading.Thread(target=lambda: result.setdefault("a", a.step(0.5)))
+    ta.start()
+    with b.paused():
+        time.sleep(3.0)  # the pause under test, not a synchronisation
+    assert b.step(0.5) is True
+    ta.join(timeout=60)
+    assert result["a"] is True
+    a.close()
+    b.close()

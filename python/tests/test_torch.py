@@ -5,6 +5,9 @@ import subprocess
 import sys
 import threading
 
+import numpy as np
+import pytest
+import syncopate
 import syncopate.torch
 import torch
 
@@ -103,3 +106,26 @@ def test_the_resnet_example_trains_under_the_job(cluster, tmp_path):
     assert done.returncode == 0, done.stderr
     assert "joined the bsp job" in done.stdout
     assert "leaving after 3 steps" in done.stdout
+
+
+def test_load_into_checks_every_name_and_shape_before_changing_anything(tmp_path):
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    trained = {n: torch.full_like(t, 0.5) for n, t in syncopate.torch.synchronised_tensors(model).items()}
+    np.savez(tmp_path / "model.npz", **{n: t.numpy() for n, t in trained.items()})
+    torch.save(trained, tmp_path / "model.pt")
+    for name in ("model.npz", "model.pt"):
+        fresh = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+        syncopate.torch.load_into(fresh, str(tmp_path / name))
+        for n, t in syncopate.torch.synchronised_tensors(fresh).items():
+            assert torch.equal(t, trained[n]), (name, n)
+    # Another model: refused, naming the mismatches, and left as it was.
+    other = torch.nn.Sequential(torch.nn.Linear(3, 4))
+    before = other[0].weight.detach().clone()
+    with pytest.raises(syncopate.SyncopateError) as refused:
+        syncopate.torch.load_into(other, str(tmp_path / "model.pt"))
+    assert refused.value.code == "INVALID_ARGUMENT"
+    assert "0.weight: shape (2, 3) in the file, (4, 3) in the model" in refused.value.message
+    assert "1.running_mean: not in the model" in refused.value.message
+    assert torch.equal(other[0].weight, before)
+    with pytest.raises(syncopate.SyncopateError):
+        syncopate.torch.load_into(model, str(tmp_path / "model.bin"))

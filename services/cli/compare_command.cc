@@ -42,10 +42,15 @@ std::string TrialDir(const CompareOptions& o, const std::string& mode, double ra
   return dir;
 }
 
+// The learning rate as the reports show it: `empty` when the scripts chose their own.
+std::string RateText(const Trials& t, const std::string& empty) {
+  return t.scripts_own_rate ? empty : absl::StrFormat("%g", t.learning_rate);
+}
+
 // A gnuplot script drawing accuracy over time per mode, the median with a min-max band (left),
 // and compute-time ratio per mode with its range (right) into compare.svg. Paths are relative to
 // the report directory, where gnuplot runs.
-std::string PlotScript(const std::vector<CompareRow>& rows, double target) {
+std::string PlotScript(const std::vector<CompareRow>& rows, std::optional<double> target) {
   std::vector<std::string> curves;
   int color = 0;
   for (const CompareRow& row : rows) {
@@ -66,8 +71,10 @@ std::string PlotScript(const std::vector<CompareRow>& rows, double target) {
       "set multiplot layout 1,2\n"
       "set title 'Test accuracy over time (median, min-max over runs)'\n"
       "set xlabel 'seconds'\nset ylabel 'test accuracy'\nset grid\nset key bottom right\n",
-      absl::StrFormat("set arrow from graph 0, first %.4f to graph 1, first %.4f nohead dt 2\n",
-                      target, target));
+      target ? absl::StrFormat(
+                   "set arrow from graph 0, first %.4f to graph 1, first %.4f nohead dt 2\n",
+                   *target, *target)
+             : "");
   if (curves.empty()) {
     script += "set label 'no accuracy reported' at graph 0.3, graph 0.5\nplot [0:1] NaN notitle\n";
   } else {
@@ -173,6 +180,9 @@ absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options
       if (interrupted) break;
       Trials trials;
       trials.learning_rate = rate;
+      trials.scripts_own_rate = options.learning_rates.empty() &&
+                                !options.run.cluster.trainer_command.empty() &&
+                                options.run.cluster.command_ranks.empty();
       for (int k = 0; k < options.repeats && !interrupted; ++k) {
         LocalRunOptions run = options.run;
         run.cluster.policy.mode = mode;
@@ -236,7 +246,7 @@ std::string CompareCsv(const std::vector<CompareRow>& rows) {
     std::vector<double> rounds;
     for (const RunSummary& r : t.runs) rounds.push_back(static_cast<double>(r.rounds_closed));
     absl::StrAppend(
-        &csv, row.mode, ",", absl::StrFormat("%g", t.learning_rate), ",", runs, ",", t.reached(),
+        &csv, row.mode, ",", RateText(t, ""), ",", runs, ",", t.reached(),
         ",", runs > 0 && 2 * t.reached() > runs ? "true" : "false", ",",
         SpreadCsv(t.time_to_target(), "%.2f"), ",", SpreadCsv(t.final_accuracy(), "%.4f"), ",",
         SpreadCsv(t.compute_time_ratio(), "%.4f"), ",", SpreadCsv(t.overhead_per_step(), "%.4f"),
@@ -260,7 +270,7 @@ std::string CompareRunsCsv(const std::vector<CompareRow>& rows) {
     for (const Trials& t : row.sweep) {
       for (size_t i = 0; i < t.runs.size(); ++i) {
         const RunSummary& s = t.runs[i];
-        absl::StrAppend(&csv, row.mode, ",", absl::StrFormat("%g", t.learning_rate), ",",
+        absl::StrAppend(&csv, row.mode, ",", RateText(t, ""), ",",
                         t.seeds[i], ",", s.reached_target ? "true" : "false", ",",
                         Optional(s.time_to_target_seconds, "%.2f"), ",",
                         Optional(s.final_accuracy, "%.4f"), ",",
@@ -294,7 +304,7 @@ std::string FormatCompare(const std::vector<CompareRow>& rows) {
       emulated.push_back(r.mean_emulated_compute_seconds);
     }
     absl::StrAppendFormat(
-        &out, "%-13s %-6g %-26s %-22s %-20s %-14s %.1f+%.1f\n", row.mode, t.learning_rate, time,
+        &out, "%-13s %-6s %-26s %-22s %-20s %-14s %.1f+%.1f\n", row.mode, RateText(t, "-"), time,
         SpreadText(t.final_accuracy(), "%.4f"), SpreadText(t.compute_time_ratio(), "%.2f"),
         SpreadText(overhead, "%.1fms"), SpreadOf(real)->median, SpreadOf(emulated)->median);
     if (!t.errors.empty())

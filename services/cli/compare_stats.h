@@ -22,6 +22,9 @@ std::optional<Spread> SpreadOf(std::vector<double> values);
 // The runs of one mode at one learning rate, one per seed.
 struct Trials {
   double learning_rate = 0;
+  // The trainers are a user's scripts with their own optimizer and rate (no --lr-sweep): the
+  // reports show no learning rate rather than one the scripts did not use.
+  bool scripts_own_rate = false;
   std::vector<RunSummary> runs;
   std::vector<uint64_t> seeds;      // of runs, in order
   std::vector<std::string> errors;  // runs that failed, one message each

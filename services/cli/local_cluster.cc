@@ -61,6 +61,10 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
           "slowdown ", s, " is out of range: each must lie in [1, ", base::kMaxSlowdown, "]"));
     }
   }
+  if (options.max_steps < 0) return absl::InvalidArgumentError("--max-steps cannot be negative");
+  if (options.progress_timeout < absl::ZeroDuration()) {
+    return absl::InvalidArgumentError("--progress-timeout cannot be negative (0s: never)");
+  }
   if (options.checkpoint_interval < absl::ZeroDuration()) {
     return absl::InvalidArgumentError("--checkpoint-interval cannot be negative");
   }
@@ -141,7 +145,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
         absl::StrCat("--seed=", options.seed),
         absl::StrCat("--exchange-timeout=", Seconds(options.exchange_timeout)),
         absl::StrCat("--min-trainers=", options.trainers),
-        absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout))};
+        absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout)),
+        absl::StrCat("--progress-timeout=", Seconds(options.progress_timeout))};
     RETURN_IF_ERROR(cluster->Launch("coordinator", 0, coordinator_args, true));
     cluster->coordinator_ = v1::Coordinator::NewStub(rpc::MakeChannel(
         cluster->coordinator_address(), cluster->credentials_, rpc::Role::kCoordinator));
@@ -191,6 +196,7 @@ std::vector<std::pair<std::string, std::string>> LocalCluster::TrainerSettings(
       {"eval-interval", Seconds(o.eval_interval)},
       {"seed", absl::StrCat(o.seed)},
       {"trace-file", absl::StrCat(o.run_dir, "/trainer-", rank, ".trace.jsonl")}};
+  if (o.max_steps > 0) settings.emplace_back("max-steps", absl::StrCat(o.max_steps));
   for (const auto& [key, rates] :
        {std::pair{"egress-rate", &o.egress_rates}, std::pair{"ingress-rate", &o.ingress_rates}}) {
     if (const std::string rate = at(*rates, ""); !rate.empty()) settings.emplace_back(key, rate);

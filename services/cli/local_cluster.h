@@ -35,6 +35,12 @@ struct LocalClusterOptions {
   float learning_rate = 0.1f;
   int batch_size = 64;
   absl::Duration eviction_timeout = absl::Seconds(5);
+  // The coordinator evicts a trainer that reported no clock this long while others waited for
+  // it (0: never); a trainer that pauses on purpose says so (Session::Pause) and is spared.
+  absl::Duration progress_timeout = absl::Seconds(60);
+  // Each trainer leaves after this many steps (0: no limit): the built-in trainer's --max-steps, a
+  // script's SYNCOPATE_MAX_STEPS. When every trainer has left so, the job is finished.
+  int64_t max_steps = 0;
   // Emulated link limits per trainer on all its traffic ("" or a missing entry: none), e.g.
   // "100mbit"; and how long a peer-to-peer exchange waits for its peers.
   std::vector<std::string> egress_rates;
@@ -51,7 +57,7 @@ struct LocalClusterOptions {
   // A user's trainer program, run through /bin/sh -c instead of syncopate-trainer for the ranks
   // in command_ranks (empty: every rank). It gets the job through the environment the client
   // library reads (docs/python.md): SYNCOPATE_COORDINATOR, _NAME, _RANK, _WORLD, _DATA_SHARD,
-  // _SLOWDOWN, _STEP_TIME, _DEVICE, _LEARNING_RATE, _BATCH_SIZE, _SEED, _EVAL_INTERVAL,
+  // _SLOWDOWN, _STEP_TIME, _DEVICE, _LEARNING_RATE, _BATCH_SIZE, _SEED, _EVAL_INTERVAL, _MAX_STEPS,
   // _EGRESS_RATE, _INGRESS_RATE, _METRICS_LISTEN, _READY_FILE, _TRACE_FILE, _TLS_DIR (or
   // _INSECURE), and PYTHONPATH with the built Python package.
   std::string trainer_command;

@@ -18,6 +18,7 @@
 #include "base/flags.h"
 #include "base/signals.h"
 #include "base/status_macros.h"
+#include "cli/model_file.h"
 #include "cli/push_audit.h"
 
 namespace syncopate::cli {
@@ -32,6 +33,9 @@ constexpr absl::Duration kRestartPoll = absl::Seconds(2);
 // How long the final average may take beyond the time the slowest trainer needs to reach its
 // round (and beyond two exchange timeouts).
 constexpr absl::Duration kFinalAverageMargin = absl::Seconds(30);
+// How long a trainer that left the job may take to exit (a Python interpreter shutting down)
+// before the run looks at how it exited.
+constexpr absl::Duration kTrainerExitGrace = absl::Seconds(15);
 
 absl::StatusOr<std::string> PrepareRunDir(const std::string& requested) {
   if (requested.empty()) {
@@ -140,6 +144,26 @@ absl::Status FinishTraining(LocalCluster& cluster, const std::string& reason, ab
                                                   last.ok() ? "" : ": ", last.message()));
 }
 
+// The trainers' processes now: how many still run, and how many exited on an error (a status
+// other than 0: a crash, a signal, a script's exception).
+struct TrainerProcesses {
+  int running = 0;
+  int failed = 0;
+};
+TrainerProcesses CountTrainerProcesses(const LocalCluster& cluster) {
+  TrainerProcesses count;
+  for (const Endpoint& e : cluster.endpoints()) {
+    if (e.role != "trainer") continue;
+    const std::optional<int> exit = e.process->Wait(absl::ZeroDuration());
+    if (!exit) {
+      ++count.running;
+    } else if (!WIFEXITED(*exit) || WEXITSTATUS(*exit) != 0) {
+      ++count.failed;
+    }
+  }
+  return count;
+}
+
 // Once every process has stopped: exactly once, audited from the shards' final checkpoints and the
 // trainers' traces (store modes). A push lost or taken twice is a fault.
 void AuditPushesOf(const LocalRunOptions& options, const v1::ClusterStatus& status,
@@ -166,7 +190,38 @@ void AuditPushesOf(const LocalRunOptions& options, const v1::ClusterStatus& stat
   }
 }
 
+// Store modes: the model the stores checkpointed at shutdown, into RUN_DIR/model.npz and
+// model.pt. A model that cannot be written is said in the summary; the run itself stands.
+void ExportFinalModel(const LocalRunOptions& options, RunSummary* summary) {
+  if (sync::MakePolicy(options.cluster.policy).value()->push_mode() == sync::PushMode::kNone) {
+    summary->model_error = "peer-to-peer modes keep the model in the trainers, not the stores";
+    return;
+  }
+  absl::StatusOr<Model> model = ReadCheckpointModel(options.cluster.run_dir + "/checkpoints");
+  absl::Status written = model.status();
+  for (const char* name : {"model.npz", "model.pt"}) {
+    const std::string path = absl::StrCat(options.cluster.run_dir, "/", name);
+    if (written.ok()) written = WriteModel(*model, path);
+    if (written.ok()) summary->model_files.push_back(path);
+  }
+  if (!written.ok()) {
+    summary->model_error = std::string(written.message());
+    return;
+  }
+  summary->model_round = model->round;  // 0: the live model
+}
+
 }  // namespace
+
+std::optional<std::string> DescribeFinish(const std::vector<int64_t>& clocks,
+                                          int failed_trainers) {
+  if (clocks.empty() || failed_trainers > 0) return std::nullopt;
+  const auto [least, most] = std::minmax_element(clocks.begin(), clocks.end());
+  if (*least == *most) {
+    return absl::StrCat("finished: every trainer completed ", *least, " steps");
+  }
+  return absl::StrCat("finished: every trainer completed its steps (", *least, "-", *most, ")");
+}
 
 absl::Status MakeReportDir(const std::string& dir) {
   if (absl::Status made = base::MakeDirectories(dir); !made.ok()) {
@@ -205,7 +260,30 @@ absl::StatusOr<std::vector<ScaleEvent>> ParseScaleEvents(const std::string& text
 absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   RETURN_IF_ERROR(LocalCluster::Validate(options.cluster));
   if (!options.scale_events.empty()) options.cluster.elastic = true;
+  const std::string resume_checkpoints = options.resume_from + "/checkpoints";
+  if (!options.resume_from.empty()) {
+    // Checked before anything is made: a bad run directory changes nothing.
+    absl::StatusOr<Model> trained = ReadCheckpointModel(resume_checkpoints);
+    if (!trained.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--resume-from=", options.resume_from, ": ", trained.status().message()));
+    }
+    if (static_cast<int>(trained->shards) != options.cluster.store_shards) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "--resume-from=", options.resume_from, " has ", trained->shards,
+          " store shard(s): pass --store-shards=", trained->shards));
+    }
+  }
   ASSIGN_OR_RETURN(options.cluster.run_dir, PrepareRunDir(options.report_dir));
+  if (!options.resume_from.empty()) {
+    if (absl::Status seeded =
+            SeedCheckpoints(resume_checkpoints, options.cluster.run_dir + "/checkpoints");
+        !seeded.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("--resume-from=", options.resume_from, ": ", seeded.message()));
+    }
+    std::fprintf(stderr, "the stores start from the model in %s\n", resume_checkpoints.c_str());
+  }
   std::fprintf(stderr, "syncopate local: %s with %d trainers (slowdowns",
                options.cluster.policy.mode.c_str(), options.cluster.trainers);
   for (double s : options.cluster.slowdowns) std::fprintf(stderr, " %g", s);
@@ -239,6 +317,9 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   double coordinator_offset = 0;
   bool offset_known = false;
   double last_accuracy_at = -1;
+  // When the coordinator first had no live trainer while some trainer process still ran (it left
+  // and is exiting).
+  std::optional<absl::Time> none_live_since;
   v1::ClusterStatus status;
   absl::Status failure;
   size_t next_event = 0;
@@ -331,7 +412,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
       const double at = std::max(0.0, last_accuracy_at - coordinator_offset);
       summary.accuracy.emplace_back(at, status.test_accuracy());
       summary.final_accuracy = status.test_accuracy();
-      if (status.test_accuracy() >= options.target_accuracy) {
+      if (options.target_accuracy && status.test_accuracy() >= *options.target_accuracy) {
         summary.reached_target = true;
         summary.time_to_target_seconds = at;
       }
@@ -345,21 +426,52 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
       failure = absl::AbortedError(absl::StrCat("the job failed: ", status.failure()));
       break;
     }
-    if (summary.reached_target) break;
-    if (elapsed >= absl::ToDoubleSeconds(options.time_limit)) break;
+    if (summary.reached_target) {
+      summary.ended = "target reached";
+      break;
+    }
+    if (elapsed >= absl::ToDoubleSeconds(options.time_limit)) {
+      summary.ended = "time limit";
+      break;
+    }
     // Training was ended from outside (`syncopate finish`): its trainers are done or leaving.
-    if (status.done() || status.final_round() > 0) break;
-    if (status.live_trainers() == 0 && !status.recovering() && elapsed > 5) {
+    if (status.done() || status.final_round() > 0) {
+      summary.ended = "ended by an operator";
+      break;
+    }
+    if (status.live_trainers() > 0 || status.recovering()) {
+      none_live_since.reset();
+      continue;
+    }
+    // Nobody is in the job: the trainers finished their own loops (each left and exits 0), or
+    // they failed. A trainer that left is given a moment to exit.
+    if (!none_live_since) none_live_since = absl::Now();
+    const TrainerProcesses processes = CountTrainerProcesses(*cluster);
+    if (processes.running > 0 && absl::Now() - *none_live_since < kTrainerExitGrace) continue;
+    std::vector<int64_t> clocks;
+    for (const v1::TrainerStatus& t : status.trainers()) clocks.push_back(t.clock());
+    const std::optional<std::string> finished =
+        processes.running == 0 ? DescribeFinish(clocks, processes.failed) : std::nullopt;
+    if (finished) {
+      summary.finished = true;
+      summary.ended = *finished;
+      std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", finished->c_str());
+      break;
+    }
+    if (elapsed > 5) {
       failure = absl::AbortedError("every trainer has left or died; see the logs");
       break;
     }
   }
+  if (summary.interrupted) summary.ended = "interrupted";
+  if (!failure.ok()) summary.ended = std::string(failure.message());
   if (tty) std::fprintf(stderr, "\n");
   // A mode with a final average ends with it (the other modes' trainers are simply stopped).
   if (failure.ok() && !summary.interrupted &&
       sync::MakePolicy(options.cluster.policy).value()->has_final_average()) {
     const std::string reason = summary.reached_target     ? "the target accuracy was reached"
                                : status.final_round() > 0 ? "ended by an operator"
+                               : summary.finished         ? "every trainer finished"
                                                           : "the time limit";
     const absl::Status finished =
         FinishTraining(*cluster, reason, kFinalAverageMargin + 2 * options.cluster.exchange_timeout,
@@ -398,6 +510,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   cluster->Stop();
   if (prometheus) prometheus->Stop();
   AuditPushesOf(options, status, &summary);
+  ExportFinalModel(options, &summary);
   RETURN_IF_ERROR(WriteReport(options.cluster.run_dir, summary));
   if (!failure.ok()) {
     return absl::Status(failure.code(), absl::StrCat(failure.message(), " (logs in ",

@@ -3,6 +3,7 @@
 #ifndef SYNCOPATE_CLI_LOCAL_COMMAND_H_
 #define SYNCOPATE_CLI_LOCAL_COMMAND_H_
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -29,11 +30,17 @@ absl::Status MakeReportDir(const std::string& dir);
 
 struct LocalRunOptions {
   LocalClusterOptions cluster;
-  double target_accuracy = 0.85;
+  // Stop once the evaluator's test accuracy reaches this; none: run until every trainer finished
+  // its own loop (max_steps, or a script's end) or the time limit.
+  std::optional<double> target_accuracy;
   absl::Duration time_limit = absl::Seconds(120);
   // Where summary.json, accuracy.csv and the logs go (made with its parents); empty: a fresh
   // directory under /tmp.
   std::string report_dir;
+  // A run directory whose trained model the job starts from (RUN_DIR/checkpoints, the same shard
+  // count): its stores begin with that model, and rounds, membership and the trainers' optimizer
+  // state begin afresh (cli/model_file.h). Empty: a new model, the first trainer's.
+  std::string resume_from;
   // Trainers added and removed during the run (makes the cluster elastic).
   std::vector<ScaleEvent> scale_events;
   // Restart a store shard whose process exits, on its port (as Kubernetes would), so faults can be
@@ -43,6 +50,11 @@ struct LocalRunOptions {
   bool prometheus = false;
   LocalPrometheusOptions prometheus_options;
 };
+
+// How a run ended when every trainer left: the job finished (each trainer's process left the job
+// and exited 0) or not. `clocks` are the trainers' last clocks. "finished: every trainer completed
+// 30 steps" (or "... its steps (28-30)"), and nullopt when a trainer failed or none ran.
+std::optional<std::string> DescribeFinish(const std::vector<int64_t>& clocks, int failed_trainers);
 
 // Runs one cluster to completion. Blocks. Returns the summary (also when interrupted: `interrupted`
 // is set); an error when the cluster cannot start or the coordinator dies.

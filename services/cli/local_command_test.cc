@@ -22,5 +22,13 @@ TEST(ParseScaleEvents, RefusesBadEntriesAndEmptyingTheCluster) {
   EXPECT_TRUE(ParseScaleEvents("10s:+1,20s:-2", 2).ok());
 }
 
+// Every trainer left and exited 0: the job finished, after as many steps as they took.
+TEST(DescribeFinish, SaysHowManyStepsEveryTrainerCompleted) {
+  EXPECT_EQ(DescribeFinish({30, 30, 30}, 0), "finished: every trainer completed 30 steps");
+  EXPECT_EQ(DescribeFinish({28, 30}, 0), "finished: every trainer completed its steps (28-30)");
+  EXPECT_EQ(DescribeFinish({30, 30}, 1), std::nullopt) << "a trainer failed";
+  EXPECT_EQ(DescribeFinish({}, 0), std::nullopt) << "nobody ran";
+}
+
 }  // namespace
 }  // namespace syncopate::cli

@@ -15,6 +15,7 @@
 #include "cli/cluster_sim_command.h"
 #include "cli/compare_command.h"
 #include "cli/local_command.h"
+#include "cli/model_file.h"
 #include "cli/sim_command.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -37,6 +38,8 @@ int Fail(const absl::Status& status, int code = 1) {
   std::fprintf(stderr, "syncopate: %s\n", std::string(status.message()).c_str());
   return code;
 }
+
+int ExitCodeOf(const absl::Status& status) { return absl::IsInvalidArgument(status) ? 2 : 1; }
 
 // A coordinator's stub under the operator's credentials (`status`, `finish`).
 absl::StatusOr<std::unique_ptr<syncopate::v1::Coordinator::Stub>> CoordinatorStub(
@@ -86,6 +89,22 @@ int Finish(const std::string& address, const std::string& tls_dir, bool insecure
   return 0;
 }
 
+// `syncopate export`: exit 2 for a folder that holds no usable checkpoint or a bad file name.
+int Export(const std::string& from, const std::string& out) {
+  absl::StatusOr<syncopate::cli::Model> model = syncopate::cli::ReadCheckpointModel(from);
+  if (!model.ok()) return Fail(model.status(), 2);
+  if (absl::Status written = syncopate::cli::WriteModel(*model, out); !written.ok()) {
+    return Fail(written, ExitCodeOf(written));
+  }
+  int64_t parameters = 0;
+  for (const syncopate::cli::ModelTensor& t : model->tensors) parameters += t.spec.NumElements();
+  std::printf("wrote %s: %zu tensors, %lld parameters, %s, from %u store shard(s)\n", out.c_str(),
+              model->tensors.size(), static_cast<long long>(parameters),
+              model->round > 0 ? absl::StrCat("round ", model->round).c_str() : "the live model",
+              model->shards);
+  return 0;
+}
+
 // "a,b,c" -> {a, b, c} keeping empty items (a trainer without a limit); one value: every trainer.
 std::vector<std::string> PerTrainer(const std::string& text, int trainers) {
   if (text.empty()) return {};
@@ -101,6 +120,9 @@ struct ScenarioFlags {
   std::string device = "cpu";
   std::string time_limit = "120s";
   std::string eviction_timeout = "5s";
+  std::string progress_timeout = "60s";
+  double target_accuracy = 0;
+  CLI::Option* target_option = nullptr;
   std::string eval_interval = "1s";
   std::string step_time = "0s";
   std::string alert_for = "10s";
@@ -160,8 +182,17 @@ struct ScenarioFlags {
                     "Emulated accelerator step: each trainer step lasts at least this long (x its "
                     "slowdown), real SGD inside and the rest slept, e.g. 200ms (default 0s: real "
                     "compute only)");
-    cmd->add_option("--target-accuracy", run.target_accuracy, "Stop at this test accuracy")
-        ->check(CLI::Range(0.0, 1.0));
+    target_option = cmd->add_option("--target-accuracy", target_accuracy,
+                                    run.target_accuracy
+                                        ? absl::StrCat("Stop at this test accuracy (default ",
+                                                       *run.target_accuracy, ")")
+                                        : "Stop at this test accuracy (default: none, run until "
+                                          "every trainer finished or the time limit)");
+    target_option->check(CLI::Range(0.0, 1.0));
+    cmd->add_option("--max-steps", c.max_steps,
+                    "Each trainer leaves after this many steps (0: no limit); the job is finished "
+                    "when every trainer has (scripts get SYNCOPATE_MAX_STEPS)")
+        ->check(CLI::NonNegativeNumber);
     cmd->add_option("--time-limit", time_limit, "Stop after this long (e.g. 120s, 5m)");
     cmd->add_option("--model", c.model, "Model architecture: mlp or cnn");
     cmd->add_option("--trainer-command", c.trainer_command,
@@ -179,6 +210,10 @@ struct ScenarioFlags {
     cmd->add_option("--batch-size", c.batch_size, "Minibatch per trainer")
         ->check(CLI::PositiveNumber);
     cmd->add_option("--eviction-timeout", eviction_timeout, "Evict a silent trainer after");
+    cmd->add_option("--progress-timeout", progress_timeout,
+                    "Evict a trainer that reported no step this long while others waited for it "
+                    "(it heartbeats, but its training is stuck; a pause it declares is spared); "
+                    "0s: never");
     cmd->add_option("--eval-interval", eval_interval, "Evaluate test accuracy this often");
     cmd->add_option("--seed", c.seed, "Seed of model initialisation and batches");
     cmd->add_option("--scale-events", scale_events,
@@ -195,6 +230,9 @@ struct ScenarioFlags {
     cmd->add_flag("--restart-crashed,!--no-restart-crashed", run.restart_crashed,
                   "Restart a store shard or the coordinator whose process exits, on its port, as "
                   "Kubernetes would (default on); the run then reports it and exits 4");
+    cmd->add_option("--resume-from", run.resume_from,
+                    "Start from the model a run left in its directory (RUN_DIR/checkpoints); "
+                    "rounds and each trainer's optimizer state start afresh");
     cmd->add_option("--report-dir", run.report_dir,
                     "Write the report (summary.json, accuracy.csv, logs) here");
     cmd->add_flag("--insecure", c.insecure,
@@ -206,6 +244,7 @@ struct ScenarioFlags {
   absl::Status Finish() {
     for (auto [text, out] : {std::pair{&time_limit, &run.time_limit},
                              std::pair{&eviction_timeout, &run.cluster.eviction_timeout},
+                             std::pair{&progress_timeout, &run.cluster.progress_timeout},
                              std::pair{&eval_interval, &run.cluster.eval_interval},
                              std::pair{&step_time, &run.cluster.step_time},
                              std::pair{&alert_for, &run.prometheus_options.alert_for},
@@ -215,6 +254,7 @@ struct ScenarioFlags {
       if (!d.ok()) return d.status();
       *out = *d;
     }
+    if (target_option->count() > 0) run.target_accuracy = target_accuracy;
     absl::StatusOr<std::vector<double>> slowdowns = syncopate::base::ParseDoubleList(slowdown);
     if (!slowdowns.ok()) return slowdowns.status();
     if (slowdowns->size() == 1) slowdowns->assign(run.cluster.trainers, slowdowns->front());
@@ -229,8 +269,6 @@ struct ScenarioFlags {
     return absl::OkStatus();
   }
 };
-
-int ExitCodeOf(const absl::Status& status) { return absl::IsInvalidArgument(status) ? 2 : 1; }
 
 }  // namespace
 
@@ -252,6 +290,8 @@ int main(int argc, char** argv) {
   ScenarioFlags compare;
   compare.run.cluster.bin_dir = BinDir();
   compare.time_limit = "300s";
+  // A comparison is of times to a target: it has one unless told otherwise.
+  compare.run.target_accuracy = 0.85;
   std::string compare_modes = "bsp,ssp,dssp,wbsp,wbsp-overlap,hybrid,asp";
   CLI::App* compare_cmd =
       app.add_subcommand("compare", "Run one scenario under several modes and compare them");
@@ -358,6 +398,17 @@ int main(int argc, char** argv) {
   finish_cmd->add_option("--reason", finish_reason,
                          "Why (the coordinator logs it; default: an operator ended training)");
 
+  std::string export_from;
+  std::string export_out;
+  CLI::App* export_cmd = app.add_subcommand(
+      "export",
+      "Write the trained model from a run's store checkpoints as .npz (NumPy) or .pt (a "
+      "torch.save state dict), loadable without Syncopate");
+  export_cmd->add_option("checkpoints", export_from, "A run's checkpoints folder (RUN_DIR/checkpoints)")
+      ->required();
+  export_cmd->add_option("--out", export_out, "The model file to write: NAME.npz or NAME.pt")
+      ->required();
+
   syncopate::cli::CertsCommand certs;
   CLI::App* certs_cmd = app.add_subcommand(
       "certs", "Make a certificate authority and certificates for a deployment (docs/security.md)");
@@ -391,6 +442,7 @@ int main(int argc, char** argv) {
   if (finish_cmd->parsed()) {
     return Finish(coordinator, status_tls_dir, status_insecure, finish_reason);
   }
+  if (export_cmd->parsed()) return Export(export_from, export_out);
   if (certs_cmd->parsed()) {
     certs.issue = certs_issue_cmd->parsed();
     absl::StatusOr<std::string> done = syncopate::cli::RunCerts(certs);

@@ -4,6 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "base/files.h"
 #include "base/status_macros.h"
 
@@ -90,8 +91,10 @@ nlohmann::json ToJson(const RunSummary& s) {
                       {"staleness", s.staleness},
                       {"trainers", s.trainers},
                       {"store_shards", s.store_shards},
-                      {"target_accuracy", s.target_accuracy},
+                      {"target_accuracy", nullptr},
                       {"reached_target", s.reached_target},
+                      {"finished", s.finished},
+                      {"ended", s.ended},
                       {"time_to_target_seconds", nullptr},
                       {"final_accuracy", nullptr},
                       {"final_average", {{"round", s.final_average_round}, {"accuracy", nullptr}}},
@@ -115,7 +118,12 @@ nlohmann::json ToJson(const RunSummary& s) {
                         {"doubled", s.pushes_doubled},
                         {"error", s.push_audit_error}}},
                       {"failure", s.failure},
+                      {"model",
+                       {{"files", s.model_files},
+                        {"round", s.model_round},
+                        {"error", s.model_error}}},
                       {"per_trainer", per_trainer}};
+  if (s.target_accuracy) j["target_accuracy"] = *s.target_accuracy;
   if (s.time_to_target_seconds) j["time_to_target_seconds"] = *s.time_to_target_seconds;
   if (s.final_accuracy) j["final_accuracy"] = *s.final_accuracy;
   if (s.final_average_accuracy) j["final_average"]["accuracy"] = *s.final_average_accuracy;
@@ -154,6 +162,17 @@ std::string FaultLines(const RunSummary& s) {
   return out;
 }
 
+// Whether and when the run reached its target; without one, how it ended.
+std::string TargetText(const RunSummary& s) {
+  if (!s.target_accuracy) return s.ended.empty() ? "ran" : s.ended;
+  if (s.reached_target) {
+    return absl::StrFormat("reached %.2f after %.1fs", *s.target_accuracy,
+                           s.time_to_target_seconds.value_or(0));
+  }
+  return absl::StrFormat("did not reach %.2f%s", *s.target_accuracy,
+                         s.finished ? absl::StrCat(" (", s.ended, ")") : "");
+}
+
 }  // namespace
 
 std::string FormatSummary(const RunSummary& s) {
@@ -163,9 +182,7 @@ std::string FormatSummary(const RunSummary& s) {
              "step %.1f ms\n",
              s.mode, s.mode_parameters.empty() ? "" : absl::StrCat(" (", s.mode_parameters, ")"),
              s.trainers, s.store_shards,
-             s.reached_target ? absl::StrFormat("reached %.2f after %.1fs", s.target_accuracy,
-                                                s.time_to_target_seconds.value_or(0))
-                              : absl::StrFormat("did not reach %.2f", s.target_accuracy),
+             TargetText(s),
              s.wall_seconds, s.final_accuracy ? absl::StrFormat("%.4f", *s.final_accuracy) : "n/a",
              s.compute_time_ratio, s.mean_real_compute_seconds, s.mean_emulated_compute_seconds,
              s.overhead_per_step_seconds * 1000) +
@@ -180,6 +197,12 @@ std::string FormatSummary(const RunSummary& s) {
                                     ? absl::StrFormat("%.4f", *s.final_average_accuracy)
                                     : "n/a")
               : "") +
+         (s.model_files.empty()
+              ? ""
+              : absl::StrCat("model: ", absl::StrJoin(s.model_files, ", "),
+                             s.model_round > 0 ? absl::StrCat(" (round ", s.model_round, ")")
+                                                : std::string(" (live model)"),
+                             "\n")) +
          FaultLines(s) + TrainerTable(s.per_trainer);
 }
 

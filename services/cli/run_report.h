@@ -36,8 +36,14 @@ struct RunSummary {
   int64_t staleness = 0;
   int trainers = 0;
   int store_shards = 1;
-  double target_accuracy = 0;
+  std::optional<double> target_accuracy;  // none: the run had no target
   bool reached_target = false;
+  // Every trainer finished its own loop (its step limit, or its script's end) and left cleanly:
+  // the job is done.
+  bool finished = false;
+  // Why the run ended, in words: "target reached", "time limit", "finished: every trainer
+  // completed 30 steps", "ended by an operator", "interrupted", or the failure.
+  std::string ended;
   std::optional<double> time_to_target_seconds;
   std::optional<double> final_accuracy;
   // Modes with a final average (dssync): the round in which the trainers averaged their models as
@@ -76,6 +82,12 @@ struct RunSummary {
   int64_t pushes_doubled = 0;
   std::string push_audit_error;
   bool faulty() const { return !faults.empty() || store_restarts > 0 || !failure.empty(); }
+  // The trained model as the job left it (store modes: the stores' last checkpoint, its last
+  // closed round or the live model), written into the run directory as model.npz and model.pt;
+  // model_error says why not when it could not be.
+  std::vector<std::string> model_files;
+  int64_t model_round = 0;  // 0: the live model (immediate modes)
+  std::string model_error;
   std::vector<TrainerSummary> per_trainer;
   std::vector<std::pair<double, double>> accuracy;  // (elapsed seconds, accuracy)
 };

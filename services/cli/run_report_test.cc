@@ -129,5 +129,22 @@ TEST(FillFromStatus, ReportsTheMulticastScale) {
   EXPECT_EQ(FormatSummary(store_mode).find("multicast scale"), std::string::npos);
 }
 
+// A run without a target says how it ended; summary.json has a null target then.
+TEST(RunReport, ARunWithoutATargetSaysHowItEnded) {
+  RunSummary s;
+  s.mode = "bsp";
+  s.finished = true;
+  s.ended = "finished: every trainer completed 40 steps";
+  EXPECT_NE(FormatSummary(s).find("finished: every trainer completed 40 steps in"),
+            std::string::npos)
+      << FormatSummary(s);
+  EXPECT_TRUE(ToJson(s)["target_accuracy"].is_null());
+  EXPECT_TRUE(ToJson(s)["finished"].get<bool>());
+  s.target_accuracy = 0.9;
+  EXPECT_NE(FormatSummary(s).find("did not reach 0.90 (finished: every trainer"), std::string::npos)
+      << FormatSummary(s);
+  EXPECT_EQ(ToJson(s)["target_accuracy"], 0.9);
+}
+
 }  // namespace
 }  // namespace syncopate::cli

@@ -56,6 +56,10 @@ class CoordinatorLink {
   // Sends heartbeats carrying `timings()` every welcome().heartbeat_interval_seconds until the
   // session ends (Leave, or the stream breaks).
   virtual void StartHeartbeats(std::function<v1::TrainerTimings()> timings) = 0;
+  // Says whether the trainer paused its training on purpose (Heartbeat.paused), at once and with
+  // every heartbeat after: the coordinator then does not evict it for making no progress.
+  // Thread-safe.
+  virtual void SetPaused(bool paused) = 0;
   // Leaves the job, with the test accuracy of the final average when this trainer evaluated it
   // (Proceed.final_average). `finished`: the trainer finished the job (the final average), so the
   // Leave must reach the coordinator and outlives a session resume (bounded by the resume's own

@@ -11,6 +11,7 @@ Session::Session(SessionOptions options, CoordinatorLink& coordinator, StoreLink
                  Parameters& parameters, TrainerMetrics& metrics, TraceWriter& trace,
                  const base::Clock& clock, PeerLink* peers)
     : options_(std::move(options)),
+      coordinator_(coordinator),
       model_(parameters),
       protocol_(options_, coordinator, store, metrics, trace, clock, peers),
       clock_(clock) {}

@@ -90,6 +90,13 @@ class Session {
   // evaluation function: evaluate the model and pass the accuracy to Close.
   bool final_accuracy_due() const { return protocol_.final_accuracy_due(); }
 
+  // Declares that this trainer pauses its training on purpose, for longer than a step (a
+  // validation pass, a first compiled step, a checkpoint save), until SetPaused(false): the
+  // coordinator does not evict it meanwhile for making no progress. Its heartbeats go on, so a
+  // trainer that dies while paused is still evicted, and the others may wait for it as the mode
+  // says. Thread-safe.
+  void SetPaused(bool paused) { coordinator_.SetPaused(paused); }
+
   // See SessionOptions::evaluate.
   bool evaluation_due() const { return protocol_.evaluation_due(); }
   void ReportAccuracy(double accuracy) { protocol_.ReportAccuracy(accuracy); }
@@ -119,6 +126,7 @@ class Session {
   bool StepLimitReached() const { return options_.max_steps > 0 && steps_ >= options_.max_steps; }
 
   const SessionOptions options_;
+  CoordinatorLink& coordinator_;
   LocalModel model_;
   Protocol protocol_;
   const base::Clock& clock_;

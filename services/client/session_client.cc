@@ -268,22 +268,44 @@ absl::Status SessionClient::ReportClock(const v1::ClockReport& report) {
 
 void SessionClient::StartHeartbeats(std::function<v1::TrainerTimings()> timings) {
   const absl::Duration interval = absl::Seconds(welcome_.heartbeat_interval_seconds());
-  heartbeat_ = std::thread([this, interval, timings = std::move(timings)] {
+  {
+    absl::MutexLock lock(&mu_);
+    timings_ = std::move(timings);
+  }
+  heartbeat_ = std::thread([this, interval] {
     while (true) {
       {
         absl::MutexLock lock(&mu_);
         auto stop = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return stopping_ || stream_done_; };
         if (mu_.AwaitWithTimeout(absl::Condition(&stop), interval)) return;
       }
-      v1::SessionRequest request;
-      *request.mutable_heartbeat()->mutable_timings() = timings();
-      {
-        absl::MutexLock lock(&mu_);
-        request.mutable_heartbeat()->set_awaiting_grant(awaiting_grant_);
-      }
-      if (!Write(request).ok()) return;
+      if (!Write(HeartbeatRequest()).ok()) return;
     }
   });
+}
+
+v1::SessionRequest SessionClient::HeartbeatRequest() {
+  std::function<v1::TrainerTimings()> timings;
+  v1::SessionRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    timings = timings_;
+    request.mutable_heartbeat()->set_awaiting_grant(awaiting_grant_);
+    request.mutable_heartbeat()->set_paused(paused_);
+  }
+  if (timings) *request.mutable_heartbeat()->mutable_timings() = timings();
+  return request;
+}
+
+void SessionClient::SetPaused(bool paused) {
+  {
+    absl::MutexLock lock(&mu_);
+    if (paused_ == paused) return;
+    paused_ = paused;
+    if (!timings_) return;  // not joined yet: the first heartbeat carries it
+  }
+  // At once: a pause that begins just before the progress timeout must not wait for a heartbeat.
+  (void)Write(HeartbeatRequest());
 }
 
 void SessionClient::Leave(const std::string& reason, std::optional<double> final_test_accuracy,

@@ -68,6 +68,7 @@ class SessionClient final : public CoordinatorLink {
   // Sends heartbeats every welcome().heartbeat_interval_seconds with `timings()` until Close;
   // while a grant is awaited they say so, and the coordinator answers each (HeartbeatAck).
   void StartHeartbeats(std::function<v1::TrainerTimings()> timings) override;
+  void SetPaused(bool paused) override;
   // Sends Leave and closes the stream once the coordinator ended it (or after a short deadline).
   // When the stream is broken, or breaks before the coordinator ended it, the resume sends the
   // Leave again on the resumed session; a `finished` Leave waits for that, up to
@@ -90,6 +91,8 @@ class SessionClient final : public CoordinatorLink {
   absl::StatusOr<std::unique_ptr<Call>> Open(const v1::Join& join, absl::Duration timeout,
                                              v1::Welcome* welcome);
   absl::Status Write(const v1::SessionRequest& request);
+  // A heartbeat with the timings and the trainer's state now.
+  v1::SessionRequest HeartbeatRequest();
   // Reads directives; when the stream breaks without an eviction or Done, resumes the session.
   void ReadLoop();
   // Opens a stream with Join.resume, retrying with backoff within options_.resume_for. OK: the
@@ -123,6 +126,9 @@ class SessionClient final : public CoordinatorLink {
   // grant for it is still awaited.
   int64_t clock_ ABSL_GUARDED_BY(mu_) = 0;
   bool awaiting_grant_ ABSL_GUARDED_BY(mu_) = true;
+  bool paused_ ABSL_GUARDED_BY(mu_) = false;
+  // What the heartbeats carry besides the timings; set by StartHeartbeats.
+  std::function<v1::TrainerTimings()> timings_ ABSL_GUARDED_BY(mu_);
 
   std::atomic<uint64_t> heard_{0};  // directives read, of any kind
 

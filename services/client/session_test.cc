@@ -57,6 +57,7 @@ class FakeCoordinator final : public CoordinatorLink {
     return absl::OkStatus();
   }
   void StartHeartbeats(std::function<v1::TrainerTimings()>) override {}
+  void SetPaused(bool paused) override { pauses.push_back(paused); }
   // Idempotent, as the real one: the first Leave is the one sent.
   void Leave(const std::string& reason, std::optional<double> final_test_accuracy,
              bool finished) override {
@@ -67,6 +68,7 @@ class FakeCoordinator final : public CoordinatorLink {
   }
 
   std::vector<v1::ClockReport> reports;
+  std::vector<bool> pauses;  // SetPaused's arguments, in order
   std::optional<std::string> left;
   std::optional<double> left_with_accuracy;
   bool left_finished = false;

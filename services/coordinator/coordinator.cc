@@ -386,6 +386,12 @@ void Coordinator::Heartbeat(const SessionKey& key, const v1::Heartbeat& heartbea
   if (Accept(key.id, "timings", CheckTimings(heartbeat.timings()))) {
     UpdateTimings(key.id, heartbeat.timings());
   }
+  if (heartbeat.paused()) {
+    if (paused_.insert(key.id).second) spdlog::info("trainer {} paused its training", key.id);
+  } else if (paused_.erase(key.id) > 0) {
+    spdlog::info("trainer {} resumed its training", key.id);
+    last_progress_[key.id] = clock_.Now();  // the pause does not count against its progress
+  }
   // A trainer held by its mode hears that this coordinator is alive (HeartbeatAck). Order with the
   // other directives does not matter: the trainer only notes it. Not while the stores fail: the job
   // cannot move then, and a long outage must still reach the trainers as their directive timeout.
@@ -531,6 +537,7 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
   report_arrival_.erase(key.id);
   ungranted_.erase(key.id);
   last_progress_.erase(key.id);
+  paused_.erase(key.id);
   const std::string& name = names_[key.id];
   v1::TrainerStatus& status = trainer_status_[name];
   status.set_state(state);
@@ -819,7 +826,7 @@ void Coordinator::EvictStalled(absl::Time now) {
   std::vector<SessionKey> stalled;
   for (const auto& [id, session] : sessions_) {
     auto progress = last_progress_.find(id);
-    if (report_arrival_.count(id) == 0 && ungranted_.count(id) == 0 &&
+    if (report_arrival_.count(id) == 0 && ungranted_.count(id) == 0 && paused_.count(id) == 0 &&
         progress != last_progress_.end() && now - progress->second > timeout) {
       stalled.push_back({id, session.incarnation});
     }

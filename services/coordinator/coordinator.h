@@ -255,6 +255,9 @@ class Coordinator {
   // Admitted without a grant and not granted since: they hold no grant, so the progress timeout
   // does not apply to them.
   std::set<sync::TrainerId> ungranted_ ABSL_GUARDED_BY(mu_);
+  // Trainers whose last heartbeat said they paused on purpose (Heartbeat.paused): spared by
+  // EvictStalled; their progress counts afresh from their return.
+  std::set<sync::TrainerId> paused_ ABSL_GUARDED_BY(mu_);
   std::deque<Action> pending_ ABSL_GUARDED_BY(mu_);
   bool membership_dirty_ ABSL_GUARDED_BY(mu_) = false;
   bool syncing_members_ ABSL_GUARDED_BY(mu_) = false;  // the action thread is telling the stores

@@ -979,6 +979,36 @@ TEST_F(CoordinatorTest, AStuckTrainerThatHoldsOthersUpIsEvicted) {
   EXPECT_EQ(Next(*out_a).proceed().pull().round(), 1) << "the round closes without b";
 }
 
+// A trainer that declares a pause (a long validation pass, a checkpoint save) is not evicted for
+// making no progress while others wait for it; once it returns, its progress counts afresh, and a
+// return that stays stuck is evicted after a whole progress timeout.
+TEST_F(CoordinatorTest, ADeclaredPauseIsNotStalled) {
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();
+  Report(a, 1);  // round 1 waits for b
+  v1::Heartbeat paused;
+  paused.set_paused(true);
+  for (int s = 0; s < 120; ++s) {
+    coordinator_->Heartbeat(a, v1::Heartbeat());
+    coordinator_->Heartbeat(b, paused);
+    clock_.Advance(absl::Seconds(1));
+  }
+  EXPECT_TRUE(Quiet(*out_b)) << "paused for twice the progress timeout";
+  for (int s = 0; s < 59; ++s) {
+    coordinator_->Heartbeat(a, v1::Heartbeat());
+    coordinator_->Heartbeat(b, v1::Heartbeat());
+    clock_.Advance(absl::Seconds(1));
+  }
+  EXPECT_TRUE(Quiet(*out_b)) << "its progress counts from its return";
+  for (int s = 0; s < 3; ++s) {
+    coordinator_->Heartbeat(a, v1::Heartbeat());
+    coordinator_->Heartbeat(b, v1::Heartbeat());
+    clock_.Advance(absl::Seconds(1));
+  }
+  const v1::Directive evicted = Next(*out_b);
+  ASSERT_TRUE(evicted.has_evicted());
+  EXPECT_NE(evicted.evicted().reason().find("no progress"), std::string::npos);
+}
+
 // A peer-to-peer joiner waits for the next round's exchange without a grant: when a stuck trainer
 // holds that round up past the progress timeout, the stuck one is evicted, not the joiner, which
 // then gets its first grant.

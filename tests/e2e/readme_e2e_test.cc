@@ -14,6 +14,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "base/files.h"
@@ -77,6 +78,79 @@ TEST(ReadmeE2E, DemoScriptRunsWhereNoRunsFolderExists) {
   EXPECT_TRUE(absl::StrContains(output, "per-mode reports in " + report + "/<mode>/")) << output;
   EXPECT_EQ(Lines(Read(report + "/compare.csv")).size(), 3u);
   EXPECT_TRUE(absl::StrContains(Read(report + "/compare.svg"), "<svg"));
+}
+
+// The shell commands of the README's section `title`: each fenced sh block's lines, a line ending
+// in a backslash joined with the next.
+std::vector<std::string> SectionCommands(const std::string& title) {
+  const std::string readme = Read(std::string(SYNCOPATE_SOURCE_DIR) + "/README.md");
+  const size_t start = readme.find("\n## " + title + "\n");
+  EXPECT_NE(start, std::string::npos) << "no section " << title;
+  if (start == std::string::npos) return {};
+  const size_t end = readme.find("\n## ", start + 1);
+  const std::vector<std::string> lines =
+      absl::StrSplit(readme.substr(start, end - start), '\n');
+  std::vector<std::string> commands;
+  bool in_sh = false;
+  std::string pending;
+  for (const std::string& line : lines) {
+    if (absl::StartsWith(line, "```")) {
+      in_sh = !in_sh && line == "```sh";
+      continue;
+    }
+    if (!in_sh || line.empty()) continue;
+    pending += line;
+    if (absl::EndsWith(pending, "\\")) {
+      pending.pop_back();
+      continue;
+    }
+    commands.push_back(pending);
+    pending.clear();
+  }
+  return commands;
+}
+
+// README, "Bring your own model": its commands as quoted, in the checkout, straight after the
+// README's first command (the package built), with only the run folder, the venv and the binaries
+// under test put in their places. The script ends on its own, so the job finishes (exit 0) and
+// leaves its model; the package then imports from the venv without PYTHONPATH.
+TEST(ReadmeE2E, BringYourOwnModelRunsAsQuoted) {
+  const std::string dir = MakeTempDir("byom");
+  const std::vector<std::string> commands = SectionCommands("Bring your own model");
+  ASSERT_EQ(commands.size(), 4u) << "build, local, venv, pip";
+  for (size_t i = 0; i < commands.size(); ++i) {
+    std::string command = commands[i];
+    command = absl::StrReplaceAll(
+        command, {{"build/bin/", BinDir() + "/"}, {"runs/my-job", dir + "/my-job"},
+                  {".venv", dir + "/venv"}});
+    // The build is the suite's own: configured, and the package target already built.
+    if (absl::StartsWith(command, "./scripts/build.sh")) continue;
+    const std::string log = absl::StrCat(dir, "/command-", i, ".out");
+    auto run = cli::ChildProcess::Spawn(
+        {"/bin/bash", "-c", "cd \"$0\" && " + command, SYNCOPATE_SOURCE_DIR},
+        {{"OPENBLAS_NUM_THREADS", "1"}, {"PYTHONPATH", ""}}, log);
+    ASSERT_TRUE(run.ok()) << run.status();
+    std::optional<int> status = (*run)->Wait(absl::Minutes(5));
+    ASSERT_TRUE(status.has_value()) << command << " did not finish; see " << log;
+    ASSERT_EQ(ExitCode(*status), 0) << command << "\n" << Read(log);
+  }
+  EXPECT_TRUE(absl::StrContains(Read(dir + "/command-1.out"),
+                                "finished: every trainer completed 300 steps"))
+      << Read(dir + "/command-1.out");
+  EXPECT_EQ(ReadJson(dir + "/my-job/summary.json")["model"]["files"].size(), 2u);
+  // Installed: imported from anywhere, no PYTHONPATH.
+  const std::string log = dir + "/import.out";
+  auto python = cli::ChildProcess::Spawn(
+      {"/bin/bash", "-c",
+       "cd / && \"$0\"/venv/bin/python -c 'import syncopate, syncopate.torch; "
+       "print(syncopate.__version__, syncopate.__file__)'",
+       dir},
+      {{"PYTHONPATH", ""}}, log);
+  ASSERT_TRUE(python.ok());
+  std::optional<int> imported = (*python)->Wait(absl::Minutes(1));
+  ASSERT_TRUE(imported.has_value());
+  EXPECT_EQ(ExitCode(*imported), 0) << Read(log);
+  EXPECT_TRUE(absl::StrContains(Read(log), dir + "/venv/lib/")) << Read(log);
 }
 
 // `--report-dir` makes its parents, and when it cannot it says which path and why: exit 2, as for
@@ -183,7 +257,7 @@ struct QuotedCommand {
 std::vector<QuotedCommand> QuotedCommands(const std::string& file) {
   static const std::regex kStart(
       "^(?:\\./build/bin/)?(syncopate(?:-store|-coordinator|-trainer)?)(?= |$)(?: (local|compare|"
-      "sim(?: cluster)?|status|certs(?: ca| issue)?)(?= |$))?");
+      "sim(?: cluster)?|status|export|certs(?: ca| issue)?)(?= |$))?");
   static const std::regex kFlag("--[a-z][a-z0-9-]*");
   std::vector<QuotedCommand> commands;
   bool fenced = false;
