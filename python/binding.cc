@@ -121,6 +121,7 @@ class PySession {
     o.session.slowdown = options_["slowdown"].cast<double>();
     o.session.step_time = Seconds(options_["step_time"].cast<double>());
     o.session.max_steps = options_["max_steps"].cast<int64_t>();
+    o.max_rejoins = options_["max_rejoins"].cast<int>();
     o.session.eval_interval = Seconds(options_["eval_interval"].cast<double>());
     o.session.directive_timeout = Seconds(options_["directive_timeout"].cast<double>());
     o.session.interrupted = [this] { return CheckSignals(); };
@@ -137,7 +138,7 @@ class PySession {
           client::JobClient::Join(std::move(o), parameters_);
       if (job.ok()) {
         job_ = *std::move(job);
-        status = job_->session().Start();
+        status = job_->Start();
       } else {
         status = job.status();
       }
@@ -162,12 +163,12 @@ class PySession {
   }
 
   bool Step(float loss) {
-    client::Session& session = Started();
+    Started();
     caller_ = std::this_thread::get_id();
     absl::StatusOr<bool> more;
     {
       py::gil_scoped_release release;
-      more = session.Step(loss);
+      more = job_->Step(loss);  // rejoins the job after an eviction (client/job_client.h)
     }
     RaiseIfInterrupted();
     if (!more.ok()) Raise(more.status());
@@ -201,6 +202,7 @@ class PySession {
     Started().ReportAccuracy(accuracy);
   }
   int64_t steps() { return job_ ? job_->session().steps() : 0; }
+  int rejoins() { return job_ ? job_->rejoins() : 0; }
   py::dict Welcome() {
     const v1::Welcome& w = Started().welcome();
     py::dict d;
@@ -291,6 +293,7 @@ PYBIND11_MODULE(_syncopate, m) {
       .def("evaluation_due", &PySession::evaluation_due)
       .def("report_accuracy", &PySession::ReportAccuracy)
       .def("steps", &PySession::steps)
+      .def("rejoins", &PySession::rejoins)
       .def("welcome", &PySession::Welcome)
       .def("timings", &PySession::Timings)
       .def("metrics_port", &PySession::metrics_port);

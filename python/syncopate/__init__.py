@@ -37,6 +37,7 @@ ENVIRONMENT = {
     "slowdown": "SYNCOPATE_SLOWDOWN",  # stretch each step's compute to F x (default 1)
     "step_time": "SYNCOPATE_STEP_TIME",  # emulated accelerator step, e.g. 200ms (default 0)
     "max_steps": "SYNCOPATE_MAX_STEPS",  # leave after this many steps (default 0: never)
+    "max_rejoins": "SYNCOPATE_MAX_REJOINS",  # rejoins after an eviction (default 3)
     "eval_interval": "SYNCOPATE_EVAL_INTERVAL",  # seconds between evaluations (default 2)
     "metrics_listen": "SYNCOPATE_METRICS_LISTEN",  # Prometheus address (default: none)
     "peer_listen": "SYNCOPATE_PEER_LISTEN",  # Peer service address (default 127.0.0.1:0)
@@ -59,6 +60,7 @@ _DEFAULTS = {
     "slowdown": 1.0,
     "step_time": 0.0,
     "max_steps": 0,
+    "max_rejoins": 3,
     "eval_interval": 2.0,
     "metrics_listen": "",
     "peer_listen": "127.0.0.1:0",
@@ -141,7 +143,7 @@ def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
     for key in ("rpc_timeout", "join_timeout", "directive_timeout"):
         if options[key] <= 0:
             raise SyncopateError("INVALID_ARGUMENT", f"{key} must be positive, not {options[key]}")
-    for key in ("max_steps", "eval_interval", "step_time"):
+    for key in ("max_steps", "max_rejoins", "eval_interval", "step_time"):
         if options[key] < 0:
             raise SyncopateError("INVALID_ARGUMENT", f"{key} cannot be negative, not {options[key]}")
     return options
@@ -175,6 +177,7 @@ class Session:
         slowdown: Optional[float] = None,
         step_time: Optional[float] = None,
         max_steps: Optional[int] = None,
+        max_rejoins: Optional[int] = None,
         eval_interval: Optional[float] = None,
         metrics_listen: Optional[str] = None,
         peer_listen: Optional[str] = None,
@@ -262,6 +265,11 @@ class Session:
     @property
     def steps(self) -> int:
         return self._session.steps()
+
+    @property
+    def rejoins(self) -> int:
+        """How often this trainer rejoined the job after it was evicted (at most max_rejoins)."""
+        return self._session.rejoins()
 
     @property
     def mode(self) -> str:

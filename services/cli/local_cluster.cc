@@ -1,6 +1,7 @@
 #include "cli/local_cluster.h"
 
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -277,6 +278,7 @@ absl::Status LocalCluster::RemoveTrainer(absl::Duration grace) {
     }
   }
   if (!victim) return absl::FailedPreconditionError("no running trainer to remove");
+  removed_.insert(victim->index);
   victim->process->Signal(SIGTERM);
   victim->process->WaitOrKill(grace);
   return absl::OkStatus();
@@ -348,6 +350,46 @@ absl::StatusOr<std::vector<LocalCluster::Restart>> LocalCluster::RestartCrashedS
     endpoints_.pop_back();
     events.push_back({crashed.role, absl::StrCat(crashed.role, " ", crashed.index, " exited (",
                                                  exit, "); restarted on its port")});
+  }
+  if (!events.empty()) RETURN_IF_ERROR(WriteClusterFile());
+  return events;
+}
+
+absl::StatusOr<std::vector<LocalCluster::Restart>> LocalCluster::RestartCrashedTrainers() {
+  std::vector<Restart> events;
+  for (size_t i = 0; i < endpoints_.size(); ++i) {
+    if (endpoints_[i].role != "trainer" || removed_.count(endpoints_[i].index) > 0) continue;
+    const std::optional<int> exit = endpoints_[i].process->Wait(absl::ZeroDuration());
+    if (!exit || (WIFEXITED(*exit) && WEXITSTATUS(*exit) == 0)) continue;
+    const Endpoint crashed = endpoints_[i];
+    RestartBackoff& backoff = restart_backoff_[{crashed.role, crashed.index}];
+    if (absl::Now() < backoff.next_attempt) continue;
+    const double slowdown = crashed.index < static_cast<int>(options_.slowdowns.size())
+                                ? options_.slowdowns[crashed.index]
+                                : 1.0;
+    // LaunchTrainer appends the new endpoint; it takes the crashed one's place once it runs.
+    absl::Status restarted = LaunchTrainer(crashed.index, slowdown);
+    if (restarted.ok()) {
+      std::swap(endpoints_[i], endpoints_.back());
+      restarted = AwaitTrainer(endpoints_[i]);
+      endpoints_.pop_back();
+    }
+    const std::string what = absl::StrCat("trainer ", crashed.index, " exited (",
+                                          DescribeExit(*exit), ")");
+    if (!restarted.ok()) {
+      if (++backoff.failures >= kRestartAttempts) {
+        return absl::UnavailableError(absl::StrCat(what, " and could not be restarted ",
+                                                   backoff.failures, " times: ",
+                                                   restarted.message()));
+      }
+      const absl::Duration delay = absl::Seconds(1 << backoff.failures);
+      backoff.next_attempt = absl::Now() + delay;
+      events.push_back({"retry", absl::StrCat(what, "; its restart failed (", restarted.message(),
+                                              "), trying again in ", absl::FormatDuration(delay))});
+      continue;
+    }
+    backoff = RestartBackoff();
+    events.push_back({"trainer", absl::StrCat(what, "; restarted, it joins again")});
   }
   if (!events.empty()) RETURN_IF_ERROR(WriteClusterFile());
   return events;

@@ -6,6 +6,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 #include <utility>
 #include <vector>
@@ -119,6 +120,14 @@ class LocalCluster {
   };
   absl::StatusOr<std::vector<Restart>> RestartCrashedServices();
 
+  // Restarts every trainer whose process exited on an error (a crash, a signal, an eviction it
+  // could not rejoin after), with its rank, name and settings, as Kubernetes restarts a crashed
+  // pod; it joins the job again under a new incarnation. A trainer that exited 0 (it finished) or
+  // that RemoveTrainer stopped stays down. Waits until each restarted trainer runs. Returns what
+  // happened (role "trainer", or "retry" for a start that failed and is retried with backoff); an
+  // error when a trainer could not be started kRestartAttempts times in a row.
+  absl::StatusOr<std::vector<Restart>> RestartCrashedTrainers();
+
   // Trainers first (SIGTERM: they leave cleanly), then the coordinator, then the stores; each gets
   // `grace` before SIGKILL. Idempotent.
   void Stop(absl::Duration grace = absl::Seconds(10));
@@ -165,6 +174,7 @@ class LocalCluster {
   std::unique_ptr<v1::Coordinator::Stub> coordinator_;
   bool stopped_ = false;
   int next_rank_ = 0;
+  std::set<int> removed_;  // ranks RemoveTrainer stopped: never restarted
 };
 
 }  // namespace syncopate::cli

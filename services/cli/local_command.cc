@@ -331,9 +331,15 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   // Restarts crashed services (with --restart-crashed), each a fault; true when the coordinator
   // was among them.
   auto restart_crashed = [&]() -> absl::StatusOr<bool> {
-    if (!options.restart_crashed) return false;
-    ASSIGN_OR_RETURN(const std::vector<LocalCluster::Restart> restarts,
-                     cluster->RestartCrashedServices());
+    std::vector<LocalCluster::Restart> restarts;
+    if (options.restart_crashed) {
+      ASSIGN_OR_RETURN(restarts, cluster->RestartCrashedServices());
+    }
+    if (options.restart_trainers) {
+      ASSIGN_OR_RETURN(const std::vector<LocalCluster::Restart> trainers,
+                       cluster->RestartCrashedTrainers());
+      restarts.insert(restarts.end(), trainers.begin(), trainers.end());
+    }
     bool coordinator = false;
     for (const LocalCluster::Restart& restart : restarts) {
       std::fprintf(stderr, "%s%s\n", tty ? "\n" : "", restart.what.c_str());

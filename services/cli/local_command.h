@@ -46,6 +46,9 @@ struct LocalRunOptions {
   // Restart a store shard whose process exits, on its port (as Kubernetes would), so faults can be
   // tried locally; each restart is a fault of the run.
   bool restart_crashed = true;
+  // Also restart a trainer whose process exits on an error (LocalCluster::RestartCrashedTrainers),
+  // as Kubernetes restarts a crashed pod; each restart is a fault of the run.
+  bool restart_trainers = false;
   // Also run a real Prometheus scraping the cluster (its URL is printed and in prometheus.json).
   bool prometheus = false;
   LocalPrometheusOptions prometheus_options;

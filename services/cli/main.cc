@@ -233,6 +233,10 @@ struct ScenarioFlags {
     cmd->add_option("--resume-from", run.resume_from,
                     "Start from the model a run left in its directory (RUN_DIR/checkpoints); "
                     "rounds and each trainer's optimizer state start afresh");
+    cmd->add_flag("--restart-trainers", run.restart_trainers,
+                  "Also restart a trainer whose process exits on an error (not one that finished), "
+                  "as Kubernetes restarts a pod: it joins again under a new incarnation (a fault of "
+                  "the run)");
     cmd->add_option("--report-dir", run.report_dir,
                     "Write the report (summary.json, accuracy.csv, logs) here");
     cmd->add_flag("--insecure", c.insecure,

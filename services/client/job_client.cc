@@ -1,5 +1,6 @@
 #include "client/job_client.h"
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/clock.h"
 #include "base/ready_file.h"
@@ -28,6 +29,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
     return absl::InvalidArgumentError(
         "max steps, the eval interval and the step time cannot be negative");
   }
+  if (options.max_rejoins < 0) return absl::InvalidArgumentError("max rejoins cannot be negative");
   if (parameters.Specs().empty()) return absl::InvalidArgumentError("no parameters registered");
   std::unique_ptr<JobClient> job(new JobClient());
   if (!options.metrics_listen.empty()) {
@@ -46,33 +48,102 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
     metrics->refused_calls.Add({{"rpc", std::string(rpc)}}).Increment();
   };
   ASSIGN_OR_RETURN(job->peers_, PeerNode::Start(options.peer, shapes));
-
-  v1::Join join;
-  join.set_name(options.name);
-  join.set_peer_address(job->peers_->address());
-  join.set_rank(options.rank);
-  join.set_slowdown(options.session.slowdown);
-  SessionClientOptions session_options;
-  session_options.join_timeout = options.join_timeout;
-  session_options.credentials = options.credentials;
-  session_options.interrupted = options.leave_interrupted;
-  ASSIGN_OR_RETURN(job->coordinator_,
-                   SessionClient::Connect(options.coordinator, join, session_options));
-  const v1::Welcome& welcome = job->coordinator_->welcome();
-  RETURN_IF_ERROR(base::WriteReadyFile(options.ready_file, {0, job->metrics_port(), 0}));
-  job->coordinator_->OnPeerDirective(
-      [node = job->peers_.get()](const v1::Directive& d) { node->HandleDirective(d); });
-  // The link limits hold for all of the trainer's traffic: store pushes and pulls too.
-  job->store_ = std::make_unique<StoreClient>(
-      std::vector<std::string>(welcome.store_addresses().begin(), welcome.store_addresses().end()),
-      options.credentials, options.rpc_timeout, tensor::kDefaultChunkBytes, job->peers_->limits());
-  job->store_->set_metrics(job->trainer_metrics_.get());
   job->trace_ = std::make_unique<TraceWriter>(options.trace_file);
-  job->session_ = std::make_unique<Session>(
-      std::move(options.session), *job->coordinator_, *job->store_, parameters,
-      *job->trainer_metrics_, *job->trace_, base::MonotonicClock::Get(), &job->peers_->link());
-  job->store_->set_interrupt([session = job->session_.get()] { return session->stopping(); });
+  job->options_ = std::move(options);
+  job->parameters_ = &parameters;
+  RETURN_IF_ERROR(job->Connect());
+  RETURN_IF_ERROR(
+      base::WriteReadyFile(job->options_.ready_file, {0, job->metrics_port(), 0}));
   return job;
+}
+
+absl::Status JobClient::Connect() {
+  v1::Join join;
+  join.set_name(options_.name);
+  join.set_peer_address(peers_->address());
+  join.set_rank(options_.rank);
+  join.set_slowdown(options_.session.slowdown);
+  SessionClientOptions session_options;
+  session_options.join_timeout = options_.join_timeout;
+  session_options.credentials = options_.credentials;
+  session_options.interrupted = options_.leave_interrupted;
+  ASSIGN_OR_RETURN(std::unique_ptr<SessionClient> coordinator,
+                   SessionClient::Connect(options_.coordinator, join, session_options));
+  const v1::Welcome& welcome = coordinator->welcome();
+  coordinator->OnPeerDirective(
+      [node = peers_.get()](const v1::Directive& d) { node->HandleDirective(d); });
+  // The link limits hold for all of the trainer's traffic: store pushes and pulls too.
+  auto store = std::make_unique<StoreClient>(
+      std::vector<std::string>(welcome.store_addresses().begin(), welcome.store_addresses().end()),
+      options_.credentials, options_.rpc_timeout, tensor::kDefaultChunkBytes, peers_->limits());
+  store->set_metrics(trainer_metrics_.get());
+  auto session = std::make_unique<Session>(options_.session, *coordinator, *store, *parameters_,
+                                           *trainer_metrics_, *trace_,
+                                           base::MonotonicClock::Get(), &peers_->link());
+  store->set_interrupt([s = session.get()] { return s->stopping(); });
+  absl::MutexLock lock(&session_mu_);
+  // The old ones (after an eviction) go first: the session, then what it used.
+  session_.reset();
+  store_.reset();
+  coordinator_ = std::move(coordinator);
+  store_ = std::move(store);
+  session_ = std::move(session);
+  if (stopped_) session_->Stop();
+  return absl::OkStatus();
+}
+
+bool JobClient::RejoinDue(const absl::Status& status) const {
+  // Evicted: told so by the coordinator, or refused by a store before it heard. A failed job
+  // evicts everyone with its reason; nothing to rejoin then.
+  const bool evicted =
+      absl::IsAborted(status) ||
+      (absl::IsFailedPrecondition(status) &&
+       (absl::StrContains(status.message(), "has left or was evicted") ||
+        absl::StrContains(status.message(), "is stale")));
+  return evicted && !stopped_ && rejoins_ < options_.max_rejoins &&
+         !absl::StrContains(status.message(), "the job failed");
+}
+
+absl::Status JobClient::Rejoin(const absl::Status& evicted) {
+  if (!RejoinDue(evicted)) return evicted;
+  ++rejoins_;
+  trainer_metrics_->rejoins.Increment();
+  spdlog::warn("{}; rejoining the job under a new incarnation (rejoin {} of at most {})",
+               std::string(evicted.message()), rejoins_, options_.max_rejoins);
+  session_->Close("evicted");
+  store_->set_interrupt(nullptr);
+  if (absl::Status joined = Connect(); !joined.ok()) {
+    return absl::Status(joined.code(), absl::StrCat("evicted (", evicted.message(),
+                                                    "), and the rejoin failed: ",
+                                                    joined.message()));
+  }
+  RETURN_IF_ERROR(session_->Start());
+  const v1::Welcome& welcome = session_->welcome();
+  spdlog::info("rejoined the {} job as id {} (incarnation {}) at clock {}", welcome.mode(),
+               welcome.trainer_id(), welcome.incarnation(), welcome.start_clock());
+  return absl::OkStatus();
+}
+
+absl::Status JobClient::Start() {
+  absl::Status started = session_->Start();
+  while (!started.ok() && RejoinDue(started)) started = Rejoin(started);
+  return started;
+}
+
+absl::StatusOr<bool> JobClient::Step(float loss) {
+  absl::StatusOr<bool> more = session_->Step(loss);
+  while (!more.ok() && RejoinDue(more.status())) {
+    absl::Status rejoined = Rejoin(more.status());
+    if (rejoined.ok()) return true;  // the parameters hold the job's model: step on
+    more = rejoined;
+  }
+  return more;
+}
+
+void JobClient::Stop() {
+  stopped_ = true;
+  absl::MutexLock lock(&session_mu_);
+  if (session_) session_->Stop();
 }
 
 JobClient::~JobClient() {

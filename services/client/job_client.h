@@ -5,11 +5,13 @@
 #ifndef SYNCOPATE_CLIENT_JOB_CLIENT_H_
 #define SYNCOPATE_CLIENT_JOB_CLIENT_H_
 
+#include <atomic>
 #include <memory>
 #include <optional>
 #include <string>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/parameters.h"
 #include "client/peer_node.h"
@@ -41,25 +43,55 @@ struct JobOptions {
   // Asked while a finished Leave waits for a restarting coordinator: true gives that wait up
   // (SessionClientOptions::interrupted). Empty: it waits its full time.
   std::function<bool()> leave_interrupted;
+  // A trainer that was evicted (it paused past the eviction timeout, its step stalled, a restarted
+  // coordinator did not take its session back) rejoins the job under a new incarnation, with the
+  // job's current model, at most this many times in its life; then the eviction is its error.
+  int max_rejoins = 3;
 };
 
-// Not thread-safe, like the Session it holds.
+// Start, Step, session() and rejoins() from one thread (the training loop's); Stop from any.
 class JobClient {
  public:
   // Joins the job with `parameters` as this trainer's model (they must outlive the client).
   // INVALID_ARGUMENT for bad options (a rate, a slowdown below 1, a timeout that is not positive,
-  // an empty coordinator or name) or no parameters; the parameters' read error;
-  // UNAVAILABLE when the coordinator cannot be reached within join_timeout; the coordinator's
-  // refusal of the join as it is. Then call session().Start().
+  // an empty coordinator or name, max_rejoins below 0) or no parameters; the parameters' read
+  // error; UNAVAILABLE when the coordinator cannot be reached within join_timeout; the
+  // coordinator's refusal of the join as it is. Then call Start.
   static absl::StatusOr<std::unique_ptr<JobClient>> Join(JobOptions options,
                                                          Parameters& parameters);
   ~JobClient();  // closes the session (leaving the job), then the transports
 
+  // The session's Start and Step (client/session.h), rejoining the job when this trainer was
+  // evicted: its session is then replaced by one under a new incarnation, which loads the job's
+  // current model into the parameters, and Step returns true (the loop goes on), at most
+  // max_rejoins times; each rejoin is logged and counted (syncopate_trainer_rejoins_total). An
+  // eviction because the job failed, one after Stop, or a rejoin that fails is the error.
+  absl::Status Start();
+  absl::StatusOr<bool> Step(float loss);
+  // The current session's Stop; no rejoin after it. Thread-safe.
+  void Stop();
+
+  // The current session: another one after a rejoin.
   Session& session() { return *session_; }
+  int rejoins() const { return rejoins_; }
   int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
  private:
   JobClient() = default;
+  // Joins the coordinator under the options' name and makes the store client and the session.
+  absl::Status Connect();
+  // After an eviction (`evicted`): leaves the old session and Connects again, under a new
+  // incarnation. OK when rejoined; `evicted` itself when no rejoin is due.
+  absl::Status Rejoin(const absl::Status& evicted);
+  // Whether `status` is an eviction a rejoin can answer.
+  bool RejoinDue(const absl::Status& status) const;
+
+  JobOptions options_;
+  Parameters* parameters_ = nullptr;
+  int rejoins_ = 0;
+  std::atomic<bool> stopped_{false};
+  // Guards the replacement of session_ against Stop from another thread.
+  absl::Mutex session_mu_;
 
   std::unique_ptr<metrics::MetricsServer> metrics_;
   std::shared_ptr<prometheus::Registry> registry_;

@@ -75,6 +75,10 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
           r, "syncopate_trainer_pushes_unprotected_total",
           "Pushes no longer kept to re-send after a store restart: their shard did not confirm a "
           "checkpoint for too long.")),
+      rejoins(metrics::AddCounter(
+          r, "syncopate_trainer_rejoins_total",
+          "Times this trainer rejoined the job under a new incarnation after it was evicted (a "
+          "pause past the eviction timeout, a stalled step).")),
       refused_calls(prometheus::BuildCounter()
                         .Name("syncopate_trainer_refused_calls_total")
                         .Help("Calls to this trainer's Peer service refused because the caller's "

@@ -41,6 +41,9 @@ struct TrainerMetrics {
   // lost them, per shard; pushes no longer kept to re-send (a shard that did not checkpoint).
   prometheus::Counter& pushes_resent;
   prometheus::Counter& pushes_unprotected;
+  // Times this trainer rejoined the job under a new incarnation after it was evicted
+  // (client/job_client.h).
+  prometheus::Counter& rejoins;
   // Calls to the Peer service refused by the caller's certificate, label rpc.
   prometheus::Family<prometheus::Counter>& refused_calls;
 };

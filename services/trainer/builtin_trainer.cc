@@ -24,13 +24,13 @@ double BuiltinTrainer::Evaluate(const tensor::TensorMap& model) {
                            test_.features);
 }
 
-absl::Status BuiltinTrainer::Run(client::Session& session) {
-  RETURN_IF_ERROR(session.Start());
+absl::Status BuiltinTrainer::Run(client::JobClient& job) {
+  RETURN_IF_ERROR(job.Start());
   for (bool more = true; more;) {
     const int n = sampler_.Next(train_, &batch_x_, &batch_y_);
     const float loss =
         model_.TrainStep(batch_x_.data(), batch_y_.data(), n, options_.learning_rate);
-    ASSIGN_OR_RETURN(more, session.Step(loss));
+    ASSIGN_OR_RETURN(more, job.Step(loss));
   }
   return absl::OkStatus();
 }

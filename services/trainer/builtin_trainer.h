@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "client/job_client.h"
 #include "client/session.h"
 #include "compute/backend.h"
 #include "data/dataset.h"
@@ -35,7 +36,7 @@ class BuiltinTrainer {
   // Test accuracy of `model` (client::SessionOptions::evaluate); 0 for a model that does not fit.
   double Evaluate(const tensor::TensorMap& model);
   // Starts `session` (over parameters()) and trains until it ends; its outcome.
-  absl::Status Run(client::Session& session);
+  absl::Status Run(client::JobClient& job);
 
  private:
   const BuiltinOptions options_;

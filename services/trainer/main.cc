@@ -91,6 +91,9 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--max-steps", session_options.max_steps,
                  "Leave after this many steps (0: never)");
+  int max_rejoins = 3;
+  app.add_option("--max-rejoins", max_rejoins,
+                 "Rejoin the job under a new incarnation after an eviction at most this often");
   app.add_option("--seed", options.seed, "Seed of the model initialisation and batch order");
   app.add_option("--rpc-timeout", rpc_timeout, "Deadline of each store RPC");
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
@@ -186,6 +189,7 @@ int main(int argc, char** argv) {
   job_options.peer.stream_idle_timeout = *peer_idle;
   job_options.ready_file = ready_file;
   job_options.trace_file = trace_file;
+  job_options.max_rejoins = max_rejoins;
   auto job = syncopate::client::JobClient::Join(std::move(job_options), trainer.parameters());
   if (absl::IsOutOfRange(job.status())) {
     // The job is over (dssync's final average took place): nothing to do, as after Done.
@@ -195,8 +199,7 @@ int main(int argc, char** argv) {
   if (!job.ok()) {
     return Fail(job.status(), absl::IsInvalidArgument(job.status()) ? kExitUsage : kExitError);
   }
-  syncopate::client::Session& session = (*job)->session();
-  const auto& welcome = session.welcome();
+  const auto& welcome = (*job)->session().welcome();
   spdlog::info("joined {} job as id {} (incarnation {}); {} examples in shard {}/{}; {} store(s)",
                welcome.mode(), welcome.trainer_id(), welcome.incarnation(), train->size(),
                data_shard, world, welcome.store_addresses_size());
@@ -204,7 +207,7 @@ int main(int argc, char** argv) {
   absl::Status result;
   bool stopping = false;
   std::thread runner([&] {
-    result = trainer.Run(session);
+    result = trainer.Run(**job);
     done.Notify();
   });
   while (!done.HasBeenNotified()) {
@@ -215,7 +218,7 @@ int main(int argc, char** argv) {
     } else {
       spdlog::info("termination signal: finishing the current step and leaving");
       stopping = true;
-      session.Stop();
+      (*job)->Stop();
     }
   }
   runner.join();

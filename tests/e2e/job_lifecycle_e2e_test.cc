@@ -7,6 +7,7 @@
 #include <cmath>
 #include <fstream>
 
+#include <signal.h>
 #include <unistd.h>
 
 #include "absl/strings/match.h"
@@ -148,6 +149,35 @@ TEST(JobLifecycleE2E, BadCheckpointsAreRefusedAndChangeNothing) {
   EXPECT_EQ(ExitCode(resumed), 2);
   EXPECT_TRUE(absl::StrContains(Read(dir + "/new.out"), "--resume-from")) << Read(dir + "/new.out");
   EXPECT_FALSE(FileExists(dir + "/new")) << "a refused resume makes no run directory";
+}
+
+// --restart-trainers: a trainer killed hard is restarted, as Kubernetes restarts its pod; it joins
+// again under its name, and the job reaches its target with it. The restart is a fault (exit 4).
+TEST(JobLifecycleE2E, ACrashedTrainerIsRestartedAndJoinsAgain) {
+  const std::string dir = MakeTempDir("job-restart-trainer");
+  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=3", "--restart-trainers",
+                                "--eviction-timeout=3s", "--target-accuracy=0.80",
+                                "--time-limit=120s"});
+  ASSERT_NE(local, nullptr);
+  const int victim =
+      PidOnceTraining(dir, 2, [](const std::string& d) { return ReadTrace(d, 2).size() > 30; });
+  ASSERT_NE(victim, 0) << "trainer 2 never trained; see " << dir;
+  ASSERT_EQ(kill(victim, SIGKILL), 0);
+  std::optional<int> status = local->Wait(absl::Minutes(3));
+  ASSERT_TRUE(status.has_value()) << "run did not finish; see " << dir;
+  EXPECT_EQ(ExitCode(*status), 4) << "a restart is a fault; " << cli::DescribeExit(*status);
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  EXPECT_NE(summary["faults"].dump().find("trainer 2 exited (killed by signal 9); restarted"),
+            std::string::npos)
+      << summary["faults"].dump();
+  for (const auto& t : summary["per_trainer"]) {
+    EXPECT_EQ(t["state"], "live") << "trainer " << t["rank"] << "; see " << dir;
+  }
+  const nlohmann::json cluster = ReadJson(dir + "/cluster.json");
+  for (const auto& p : cluster["processes"]) {
+    if (p["role"] == "trainer" && p["index"] == 2) EXPECT_NE(p["pid"], victim) << "not restarted";
+  }
 }
 
 }  // namespace

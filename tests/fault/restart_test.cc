@@ -472,8 +472,9 @@ INSTANTIATE_TEST_SUITE_P(CoordinatorAndStore, ProcessPause,
 
 // A trainer frozen past the eviction timeout holds a BSP round up: it is evicted, the others go on
 // without it and reach the target, and the run reports the eviction (exit 4). Thawed, the trainer
-// learns it was evicted and ends (on Kubernetes its pod restarts and joins again).
-TEST(TrainerPause, AFrozenTrainerIsEvictedAndTheOthersGoOn) {
+// learns it was evicted and rejoins the job under a new incarnation (client/job_client.h): it ends
+// the run live, with one eviction on its name.
+TEST(TrainerPause, AFrozenTrainerIsEvictedAndRejoinsWhenThawed) {
   const std::string dir = MakeTempDir("pause-trainer-bsp");
   auto local = StartForFreezing(dir, "bsp");
   ASSERT_NE(local, nullptr);
@@ -485,8 +486,14 @@ TEST(TrainerPause, AFrozenTrainerIsEvictedAndTheOthersGoOn) {
   EXPECT_NE(summary["faults"].dump().find("trainer 2 evicted"), std::string::npos)
       << summary["faults"].dump();
   for (const auto& t : summary["per_trainer"]) {
-    EXPECT_EQ(t["state"], t["rank"] == 2 ? "evicted" : "live") << "see " << dir;
+    EXPECT_EQ(t["state"], "live") << "trainer " << t["rank"] << "; see " << dir;
+    EXPECT_EQ(t["evictions"], t["rank"] == 2 ? 1 : 0) << "trainer " << t["rank"] << "; see " << dir;
   }
+  const std::string log = Read(dir + "/trainer-2.log");
+  EXPECT_NE(log.find("rejoining the job under a new incarnation (rejoin 1 of at most 3)"),
+            std::string::npos)
+      << log;
+  EXPECT_NE(log.find("rejoined the bsp job"), std::string::npos) << log;
 }
 
 }  // namespace
