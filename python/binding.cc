@@ -203,6 +203,10 @@ class PySession {
   }
   int64_t steps() { return job_ ? job_->session().steps() : 0; }
   int rejoins() { return job_ ? job_->rejoins() : 0; }
+  py::tuple World() {
+    const client::Protocol::World w = Started().world();
+    return py::make_tuple(w.rank, w.size);
+  }
   py::dict Welcome() {
     const v1::Welcome& w = Started().welcome();
     py::dict d;
@@ -294,6 +298,7 @@ PYBIND11_MODULE(_syncopate, m) {
       .def("report_accuracy", &PySession::ReportAccuracy)
       .def("steps", &PySession::steps)
       .def("rejoins", &PySession::rejoins)
+      .def("world", &PySession::World)
       .def("welcome", &PySession::Welcome)
       .def("timings", &PySession::Timings)
       .def("metrics_port", &PySession::metrics_port);

@@ -267,6 +267,22 @@ class Session:
         return self._session.steps()
 
     @property
+    def rank(self) -> int:
+        """This trainer's rank, as configured (argument or SYNCOPATE_RANK)."""
+        return int(self._options["rank"])
+
+    @property
+    def world_rank(self) -> int:
+        """This trainer's place among the trainers now in the job, by rank: 0 to world_size - 1."""
+        return self._session.world()[0]
+
+    @property
+    def world_size(self) -> int:
+        """How many trainers are in the job now (as of the last step), updated as they join and
+        leave."""
+        return self._session.world()[1]
+
+    @property
     def rejoins(self) -> int:
         """How often this trainer rejoined the job after it was evicted (at most max_rejoins)."""
         return self._session.rejoins()

@@ -26,7 +26,7 @@ import torch
 
 from . import Session, SyncopateError
 
-__all__ = ["attach", "load_into", "shares_memory", "synchronised_tensors"]
+__all__ = ["ShardSampler", "attach", "load_into", "shares_memory", "synchronised_tensors"]
 
 
 def shares_memory(tensor: torch.Tensor) -> bool:
@@ -120,3 +120,61 @@ def load_into(model: torch.nn.Module, path: str, buffers: bool = True) -> None:
     with torch.no_grad():
         for name, tensor in tensors.items():
             tensor.copy_(values[name].reshape(tensor.shape).to(dtype=tensor.dtype))
+
+
+class ShardSampler(torch.utils.data.Sampler):
+    """A DataLoader sampler that gives each trainer in the job a disjoint part of every epoch, and
+    re-shards as trainers join and leave (where DistributedSampler assumes a fixed world).
+
+    Every trainer draws the same permutation of the dataset's indices for an epoch (from `seed`
+    and the epoch), and reads every world_size-th index of it from its world_rank on
+    (Session.world_size, Session.world_rank: the live trainers, in the order of their ranks).
+    When the job's membership changes during the epoch, the rest of the permutation is split
+    anew among the trainers now in the job, from where the trainers have got to: this trainer's
+    own progress times the old world size, which is where all are under a round mode (bsp, wbsp*,
+    hybrid), and about where they are under the others. Each iter() is the next epoch, unless
+    set_epoch chose one.
+
+        sampler = syncopate.torch.ShardSampler(dataset, sync, seed=1)
+        loader = torch.utils.data.DataLoader(dataset, batch_size=64, sampler=sampler)
+    """
+
+    def __init__(self, dataset, session: Session, shuffle: bool = True, seed: int = 0):
+        self._size = len(dataset)
+        self._session = session
+        self._shuffle = shuffle
+        self._seed = seed
+        self._epoch = 0
+        self._next_epoch = None
+
+    def set_epoch(self, epoch: int) -> None:
+        """The epoch the next iter() samples (its permutation), as DistributedSampler's."""
+        self._next_epoch = epoch
+
+    def __len__(self) -> int:
+        rank, size = self._session.world_rank, self._session.world_size
+        return len(range(rank, self._size, size))
+
+    def __iter__(self):
+        if self._next_epoch is not None:
+            self._epoch, self._next_epoch = self._next_epoch, None
+        epoch = self._epoch
+        self._epoch += 1
+        if self._shuffle:
+            order = torch.randperm(self._size, generator=torch.Generator().manual_seed(self._seed * 1000003 + epoch))
+        else:
+            order = torch.arange(self._size)
+        start, taken = 0, 0
+        rank, size = self._session.world_rank, self._session.world_size
+        while True:
+            position = start + taken * size + rank
+            if position >= self._size:
+                return
+            yield int(order[position])
+            taken += 1
+            now = (self._session.world_rank, self._session.world_size)
+            if now != (rank, size):
+                # Where the job has got to in the epoch, then the rest split among the trainers now.
+                start += taken * size
+                taken = 0
+                rank, size = now

@@ -317,3 +317,20 @@ def test_a_declared_pause_is_not_taken_for_a_stuck_trainer(cluster):
     assert result["a"] is True
     a.close()
     b.close()
+
+
+def test_world_size_and_rank_follow_the_trainers_in_the_job(cluster):
+    cluster.start(mode="asp", trainers=2)
+    a = syncopate.Session({"w": w(0, 0)}, coordinator=cluster.coordinator, rank=0)
+    b = syncopate.Session({"w": w(0, 0)}, coordinator=cluster.coordinator, rank=1)
+    _start_both(a, b)
+    assert a.step(0.1) and b.step(0.1)
+    assert (a.world_rank, a.world_size, a.rank) == (0, 2, 0)
+    assert (b.world_rank, b.world_size, b.rank) == (1, 2, 1)
+    a.close()
+    for _ in range(1000):  # asp: each step is granted at once; b hears of a's leaving
+        assert b.step(0.1)
+        if b.world_size == 1:
+            break
+    assert (b.world_rank, b.world_size) == (0, 1)
+    b.close()

@@ -129,3 +129,32 @@ def test_load_into_checks_every_name_and_shape_before_changing_anything(tmp_path
     assert torch.equal(other[0].weight, before)
     with pytest.raises(syncopate.SyncopateError):
         syncopate.torch.load_into(model, str(tmp_path / "model.bin"))
+
+
+class _FakeWorld:
+    """What ShardSampler reads of a session: world_rank and world_size, changed by the test."""
+
+    def __init__(self, rank, size):
+        self.world_rank, self.world_size = rank, size
+
+
+def test_shard_sampler_gives_live_trainers_disjoint_parts_and_reshards_when_one_leaves():
+    data = list(range(100))
+    worlds = [_FakeWorld(r, 3) for r in range(3)]
+    samplers = [syncopate.torch.ShardSampler(data, w, seed=7) for w in worlds]
+    # A whole epoch in a world of three: disjoint parts that cover the dataset.
+    parts = [list(s) for s in samplers]
+    assert sorted(sum(parts, [])) == data
+    assert len(set(parts[0]) & set(parts[1])) == 0
+    assert [len(s) for s in samplers] == [34, 33, 33]
+    # The next epoch is another permutation, the same on every trainer.
+    again = [list(s) for s in samplers]
+    assert again != parts and sorted(sum(again, [])) == data
+    # In step (as under bsp) for 10 samples each, then trainer 2 leaves: the two left read the
+    # rest of the epoch between them, nothing twice and nothing missed.
+    iterators = [iter(s) for s in samplers]
+    seen = [next(it) for _ in range(10) for it in iterators]
+    worlds[2].world_rank, worlds[2].world_size = 0, 0  # gone
+    worlds[0].world_size = worlds[1].world_size = 2
+    rest = list(iterators[0]) + list(iterators[1])
+    assert sorted(seen + rest) == data

@@ -113,6 +113,10 @@ absl::StatusOr<std::optional<v1::Proceed>> Protocol::AwaitProceed(
                               {"bound", proceed->staleness_bound()},
                               {"wait_us", absl::ToInt64Microseconds(waited)}});
       push_weight_ = proceed->push_weight();
+      if (proceed->world_size() > 0) {
+        world_.store(World{static_cast<int>(proceed->world_rank()),
+                           static_cast<int>(proceed->world_size())});
+      }
       return std::optional<v1::Proceed>(*std::move(proceed));
     }
     if (absl::IsOutOfRange(proceed.status())) {

@@ -57,6 +57,13 @@ class Protocol {
   absl::StatusOr<std::optional<v1::Proceed>> AwaitProceed(const std::function<bool()>& stopping);
   // True once the coordinator said training is done. Thread-safe.
   bool done() const { return done_.load(); }
+  // The trainers in the job and this one's place among them, by rank, as of the last grant (until
+  // the first: this trainer alone). Thread-safe.
+  struct World {
+    int rank = 0;
+    int size = 1;
+  };
+  World world() const { return world_.load(); }
   // Pulls the model `proceed` names (nullopt for pull.none) and, when it is due, evaluates it.
   absl::StatusOr<std::optional<PulledModel>> Pull(const v1::Proceed& proceed);
   // Pushes `delta` as clock `clock` the way the mode wants it (the store link may hold `delta`
@@ -156,6 +163,7 @@ class Protocol {
   int massless_exchanges_ = 0;                         // in a row (OwnMass)
   std::optional<v1::PeerExchange> planned_multicast_;  // StartPlannedMulticast's
   std::atomic<bool> done_{false};
+  std::atomic<World> world_{World{}};
   std::atomic<int64_t> last_compute_us_{0};  // the last step's, for the trace's push span
   v1::TransferReport transfers_;             // the last exchange's, for the next report
 

@@ -101,6 +101,9 @@ class Session {
   bool evaluation_due() const { return protocol_.evaluation_due(); }
   void ReportAccuracy(double accuracy) { protocol_.ReportAccuracy(accuracy); }
   v1::TrainerTimings Timings() const { return protocol_.Timings(); }
+  // The trainers in the job and this one's place among them, by rank (0 to size - 1), as of the
+  // last grant: what a data sampler shards an epoch by. Thread-safe.
+  Protocol::World world() const { return protocol_.world(); }
   int64_t steps() const { return steps_; }
   const v1::Welcome& welcome() const { return protocol_.welcome(); }
 
