@@ -246,8 +246,8 @@ std::string CompareCsv(const std::vector<CompareRow>& rows) {
     std::vector<double> rounds;
     for (const RunSummary& r : t.runs) rounds.push_back(static_cast<double>(r.rounds_closed));
     absl::StrAppend(
-        &csv, row.mode, ",", RateText(t, ""), ",", runs, ",", t.reached(),
-        ",", runs > 0 && 2 * t.reached() > runs ? "true" : "false", ",",
+        &csv, row.mode, ",", RateText(t, ""), ",", runs, ",", t.reached(), ",",
+        runs > 0 && 2 * t.reached() > runs ? "true" : "false", ",",
         SpreadCsv(t.time_to_target(), "%.2f"), ",", SpreadCsv(t.final_accuracy(), "%.4f"), ",",
         SpreadCsv(t.compute_time_ratio(), "%.4f"), ",", SpreadCsv(t.overhead_per_step(), "%.4f"),
         ",",
@@ -270,8 +270,8 @@ std::string CompareRunsCsv(const std::vector<CompareRow>& rows) {
     for (const Trials& t : row.sweep) {
       for (size_t i = 0; i < t.runs.size(); ++i) {
         const RunSummary& s = t.runs[i];
-        absl::StrAppend(&csv, row.mode, ",", RateText(t, ""), ",",
-                        t.seeds[i], ",", s.reached_target ? "true" : "false", ",",
+        absl::StrAppend(&csv, row.mode, ",", RateText(t, ""), ",", t.seeds[i], ",",
+                        s.reached_target ? "true" : "false", ",",
                         Optional(s.time_to_target_seconds, "%.2f"), ",",
                         Optional(s.final_accuracy, "%.4f"), ",",
                         absl::StrFormat("%.4f,%.4f,%.2f", s.compute_time_ratio,

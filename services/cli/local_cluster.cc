@@ -374,13 +374,13 @@ absl::StatusOr<std::vector<LocalCluster::Restart>> LocalCluster::RestartCrashedT
       restarted = AwaitTrainer(endpoints_[i]);
       endpoints_.pop_back();
     }
-    const std::string what = absl::StrCat("trainer ", crashed.index, " exited (",
-                                          DescribeExit(*exit), ")");
+    const std::string what =
+        absl::StrCat("trainer ", crashed.index, " exited (", DescribeExit(*exit), ")");
     if (!restarted.ok()) {
       if (++backoff.failures >= kRestartAttempts) {
         return absl::UnavailableError(absl::StrCat(what, " and could not be restarted ",
-                                                   backoff.failures, " times: ",
-                                                   restarted.message()));
+                                                   backoff.failures,
+                                                   " times: ", restarted.message()));
       }
       const absl::Duration delay = absl::Seconds(1 << backoff.failures);
       backoff.next_attempt = absl::Now() + delay;

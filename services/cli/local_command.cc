@@ -213,8 +213,7 @@ void ExportFinalModel(const LocalRunOptions& options, RunSummary* summary) {
 
 }  // namespace
 
-std::optional<std::string> DescribeFinish(const std::vector<int64_t>& clocks,
-                                          int failed_trainers) {
+std::optional<std::string> DescribeFinish(const std::vector<int64_t>& clocks, int failed_trainers) {
   if (clocks.empty() || failed_trainers > 0) return std::nullopt;
   const auto [least, most] = std::minmax_element(clocks.begin(), clocks.end());
   if (*least == *most) {
@@ -269,9 +268,9 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
           absl::StrCat("--resume-from=", options.resume_from, ": ", trained.status().message()));
     }
     if (static_cast<int>(trained->shards) != options.cluster.store_shards) {
-      return absl::InvalidArgumentError(absl::StrCat(
-          "--resume-from=", options.resume_from, " has ", trained->shards,
-          " store shard(s): pass --store-shards=", trained->shards));
+      return absl::InvalidArgumentError(
+          absl::StrCat("--resume-from=", options.resume_from, " has ", trained->shards,
+                       " store shard(s): pass --store-shards=", trained->shards));
     }
   }
   ASSIGN_OR_RETURN(options.cluster.run_dir, PrepareRunDir(options.report_dir));

@@ -182,12 +182,12 @@ struct ScenarioFlags {
                     "Emulated accelerator step: each trainer step lasts at least this long (x its "
                     "slowdown), real SGD inside and the rest slept, e.g. 200ms (default 0s: real "
                     "compute only)");
-    target_option = cmd->add_option("--target-accuracy", target_accuracy,
-                                    run.target_accuracy
-                                        ? absl::StrCat("Stop at this test accuracy (default ",
-                                                       *run.target_accuracy, ")")
-                                        : "Stop at this test accuracy (default: none, run until "
-                                          "every trainer finished or the time limit)");
+    target_option = cmd->add_option(
+        "--target-accuracy", target_accuracy,
+        run.target_accuracy
+            ? absl::StrCat("Stop at this test accuracy (default ", *run.target_accuracy, ")")
+            : "Stop at this test accuracy (default: none, run until "
+              "every trainer finished or the time limit)");
     target_option->check(CLI::Range(0.0, 1.0));
     cmd->add_option("--max-steps", c.max_steps,
                     "Each trainer leaves after this many steps (0: no limit); the job is finished "
@@ -233,10 +233,11 @@ struct ScenarioFlags {
     cmd->add_option("--resume-from", run.resume_from,
                     "Start from the model a run left in its directory (RUN_DIR/checkpoints); "
                     "rounds and each trainer's optimizer state start afresh");
-    cmd->add_flag("--restart-trainers", run.restart_trainers,
-                  "Also restart a trainer whose process exits on an error (not one that finished), "
-                  "as Kubernetes restarts a pod: it joins again under a new incarnation (a fault of "
-                  "the run)");
+    cmd->add_flag(
+        "--restart-trainers", run.restart_trainers,
+        "Also restart a trainer whose process exits on an error (not one that finished), "
+        "as Kubernetes restarts a pod: it joins again under a new incarnation (a fault of "
+        "the run)");
     cmd->add_option("--report-dir", run.report_dir,
                     "Write the report (summary.json, accuracy.csv, logs) here");
     cmd->add_flag("--insecure", c.insecure,
@@ -408,7 +409,8 @@ int main(int argc, char** argv) {
       "export",
       "Write the trained model from a run's store checkpoints as .npz (NumPy) or .pt (a "
       "torch.save state dict), loadable without Syncopate");
-  export_cmd->add_option("checkpoints", export_from, "A run's checkpoints folder (RUN_DIR/checkpoints)")
+  export_cmd
+      ->add_option("checkpoints", export_from, "A run's checkpoints folder (RUN_DIR/checkpoints)")
       ->required();
   export_cmd->add_option("--out", export_out, "The model file to write: NAME.npz or NAME.pt")
       ->required();

@@ -10,9 +10,9 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
-#include "absl/strings/strip.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/strip.h"
 #include "base/files.h"
 #include "base/status_macros.h"
 #include "store/checkpoint.h"
@@ -270,8 +270,8 @@ absl::Status SeedCheckpoints(const std::string& from_dir, const std::string& to_
     seed.state.model = std::move(model);
     seed.state.version = 1;
     seed.written = shards[shard].written;
-    RETURN_IF_ERROR(
-        store::WriteCheckpoint(store::CheckpointPath(to_dir, shard), std::move(seed), shard, count));
+    RETURN_IF_ERROR(store::WriteCheckpoint(store::CheckpointPath(to_dir, shard), std::move(seed),
+                                           shard, count));
   }
   return absl::OkStatus();
 }

@@ -52,8 +52,7 @@ absl::StatusOr<std::unique_ptr<JobClient>> JobClient::Join(JobOptions options,
   job->options_ = std::move(options);
   job->parameters_ = &parameters;
   RETURN_IF_ERROR(job->Connect());
-  RETURN_IF_ERROR(
-      base::WriteReadyFile(job->options_.ready_file, {0, job->metrics_port(), 0}));
+  RETURN_IF_ERROR(base::WriteReadyFile(job->options_.ready_file, {0, job->metrics_port(), 0}));
   return job;
 }
 
@@ -78,8 +77,8 @@ absl::Status JobClient::Connect() {
       options_.credentials, options_.rpc_timeout, tensor::kDefaultChunkBytes, peers_->limits());
   store->set_metrics(trainer_metrics_.get());
   auto session = std::make_unique<Session>(options_.session, *coordinator, *store, *parameters_,
-                                           *trainer_metrics_, *trace_,
-                                           base::MonotonicClock::Get(), &peers_->link());
+                                           *trainer_metrics_, *trace_, base::MonotonicClock::Get(),
+                                           &peers_->link());
   store->set_interrupt([s = session.get()] { return s->stopping(); });
   absl::MutexLock lock(&session_mu_);
   // The old ones (after an eviction) go first: the session, then what it used.
@@ -96,10 +95,9 @@ bool JobClient::RejoinDue(const absl::Status& status) const {
   // Evicted: told so by the coordinator, or refused by a store before it heard. A failed job
   // evicts everyone with its reason; nothing to rejoin then.
   const bool evicted =
-      absl::IsAborted(status) ||
-      (absl::IsFailedPrecondition(status) &&
-       (absl::StrContains(status.message(), "has left or was evicted") ||
-        absl::StrContains(status.message(), "is stale")));
+      absl::IsAborted(status) || (absl::IsFailedPrecondition(status) &&
+                                  (absl::StrContains(status.message(), "has left or was evicted") ||
+                                   absl::StrContains(status.message(), "is stale")));
   return evicted && !stopped_ && rejoins_ < options_.max_rejoins &&
          !absl::StrContains(status.message(), "the job failed");
 }
@@ -113,9 +111,9 @@ absl::Status JobClient::Rejoin(const absl::Status& evicted) {
   session_->Close("evicted");
   store_->set_interrupt(nullptr);
   if (absl::Status joined = Connect(); !joined.ok()) {
-    return absl::Status(joined.code(), absl::StrCat("evicted (", evicted.message(),
-                                                    "), and the rejoin failed: ",
-                                                    joined.message()));
+    return absl::Status(joined.code(),
+                        absl::StrCat("evicted (", evicted.message(),
+                                     "), and the rejoin failed: ", joined.message()));
   }
   RETURN_IF_ERROR(session_->Start());
   const v1::Welcome& welcome = session_->welcome();

@@ -110,6 +110,7 @@ absl::StatusOr<SessionKey> Coordinator::Join(const v1::Join& join, std::shared_p
         "the coordinator is taking over a job under way and waits for its trainers to resume; "
         "join again shortly");
   }
+  if (absl::Status free = CheckNameAndRankFree(join, now); !free.ok()) return free;
   absl::StatusOr<sync::JoinResult> joined = membership_.Join(join.name(), join.rank(), now);
   if (!joined.ok()) return joined.status();
   const sync::Member& member = joined->member;
@@ -414,6 +415,28 @@ bool Coordinator::Accept(sync::TrainerId id, const char* what, const absl::Statu
                  id, names_[id], what, std::string(check.message()));
   }
   return false;
+}
+
+absl::Status Coordinator::CheckNameAndRankFree(const v1::Join& join, absl::Time now) {
+  // Alive: heard from within two heartbeats. A trainer silent for longer (a frozen process, a pod
+  // whose node went away) may be replaced by a new incarnation before its eviction.
+  const absl::Duration alive = 2 * options_.heartbeat_interval;
+  std::optional<sync::Member> holder = membership_.FindByName(join.name());
+  if (!holder) {
+    for (const auto& [rank, id] : by_rank_) {
+      if (rank == join.rank()) holder = membership_.Find(id);
+    }
+  }
+  if (!holder || now - holder->last_seen > alive) return absl::OkStatus();
+  metrics_.refused.Add({{"what", "join_taken"}}).Increment();
+  const bool same_name = holder->name == join.name();
+  return absl::AlreadyExistsError(absl::StrCat(
+      same_name ? absl::StrCat("trainer name '", join.name(), "'")
+                : absl::StrCat("rank ", join.rank(), " (of trainer '", holder->name, "')"),
+      " is held by a live trainer (id ", holder->id, ", heard from ",
+      absl::FormatDuration(absl::Trunc(now - holder->last_seen, absl::Milliseconds(1))),
+      " ago): give each trainer its own name and rank (SYNCOPATE_NAME, SYNCOPATE_RANK), or stop "
+      "the other one first"));
 }
 
 void Coordinator::Leave(const SessionKey& key, const std::string& reason,

@@ -91,7 +91,10 @@ class Coordinator {
   // the job before this coordinator restarted) keeps its identity and clock: FAILED_PRECONDITION
   // when it is not a member the stores know, or the recovery window has passed. A new trainer gets
   // OUT_OF_RANGE (training is done) once training ends with a final average (Finish, or a final
-  // round taken over from the stores, also while recovering).
+  // round taken over from the stores, also while recovering). ALREADY_EXISTS when a live trainer
+  // (heard from within two heartbeat intervals) holds the join's name or rank: two processes
+  // started as one trainer are refused instead of evicting each other; a silent holder (a frozen
+  // or vanished process under the same name) is replaced by the new incarnation.
   absl::StatusOr<SessionKey> Join(const v1::Join& join, std::shared_ptr<Outbox> outbox);
   // The trainer pushed `report.clock`. A report that breaks the protocol evicts the trainer.
   void Report(const SessionKey& key, const v1::ClockReport& report);
@@ -142,6 +145,9 @@ class Coordinator {
     uint32_t rank = 0;
   };
 
+  // OK unless a live trainer holds the name or the rank of `join` (Join's ALREADY_EXISTS).
+  absl::Status CheckNameAndRankFree(const v1::Join& join, absl::Time now)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // A trainer of the job taken over resumes (Join with resume).
   absl::StatusOr<SessionKey> Resume(const v1::Join& join, std::shared_ptr<Outbox> outbox)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -439,8 +439,29 @@ TEST_F(CoordinatorTest, DisconnectReleasesAtOnceAndProtocolErrorsEvict) {
   EXPECT_EQ(coordinator_->Status().live_trainers(), 0u);
 }
 
+// A second process under a live trainer's name or rank is refused, and the first goes on.
+TEST_F(CoordinatorTest, ALiveTrainersNameOrRankIsNotTakenTwice) {
+  auto [a, out_a] = Join("a", 0);
+  clock_.Advance(absl::Seconds(1));
+  coordinator_->Heartbeat(a, v1::Heartbeat());
+  for (const auto& [name, rank] : {std::pair{"a", 5u}, std::pair{"other", 0u}}) {
+    v1::Join join;
+    join.set_name(name);
+    join.set_rank(rank);
+    absl::StatusOr<SessionKey> refused = coordinator_->Join(join, std::make_shared<Outbox>());
+    EXPECT_TRUE(absl::IsAlreadyExists(refused.status())) << refused.status();
+    EXPECT_NE(refused.status().message().find("is held by a live trainer"), std::string::npos);
+  }
+  EXPECT_TRUE(Next(*out_a).has_welcome());
+  EXPECT_EQ(coordinator_->Status().live_trainers(), 1u);
+  EXPECT_FALSE(out_a->closed());
+}
+
+// A trainer silent for longer than two heartbeats (frozen, or its pod gone) is replaced by a new
+// incarnation under its name, before its eviction.
 TEST_F(CoordinatorTest, RejoinGetsNewIncarnationAndOldOneIsEvicted) {
   auto [a, out_a] = Join("a", 0);
+  clock_.Advance(absl::Seconds(3));
   auto [a2, out_a2] = Join("a", 0);
   EXPECT_EQ(a2.id, a.id);
   EXPECT_EQ(a2.incarnation, a.incarnation + 1);
@@ -848,6 +869,7 @@ TEST_F(CoordinatorTest, ARestartedCoordinatorTakesTheJobOverAndTrainersResume) {
   auto c = std::make_shared<Outbox>();
   v1::Join join;
   join.set_name("c");
+  join.set_rank(2);
   EXPECT_TRUE(absl::IsUnavailable(coordinator_->Join(join, c).status()));
   EXPECT_TRUE(coordinator_->Status().recovering());
 

@@ -103,4 +103,9 @@ std::optional<Member> Membership::Find(TrainerId id) const {
   return it->second;
 }
 
+std::optional<Member> Membership::FindByName(const std::string& name) const {
+  auto id = ids_by_name_.find(name);
+  return id == ids_by_name_.end() ? std::nullopt : Find(id->second);
+}
+
 }  // namespace syncopate::sync

@@ -77,6 +77,8 @@ class Membership {
   std::vector<Member> Live() const;
   size_t live_count() const { return live_.size(); }
   std::optional<Member> Find(TrainerId id) const;
+  // The live trainer under `name`, if any.
+  std::optional<Member> FindByName(const std::string& name) const;
   // The latest incarnation of a trainer, live or departed; 0 for an unknown id.
   uint64_t LastIncarnation(TrainerId id) const;
 

@@ -4,11 +4,11 @@
 // which gives the accuracy the run reported; `syncopate export` writes the same from the
 // checkpoints; `--resume-from` starts a new job from it; bad model files and run folders are
 // refused with a clear error.
-#include <cmath>
-#include <fstream>
-
 #include <signal.h>
 #include <unistd.h>
+
+#include <cmath>
+#include <fstream>
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
@@ -30,8 +30,8 @@ std::string Python(const std::string& script) {
 int RunPython(const std::string& code, const std::string& log) {
   auto python = cli::ChildProcess::Spawn(
       {"/usr/bin/python3", "-c", code},
-      {{"PYTHONPATH", BinDir() + "/../python:" + std::string(SYNCOPATE_SOURCE_DIR) +
-                          "/examples/pytorch"},
+      {{"PYTHONPATH",
+        BinDir() + "/../python:" + std::string(SYNCOPATE_SOURCE_DIR) + "/examples/pytorch"},
        {"OMP_NUM_THREADS", "1"}},
       log);
   EXPECT_TRUE(python.ok()) << python.status();
@@ -64,8 +64,7 @@ TEST(JobLifecycleE2E, AScriptThatEndsOnItsOwnFinishesTheJobAndLeavesItsModel) {
   const int status = RunLocal(
       dir,
       {"--mode=bsp", "--trainers=2", "--max-steps=300", "--step-time=20ms", "--eval-interval=0.2s",
-       "--trainer-command=" + Python("examples/pytorch/train.py --model=mlp"),
-       "--time-limit=150s"},
+       "--trainer-command=" + Python("examples/pytorch/train.py --model=mlp"), "--time-limit=150s"},
       absl::Minutes(4));
   const std::string out = Read(dir + ".out");
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "\n" << out;
@@ -84,19 +83,29 @@ TEST(JobLifecycleE2E, AScriptThatEndsOnItsOwnFinishesTheJobAndLeavesItsModel) {
       "import numpy as np, torch\n"
       "import train\n"
       "import syncopate.torch\n"
-      "state = torch.load('", dir, "/model.pt', weights_only=True)\n"
-      "npz = np.load('", dir, "/model.npz')\n"
+      "state = torch.load('",
+      dir,
+      "/model.pt', weights_only=True)\n"
+      "npz = np.load('",
+      dir,
+      "/model.npz')\n"
       "assert sorted(state) == sorted(npz.files), (sorted(state), npz.files)\n"
       "for k in state: assert np.array_equal(state[k].numpy(), npz[k]), k\n"
       "model = train.BuiltinMlp()\n"
-      "syncopate.torch.load_into(model, '", dir, "/model.pt')\n"
+      "syncopate.torch.load_into(model, '",
+      dir,
+      "/model.pt')\n"
       "images, labels = train.load(train.DATA_DIR, 'test')\n"
       "with torch.no_grad():\n"
       "    accuracy = (model(images).argmax(1) == labels).float().mean().item()\n"
       "print('accuracy', accuracy)\n"
-      "assert abs(accuracy - ", reported, ") < 0.05, (accuracy, ", reported, ")\n"
+      "assert abs(accuracy - ",
+      reported, ") < 0.05, (accuracy, ", reported,
+      ")\n"
       "try:\n"
-      "    syncopate.torch.load_into(train.Cnn(), '", dir, "/model.npz')\n"
+      "    syncopate.torch.load_into(train.Cnn(), '",
+      dir,
+      "/model.npz')\n"
       "    raise SystemExit('a model of other tensors was loaded')\n"
       "except syncopate.SyncopateError as e:\n"
       "    assert e.code == 'INVALID_ARGUMENT' and 'not in the file' in e.message, e\n");
@@ -105,21 +114,20 @@ TEST(JobLifecycleE2E, AScriptThatEndsOnItsOwnFinishesTheJobAndLeavesItsModel) {
 
   // `syncopate export` writes the same model from the checkpoints.
   const std::string exported = dir + "/exported.npz";
-  const int export_status =
-      RunBinary("syncopate", {"export", dir + "/checkpoints", "--out=" + exported},
-                dir + "/export.out");
+  const int export_status = RunBinary(
+      "syncopate", {"export", dir + "/checkpoints", "--out=" + exported}, dir + "/export.out");
   ASSERT_EQ(ExitCode(export_status), 0) << Read(dir + "/export.out");
-  EXPECT_TRUE(absl::StrContains(Read(dir + "/export.out"), "round 300")) << Read(dir + "/export.out");
+  EXPECT_TRUE(absl::StrContains(Read(dir + "/export.out"), "round 300"))
+      << Read(dir + "/export.out");
   // The same entries and bytes but for the archive's timestamps.
   EXPECT_EQ(Read(exported).size(), Read(dir + "/model.npz").size());
 
   // --resume-from: a new job starts from that model. With a tiny rate and two steps, its model
   // stays within 1% of the one it resumed (a fresh start would differ by about its whole norm).
   const std::string resumed = dir + "-resumed";
-  const int again = RunLocal(resumed,
-                             {"--mode=bsp", "--trainers=2", "--max-steps=2", "--model=mlp",
-                              "--learning-rate=0.0001", "--resume-from=" + dir,
-                              "--time-limit=60s"});
+  const int again =
+      RunLocal(resumed, {"--mode=bsp", "--trainers=2", "--max-steps=2", "--model=mlp",
+                         "--learning-rate=0.0001", "--resume-from=" + dir, "--time-limit=60s"});
   ASSERT_EQ(ExitCode(again), 0) << Read(resumed + ".out");
   absl::StatusOr<cli::Model> before = cli::ReadCheckpointModel(dir + "/checkpoints");
   absl::StatusOr<cli::Model> after = cli::ReadCheckpointModel(resumed + "/checkpoints");
@@ -137,9 +145,9 @@ TEST(JobLifecycleE2E, BadCheckpointsAreRefusedAndChangeNothing) {
   const std::string dir = MakeTempDir("job-bad-checkpoints");
   ASSERT_TRUE(base::MakeDirectories(dir + "/run/checkpoints").ok());
   std::ofstream(dir + "/run/checkpoints/shard-0.ckpt") << "garbage, not a checkpoint";
-  const int exported = RunBinary(
-      "syncopate", {"export", dir + "/run/checkpoints", "--out=" + dir + "/m.npz"},
-      dir + "/export.out");
+  const int exported =
+      RunBinary("syncopate", {"export", dir + "/run/checkpoints", "--out=" + dir + "/m.npz"},
+                dir + "/export.out");
   EXPECT_EQ(ExitCode(exported), 2);
   EXPECT_TRUE(absl::StrContains(Read(dir + "/export.out"), "shard-0.ckpt"))
       << Read(dir + "/export.out");
@@ -155,9 +163,9 @@ TEST(JobLifecycleE2E, BadCheckpointsAreRefusedAndChangeNothing) {
 // again under its name, and the job reaches its target with it. The restart is a fault (exit 4).
 TEST(JobLifecycleE2E, ACrashedTrainerIsRestartedAndJoinsAgain) {
   const std::string dir = MakeTempDir("job-restart-trainer");
-  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=3", "--restart-trainers",
-                                "--eviction-timeout=3s", "--target-accuracy=0.80",
-                                "--time-limit=120s"});
+  auto local =
+      StartLocal(dir, {"--mode=bsp", "--trainers=3", "--restart-trainers", "--eviction-timeout=3s",
+                       "--target-accuracy=0.80", "--time-limit=120s"});
   ASSERT_NE(local, nullptr);
   const int victim =
       PidOnceTraining(dir, 2, [](const std::string& d) { return ReadTrace(d, 2).size() > 30; });

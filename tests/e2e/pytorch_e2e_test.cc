@@ -95,13 +95,13 @@ TEST(PyTorchE2E, AKilledTrainerIsEvictedAndTheOthersGoOn) {
 // with ShardSampler, AdamW with a schedule) compared under three modes: each reaches the target.
 TEST(PyTorchE2E, TheTransformerExampleReachesTheTargetUnderThreeModes) {
   const std::string dir = MakeTempDir("pytorch-transformer");
-  const int status = RunSyncopate(
-      "compare", dir,
-      {"--modes=bsp,ssp,wbsp-overlap", "--trainers=3", "--target-accuracy=0.78",
-       "--time-limit=120s",
-       "--trainer-command=exec /usr/bin/python3 " + std::string(SYNCOPATE_SOURCE_DIR) +
-           "/examples/pytorch/train_transformer.py"},
-      absl::Minutes(8));
+  const int status =
+      RunSyncopate("compare", dir,
+                   {"--modes=bsp,ssp,wbsp-overlap", "--trainers=3", "--target-accuracy=0.78",
+                    "--time-limit=120s",
+                    "--trainer-command=exec /usr/bin/python3 " + std::string(SYNCOPATE_SOURCE_DIR) +
+                        "/examples/pytorch/train_transformer.py"},
+                   absl::Minutes(8));
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
   for (const std::string mode : {"bsp", "ssp", "wbsp-overlap"}) {
     nlohmann::json summary = ReadJson(dir + "/" + mode + "/summary.json");
@@ -115,21 +115,22 @@ TEST(PyTorchE2E, TheTransformerExampleReachesTheTargetUnderThreeModes) {
 // evaluation is already about as good as the first run's end.
 TEST(PyTorchE2E, TheTransformerExampleResumesFromItsCheckpoints) {
   const std::string dir = MakeTempDir("pytorch-transformer-resume");
-  const std::string command = "SYNCOPATE_CHECKPOINT_DIR=" + dir + "/checkpoints exec /usr/bin/python3 " +
+  const std::string command = "SYNCOPATE_CHECKPOINT_DIR=" + dir +
+                              "/checkpoints exec /usr/bin/python3 " +
                               std::string(SYNCOPATE_SOURCE_DIR) +
                               "/examples/pytorch/train_transformer.py --checkpoint-every=100";
-  const int first = RunLocal(dir + "/first", {"--mode=bsp", "--trainers=2", "--max-steps=200",
-                                              "--eval-interval=0.5s", "--trainer-command=" + command,
-                                              "--time-limit=120s"},
-                             absl::Minutes(4));
+  const int first =
+      RunLocal(dir + "/first",
+               {"--mode=bsp", "--trainers=2", "--max-steps=200", "--eval-interval=0.5s",
+                "--trainer-command=" + command, "--time-limit=120s"},
+               absl::Minutes(4));
   ASSERT_EQ(ExitCode(first), 0) << Read(dir + "/first.out");
   const double trained = ReadJson(dir + "/first/summary.json")["final_accuracy"].get<double>();
-  const int second = RunLocal(dir + "/second",
-                              {"--mode=bsp", "--trainers=2", "--max-steps=60", "--step-time=50ms",
-                               "--eval-interval=0.2s",
-                               "--resume-from=" + dir + "/first", "--trainer-command=" + command,
-                               "--time-limit=120s"},
-                              absl::Minutes(4));
+  const int second = RunLocal(
+      dir + "/second",
+      {"--mode=bsp", "--trainers=2", "--max-steps=60", "--step-time=50ms", "--eval-interval=0.2s",
+       "--resume-from=" + dir + "/first", "--trainer-command=" + command, "--time-limit=120s"},
+      absl::Minutes(4));
   ASSERT_EQ(ExitCode(second), 0) << Read(dir + "/second.out");
   for (int rank = 0; rank < 2; ++rank) {
     EXPECT_NE(Read(absl::StrCat(dir, "/second/trainer-", rank, ".log"))

@@ -88,8 +88,7 @@ std::vector<std::string> SectionCommands(const std::string& title) {
   EXPECT_NE(start, std::string::npos) << "no section " << title;
   if (start == std::string::npos) return {};
   const size_t end = readme.find("\n## ", start + 1);
-  const std::vector<std::string> lines =
-      absl::StrSplit(readme.substr(start, end - start), '\n');
+  const std::vector<std::string> lines = absl::StrSplit(readme.substr(start, end - start), '\n');
   std::vector<std::string> commands;
   bool in_sh = false;
   std::string pending;
@@ -120,9 +119,9 @@ TEST(ReadmeE2E, BringYourOwnModelRunsAsQuoted) {
   ASSERT_EQ(commands.size(), 4u) << "build, local, venv, pip";
   for (size_t i = 0; i < commands.size(); ++i) {
     std::string command = commands[i];
-    command = absl::StrReplaceAll(
-        command, {{"build/bin/", BinDir() + "/"}, {"runs/my-job", dir + "/my-job"},
-                  {".venv", dir + "/venv"}});
+    command = absl::StrReplaceAll(command, {{"build/bin/", BinDir() + "/"},
+                                            {"runs/my-job", dir + "/my-job"},
+                                            {".venv", dir + "/venv"}});
     // The build is the suite's own: configured, and the package target already built.
     if (absl::StartsWith(command, "./scripts/build.sh")) continue;
     const std::string log = absl::StrCat(dir, "/command-", i, ".out");

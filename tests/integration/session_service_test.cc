@@ -60,9 +60,10 @@ class SessionServiceTest : public ::testing::Test {
     s.stream = stub_->Session(s.ctx.get());
     return s;
   }
-  static v1::SessionRequest JoinAs(const std::string& name) {
+  static v1::SessionRequest JoinAs(const std::string& name, uint32_t rank = 0) {
     v1::SessionRequest r;
     r.mutable_join()->set_name(name);
+    r.mutable_join()->set_rank(rank);
     return r;
   }
   static v1::SessionRequest ClockReport(int64_t clock) {
@@ -72,11 +73,12 @@ class SessionServiceTest : public ::testing::Test {
   }
   // A session that joined as `name` and read its Welcome (`welcome`), retrying while the
   // coordinator has not reached the store yet (it refuses joins as UNAVAILABLE until then).
-  Session Joined(const std::string& name, v1::Welcome* welcome = nullptr) {
+  // Two live trainers never share a rank: give each its own.
+  Session Joined(const std::string& name, v1::Welcome* welcome = nullptr, uint32_t rank = 0) {
     v1::Directive d;
     for (int attempt = 0; attempt < 100; ++attempt) {
       Session s = Open();
-      if (!s.stream->Write(JoinAs(name))) break;
+      if (!s.stream->Write(JoinAs(name, rank))) break;
       if (s.stream->Read(&d)) {
         EXPECT_TRUE(d.has_welcome());
         if (welcome) *welcome = d.welcome();
@@ -189,7 +191,8 @@ TEST_F(SessionServiceTest, OpenSessionsHoldNoThreadEach) {
   const int before = ThreadCount();
   constexpr int kSessions = 200;
   std::vector<Session> sessions;
-  for (int i = 0; i < kSessions; ++i) sessions.push_back(Joined("t" + std::to_string(i)));
+  for (int i = 0; i < kSessions; ++i)
+    sessions.push_back(Joined("t" + std::to_string(i), nullptr, i));
   EXPECT_EQ(engine_->Status().live_trainers(), static_cast<uint32_t>(kSessions));
   EXPECT_LT(ThreadCount() - before, 32) << "threads before: " << before;
   // Each still gets its directives.
