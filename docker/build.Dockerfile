@@ -10,7 +10,7 @@ RUN apt-get update \
  && DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends \
       build-essential cmake ninja-build pkg-config libgrpc++-dev protobuf-compiler-grpc \
       libprotobuf-dev protobuf-compiler libabsl-dev prometheus-cpp-dev libopenblas-dev zlib1g-dev \
-      libxxhash-dev \
+      libxxhash-dev libzip-dev \
       nlohmann-json3-dev libspdlog-dev libcli11-dev python3-dev pybind11-dev \
  && rm -rf /var/lib/apt/lists/*
 WORKDIR /src

@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "base/files.h"
 #include "base/flags.h"
 #include "base/ready_file.h"
@@ -92,6 +93,14 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
                                                      " trainers"));
     }
   }
+  if (options.external_trainers && !options.trainer_command.empty()) {
+    return absl::InvalidArgumentError("trainers started by hand run no --trainer-command here");
+  }
+  if (options.listen_host.empty()) return absl::InvalidArgumentError("no host to listen on");
+  if (options.coordinator_port < 0 || options.coordinator_port > 65535) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("port ", options.coordinator_port, " is not a TCP port"));
+  }
   if (!options.command_ranks.empty() && options.trainer_command.empty()) {
     return absl::InvalidArgumentError("--trainer-command-ranks without --trainer-command");
   }
@@ -123,7 +132,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
               absl::StrCat("--checkpoint-interval=", Seconds(options.checkpoint_interval)),
               AsFlag(credentials)};
       RETURN_IF_ERROR(cluster->Launch("store", s, args, true));
-      stores.push_back(absl::StrCat("127.0.0.1:", cluster->endpoints_.back().grpc_port));
+      stores.push_back(
+          absl::StrCat(cluster->advertised_host(), ":", cluster->endpoints_.back().grpc_port));
     }
     ASSIGN_OR_RETURN(auto credentials, cluster->CredentialsFlag(rpc::Role::kCoordinator, 0));
     std::vector<std::string>& coordinator_args = cluster->service_args_[{"coordinator", 0}];
@@ -148,9 +158,14 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
         absl::StrCat("--min-trainers=", options.trainers),
         absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout)),
         absl::StrCat("--progress-timeout=", Seconds(options.progress_timeout))};
-    RETURN_IF_ERROR(cluster->Launch("coordinator", 0, coordinator_args, true));
+    RETURN_IF_ERROR(cluster->Launch("coordinator", 0, coordinator_args, true,
+                                    options.coordinator_port));
     cluster->coordinator_ = v1::Coordinator::NewStub(rpc::MakeChannel(
         cluster->coordinator_address(), cluster->credentials_, rpc::Role::kCoordinator));
+    if (options.external_trainers) {
+      RETURN_IF_ERROR(cluster->PrepareExternalTrainers());
+      return cluster->WriteClusterFile();
+    }
     for (int r = 0; r < options.trainers; ++r) {
       RETURN_IF_ERROR(cluster->LaunchTrainer(r, options.slowdowns[r]));
     }
@@ -288,8 +303,9 @@ absl::Status LocalCluster::Launch(const std::string& role, int index, std::vecto
                                   bool wait_ready, int grpc_port, int metrics_port) {
   const std::string base = absl::StrCat(options_.run_dir, "/", role, "-", index);
   std::vector<std::string> argv = {absl::StrCat(options_.bin_dir, "/syncopate-", role)};
-  if (role != "trainer") argv.push_back(absl::StrCat("--listen=127.0.0.1:", grpc_port));
-  argv.push_back(absl::StrCat("--metrics-listen=127.0.0.1:", metrics_port));
+  const std::string host = role == "trainer" ? "127.0.0.1" : options_.listen_host;
+  if (role != "trainer") argv.push_back(absl::StrCat("--listen=", host, ":", grpc_port));
+  argv.push_back(absl::StrCat("--metrics-listen=", host, ":", metrics_port));
   argv.push_back("--ready-file=" + base + ".ready.json");
   argv.insert(argv.end(), args.begin(), args.end());
   // One BLAS thread per trainer: the cluster shares the machine's cores.
@@ -409,9 +425,48 @@ absl::Status LocalCluster::WriteClusterFile() const {
                                    nlohmann::json{{"processes", processes}}.dump(2));
 }
 
+std::string LocalCluster::advertised_host() const {
+  return options_.advertise_host.empty() ? options_.listen_host : options_.advertise_host;
+}
+
+absl::Status LocalCluster::PrepareExternalTrainers() {
+  std::string pool;
+  if (ca_ && options_.pool_certificate) {
+    pool = absl::StrCat(options_.run_dir, "/tls/trainer-pool");
+    RETURN_IF_ERROR(ca_->Issue({rpc::Role::kTrainer, ""}, pool));
+  }
+  for (int r = 0; r < options_.trainers; ++r) {
+    std::pair<std::string, std::string> credentials{"tls-dir", pool};
+    if (pool.empty()) {
+      ASSIGN_OR_RETURN(credentials, CredentialsFlag(rpc::Role::kTrainer, r));
+    }
+    // Single-quoted for the shell (a quote inside ends the quote, escapes itself, reopens it).
+    auto quoted = [](const std::string& value) {
+      return absl::StrCat("'", absl::StrReplaceAll(value, {{"'", "'\\''"}}), "'");
+    };
+    const std::string env = absl::StrCat(
+        "export SYNCOPATE_COORDINATOR=", quoted(coordinator_address()), "\n",
+        "export SYNCOPATE_NAME=", quoted(absl::StrCat("trainer-", r)), "\n",
+        "export SYNCOPATE_RANK=", r, "\n",
+        // The data shards: each rank trains on its own part of the training set.
+        "export SYNCOPATE_WORLD=", options_.trainers, " SYNCOPATE_DATA_SHARD=", r, "\n",
+        // Any free port, so that trainers sharing a host do not collide; pick one to scrape.
+        "export SYNCOPATE_METRICS_LISTEN=0.0.0.0:0\n",
+        "# Peer-to-peer modes across hosts: peers must reach this trainer, e.g.\n",
+        "# export SYNCOPATE_PEER_LISTEN=0.0.0.0:7100 SYNCOPATE_PEER_ADDRESS=this-host:7100\n",
+        credentials.first == "insecure" ? "export SYNCOPATE_INSECURE=1\nunset SYNCOPATE_TLS_DIR\n"
+                                        : absl::StrCat("export SYNCOPATE_TLS_DIR=",
+                                                       quoted(credentials.second),
+                                                       "\nunset SYNCOPATE_INSECURE\n"));
+    RETURN_IF_ERROR(base::WriteFileAtomically(
+        absl::StrCat(options_.run_dir, "/trainer-", r, ".env"), env));
+  }
+  return absl::OkStatus();
+}
+
 std::string LocalCluster::coordinator_address() const {
   for (const Endpoint& e : endpoints_) {
-    if (e.role == "coordinator") return absl::StrCat("127.0.0.1:", e.grpc_port);
+    if (e.role == "coordinator") return absl::StrCat(advertised_host(), ":", e.grpc_port);
   }
   return "";
 }

@@ -68,6 +68,18 @@ struct LocalClusterOptions {
   // for its status calls, in run_dir/tls/operator), and every channel is mutual TLS
   // (docs/security.md).
   bool insecure = false;
+  // Where the stores and the coordinator listen (their metrics too), and the host the trainers and
+  // the coordinator are told to reach them at (empty: listen_host); the coordinator's port (0:
+  // any). `syncopate local` keeps them on loopback.
+  std::string listen_host = "127.0.0.1";
+  std::string advertise_host;
+  int coordinator_port = 0;
+  // The trainers are started by hand, here or on other hosts (`syncopate serve`): none is launched.
+  // Each rank r < trainers gets run_dir/trainer-<r>.env, the SYNCOPATE_* exports it needs, and
+  // with TLS its certificate directory run_dir/tls/trainer-<r>; with pool_certificate, all share
+  // one for any name, run_dir/tls/trainer-pool.
+  bool external_trainers = false;
+  bool pool_certificate = false;
   // Every store shard checkpoints into run_dir/checkpoints this often (and at shutdown), so a
   // restarted shard resumes from at most this long ago (docs/faults.md).
   absl::Duration checkpoint_interval = absl::Seconds(2);
@@ -153,6 +165,9 @@ class LocalCluster {
   // Waits until trainer `e` is ready and records its metrics port.
   absl::Status AwaitTrainer(Endpoint& e);
   absl::Status WriteClusterFile() const;
+  // external_trainers: the certificates and run_dir/trainer-<r>.env of every rank.
+  absl::Status PrepareExternalTrainers();
+  std::string advertised_host() const;
   // The flag that gives process `role`-`index` its credentials, issuing its certificate first
   // (TLS): ("tls-dir", directory) or ("insecure", "true").
   absl::StatusOr<std::pair<std::string, std::string>> CredentialsFlag(rpc::Role role, int index);

@@ -171,6 +171,10 @@ void AuditPushesOf(const LocalRunOptions& options, const v1::ClusterStatus& stat
   // Peer-to-peer modes push nothing to the stores.
   if (sync::MakePolicy(options.cluster.policy).value()->push_mode() == sync::PushMode::kNone)
     return;
+  if (options.cluster.external_trainers) {
+    summary->push_audit_error = "trainers started by hand keep their traces on their own hosts";
+    return;
+  }
   absl::StatusOr<PushAudit> audit = AuditPushes(
       options.cluster.run_dir, static_cast<uint32_t>(options.cluster.store_shards), status);
   if (!audit.ok()) {
@@ -188,6 +192,21 @@ void AuditPushesOf(const LocalRunOptions& options, const v1::ClusterStatus& stat
     summary->faults.emplace_back(summary->wall_seconds, what);
     std::fprintf(stderr, "%s\n", what.c_str());
   }
+}
+
+// `syncopate serve`: where the trainers started by hand find the job.
+void PrintTrainerSettings(const LocalClusterOptions& options, const LocalCluster& cluster) {
+  std::fprintf(stderr,
+               "the %s job's coordinator is at %s; start %d trainer(s) on hosts that reach it.\n"
+               "Trainer r takes its settings from %s/trainer-<r>.env%s, e.g.\n"
+               "  . %s/trainer-0.env && syncopate-trainer\n"
+               "  . %s/trainer-0.env && python3 your_training_script.py\n",
+               options.policy.mode.c_str(), cluster.coordinator_address().c_str(),
+               options.trainers, options.run_dir.c_str(),
+               options.insecure ? ""
+                                : " and its certificate folder from tls/ there (copy both to "
+                                  "its host, at the same path)",
+               options.run_dir.c_str(), options.run_dir.c_str());
 }
 
 // Store modes: the model the stores checkpointed at shutdown, into RUN_DIR/model.npz and
@@ -283,12 +302,19 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     }
     std::fprintf(stderr, "the stores start from the model in %s\n", resume_checkpoints.c_str());
   }
-  std::fprintf(stderr, "syncopate local: %s with %d trainers (slowdowns",
-               options.cluster.policy.mode.c_str(), options.cluster.trainers);
-  for (double s : options.cluster.slowdowns) std::fprintf(stderr, " %g", s);
-  std::fprintf(stderr, "), logs in %s\n", options.cluster.run_dir.c_str());
+  if (options.cluster.external_trainers) {
+    std::fprintf(stderr, "syncopate serve: %s for %d trainers, logs in %s\n",
+                 options.cluster.policy.mode.c_str(), options.cluster.trainers,
+                 options.cluster.run_dir.c_str());
+  } else {
+    std::fprintf(stderr, "syncopate local: %s with %d trainers (slowdowns",
+                 options.cluster.policy.mode.c_str(), options.cluster.trainers);
+    for (double s : options.cluster.slowdowns) std::fprintf(stderr, " %g", s);
+    std::fprintf(stderr, "), logs in %s\n", options.cluster.run_dir.c_str());
+  }
 
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(options.cluster));
+  if (options.cluster.external_trainers) PrintTrainerSettings(options.cluster, *cluster);
   std::unique_ptr<LocalPrometheus> prometheus;
   if (options.prometheus) {
     absl::StatusOr<std::unique_ptr<LocalPrometheus>> started = LocalPrometheus::Start(
@@ -444,6 +470,8 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
       summary.ended = "ended by an operator";
       break;
     }
+    // Trainers started by hand have not come yet.
+    if (options.cluster.external_trainers && status.trainers_size() == 0) continue;
     if (status.live_trainers() > 0 || status.recovering()) {
       none_live_since.reset();
       continue;
@@ -454,9 +482,14 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     const TrainerProcesses processes = CountTrainerProcesses(*cluster);
     if (processes.running > 0 && absl::Now() - *none_live_since < kTrainerExitGrace) continue;
     std::vector<int64_t> clocks;
-    for (const v1::TrainerStatus& t : status.trainers()) clocks.push_back(t.clock());
+    int failed = processes.failed;
+    for (const v1::TrainerStatus& t : status.trainers()) {
+      clocks.push_back(t.clock());
+      // Trainers started by hand: the job sees how they left, not how they exited.
+      if (options.cluster.external_trainers && t.state() == "evicted") ++failed;
+    }
     const std::optional<std::string> finished =
-        processes.running == 0 ? DescribeFinish(clocks, processes.failed) : std::nullopt;
+        processes.running == 0 ? DescribeFinish(clocks, failed) : std::nullopt;
     if (finished) {
       summary.finished = true;
       summary.ended = *finished;

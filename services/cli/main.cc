@@ -16,6 +16,7 @@
 #include "cli/compare_command.h"
 #include "cli/local_command.h"
 #include "cli/model_file.h"
+#include "cli/serve_command.h"
 #include "cli/sim_command.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
@@ -134,6 +135,8 @@ struct ScenarioFlags {
 
   ScenarioFlags() { run.prometheus_options.rules = syncopate::cli::DefaultAlertRules(); }
 
+  // The flags of a job: its mode and policy, its processes, when it ends, and its run directory
+  // (`local`, `compare` and `serve`).
   void Add(CLI::App* cmd) {
     syncopate::cli::LocalClusterOptions& c = run.cluster;
     syncopate::sync::PolicyOptions& p = c.policy;
@@ -166,22 +169,11 @@ struct ScenarioFlags {
                     "selmcast(-ssp), orpheus(-ssp): every pair exchanges once per k+1 rounds");
     cmd->add_option("--eta", p.eta,
                     "selmcast-ssp: never preempt a transfer with less than eta of the model left");
-    cmd->add_option("--egress-rate", egress_rate,
-                    "Emulated per-trainer upload limits, e.g. 100mbit,100mbit,20mbit "
-                    "(one value: all; empty item: none)");
-    cmd->add_option("--ingress-rate", ingress_rate,
-                    "Emulated per-trainer download limits, same form as --egress-rate");
     cmd->add_option("--exchange-timeout", exchange_timeout,
                     "Peer-to-peer: how long an exchange waits for its peers");
     cmd->add_option("--trainers", c.trainers, "Number of trainers")->check(CLI::Range(1, 64));
     cmd->add_option("--store-shards", c.store_shards, "Parameter store shards")
         ->check(CLI::Range(1, 16));
-    cmd->add_option("--slowdown", slowdown,
-                    "Per-trainer slowdown factors, e.g. 1,1,2,4 (one value: all trainers)");
-    cmd->add_option("--step-time", step_time,
-                    "Emulated accelerator step: each trainer step lasts at least this long (x its "
-                    "slowdown), real SGD inside and the rest slept, e.g. 200ms (default 0s: real "
-                    "compute only)");
     target_option = cmd->add_option(
         "--target-accuracy", target_accuracy,
         run.target_accuracy
@@ -189,35 +181,13 @@ struct ScenarioFlags {
             : "Stop at this test accuracy (default: none, run until "
               "every trainer finished or the time limit)");
     target_option->check(CLI::Range(0.0, 1.0));
-    cmd->add_option("--max-steps", c.max_steps,
-                    "Each trainer leaves after this many steps (0: no limit); the job is finished "
-                    "when every trainer has (scripts get SYNCOPATE_MAX_STEPS)")
-        ->check(CLI::NonNegativeNumber);
     cmd->add_option("--time-limit", time_limit, "Stop after this long (e.g. 120s, 5m)");
-    cmd->add_option("--model", c.model, "Model architecture: mlp or cnn");
-    cmd->add_option("--trainer-command", c.trainer_command,
-                    "Run this program (through /bin/sh -c) as the trainers instead of the built-in "
-                    "one, e.g. 'python3 examples/pytorch/train.py'; it gets the job through "
-                    "SYNCOPATE_* environment variables (docs/python.md)");
-    cmd->add_option("--trainer-command-ranks", c.command_ranks,
-                    "Only these ranks run --trainer-command, e.g. 2 (the others: built-in)")
-        ->delimiter(',');
-    cmd->add_option("--device", device,
-                    "Trainer compute devices (cpu, cuda, cuda:N, auto), e.g. cuda:0,cuda:1,cpu "
-                    "(one value: all trainers; missing values: cpu)");
-    cmd->add_option("--learning-rate", c.learning_rate, "SGD learning rate")
-        ->check(CLI::PositiveNumber);
-    cmd->add_option("--batch-size", c.batch_size, "Minibatch per trainer")
-        ->check(CLI::PositiveNumber);
     cmd->add_option("--eviction-timeout", eviction_timeout, "Evict a silent trainer after");
     cmd->add_option("--progress-timeout", progress_timeout,
                     "Evict a trainer that reported no step this long while others waited for it "
                     "(it heartbeats, but its training is stuck; a pause it declares is spared); "
                     "0s: never");
-    cmd->add_option("--eval-interval", eval_interval, "Evaluate test accuracy this often");
     cmd->add_option("--seed", c.seed, "Seed of model initialisation and batches");
-    cmd->add_option("--scale-events", scale_events,
-                    "Add/remove trainers during the run, e.g. 30s:+1,60s:-1 (removal = SIGTERM)");
     cmd->add_flag("--prometheus", run.prometheus,
                   "Also run a real Prometheus (Debian's package) scraping every process");
     cmd->add_option("--prometheus-rules", run.prometheus_options.rules,
@@ -233,16 +203,54 @@ struct ScenarioFlags {
     cmd->add_option("--resume-from", run.resume_from,
                     "Start from the model a run left in its directory (RUN_DIR/checkpoints); "
                     "rounds and each trainer's optimizer state start afresh");
-    cmd->add_flag(
-        "--restart-trainers", run.restart_trainers,
-        "Also restart a trainer whose process exits on an error (not one that finished), "
-        "as Kubernetes restarts a pod: it joins again under a new incarnation (a fault of "
-        "the run)");
     cmd->add_option("--report-dir", run.report_dir,
                     "Write the report (summary.json, accuracy.csv, logs) here");
     cmd->add_flag("--insecure", c.insecure,
                   "No TLS between the processes (default: a throw-away CA in the run directory "
                   "gives each process its certificate; docs/security.md)");
+  }
+
+  // The flags of the trainers this machine starts (`local`, `compare`).
+  void AddLocalTrainers(CLI::App* cmd) {
+    syncopate::cli::LocalClusterOptions& c = run.cluster;
+    cmd->add_option("--egress-rate", egress_rate,
+                    "Emulated per-trainer upload limits, e.g. 100mbit,100mbit,20mbit "
+                    "(one value: all; empty item: none)");
+    cmd->add_option("--ingress-rate", ingress_rate,
+                    "Emulated per-trainer download limits, same form as --egress-rate");
+    cmd->add_option("--slowdown", slowdown,
+                    "Per-trainer slowdown factors, e.g. 1,1,2,4 (one value: all trainers)");
+    cmd->add_option("--step-time", step_time,
+                    "Emulated accelerator step: each trainer step lasts at least this long (x its "
+                    "slowdown), real SGD inside and the rest slept, e.g. 200ms (default 0s: real "
+                    "compute only)");
+    cmd->add_option("--max-steps", c.max_steps,
+                    "Each trainer leaves after this many steps (0: no limit); the job is finished "
+                    "when every trainer has (scripts get SYNCOPATE_MAX_STEPS)")
+        ->check(CLI::NonNegativeNumber);
+    cmd->add_option("--model", c.model, "Model architecture: mlp or cnn");
+    cmd->add_option("--trainer-command", c.trainer_command,
+                    "Run this program (through /bin/sh -c) as the trainers instead of the built-in "
+                    "one, e.g. 'python3 examples/pytorch/train.py'; it gets the job through "
+                    "SYNCOPATE_* environment variables (docs/python.md)");
+    cmd->add_option("--trainer-command-ranks", c.command_ranks,
+                    "Only these ranks run --trainer-command, e.g. 2 (the others: built-in)")
+        ->delimiter(',');
+    cmd->add_option("--device", device,
+                    "Trainer compute devices (cpu, cuda, cuda:N, auto), e.g. cuda:0,cuda:1,cpu "
+                    "(one value: all trainers; missing values: cpu)");
+    cmd->add_option("--learning-rate", c.learning_rate, "SGD learning rate")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--batch-size", c.batch_size, "Minibatch per trainer")
+        ->check(CLI::PositiveNumber);
+    cmd->add_option("--eval-interval", eval_interval, "Evaluate test accuracy this often");
+    cmd->add_option("--scale-events", scale_events,
+                    "Add/remove trainers during the run, e.g. 30s:+1,60s:-1 (removal = SIGTERM)");
+    cmd->add_flag(
+        "--restart-trainers", run.restart_trainers,
+        "Also restart a trainer whose process exits on an error (not one that finished), "
+        "as Kubernetes restarts a pod: it joins again under a new incarnation (a fault of "
+        "the run)");
   }
 
   // Parses the text flags into `run`.
@@ -291,6 +299,7 @@ int main(int argc, char** argv) {
   CLI::App* local_cmd = app.add_subcommand("local", "Run a whole cluster as local processes");
   local_cmd->add_option("--mode", local.run.cluster.policy.mode, "Sync mode: " + modes);
   local.Add(local_cmd);
+  local.AddLocalTrainers(local_cmd);
 
   ScenarioFlags compare;
   compare.run.cluster.bin_dir = BinDir();
@@ -311,7 +320,30 @@ int main(int argc, char** argv) {
                           "Run each mode at each of these learning rates, e.g. 0.05,0.1,0.2,0.4, "
                           "and report each at its best (replaces --learning-rate)");
   compare.Add(compare_cmd);
+  compare.AddLocalTrainers(compare_cmd);
   compare_cmd->get_option("--report-dir")->required();
+
+  ScenarioFlags serve;
+  serve.run.cluster.bin_dir = BinDir();
+  serve.time_limit = "24h";
+  syncopate::cli::ServeOptions serve_options;
+  CLI::App* serve_cmd = app.add_subcommand(
+      "serve",
+      "Run a job's store shards and coordinator here, for trainers started by hand on this and "
+      "other hosts: makes their certificates and settings (RUN_DIR/trainer-<r>.env)");
+  serve_cmd->add_option("--mode", serve.run.cluster.policy.mode, "Sync mode: " + modes);
+  serve.Add(serve_cmd);
+  serve_cmd->add_option("--listen", serve_options.listen,
+                        "HOST:PORT of the coordinator, e.g. 10.0.0.5:7000 (the stores listen on "
+                        "HOST too; port 0: any)")
+      ->required();
+  serve_cmd->add_option("--advertise", serve_options.advertise,
+                        "The host trainers reach this one by (default: the --listen host; this "
+                        "machine's name for 0.0.0.0)");
+  serve_cmd->add_option("--run-dir", serve.run.report_dir, "Same as --report-dir");
+  serve_cmd->add_flag("--pool", serve_options.pool_certificate,
+                      "One trainer certificate for any name (tls/trainer-pool) instead of one "
+                      "per rank");
 
   syncopate::cli::SimOptions sim;
   std::string sim_modes = "selmcast,orpheus";
@@ -514,6 +546,15 @@ int main(int argc, char** argv) {
     }
     // As for `local`: a comparison with a failed or faulty run did not finish normally.
     return faulty ? 4 : 0;
+  }
+
+  if (serve_cmd->parsed()) {
+    if (absl::Status s = serve.Finish(); !s.ok()) return Fail(s, 2);
+    serve_options.run = serve.run;
+    absl::StatusOr<syncopate::cli::RunSummary> summary = syncopate::cli::RunServe(serve_options);
+    if (!summary.ok()) return Fail(summary.status(), ExitCodeOf(summary.status()));
+    std::printf("%s", syncopate::cli::FormatSummary(*summary).c_str());
+    return summary->interrupted ? 130 : summary->faulty() ? 4 : 0;
   }
 
   if (absl::Status s = local.Finish(); !s.ok()) return Fail(s, 2);

@@ -60,15 +60,25 @@ int main(int argc, char** argv) {
   std::string log_level = "info";
   std::string tls_dir;
   bool insecure = false;
-  app.add_option("--coordinator", coordinator, "Coordinator address host:port")->required();
-  app.add_option("--name", name, "Stable trainer name (default trainer-<rank>)");
-  app.add_option("--rank", rank, "Data shard index")->check(CLI::NonNegativeNumber);
+  // The job's settings may come from the environment a Python trainer reads (`syncopate serve`
+  // writes them to RUN_DIR/trainer-<r>.env); a flag given wins.
+  app.add_option("--coordinator", coordinator, "Coordinator address host:port")
+      ->required()
+      ->envname("SYNCOPATE_COORDINATOR");
+  app.add_option("--name", name, "Stable trainer name (default trainer-<rank>)")
+      ->envname("SYNCOPATE_NAME");
+  app.add_option("--rank", rank, "Data shard index")
+      ->check(CLI::NonNegativeNumber)
+      ->envname("SYNCOPATE_RANK");
   int data_shard = -1;
-  app.add_option("--world", world, "Number of data shards")->check(CLI::PositiveNumber);
+  app.add_option("--world", world, "Number of data shards")
+      ->check(CLI::PositiveNumber)
+      ->envname("SYNCOPATE_WORLD");
   app.add_option(
          "--data-shard", data_shard,
          "Data shard this trainer trains on (default: --rank); with --world=1 the whole set")
-      ->check(CLI::NonNegativeNumber);
+      ->check(CLI::NonNegativeNumber)
+      ->envname("SYNCOPATE_DATA_SHARD");
   app.add_option("--slowdown", session_options.slowdown, "Stretch each step's compute time to F x")
       ->check(CLI::Range(1.0, syncopate::base::kMaxSlowdown));
   app.add_option("--step-time", step_time,
@@ -96,11 +106,14 @@ int main(int argc, char** argv) {
                  "Rejoin the job under a new incarnation after an eviction at most this often");
   app.add_option("--seed", options.seed, "Seed of the model initialisation and batch order");
   app.add_option("--rpc-timeout", rpc_timeout, "Deadline of each store RPC");
-  app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
+  app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address")
+      ->envname("SYNCOPATE_METRICS_LISTEN");
   app.add_option("--peer-listen", peer_listen,
-                 "Address of this trainer's Peer service (peer-to-peer modes; port 0 picks one)");
+                 "Address of this trainer's Peer service (peer-to-peer modes; port 0 picks one)")
+      ->envname("SYNCOPATE_PEER_LISTEN");
   app.add_option("--peer-address", peer_address,
-                 "host:port peers dial (default: --peer-listen's, 0.0.0.0 read as 127.0.0.1)");
+                 "host:port peers dial (default: --peer-listen's, 0.0.0.0 read as 127.0.0.1)")
+      ->envname("SYNCOPATE_PEER_ADDRESS");
   app.add_option("--egress-rate", egress_rate,
                  "Emulated upload limit on all traffic, e.g. 100mbit (default: none)");
   app.add_option("--ingress-rate", ingress_rate,
@@ -116,8 +129,9 @@ int main(int argc, char** argv) {
   app.add_option("--ready-file", ready_file, "Write the metrics port here once running");
   app.add_option("--trace-file", trace_file, "Append a JSON-lines trace of clocks and pulls");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
-  app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp);
-  app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp);
+  app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp)->envname("SYNCOPATE_TLS_DIR");
+  app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp)
+      ->envname("SYNCOPATE_INSECURE");
   CLI11_PARSE(app, argc, argv);
   if (data_shard < 0) data_shard = rank;
   if (data_shard >= world) {

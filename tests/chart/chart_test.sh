@@ -57,6 +57,35 @@ case "${1:-}" in
     expect_refused "an unknown mode" "/sync/mode" --set sync.mode=bulk
     expect_refused "zero store shards" "/store/shards" --set store.shards=0
     expect_refused "a bad duration" "/sync/startTimeout" --set sync.startTimeout=soon
+    # A custom trainer's values (trainer.custom): typos, wrong types, clashes with the chart's own
+    # volumes, and combinations that cannot work.
+    custom=(--set trainer.custom.image=registry.example.com/my-trainer:1.0)
+    expect_refused "a misspelt custom trainer key" "runToCompletition" "${custom[@]}" \
+      --set trainer.custom.runToCompletition=true
+    expect_refused "a string startup grace" "/trainer/custom/startupGraceSeconds" "${custom[@]}" \
+      --set-string trainer.custom.startupGraceSeconds=10m
+    expect_refused "a string runToCompletion" "/trainer/custom/runToCompletion" "${custom[@]}" \
+      --set-string trainer.custom.runToCompletion=yes
+    expect_refused "a negative backoffLimit" "/trainer/custom/backoffLimit" "${custom[@]}" \
+      --set trainer.custom.backoffLimit=-1
+    expect_refused "a misspelt resources key" "request" "${custom[@]}" \
+      --set trainer.custom.resources.request.cpu=2
+    expect_refused "a volume named as the chart's /tmp" "/trainer/custom/volumes/0/name" "${custom[@]}" \
+      --set 'trainer.custom.volumes[0].name=tmp' --set 'trainer.custom.volumes[0].emptyDir.medium=Memory'
+    expect_refused "a mount on the chart's /tmp" "/trainer/custom/volumeMounts/0/mountPath" "${custom[@]}" \
+      --set 'trainer.custom.volumeMounts[0].name=scratch' --set 'trainer.custom.volumeMounts[0].mountPath=/tmp'
+    expect_refused "a relative modelDir" "/trainer/custom/modelDir" "${custom[@]}" \
+      --set trainer.custom.modelDir=models
+    expect_refused "a modelDir on no mount" "trainer.custom.modelDir /models is on none" "${custom[@]}" \
+      --set trainer.custom.modelDir=/models
+    expect_refused "a modelDir on a read-only mount" "trainer.custom.modelDir /data/out is on none" \
+      "${custom[@]}" --set trainer.custom.modelDir=/data/out \
+      --set 'trainer.custom.volumeMounts[0].name=data' --set 'trainer.custom.volumeMounts[0].mountPath=/data' \
+      --set 'trainer.custom.volumeMounts[0].readOnly=true'
+    expect_refused "runToCompletion without a custom image" "needs trainer.custom.image" \
+      --set trainer.custom.runToCompletion=true
+    expect_refused "runToCompletion with per-pod certificates" "tls.trainerCertificates perPod" "${custom[@]}" \
+      --set trainer.custom.runToCompletion=true --set tls.trainerCertificates=perPod
     ;;
   validate)
     for values in "$CHART"/ci/*-values.yaml; do
@@ -102,6 +131,37 @@ case "${1:-}" in
       exit 1
     fi
     grep -q "has no port 7001" "$OUT/broken.out"
+    # A Job's trainer named after its pod (random) instead of its completion index.
+    sed 's/value: demo-syncopate-trainer-$(JOB_COMPLETION_INDEX)/value: $(POD_NAME)/' \
+      "$OUT/custom-trainer-job.yaml" >"$OUT/broken.yaml"
+    if /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$CHART/ci/custom-trainer-job-values.yaml" \
+      "$OUT/broken.yaml" >"$OUT/broken.out"; then
+      echo "FAIL: a Job's trainer named after its random pod name went unnoticed" >&2
+      exit 1
+    fi
+    grep -q "not a stable name" "$OUT/broken.out"
+    # A Job that restarts trainers which finished, or a startup grace shorter than asked.
+    sed 's/restartPolicy: OnFailure/restartPolicy: Always/' "$OUT/custom-trainer-job.yaml" >"$OUT/broken.yaml"
+    if /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$CHART/ci/custom-trainer-job-values.yaml" \
+      "$OUT/broken.yaml" >"$OUT/broken.out"; then
+      echo "FAIL: a Job restarting finished trainers went unnoticed" >&2
+      exit 1
+    fi
+    grep -q "must stay done" "$OUT/broken.out"
+    sed 's/failureThreshold: 91/failureThreshold: 9/' "$OUT/custom-trainer-job.yaml" >"$OUT/broken.yaml"
+    if /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$CHART/ci/custom-trainer-job-values.yaml" \
+      "$OUT/broken.yaml" >"$OUT/broken.out"; then
+      echo "FAIL: a startupProbe shorter than trainer.custom.startupGraceSeconds went unnoticed" >&2
+      exit 1
+    fi
+    grep -q "not trainer.custom.startupGraceSeconds" "$OUT/broken.out"
+    # runToCompletion renders a Job and no StatefulSet; without it, the checks want a StatefulSet.
+    if /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$CHART/ci/custom-trainer-values.yaml" \
+      "$OUT/custom-trainer-job.yaml" >"$OUT/broken.out"; then
+      echo "FAIL: a trainer Job without trainer.custom.runToCompletion went unnoticed" >&2
+      exit 1
+    fi
+    grep -q "the trainers are a Job, not a StatefulSet" "$OUT/broken.out"
     sed 's|/syncopate/trainer/${POD_NAME}|/syncopate/trainer/trainer-0|' "$OUT/per-pod-certs.yaml" \
       >"$OUT/broken.yaml"
     if /usr/bin/python3 "$HERE/check_rendered.py" "$CHART" "$CHART/ci/per-pod-certs-values.yaml" \

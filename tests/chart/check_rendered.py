@@ -14,7 +14,11 @@ failed check prints one line; the exit status is 1 if any failed. Checked:
   - trainers advertise their Peer service as <pod IP>:<peer port>, reachable only from the release;
   - standard labels, non-root security contexts, volumes, service accounts and monitoring toggles;
   - limits and round settings reach the flags of the same name, and a shard's pull wait stays
-    below its stream idle timeout (the store refuses to start otherwise).
+    below its stream idle timeout (the store refuses to start otherwise);
+  - a custom trainer (trainer.custom) gets its volumes and mounts, a startupProbe as long as
+    startupGraceSeconds, its own resources, SYNCOPATE_MODEL_DIR on a writable mount of its own, and
+    with runToCompletion runs as an Indexed Job (no StatefulSet) whose pod index is its rank and
+    the suffix of a name that does not depend on the pod's.
 """
 import json
 import re
@@ -97,6 +101,11 @@ CUSTOM_TRAINER_ENV = {"SYNCOPATE_COORDINATOR": "--coordinator", "SYNCOPATE_PEER_
                       "SYNCOPATE_NAME": "--name"}
 
 
+def run_to_completion(custom):
+    """The trainers are an Indexed Job, not a StatefulSet."""
+    return bool(custom["image"] and custom["runToCompletion"])
+
+
 def trainer_settings(template, custom):
     """The trainer's coordinator, peer addresses, device and name, from its flags or its environment."""
     if not custom["image"]:
@@ -108,11 +117,81 @@ def trainer_settings(template, custom):
     check(container.get("args", []) == custom["args"], "the trainer's args are not trainer.custom.args")
     for extra in custom["env"]:
         check(env.get(extra["name"]) == extra.get("value"), f"{extra['name']} from trainer.custom.env is missing")
-    for name in ("SYNCOPATE_NAME", "SYNCOPATE_RANK"):
-        check(env.get(name, "").startswith("$(POD_"), f"{name} is not the pod's identity")
-    mounts = {m["mountPath"] for m in container.get("volumeMounts", [])}
-    check("/tmp" in mounts, "a custom trainer has no writable /tmp on its read-only root")
+    if not run_to_completion(custom):
+        for name in ("SYNCOPATE_NAME", "SYNCOPATE_RANK"):
+            check(env.get(name, "").startswith("$(POD_"), f"{name} is not the pod's identity")
+    mounts = container.get("volumeMounts", [])
+    check("/tmp" in {m["mountPath"] for m in mounts},
+          "a custom trainer has no writable /tmp on its read-only root")
+    # Its own volumes and mounts, as given, beside the chart's.
+    volumes = template["spec"].get("volumes", [])
+    for volume in custom["volumes"]:
+        check(volume in volumes, f"trainer.custom.volumes {volume['name']} is not a volume of the trainer pods")
+    for mount in custom["volumeMounts"]:
+        check(mount in mounts, f"trainer.custom.volumeMounts {mount['mountPath']} is not mounted")
+    names = [v["name"] for v in volumes]
+    check(len(names) == len(set(names)), f"the trainer pods have two volumes of one name: {names}")
+    paths = [m["mountPath"] for m in mounts]
+    check(len(paths) == len(set(paths)), f"the trainer mounts two volumes on one path: {paths}")
+    # The final model goes to a writable volume of the user's; SYNCOPATE_MODEL_DIR names it.
+    model_dir = custom["modelDir"]
+    check(env.get("SYNCOPATE_MODEL_DIR") == (model_dir or None),
+          f"SYNCOPATE_MODEL_DIR is {env.get('SYNCOPATE_MODEL_DIR')}, not trainer.custom.modelDir {model_dir!r}")
+    if model_dir:
+        check(any(not m.get("readOnly") and (model_dir + "/").startswith(m["mountPath"].rstrip("/") + "/")
+                  for m in custom["volumeMounts"]),
+              f"trainer.custom.modelDir {model_dir} is on no writable volume of trainer.custom.volumeMounts")
+    # A slow start has startupGraceSeconds before the liveness probe counts, on the same endpoint.
+    grace = custom["startupGraceSeconds"]
+    startup, liveness = container.get("startupProbe"), container.get("livenessProbe")
+    if grace:
+        if check(startup, "a custom trainer has no startupProbe"):
+            allowed = startup["periodSeconds"] * startup["failureThreshold"]
+            check(grace <= allowed < grace + startup["periodSeconds"],
+                  f"the startupProbe allows {allowed} s, not trainer.custom.startupGraceSeconds {grace}")
+            check(startup.get("httpGet") == liveness.get("httpGet"),
+                  "the startupProbe does not probe the liveness probe's endpoint")
+    else:
+        check(not startup, "a startupProbe with trainer.custom.startupGraceSeconds 0")
     return {flag: env.get(name, "") for name, flag in CUSTOM_TRAINER_ENV.items()}
+
+
+def check_trainer_job(job, trainer_values, services):
+    """An Indexed Job of trainer.replicas trainers that are not restarted once they exit 0, whose pod
+    index is the trainer's rank and the suffix of its name, with host names in the headless Service."""
+    spec, custom = job["spec"], trainer_values["custom"]
+    replicas = trainer_values["replicas"]
+    check(spec.get("completionMode") == "Indexed", f"{name_of(job)} is not an Indexed Job")
+    check(spec.get("completions") == replicas and spec.get("parallelism") == replicas,
+          f"{name_of(job)}: completions {spec.get('completions')} and parallelism "
+          f"{spec.get('parallelism')} are not trainer.replicas {replicas}")
+    check(spec.get("backoffLimit") == custom["backoffLimit"],
+          f"{name_of(job)}: backoffLimit is not trainer.custom.backoffLimit")
+    check("selector" not in spec and not spec.get("manualSelector"),
+          f"{name_of(job)} sets its own selector (the Job controller makes one)")
+    pod = pod_template(job)["spec"]
+    check(pod.get("restartPolicy") == "OnFailure",
+          f"{name_of(job)}: restartPolicy {pod.get('restartPolicy')}: a trainer that exits 0 must stay done")
+    headless = [s for s in services if s["metadata"]["name"] == pod.get("subdomain")]
+    check(headless and headless[0]["spec"].get("clusterIP") == "None" and
+          selects(headless[0]["spec"]["selector"], pod_template(job)["metadata"]["labels"]),
+          f"{name_of(job)}: subdomain {pod.get('subdomain')} is not the trainers' headless Service")
+    container = [c for c in containers(pod_template(job)) if c["name"] == "trainer"][0]
+    env = {e["name"]: e for e in container.get("env", [])}
+    order = [e["name"] for e in container.get("env", [])]
+    index = env.get("JOB_COMPLETION_INDEX", {}).get("valueFrom", {}).get("fieldRef", {})
+    check(index.get("fieldPath") == "metadata.annotations['batch.kubernetes.io/job-completion-index']",
+          "JOB_COMPLETION_INDEX is not the pod's completion index")
+    check(env.get("SYNCOPATE_RANK", {}).get("value") == "$(JOB_COMPLETION_INDEX)",
+          "a Job's trainer's rank is not its completion index")
+    name = f"{job['metadata']['name']}-$(JOB_COMPLETION_INDEX)"
+    check(env.get("SYNCOPATE_NAME", {}).get("value") == name,
+          f"a Job's trainer is named {env.get('SYNCOPATE_NAME', {}).get('value')}, not {name}: "
+          "not a stable name (a Job's pod names are random)")
+    for var in ("SYNCOPATE_RANK", "SYNCOPATE_NAME", "POD_INDEX"):
+        check(var not in order or ("JOB_COMPLETION_INDEX" in order and
+                                   order.index("JOB_COMPLETION_INDEX") < order.index(var)),
+              f"{var} refers to JOB_COMPLETION_INDEX before it is defined")
 
 
 def main(chart_dir, values_file, rendered_file):
@@ -127,7 +206,7 @@ def main(chart_dir, values_file, rendered_file):
     by_kind = {}
     for obj in objects:
         by_kind.setdefault(obj["kind"], []).append(obj)
-    workloads = by_kind.get("Deployment", []) + by_kind.get("StatefulSet", [])
+    workloads = by_kind.get("Deployment", []) + by_kind.get("StatefulSet", []) + by_kind.get("Job", [])
     services = by_kind.get("Service", [])
 
     def workloads_selected_by(selector):
@@ -150,9 +229,14 @@ def main(chart_dir, values_file, rendered_file):
     accounts = {a["metadata"]["name"] for a in by_kind.get("ServiceAccount", [])}
     for w in workloads:
         template = pod_template(w)
-        check(selects(w["spec"]["selector"]["matchLabels"], template["metadata"]["labels"]),
+        # A Job's selector is the Job controller's (its uid); the component's labels stand for it.
+        selector = (w["spec"]["selector"]["matchLabels"] if w["kind"] != "Job" else
+                    {k: v for k, v in template["metadata"]["labels"].items()
+                     if k in ("app.kubernetes.io/name", "app.kubernetes.io/instance",
+                              "app.kubernetes.io/component")})
+        check(selects(selector, template["metadata"]["labels"]),
               f"{name_of(w)}: selector does not match its pod labels")
-        check(len(workloads_selected_by(w["spec"]["selector"]["matchLabels"])) == 1,
+        check(len(workloads_selected_by(selector)) == 1,
               f"{name_of(w)}: its selector also matches another workload's pods")
         spec = template["spec"]
         check(spec.get("serviceAccountName") in accounts,
@@ -195,10 +279,19 @@ def main(chart_dir, values_file, rendered_file):
 
     # PodDisruptionBudgets and NetworkPolicies select one workload each, by ports it has.
     for pdb in by_kind.get("PodDisruptionBudget", []):
-        check(len(workloads_selected_by(pdb["spec"]["selector"]["matchLabels"])) == 1,
-              f"{name_of(pdb)} does not select exactly one workload")
+        selected = workloads_selected_by(pdb["spec"]["selector"]["matchLabels"])
+        check(len(selected) == 1, f"{name_of(pdb)} does not select exactly one workload")
         check(pdb["spec"].get("maxUnavailable") not in (0, "0", "0%"),
               f"{name_of(pdb)}: maxUnavailable 0 blocks every node drain")
+        for w in selected:
+            if w["kind"] != "Job":
+                continue
+            # A Job has no scale subresource: only an integer minAvailable works for its pods.
+            available = pdb["spec"].get("minAvailable")
+            if check("maxUnavailable" not in pdb["spec"] and isinstance(available, int),
+                     f"{name_of(pdb)}: a budget of {name_of(w)}'s pods must be an integer minAvailable"):
+                check(available == 0 or available < w["spec"]["parallelism"],
+                      f"{name_of(pdb)}: minAvailable {available} blocks every node drain")
     for policy in by_kind.get("NetworkPolicy", []):
         selected = workloads_selected_by(policy["spec"]["podSelector"]["matchLabels"])
         check(len(selected) == 1, f"{name_of(policy)} does not select exactly one workload")
@@ -224,6 +317,19 @@ def main(chart_dir, values_file, rendered_file):
             for w in selected:
                 check(resolves(endpoint["port"], pod_template(w)),
                       f"{name_of(monitor)}: port {endpoint['port']} is not a port of {name_of(w)}")
+    # A Job's trainer pods have random names: their instance is <job>-<completion index>, the name
+    # they join under.
+    jobs = by_kind.get("Job", [])
+    for monitor in by_kind.get("ServiceMonitor", []) + by_kind.get("PodMonitor", []):
+        if monitor["metadata"]["labels"].get("app.kubernetes.io/component") != "trainer" or not jobs:
+            continue
+        for endpoint in monitor["spec"].get("endpoints", []) + monitor["spec"].get("podMetricsEndpoints", []):
+            instance = [r for r in endpoint.get("relabelings", []) if r.get("targetLabel") == "instance"]
+            check(instance and instance[-1].get("sourceLabels") ==
+                  ["__meta_kubernetes_pod_controller_name",
+                   "__meta_kubernetes_pod_annotation_batch_kubernetes_io_job_completion_index"] and
+                  instance[-1].get("replacement") == "${1}-${2}",
+                  f"{name_of(monitor)}: a Job's trainer's instance is its random pod name, not its name")
     metrics = values["metrics"]
     for kind, enabled, count in (("ServiceMonitor", metrics["serviceMonitor"]["enabled"], 3),
                                  ("PodMonitor", metrics["podMonitor"]["enabled"], 3),
@@ -247,6 +353,23 @@ def main(chart_dir, values_file, rendered_file):
     coordinator, store, trainer = component("coordinator"), component("store"), component("trainer")
     if not (coordinator and store and trainer):
         return
+
+    # The trainers are an Indexed Job exactly with trainer.custom.runToCompletion (and an image).
+    custom = values["trainer"]["custom"]
+    expected = "Job" if run_to_completion(custom) else "StatefulSet"
+    check(trainer["kind"] == expected, f"the trainers are a {trainer['kind']}, not a {expected}")
+    check(len(by_kind.get("Job", [])) == (1 if expected == "Job" else 0),
+          f"{len(by_kind.get('Job', []))} Jobs rendered with runToCompletion={custom['runToCompletion']}")
+    if trainer["kind"] == "Job":
+        check_trainer_job(trainer, values["trainer"], services)
+
+    # The trainer's resources: trainer.custom.resources for a custom trainer that sets them, else
+    # trainer.resources; GPUs (below) added to either.
+    given = custom["resources"] if custom["image"] and custom["resources"] else values["trainer"]["resources"]
+    actual = containers(pod_template(trainer))[0]["resources"]
+    for kind in ("requests", "limits"):
+        got = {k: v for k, v in actual.get(kind, {}).items() if k != "nvidia.com/gpu"}
+        check(got == given.get(kind, {}), f"trainer {kind} {got} are not {given.get(kind, {})}")
 
     # The coordinator address the trainers get is the coordinator Service's gRPC port.
     trainer_args = trainer_settings(pod_template(trainer), values["trainer"]["custom"])
@@ -282,7 +405,8 @@ def main(chart_dir, values_file, rendered_file):
     check(args_of(pod_template(store), "store")["--shard"] == "$(POD_INDEX)",
           "the store's shard is not its ordinal")
     replicas = values["trainer"]["replicas"]
-    check(trainer["spec"]["replicas"] == replicas, "trainer replicas differ from trainer.replicas")
+    check(trainer["spec"].get("replicas", trainer["spec"].get("parallelism")) == replicas,
+          "trainer replicas differ from trainer.replicas")
     min_trainers = values["sync"]["minTrainers"] or replicas
     check(args_of(pod_template(coordinator), "coordinator")["--min-trainers"] == str(min_trainers),
           "--min-trainers differs from sync.minTrainers (default trainer.replicas)")
@@ -290,6 +414,8 @@ def main(chart_dir, values_file, rendered_file):
           "--mode differs from sync.mode")
     check(coordinator["spec"]["replicas"] == 1, "more than one coordinator")
     for w in (store, trainer):
+        if w["kind"] == "Job":
+            continue  # its index is the completion index (check_trainer_job)
         env = {e["name"]: e.get("valueFrom", {}).get("fieldRef", {}).get("fieldPath")
                for c in containers(pod_template(w)) for e in c.get("env", [])}
         check(env.get("POD_INDEX") == "metadata.labels['apps.kubernetes.io/pod-index']",

@@ -256,7 +256,7 @@ struct QuotedCommand {
 std::vector<QuotedCommand> QuotedCommands(const std::string& file) {
   static const std::regex kStart(
       "^(?:\\./build/bin/)?(syncopate(?:-store|-coordinator|-trainer)?)(?= |$)(?: (local|compare|"
-      "sim(?: cluster)?|status|export|certs(?: ca| issue)?)(?= |$))?");
+      "sim(?: cluster)?|status|export|serve|certs(?: ca| issue)?)(?= |$))?");
   static const std::regex kFlag("--[a-z][a-z0-9-]*");
   std::vector<QuotedCommand> commands;
   bool fenced = false;

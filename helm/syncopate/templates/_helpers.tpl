@@ -113,7 +113,8 @@ securityContext:
       fieldPath: metadata.labels['apps.kubernetes.io/pod-index']
 {{- end }}
 
-{{/* A PodDisruptionBudget for one component. Call with (list $ "store" .Values.store.pdb). */}}
+{{/* A PodDisruptionBudget for one component. Call with (list $ "store" .Values.store.pdb); a
+minAvailable in the dict replaces maxUnavailable. */}}
 {{- define "syncopate.pdb" -}}
 {{- $root := index . 0 }}
 {{- $component := index . 1 }}
@@ -127,7 +128,11 @@ metadata:
   labels:
     {{- include "syncopate.componentLabels" (list $root $component) | nindent 4 }}
 spec:
+  {{- if hasKey $pdb "minAvailable" }}
+  minAvailable: {{ $pdb.minAvailable }}
+  {{- else }}
   maxUnavailable: {{ $pdb.maxUnavailable }}
+  {{- end }}
   selector:
     matchLabels:
       {{- include "syncopate.componentSelectorLabels" (list $root $component) | nindent 6 }}
@@ -135,12 +140,29 @@ spec:
 {{- end }}
 
 {{/* Scrape relabelings the dashboards and alerts rely on: job = syncopate-<component>, instance =
-the pod name (a trainer's name, as the coordinator's `trainer` label has it). Call with the component. */}}
+the pod name (a trainer's name, as the coordinator's `trainer` label has it). A trainer of an Indexed
+Job (trainer.custom.runToCompletion) is named <job>-<completion index> instead of its pod's random
+name. Call with (list $ "trainer"). */}}
 {{- define "syncopate.scrapeRelabelings" -}}
+{{- $root := index . 0 }}
+{{- $component := index . 1 -}}
 - targetLabel: job
-  replacement: syncopate-{{ . }}
+  replacement: syncopate-{{ $component }}
 - sourceLabels: [__meta_kubernetes_pod_name]
   targetLabel: instance
+{{- if and (eq $component "trainer") (include "syncopate.trainerJob" $root) }}
+- sourceLabels: [__meta_kubernetes_pod_controller_name, __meta_kubernetes_pod_annotation_batch_kubernetes_io_job_completion_index]
+  separator: ;
+  regex: (.+);(.+)
+  replacement: ${1}-${2}
+  targetLabel: instance
+{{- end }}
+{{- end }}
+
+{{/* "true" when the trainers run as an Indexed Job (trainer.custom.runToCompletion with
+trainer.custom.image), else "". */}}
+{{- define "syncopate.trainerJob" -}}
+{{- if and .Values.trainer.custom.image .Values.trainer.custom.runToCompletion }}true{{ end }}
 {{- end }}
 
 {{/* The flag that gives a process its credentials: its certificate directory, or none. */}}
