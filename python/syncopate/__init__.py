@@ -200,6 +200,9 @@ class Session:
         self._previous_sigterm = None
         self._started = False
         self._closed = False
+        # Set by syncopate.torch for tensors the library cannot address: copies them into the
+        # registered host arrays before start() and step() (they read them) and back after.
+        self._staging = None
         # Leaves the job when the session is collected or the interpreter exits without close().
         self._finalizer = weakref.finalize(self, self._session.close)
         for key, array in (parameters or {}).items():
@@ -236,7 +239,11 @@ class Session:
         self._started = True
         self._install_sigterm()
         try:
+            if self._staging:
+                self._staging.to_host()
             self._session.start()
+            if self._staging:
+                self._staging.from_host()
         except BaseException:
             self.close()
             raise
@@ -244,7 +251,12 @@ class Session:
 
     def step(self, loss: float = 0.0) -> bool:
         """Call after each local training step. True: go on; False: training is over."""
-        return self._session.step(float(loss))
+        if self._staging is None:
+            return self._session.step(float(loss))
+        self._staging.to_host()
+        more = self._session.step(float(loss))
+        self._staging.from_host()
+        return more
 
     @property
     def evaluation_due(self) -> bool:

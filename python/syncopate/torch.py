@@ -14,7 +14,7 @@ optimizer step.
 
 CPU float32 parameters are shared with the library without copies (it reads and writes the
 tensors' own memory). Other parameters (CUDA tensors, float16/bfloat16/float64) are staged through
-a float32 host buffer, pinned when CUDA is available. Floating-point buffers, such as BatchNorm's
+one flat float32 host buffer per device, pinned for a GPU: one copy each way per step. Floating-point buffers, such as BatchNorm's
 running statistics, are synchronised like parameters unless buffers=False; integer buffers (such
 as num_batches_tracked) stay each trainer's own.
 """
@@ -34,22 +34,45 @@ def shares_memory(tensor: torch.Tensor) -> bool:
     return tensor.device.type == "cpu" and tensor.dtype == torch.float32 and tensor.is_contiguous()
 
 
-def _add_staged(session: Session, name: str, tensor: torch.Tensor) -> None:
-    pin = torch.cuda.is_available()
-    staged = torch.empty(tensor.shape, dtype=torch.float32, pin_memory=pin)
-    flat = staged.numpy().reshape(-1)
+class _FlatStaging:
+    """Tensors the library cannot address (CUDA tensors; float16, bfloat16, float64), staged
+    through one flat float32 host buffer per device, pinned for a GPU: before each start()/step()
+    the tensors are gathered on their device into one flat buffer and copied to the host in one
+    transfer; after it, one transfer back, then scattered. The library reads and writes views of
+    the host buffer as if they were the parameters (no Python call per tensor)."""
 
-    def read(out: np.ndarray) -> None:
+    def __init__(self, session: Session, tensors: Dict[str, torch.Tensor]):
+        self._groups = []
+        by_device: Dict[torch.device, Dict[str, torch.Tensor]] = {}
+        for name, tensor in tensors.items():
+            by_device.setdefault(tensor.device, {})[name] = tensor
+        for device, group in by_device.items():
+            total = sum(t.numel() for t in group.values())
+            pin = device.type == "cuda"
+            host = torch.empty(total, dtype=torch.float32, pin_memory=pin)
+            flat = torch.empty(total, dtype=torch.float32, device=device)
+            host_array = host.numpy()
+            slices, offset = [], 0
+            for name, tensor in group.items():
+                n = tensor.numel()
+                session.add(name, host_array[offset : offset + n].reshape(tuple(tensor.shape) or (1,)))
+                slices.append((tensor, offset, n))
+                offset += n
+            self._groups.append((device, host, flat, slices))
+
+    def to_host(self) -> None:
         with torch.no_grad():
-            staged.copy_(tensor.detach())
-        np.copyto(out, flat)
+            for device, host, flat, slices in self._groups:
+                for tensor, offset, n in slices:
+                    flat[offset : offset + n].copy_(tensor.reshape(-1))
+                host.copy_(flat, non_blocking=False)
 
-    def write(values: np.ndarray) -> None:
-        np.copyto(flat, values)
+    def from_host(self) -> None:
         with torch.no_grad():
-            tensor.copy_(staged)
-
-    session.add_callbacks(name, list(tensor.shape) or [1], read, write)
+            for device, host, flat, slices in self._groups:
+                flat.copy_(host, non_blocking=device.type == "cuda")
+                for tensor, offset, n in slices:
+                    tensor.copy_(flat[offset : offset + n].view(tensor.shape))
 
 
 def synchronised_tensors(model: torch.nn.Module, buffers: bool = True) -> Dict[str, torch.Tensor]:
@@ -69,11 +92,14 @@ def attach(model: torch.nn.Module, start: bool = True, buffers: bool = True, **o
     if not any(p.requires_grad for p in model.parameters()):
         raise ValueError("the model has no trainable parameters")
     session = Session(**options)
+    staged = {}
     for name, tensor in tensors.items():
         if shares_memory(tensor):
             session.add(name, tensor.detach().numpy())
         else:
-            _add_staged(session, name, tensor)
+            staged[name] = tensor.detach()
+    if staged:
+        session._staging = _FlatStaging(session, staged)
     if start:
         session.start()
     return session

@@ -158,3 +158,49 @@ def test_shard_sampler_gives_live_trainers_disjoint_parts_and_reshards_when_one_
     worlds[0].world_size = worlds[1].world_size = 2
     rest = list(iterators[0]) + list(iterators[1])
     assert sorted(seen + rest) == data
+
+
+def test_tensors_the_library_cannot_address_are_staged_through_one_flat_buffer(cluster):
+    # float64 parameters (as CUDA ones would be) go through one flat float32 host buffer per
+    # device, copied once each way per step: the round's mean step reaches them all the same.
+    cluster.start(mode="bsp", trainers=2)
+    models, stepped, losses = [], [], []
+    for rank in range(2):
+        torch.manual_seed(0)
+        models.append(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.Linear(3, 2)).double())
+    syncs = attach_both(models, cluster)
+    assert not any(syncopate.torch.shares_memory(p) for p in models[0].parameters())
+    assert len(syncs[0]._staging._groups) == 1  # one device, one buffer
+    for rank, model in enumerate(models):
+        losses.append(train_step(model, torch.full((2, 4), float(rank + 1), dtype=torch.float64)))
+        stepped.append({n: p.detach().clone() for n, p in model.named_parameters()})
+    step_both(syncs, losses)
+    for model in models:
+        for n, p in model.named_parameters():
+            mean_step = (stepped[0][n] + stepped[1][n]) / 2
+            torch.testing.assert_close(p.detach(), mean_step, rtol=1e-6, atol=1e-6)
+    for sync in syncs:
+        sync.close()
+
+
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA build of PyTorch and a GPU")
+@pytest.mark.parametrize("mode", ["bsp", "wbsp-overlap"])
+def test_cuda_parameters_train_under_the_job(cluster, mode):
+    # CUDA tensors through the flat pinned buffers: the models stay on the GPU and take the job's.
+    cluster.start(mode=mode, trainers=2)
+    models = []
+    for rank in range(2):
+        torch.manual_seed(0)
+        models.append(torch.nn.Sequential(torch.nn.Linear(4, 3), torch.nn.BatchNorm1d(3)).cuda())
+    syncs = attach_both(models, cluster)
+    assert syncs[0]._staging._groups[0][1].is_pinned()
+    for _ in range(20):
+        losses = [train_step(m, torch.randn(8, 4, device="cuda")) for m in models]
+        step_both(syncs, losses)
+    for model in models:
+        assert all(p.is_cuda and torch.isfinite(p).all() for p in model.parameters())
+    if mode == "bsp":  # every trainer holds the same round
+        for a, b in zip(models[0].parameters(), models[1].parameters()):
+            torch.testing.assert_close(a, b)
+    for sync in syncs:
+        sync.close()
