@@ -183,6 +183,16 @@ class CoordinatorTest : public ::testing::Test {
     return {a, out_a, b, out_b};
   }
 
+  // `a` and `b` heartbeat (b with `b_beat`) once a second of fake time, for `seconds`.
+  void HeartbeatBoth(const SessionKey& a, const SessionKey& b, int seconds,
+                     const v1::Heartbeat& b_beat = v1::Heartbeat()) {
+    for (int s = 0; s < seconds; ++s) {
+      coordinator_->Heartbeat(a, v1::Heartbeat());
+      coordinator_->Heartbeat(b, b_beat);
+      clock_.Advance(absl::Seconds(1));
+    }
+  }
+
   // The next directive, waiting at most 5 s of real time (a deadline, not a timing assertion).
   static v1::Directive Next(Outbox& outbox) {
     v1::Directive d;
@@ -984,17 +994,9 @@ TEST_F(CoordinatorTest, JoinsWaitUntilTheStoresHaveAnswered) {
 TEST_F(CoordinatorTest, AStuckTrainerThatHoldsOthersUpIsEvicted) {
   auto [a, out_a, b, out_b] = JoinTwoAndStart();
   Report(a, 1);  // round 1 waits for b
-  for (int s = 0; s < 59; ++s) {
-    coordinator_->Heartbeat(a, v1::Heartbeat());
-    coordinator_->Heartbeat(b, v1::Heartbeat());
-    clock_.Advance(absl::Seconds(1));
-  }
+  HeartbeatBoth(a, b, 59);
   EXPECT_TRUE(Quiet(*out_b)) << "within the progress timeout";
-  for (int s = 0; s < 3; ++s) {
-    coordinator_->Heartbeat(a, v1::Heartbeat());
-    coordinator_->Heartbeat(b, v1::Heartbeat());
-    clock_.Advance(absl::Seconds(1));
-  }
+  HeartbeatBoth(a, b, 3);
   const v1::Directive evicted = Next(*out_b);
   ASSERT_TRUE(evicted.has_evicted());
   EXPECT_NE(evicted.evicted().reason().find("no progress"), std::string::npos);
@@ -1009,23 +1011,11 @@ TEST_F(CoordinatorTest, ADeclaredPauseIsNotStalled) {
   Report(a, 1);  // round 1 waits for b
   v1::Heartbeat paused;
   paused.set_paused(true);
-  for (int s = 0; s < 120; ++s) {
-    coordinator_->Heartbeat(a, v1::Heartbeat());
-    coordinator_->Heartbeat(b, paused);
-    clock_.Advance(absl::Seconds(1));
-  }
+  HeartbeatBoth(a, b, 120, paused);
   EXPECT_TRUE(Quiet(*out_b)) << "paused for twice the progress timeout";
-  for (int s = 0; s < 59; ++s) {
-    coordinator_->Heartbeat(a, v1::Heartbeat());
-    coordinator_->Heartbeat(b, v1::Heartbeat());
-    clock_.Advance(absl::Seconds(1));
-  }
+  HeartbeatBoth(a, b, 59);
   EXPECT_TRUE(Quiet(*out_b)) << "its progress counts from its return";
-  for (int s = 0; s < 3; ++s) {
-    coordinator_->Heartbeat(a, v1::Heartbeat());
-    coordinator_->Heartbeat(b, v1::Heartbeat());
-    clock_.Advance(absl::Seconds(1));
-  }
+  HeartbeatBoth(a, b, 3);
   const v1::Directive evicted = Next(*out_b);
   ASSERT_TRUE(evicted.has_evicted());
   EXPECT_NE(evicted.evicted().reason().find("no progress"), std::string::npos);
