@@ -171,6 +171,7 @@ TEST_F(SessionResumeTest, AFinishedLeaveGivesUpItsWaitWhenTheCallerIsInterrupted
   };
   v1::Join join;
   join.set_name("trainer-1");
+  join.set_rank(1);  // trainer-0 holds rank 0
   absl::StatusOr<std::unique_ptr<client::SessionClient>> other =
       client::SessionClient::Connect(address_, join, options);
   ASSERT_TRUE(other.ok()) << other.status();
