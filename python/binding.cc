@@ -178,9 +178,9 @@ class PySession {
   void RequestStop() { stop_requested_ = true; }
 
   void SetPaused(bool paused) {
-    client::Session& session = Started();
+    Started();
     py::gil_scoped_release release;  // it may write to the coordinator's stream
-    session.SetPaused(paused);
+    job_->SetPaused(paused);
   }
 
   // A Leave that waits for a coordinator to come back (the final average's) gives up on Ctrl-C,
@@ -196,15 +196,28 @@ class PySession {
   }
   bool final_accuracy_due() { return job_ && job_->session().final_accuracy_due(); }
 
-  bool evaluation_due() { return job_ && job_->session().evaluation_due(); }
+  // These may come from a thread of the caller's (a background evaluation) while the training
+  // loop's step rejoins the job: they reach the session through JobClient::WithSession.
+  bool evaluation_due() {
+    if (!job_) return false;
+    py::gil_scoped_release release;
+    return job_->WithSession([](client::Session& s) { return s.evaluation_due(); });
+  }
   void ReportAccuracy(double accuracy) {
     CheckAccuracy(accuracy);
-    Started().ReportAccuracy(accuracy);
+    Started();
+    py::gil_scoped_release release;
+    job_->WithSession([accuracy](client::Session& s) { s.ReportAccuracy(accuracy); });
   }
-  int64_t steps() { return job_ ? job_->session().steps() : 0; }
+  int64_t steps() { return job_ ? job_->steps() : 0; }
   int rejoins() { return job_ ? job_->rejoins() : 0; }
   py::tuple World() {
-    const client::Protocol::World w = Started().world();
+    Started();
+    client::Protocol::World w;
+    {
+      py::gil_scoped_release release;
+      w = job_->WithSession([](client::Session& s) { return s.world(); });
+    }
     return py::make_tuple(w.rank, w.size);
   }
   py::dict Welcome() {
@@ -217,7 +230,12 @@ class PySession {
     return d;
   }
   py::dict Timings() {
-    const v1::TrainerTimings t = Started().Timings();
+    Started();
+    v1::TrainerTimings t;
+    {
+      py::gil_scoped_release release;
+      t = job_->WithSession([](client::Session& s) { return s.Timings(); });
+    }
     py::dict d;
     d["compute"] = t.compute_seconds();
     d["wait"] = t.wait_seconds();

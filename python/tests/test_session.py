@@ -305,7 +305,8 @@ def test_a_declared_pause_is_not_taken_for_a_stuck_trainer(cluster):
     # for three progress timeouts: it stays in the job, and its next step closes the round.
     cluster.start(mode="bsp", trainers=2, extra=["--progress-timeout=1s"])
     a = syncopate.Session({"w": w(0, 0)}, coordinator=cluster.coordinator, rank=0)
-    b = syncopate.Session({"w": w(0, 0)}, coordinator=cluster.coordinator, rank=1)
+    # No rejoin: an eviction would end b's session with ABORTED instead of passing unseen.
+    b = syncopate.Session({"w": w(0, 0)}, coordinator=cluster.coordinator, rank=1, max_rejoins=0)
     _start_both(a, b)
     result = {}
     ta = threading.Thread(target=lambda: result.setdefault("a", a.step(0.5)))
@@ -315,6 +316,7 @@ def test_a_declared_pause_is_not_taken_for_a_stuck_trainer(cluster):
     assert b.step(0.5) is True
     ta.join(timeout=60)
     assert result["a"] is True
+    assert (b.rejoins, a.world_size) == (0, 2)
     a.close()
     b.close()
 

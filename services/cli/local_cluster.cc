@@ -158,8 +158,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
         absl::StrCat("--min-trainers=", options.trainers),
         absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout)),
         absl::StrCat("--progress-timeout=", Seconds(options.progress_timeout))};
-    RETURN_IF_ERROR(cluster->Launch("coordinator", 0, coordinator_args, true,
-                                    options.coordinator_port));
+    RETURN_IF_ERROR(
+        cluster->Launch("coordinator", 0, coordinator_args, true, options.coordinator_port));
     cluster->coordinator_ = v1::Coordinator::NewStub(rpc::MakeChannel(
         cluster->coordinator_address(), cluster->credentials_, rpc::Role::kCoordinator));
     if (options.external_trainers) {
@@ -309,7 +309,18 @@ absl::Status LocalCluster::Launch(const std::string& role, int index, std::vecto
   argv.push_back("--ready-file=" + base + ".ready.json");
   argv.insert(argv.end(), args.begin(), args.end());
   // One BLAS thread per trainer: the cluster shares the machine's cores.
-  return Spawn(role, index, argv, {{"OPENBLAS_NUM_THREADS", "1"}}, wait_ready);
+  std::map<std::string, std::string> env = {{"OPENBLAS_NUM_THREADS", "1"}};
+  if (role == "trainer") {
+    // The built-in trainer reads the job from these where a flag is not given (a shell that
+    // sourced a `serve` trainer-<r>.env has them): emptied, it takes only what it is given here.
+    for (const char* name :
+         {"SYNCOPATE_COORDINATOR", "SYNCOPATE_NAME", "SYNCOPATE_RANK", "SYNCOPATE_WORLD",
+          "SYNCOPATE_DATA_SHARD", "SYNCOPATE_TLS_DIR", "SYNCOPATE_INSECURE",
+          "SYNCOPATE_METRICS_LISTEN", "SYNCOPATE_PEER_LISTEN", "SYNCOPATE_PEER_ADDRESS"}) {
+      env[name] = "";
+    }
+  }
+  return Spawn(role, index, argv, env, wait_ready);
 }
 
 absl::Status LocalCluster::Spawn(const std::string& role, int index,
@@ -454,12 +465,12 @@ absl::Status LocalCluster::PrepareExternalTrainers() {
         "export SYNCOPATE_METRICS_LISTEN=0.0.0.0:0\n",
         "# Peer-to-peer modes across hosts: peers must reach this trainer, e.g.\n",
         "# export SYNCOPATE_PEER_LISTEN=0.0.0.0:7100 SYNCOPATE_PEER_ADDRESS=this-host:7100\n",
-        credentials.first == "insecure" ? "export SYNCOPATE_INSECURE=1\nunset SYNCOPATE_TLS_DIR\n"
-                                        : absl::StrCat("export SYNCOPATE_TLS_DIR=",
-                                                       quoted(credentials.second),
-                                                       "\nunset SYNCOPATE_INSECURE\n"));
-    RETURN_IF_ERROR(base::WriteFileAtomically(
-        absl::StrCat(options_.run_dir, "/trainer-", r, ".env"), env));
+        credentials.first == "insecure"
+            ? "export SYNCOPATE_INSECURE=1\nunset SYNCOPATE_TLS_DIR\n"
+            : absl::StrCat("export SYNCOPATE_TLS_DIR=", quoted(credentials.second),
+                           "\nunset SYNCOPATE_INSECURE\n"));
+    RETURN_IF_ERROR(
+        base::WriteFileAtomically(absl::StrCat(options_.run_dir, "/trainer-", r, ".env"), env));
   }
   return absl::OkStatus();
 }

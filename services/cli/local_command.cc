@@ -35,7 +35,7 @@ constexpr absl::Duration kRestartPoll = absl::Seconds(2);
 constexpr absl::Duration kFinalAverageMargin = absl::Seconds(30);
 // How long a trainer that left the job may take to exit (a Python interpreter shutting down)
 // before the run looks at how it exited.
-constexpr absl::Duration kTrainerExitGrace = absl::Seconds(15);
+constexpr absl::Duration kTrainerExitGrace = absl::Seconds(60);
 
 absl::StatusOr<std::string> PrepareRunDir(const std::string& requested) {
   if (requested.empty()) {
@@ -201,8 +201,8 @@ void PrintTrainerSettings(const LocalClusterOptions& options, const LocalCluster
                "Trainer r takes its settings from %s/trainer-<r>.env%s, e.g.\n"
                "  . %s/trainer-0.env && syncopate-trainer\n"
                "  . %s/trainer-0.env && python3 your_training_script.py\n",
-               options.policy.mode.c_str(), cluster.coordinator_address().c_str(),
-               options.trainers, options.run_dir.c_str(),
+               options.policy.mode.c_str(), cluster.coordinator_address().c_str(), options.trainers,
+               options.run_dir.c_str(),
                options.insecure ? ""
                                 : " and its certificate folder from tls/ there (copy both to "
                                   "its host, at the same path)",
@@ -470,8 +470,10 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
       summary.ended = "ended by an operator";
       break;
     }
-    // Trainers started by hand have not come yet.
-    if (options.cluster.external_trainers && status.trainers_size() == 0) continue;
+    // Trainers started by hand: the job is theirs once every rank has come.
+    if (options.cluster.external_trainers && status.trainers_size() < options.cluster.trainers) {
+      continue;
+    }
     if (status.live_trainers() > 0 || status.recovering()) {
       none_live_since.reset();
       continue;

@@ -76,12 +76,18 @@ absl::Status JobClient::Connect() {
       std::vector<std::string>(welcome.store_addresses().begin(), welcome.store_addresses().end()),
       options_.credentials, options_.rpc_timeout, tensor::kDefaultChunkBytes, peers_->limits());
   store->set_metrics(trainer_metrics_.get());
-  auto session = std::make_unique<Session>(options_.session, *coordinator, *store, *parameters_,
-                                           *trainer_metrics_, *trace_, base::MonotonicClock::Get(),
-                                           &peers_->link());
+  SessionOptions limits = options_.session;
+  // The step limit counts every session of this trainer.
+  if (limits.max_steps > 0)
+    limits.max_steps = std::max<int64_t>(1, limits.max_steps - steps_before_);
+  auto session =
+      std::make_unique<Session>(limits, *coordinator, *store, *parameters_, *trainer_metrics_,
+                                *trace_, base::MonotonicClock::Get(), &peers_->link());
   store->set_interrupt([s = session.get()] { return s->stopping(); });
   absl::MutexLock lock(&session_mu_);
-  // The old ones (after an eviction) go first: the session, then what it used.
+  // The old ones (after an eviction: Rejoin closed that session, so it calls its link no more) go
+  // first: the link's threads, which read the session's timings, then the session, then the store.
+  coordinator_.reset();
   session_.reset();
   store_.reset();
   coordinator_ = std::move(coordinator);
@@ -95,9 +101,11 @@ bool JobClient::RejoinDue(const absl::Status& status) const {
   // Evicted: told so by the coordinator, or refused by a store before it heard. A failed job
   // evicts everyone with its reason; nothing to rejoin then.
   const bool evicted =
-      absl::IsAborted(status) || (absl::IsFailedPrecondition(status) &&
-                                  (absl::StrContains(status.message(), "has left or was evicted") ||
-                                   absl::StrContains(status.message(), "is stale")));
+      (absl::IsAborted(status) && (absl::StartsWith(status.message(), "evicted:") ||
+                                   absl::StrContains(status.message(), "refused to resume"))) ||
+      (absl::IsFailedPrecondition(status) &&
+       (absl::StrContains(status.message(), "has left or was evicted") ||
+        absl::StrContains(status.message(), "is stale")));
   return evicted && !stopped_ && rejoins_ < options_.max_rejoins &&
          !absl::StrContains(status.message(), "the job failed");
 }
@@ -106,14 +114,21 @@ absl::Status JobClient::Rejoin(const absl::Status& evicted) {
   if (!RejoinDue(evicted)) return evicted;
   ++rejoins_;
   trainer_metrics_->rejoins.Increment();
+  steps_before_ += session_->steps();
   spdlog::warn("{}; rejoining the job under a new incarnation (rejoin {} of at most {})",
                std::string(evicted.message()), rejoins_, options_.max_rejoins);
   session_->Close("evicted");
   store_->set_interrupt(nullptr);
   if (absl::Status joined = Connect(); !joined.ok()) {
-    return absl::Status(joined.code(),
-                        absl::StrCat("evicted (", evicted.message(),
-                                     "), and the rejoin failed: ", joined.message()));
+    // The job ended meanwhile: nothing to rejoin, and nothing wrong (Step says it is over).
+    if (absl::IsOutOfRange(joined)) return joined;
+    // Still an eviction (ABORTED), with why the rejoin failed.
+    return absl::AbortedError(
+        absl::StrCat(evicted.message(), "; the rejoin failed: ", joined.message()));
+  }
+  {
+    absl::MutexLock lock(&session_mu_);
+    if (paused_) session_->SetPaused(true);
   }
   RETURN_IF_ERROR(session_->Start());
   const v1::Welcome& welcome = session_->welcome();
@@ -128,11 +143,18 @@ absl::Status JobClient::Start() {
   return started;
 }
 
+void JobClient::SetPaused(bool paused) {
+  absl::MutexLock lock(&session_mu_);
+  paused_ = paused;
+  session_->SetPaused(paused);
+}
+
 absl::StatusOr<bool> JobClient::Step(float loss) {
   absl::StatusOr<bool> more = session_->Step(loss);
   while (!more.ok() && RejoinDue(more.status())) {
     absl::Status rejoined = Rejoin(more.status());
-    if (rejoined.ok()) return true;  // the parameters hold the job's model: step on
+    if (rejoined.ok()) return true;                  // the job's model is loaded: step on
+    if (absl::IsOutOfRange(rejoined)) return false;  // the job is over
     more = rejoined;
   }
   return more;

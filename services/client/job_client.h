@@ -26,7 +26,7 @@ namespace syncopate::client {
 
 struct JobOptions {
   std::string coordinator;  // host:port
-  std::string name;         // stable trainer name; a rejoin under it replaces the old incarnation
+  std::string name;         // stable trainer name; a rejoin under it gets a new incarnation
   int rank = 0;             // reported to the coordinator (the trainer's data shard, say)
   absl::Duration join_timeout = absl::Seconds(30);
   absl::Duration rpc_timeout = absl::Seconds(30);  // each store RPC
@@ -70,10 +70,22 @@ class JobClient {
   absl::StatusOr<bool> Step(float loss);
   // The current session's Stop; no rejoin after it. Thread-safe.
   void Stop();
+  // Session::SetPaused, kept for the session a rejoin makes. Thread-safe.
+  void SetPaused(bool paused);
+  // Runs `call` on the current session, which a rejoin (inside Step, on the training loop's
+  // thread) cannot replace meanwhile: for the session's thread-safe members (ReportAccuracy,
+  // evaluation_due, Timings, world) from other threads. Thread-safe.
+  template <typename F>
+  auto WithSession(F call) {
+    absl::MutexLock lock(&session_mu_);
+    return call(*session_);
+  }
 
-  // The current session: another one after a rejoin.
+  // The current session: another one after a rejoin. The training loop's thread only.
   Session& session() { return *session_; }
   int rejoins() const { return rejoins_; }
+  // Steps over every session (a rejoin's new session goes on counting toward max_steps).
+  int64_t steps() const { return steps_before_ + session_->steps(); }
   int metrics_port() const { return metrics_ ? metrics_->port() : 0; }
 
  private:
@@ -89,9 +101,12 @@ class JobClient {
   JobOptions options_;
   Parameters* parameters_ = nullptr;
   int rejoins_ = 0;
+  int64_t steps_before_ = 0;  // taken in the sessions before the current one
   std::atomic<bool> stopped_{false};
   // Guards the replacement of session_ against Stop from another thread.
   absl::Mutex session_mu_;
+  // Declared through SetPaused: carried over to a rejoined session.
+  bool paused_ ABSL_GUARDED_BY(session_mu_) = false;
 
   std::unique_ptr<metrics::MetricsServer> metrics_;
   std::shared_ptr<prometheus::Registry> registry_;
