@@ -333,9 +333,10 @@ int main(int argc, char** argv) {
       "other hosts: makes their certificates and settings (RUN_DIR/trainer-<r>.env)");
   serve_cmd->add_option("--mode", serve.run.cluster.policy.mode, "Sync mode: " + modes);
   serve.Add(serve_cmd);
-  serve_cmd->add_option("--listen", serve_options.listen,
-                        "HOST:PORT of the coordinator, e.g. 10.0.0.5:7000 (the stores listen on "
-                        "HOST too; port 0: any)")
+  serve_cmd
+      ->add_option("--listen", serve_options.listen,
+                   "HOST:PORT of the coordinator, e.g. 10.0.0.5:7000 (the stores listen on "
+                   "HOST too; port 0: any)")
       ->required();
   serve_cmd->add_option("--advertise", serve_options.advertise,
                         "The host trainers reach this one by (default: the --listen host; this "

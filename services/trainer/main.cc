@@ -129,7 +129,8 @@ int main(int argc, char** argv) {
   app.add_option("--ready-file", ready_file, "Write the metrics port here once running");
   app.add_option("--trace-file", trace_file, "Append a JSON-lines trace of clocks and pulls");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
-  app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp)->envname("SYNCOPATE_TLS_DIR");
+  app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp)
+      ->envname("SYNCOPATE_TLS_DIR");
   app.add_flag("--insecure", insecure, syncopate::rpc::kInsecureFlagHelp)
       ->envname("SYNCOPATE_INSECURE");
   CLI11_PARSE(app, argc, argv);

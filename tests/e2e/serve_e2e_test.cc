@@ -18,11 +18,12 @@ namespace {
 // Starts the built-in trainer as a user would on another host: `. trainer-<rank>.env` first.
 std::unique_ptr<cli::ChildProcess> StartTrainerByHand(const std::string& dir, int rank,
                                                       const std::string& extra = "") {
-  const std::string command = absl::StrCat(". '", dir, "/trainer-", rank, ".env' && ", extra,
-                                           " exec '", BinDir(), "/syncopate-trainer' --step-time=20ms");
-  auto p = cli::ChildProcess::Spawn({"/bin/sh", "-c", command}, {{"OPENBLAS_NUM_THREADS", "1"}},
-                                    absl::StrCat(dir, "-trainer-", rank, extra.empty() ? "" : "-again",
-                                                 ".log"));
+  const std::string command =
+      absl::StrCat(". '", dir, "/trainer-", rank, ".env' && ", extra, " exec '", BinDir(),
+                   "/syncopate-trainer' --step-time=20ms");
+  auto p = cli::ChildProcess::Spawn(
+      {"/bin/sh", "-c", command}, {{"OPENBLAS_NUM_THREADS", "1"}},
+      absl::StrCat(dir, "-trainer-", rank, extra.empty() ? "" : "-again", ".log"));
   EXPECT_TRUE(p.ok()) << p.status();
   return p.ok() ? std::move(*p) : nullptr;
 }
