@@ -470,23 +470,32 @@ INSTANTIATE_TEST_SUITE_P(CoordinatorAndStore, ProcessPause,
                            return name;
                          });
 
-// A trainer frozen past the eviction timeout holds a BSP round up: it is evicted, the others go on
-// without it and reach the target, and the run reports the eviction (exit 4). Thawed, the trainer
-// learns it was evicted and rejoins the job under a new incarnation (client/job_client.h): it ends
-// the run live, with one eviction on its name.
+// A trainer frozen past the eviction timeout holds a BSP round up: it is evicted and the others go
+// on without it. Thawed, the trainer learns it was evicted and rejoins the job under a new
+// incarnation (client/job_client.h). The job ends when every trainer completed its steps, counted
+// over rejoins, so it cannot end before the frozen trainer rejoined; the run reports the eviction
+// (exit 4) and the trainer ends with one eviction on its name.
 TEST(TrainerPause, AFrozenTrainerIsEvictedAndRejoinsWhenThawed) {
   const std::string dir = MakeTempDir("pause-trainer-bsp");
-  auto local = StartForFreezing(dir, "bsp");
+  auto local = StartLocal(dir, {"--mode=bsp", "--trainers=3", "--slowdown=1,1,3", "--step-time=5ms",
+                                "--eviction-timeout=3s", "--max-steps=300", "--time-limit=150s"});
   ASSERT_NE(local, nullptr);
   const int pid =
       PidOnceTraining(dir, 2, [](const std::string& d) { return ReadTrace(d, 2).size() > 20; });
   ASSERT_NE(pid, 0) << "trainer 2 never trained; see " << dir;
-  const nlohmann::json summary = FreezeAndFinish(dir, *local, pid, 4);
-  ASSERT_FALSE(summary.is_discarded());
+  ASSERT_EQ(kill(pid, SIGSTOP), 0) << "see " << dir;
+  absl::SleepFor(absl::Seconds(6));  // the fault itself: twice the eviction timeout
+  ASSERT_EQ(kill(pid, SIGCONT), 0) << "see " << dir;
+  const std::optional<int> status = local->Wait(absl::Minutes(3));
+  ASSERT_TRUE(status.has_value()) << "run did not finish; see " << dir;
+  EXPECT_EQ(ExitCode(*status), 4) << cli::DescribeExit(*status) << "; see " << dir;
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  ASSERT_FALSE(summary.is_discarded()) << "no summary; see " << dir;
+  EXPECT_TRUE(summary["finished"].get<bool>()) << summary["ended"] << "; see " << dir;
   EXPECT_NE(summary["faults"].dump().find("trainer 2 evicted"), std::string::npos)
       << summary["faults"].dump();
   for (const auto& t : summary["per_trainer"]) {
-    EXPECT_EQ(t["state"], "live") << "trainer " << t["rank"] << "; see " << dir;
+    EXPECT_NE(t["state"], "evicted") << "trainer " << t["rank"] << "; see " << dir;
     EXPECT_EQ(t["evictions"], t["rank"] == 2 ? 1 : 0) << "trainer " << t["rank"] << "; see " << dir;
   }
   const std::string log = Read(dir + "/trainer-2.log");
