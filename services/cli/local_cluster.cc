@@ -137,27 +137,17 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
     }
     ASSIGN_OR_RETURN(auto credentials, cluster->CredentialsFlag(rpc::Role::kCoordinator, 0));
     std::vector<std::string>& coordinator_args = cluster->service_args_[{"coordinator", 0}];
-    coordinator_args = {
-        AsFlag(credentials), absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
-        absl::StrCat("--mode=", options.policy.mode),
-        absl::StrCat("--staleness=", options.policy.Staleness()),
-        absl::StrCat("--eta=", options.policy.eta),
-        absl::StrCat("--staleness-max=", options.policy.staleness_max),
-        absl::StrCat("--dssp-rule=", options.policy.dssp_rule),
-        absl::StrCat("--aggregation=", options.policy.aggregation),
-        absl::StrCat("--groups=", options.policy.groups),
-        absl::StrCat("--group-sizes=", options.policy.group_sizes),
-        absl::StrCat("--global-average-every=", options.policy.global_average_every),
-        absl::StrCat("--split-ratio=", options.policy.split_ratio),
-        absl::StrCat("--regroup-every=", options.policy.regroup_every),
-        absl::StrCat("--p=", options.policy.min_receivers_fraction),
-        absl::StrCat("--k=", options.policy.k),
-        // One seed for the job: the trainers' and the policy's choices.
-        absl::StrCat("--seed=", options.seed),
-        absl::StrCat("--exchange-timeout=", Seconds(options.exchange_timeout)),
-        absl::StrCat("--min-trainers=", options.trainers),
-        absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout)),
-        absl::StrCat("--progress-timeout=", Seconds(options.progress_timeout))};
+    // One seed for the job: the trainers' and the policy's choices.
+    sync::PolicyOptions policy = options.policy;
+    policy.seed = options.seed;
+    coordinator_args = sync::PolicyFlags(policy);
+    coordinator_args.insert(
+        coordinator_args.end(),
+        {AsFlag(credentials), absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
+         absl::StrCat("--exchange-timeout=", Seconds(options.exchange_timeout)),
+         absl::StrCat("--min-trainers=", options.trainers),
+         absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout)),
+         absl::StrCat("--progress-timeout=", Seconds(options.progress_timeout))});
     RETURN_IF_ERROR(
         cluster->Launch("coordinator", 0, coordinator_args, true, options.coordinator_port));
     cluster->coordinator_ = v1::Coordinator::NewStub(rpc::MakeChannel(

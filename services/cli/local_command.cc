@@ -169,8 +169,7 @@ TrainerProcesses CountTrainerProcesses(const LocalCluster& cluster) {
 void AuditPushesOf(const LocalRunOptions& options, const v1::ClusterStatus& status,
                    RunSummary* summary) {
   // Peer-to-peer modes push nothing to the stores.
-  if (sync::MakePolicy(options.cluster.policy).value()->push_mode() == sync::PushMode::kNone)
-    return;
+  if (sync::FindMode(options.cluster.policy.mode)->peer_to_peer()) return;
   if (options.cluster.external_trainers) {
     summary->push_audit_error = "trainers started by hand keep their traces on their own hosts";
     return;
@@ -212,7 +211,7 @@ void PrintTrainerSettings(const LocalClusterOptions& options, const LocalCluster
 // Store modes: the model the stores checkpointed at shutdown, into RUN_DIR/model.npz and
 // model.pt. A model that cannot be written is said in the summary; the run itself stands.
 void ExportFinalModel(const LocalRunOptions& options, RunSummary* summary) {
-  if (sync::MakePolicy(options.cluster.policy).value()->push_mode() == sync::PushMode::kNone) {
+  if (sync::FindMode(options.cluster.policy.mode)->peer_to_peer()) {
     summary->model_error = "peer-to-peer modes keep the model in the trainers, not the stores";
     return;
   }

@@ -16,12 +16,14 @@
 #include "cli/compare_command.h"
 #include "cli/local_command.h"
 #include "cli/model_file.h"
+#include "cli/modes_command.h"
 #include "cli/serve_command.h"
 #include "cli/sim_command.h"
 #include "rpc/grpc_util.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
 #include "sync/policy_factory.h"
+#include "sync/policy_flags.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 
 namespace {
@@ -140,35 +142,8 @@ struct ScenarioFlags {
   void Add(CLI::App* cmd) {
     syncopate::cli::LocalClusterOptions& c = run.cluster;
     syncopate::sync::PolicyOptions& p = c.policy;
-    cmd->add_option("--staleness", p.staleness,
-                    "SSP, selmcast-ssp and orpheus-ssp bound s (default 3; the -ssp P2P modes 4); "
-                    "DSSP lower bound s_lo");
-    cmd->add_option("--staleness-max", p.staleness_max, "DSSP upper bound s_hi");
-    cmd->add_option("--dssp-rule", p.dssp_rule,
-                    "DSSP: capped (default: no trainer more than s_hi ahead of the slowest) or "
-                    "paper (as published: the fastest trainer's lead is not bounded)");
-    cmd->add_option(
-        "--aggregation", p.aggregation,
-        "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "
-        "of the N live trainers, in every mode), mean (round modes), sum (immediate modes) "
-        "or paper (each mode's published rule)");
-    cmd->add_option("--groups", p.groups, "Hybrid: at most this many groups; dssync: per round");
-    cmd->add_option("--group-sizes", p.group_sizes,
-                    "dssync: equal (default: sizes differ by at most one) or bandwidth (groups "
-                    "holding a slow link are smaller, by the measured link rates)");
-    cmd->add_option("--global-average-every", p.global_average_every,
-                    "dssync: every this many rounds, one group of all trainers (0: never)");
-    cmd->add_option("--split-ratio", p.split_ratio,
-                    "Hybrid: split groups where step times differ by this ratio");
-    cmd->add_option("--regroup-every", p.regroup_every,
-                    "Hybrid: propose a regrouping every this many rounds");
-    cmd->add_option(
-        "--p", p.min_receivers_fraction,
-        "selmcast(-ssp), orpheus(-ssp): each trainer sends to at least ceil(p * n) peers");
-    cmd->add_option("--k", p.k,
-                    "selmcast(-ssp), orpheus(-ssp): every pair exchanges once per k+1 rounds");
-    cmd->add_option("--eta", p.eta,
-                    "selmcast-ssp: never preempt a transfer with less than eta of the model left");
+    // --seed (below) is the job's one seed: the trainers' and the policy's (local_cluster.h).
+    syncopate::sync::AddPolicyFlags(cmd, &p, {"mode", "seed"});
     cmd->add_option("--exchange-timeout", exchange_timeout,
                     "Peer-to-peer: how long an exchange waits for its peers");
     cmd->add_option("--trainers", c.trainers, "Number of trainers")->check(CLI::Range(1, 64));
@@ -399,22 +374,13 @@ int main(int argc, char** argv) {
   cluster_cmd->add_option(
       "--rejoin-at", cluster_sim.sim.rejoin_at_clock,
       "...and a new one joins once every trainer reached this clock (0: never)");
-  cluster_cmd->add_option("--staleness", cluster_sim.sim.policy.staleness,
-                          "SSP's bound s, DSSP's lower bound");
-  cluster_cmd->add_option("--staleness-max", cluster_sim.sim.policy.staleness_max,
-                          "DSSP's upper bound s_hi");
-  cluster_cmd->add_option("--dssp-rule", cluster_sim.sim.policy.dssp_rule,
-                          "DSSP: capped (default) or paper (the fastest trainer's lead unbounded)");
-  cluster_cmd->add_option("--groups", cluster_sim.sim.policy.groups,
-                          "hybrid: at most this many groups; dssync: this many groups");
-  cluster_cmd->add_option("--global-average-every", cluster_sim.sim.policy.global_average_every,
-                          "dssync: every this many rounds, one group of all trainers (0: never)");
-  cluster_cmd->add_option("--p", cluster_sim.sim.policy.min_receivers_fraction,
-                          "selmcast(-ssp), orpheus: minimum receivers as a fraction of n");
-  cluster_cmd->add_option(
-      "--k", cluster_sim.sim.policy.k,
-      "selmcast(-ssp), orpheus(-ssp): every pair exchanges once per k+1 rounds");
+  syncopate::sync::AddPolicyFlags(cluster_cmd, &cluster_sim.sim.policy, {"mode", "seed"});
   cluster_cmd->add_option("--seed", cluster_sim.sim.seed, "Seed of the step times and the modes");
+
+  bool modes_json = false;
+  CLI::App* modes_cmd = app.add_subcommand(
+      "modes", "List the sync modes, the options each reads and every option's default");
+  modes_cmd->add_flag("--json", modes_json, "As JSON, for tools");
 
   std::string coordinator = "127.0.0.1:7000";
   std::string status_tls_dir;
@@ -477,6 +443,11 @@ int main(int argc, char** argv) {
 
   CLI11_PARSE(app, argc, argv);
 
+  if (modes_cmd->parsed()) {
+    std::printf("%s", modes_json ? (syncopate::cli::ModesJson().dump(2) + "\n").c_str()
+                                 : syncopate::cli::FormatModes().c_str());
+    return 0;
+  }
   if (status_cmd->parsed()) return Status(coordinator, status_tls_dir, status_insecure);
   if (finish_cmd->parsed()) {
     return Finish(coordinator, status_tls_dir, status_insecure, finish_reason);

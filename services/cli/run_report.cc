@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "base/files.h"
 #include "base/status_macros.h"
+#include "sync/modes.h"
 
 namespace syncopate::cli {
 
@@ -208,8 +209,8 @@ std::string FormatStatus(const v1::ClusterStatus& status) {
   FillFromStatus(status, &s);
   std::string out = absl::StrFormat("mode %s", status.mode());
   // The modes that bound staleness (BSP reports 0, the others -1 or nothing meaningful).
-  if (status.mode() == "ssp" || status.mode() == "dssp" || status.mode() == "selmcast-ssp" ||
-      status.mode() == "orpheus-ssp") {
+  if (const sync::Mode* mode = sync::FindMode(status.mode());
+      mode != nullptr && mode->takes_staleness()) {
     absl::StrAppendFormat(&out, " (staleness bound %d)", status.staleness_bound());
   }
   absl::StrAppendFormat(&out, ", %d of %d trainers live, up %.1fs, min clock %d, %d rounds closed",

@@ -5,21 +5,38 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
 #include "absl/time/clock.h"
 #include "base/files.h"
 #include "nlohmann/json.hpp"
 #include "sync/flow_simulator.h"
+#include "sync/modes.h"
 #include "sync/multicast_selection.h"
 
 namespace syncopate::cli {
 namespace {
 
+// The modes whose rounds this simulator plays: multicast rounds without a staleness bound.
+bool IsMulticastRoundMode(absl::string_view name) {
+  const sync::Mode* mode = sync::FindMode(name);
+  return mode != nullptr && !mode->planner.empty() && !mode->takes_staleness();
+}
+
+std::string MulticastRoundModes() {
+  std::vector<std::string> names;
+  for (const sync::Mode& mode : sync::Modes()) {
+    if (IsMulticastRoundMode(mode.name)) names.emplace_back(mode.name);
+  }
+  return absl::StrJoin(names, ", ");
+}
+
 absl::Status Validate(const SimOptions& o) {
   if (o.modes.empty()) return absl::InvalidArgumentError("--mode names no mode");
   for (const std::string& mode : o.modes) {
-    if (mode != "selmcast" && mode != "orpheus") {
+    if (!IsMulticastRoundMode(mode)) {
       return absl::InvalidArgumentError(
-          absl::StrCat("--mode: unknown mode '", mode, "' (selmcast, orpheus)"));
+          absl::StrCat("--mode: '", mode, "' is not a multicast round mode (",
+                       MulticastRoundModes(), "); `syncopate sim cluster` simulates every mode"));
     }
   }
   if (o.trainers < 2) return absl::InvalidArgumentError("--trainers must be at least 2");
@@ -90,7 +107,7 @@ absl::StatusOr<std::vector<SimRow>> RunSim(const SimOptions& o) {
       std::mt19937_64 orpheus_rng(o.seed * 7919 + trial);
       for (int64_t round = 0; round < o.rounds; ++round) {
         const absl::Time start = absl::Now();
-        sync::MulticastPlan plan = row.mode == "selmcast"
+        sync::MulticastPlan plan = sync::FindMode(row.mode)->planner == "selmcast"
                                        ? sync::SelectSelMcast(problem, history, round)
                                        : sync::SelectOrpheus(problem, history, round, orpheus_rng);
         const double selection_ms = absl::ToDoubleMilliseconds(absl::Now() - start);

@@ -18,6 +18,7 @@
 #include "rpc/grpc_util.h"
 #include "rpc/stream_watchdog.h"
 #include "sync/policy_factory.h"
+#include "sync/policy_flags.h"
 
 namespace {
 
@@ -55,40 +56,7 @@ int main(int argc, char** argv) {
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address");
   app.add_option("--stores", stores, "Store shard addresses, comma-separated, in shard order")
       ->required();
-  app.add_option("--mode", policy_options.mode,
-                 "Sync mode: " + absl::StrJoin(syncopate::sync::SupportedModes(), ", "));
-  app.add_option("--staleness", policy_options.staleness,
-                 "SSP, selmcast-ssp and orpheus-ssp bound s (default 3; the -ssp P2P modes 4); "
-                 "DSSP lower bound s_lo");
-  app.add_option("--staleness-max", policy_options.staleness_max, "DSSP upper bound s_hi");
-  app.add_option("--dssp-rule", policy_options.dssp_rule,
-                 "DSSP: capped (default: no trainer more than s_hi ahead of the slowest) or paper "
-                 "(as published: the fastest trainer's lead is not bounded)");
-  app.add_option(
-      "--aggregation", policy_options.aggregation,
-      "Step-size rule of the store modes (docs/modes.md): sum/n (default: each delta weighs 1/N "
-      "of the N live trainers, in every mode), mean (round modes), sum (immediate modes) "
-      "or paper (each mode's published rule)");
-  app.add_option("--groups", policy_options.groups,
-                 "Hybrid: at most this many groups; dssync: per round");
-  app.add_option("--group-sizes", policy_options.group_sizes,
-                 "dssync: equal (default: sizes differ by at most one) or bandwidth (groups "
-                 "holding a slow link are smaller, by the measured link rates)");
-  app.add_option("--global-average-every", policy_options.global_average_every,
-                 "dssync: every this many rounds, one group of all trainers (0: never)");
-  app.add_option("--split-ratio", policy_options.split_ratio,
-                 "Hybrid: split groups where step times differ by this ratio");
-  app.add_option("--regroup-every", policy_options.regroup_every,
-                 "Hybrid: propose a regrouping every this many rounds");
-  app.add_option("--p", policy_options.min_receivers_fraction,
-                 "selmcast(-ssp), orpheus(-ssp): each trainer sends to at least ceil(p * n) peers");
-  app.add_option(
-      "--k", policy_options.k,
-      "selmcast(-ssp), orpheus(-ssp): every pair exchanges at least once per k+1 rounds");
-  app.add_option("--eta", policy_options.eta,
-                 "selmcast-ssp: never preempt a transfer with less than eta of the model left");
-  app.add_option("--seed", policy_options.seed,
-                 "dssync's shuffle and orpheus(-ssp)'s random choices");
+  syncopate::sync::AddPolicyFlags(&app, &policy_options);
   app.add_option("--exchange-timeout", exchange_timeout,
                  "Peer-to-peer modes: how long an exchange waits for its peers");
   app.add_option("--min-trainers", policy_options.min_trainers,

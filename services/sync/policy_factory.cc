@@ -1,47 +1,10 @@
 #include "sync/policy_factory.h"
 
-#include <algorithm>
-
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
-#include "sync/bounded_staleness_policy.h"
-#include "sync/dssp_policy.h"
-#include "sync/dssync_policy.h"
-#include "sync/hybrid_policy.h"
-#include "sync/peer_round_policy.h"
-#include "sync/selmcast_ssp_policy.h"
-#include "sync/wbsp_policy.h"
 
 namespace syncopate::sync {
-
-std::vector<std::string> SupportedModes() {
-  return {"bsp",    "asp",    "ssp",      "dssp",         "wbsp",    "wbsp-overlap",
-          "hybrid", "dssync", "selmcast", "selmcast-ssp", "orpheus", "orpheus-ssp"};
-}
-
-int64_t DefaultStaleness(const std::string& mode) {
-  return mode == "selmcast-ssp" || mode == "orpheus-ssp" ? 4 : 3;
-}
-
-int64_t PolicyOptions::Staleness() const { return staleness.value_or(DefaultStaleness(mode)); }
-
 namespace {
-
-// INVALID_ARGUMENT when a mode with one staleness bound (ssp, selmcast-ssp) gets a negative one.
-absl::Status CheckStaleness(const PolicyOptions& options) {
-  if (options.Staleness() >= 0) return absl::OkStatus();
-  return absl::InvalidArgumentError(
-      absl::StrCat(options.mode, " needs a staleness >= 0, got ", options.Staleness()));
-}
-
-bool IsPeerToPeer(const std::string& mode) {
-  return mode == "dssync" || mode == "selmcast" || mode == "orpheus" || mode == "selmcast-ssp" ||
-         mode == "orpheus-ssp";
-}
-
-bool PushesToRounds(const std::string& mode) {
-  return mode == "bsp" || mode == "hybrid" || mode == "wbsp" || mode == "wbsp-overlap";
-}
 
 std::string AggregationName(Aggregation a) {
   switch (a) {
@@ -63,16 +26,15 @@ absl::StatusOr<Aggregation> ResolveAggregation(const PolicyOptions& o) {
     return absl::InvalidArgumentError(
         absl::StrCat("unknown aggregation '", a, "' (supported: sum/n, mean, sum, paper)"));
   }
-  if (IsPeerToPeer(o.mode)) {
+  absl::StatusOr<const Mode*> mode = LookupMode(o.mode);
+  if (!mode.ok()) return mode.status();
+  if ((*mode)->peer_to_peer()) {
     if (a == "sum/n" || a == "paper") return Aggregation::kSumOverN;
     return absl::InvalidArgumentError(
         absl::StrCat(o.mode, " averages models: --aggregation=", a, " does not apply"));
   }
-  const bool rounds = PushesToRounds(o.mode);
-  if (a == "paper") {
-    if (o.mode == "bsp" || o.mode == "hybrid") return Aggregation::kMean;
-    return rounds ? Aggregation::kSumOverN : Aggregation::kSum;
-  }
+  const bool rounds = (*mode)->closes_rounds();
+  if (a == "paper") return (*mode)->paper_aggregation;
   if (a == "sum/n") return Aggregation::kSumOverN;
   if (a == "mean" && rounds) return Aggregation::kMean;
   if (a == "sum" && !rounds) return Aggregation::kSum;
@@ -97,156 +59,42 @@ absl::StatusOr<GroupSizing> ResolveGroupSizing(const PolicyOptions& o) {
 }
 
 std::string DescribeMode(const PolicyOptions& o) {
-  if (!IsPeerToPeer(o.mode)) {
-    absl::StatusOr<Aggregation> rule = ResolveAggregation(o);
-    const std::string deltas = rule.ok() ? AggregationName(*rule) : o.aggregation;
-    if (o.mode == "ssp") return absl::StrCat("s=", o.Staleness(), ", deltas ", deltas);
-    if (o.mode == "dssp") {
-      const bool paper = o.dssp_rule == "paper";
-      return absl::StrCat("s=", o.Staleness(), "..", o.staleness_max,
-                          paper ? " uncapped (paper)" : "", ", deltas ", deltas);
-    }
-    if (o.mode == "hybrid") {
-      return absl::StrCat("groups<=", o.groups, ", split ratio ", o.split_ratio, ", regroup every ",
-                          o.regroup_every, " rounds, deltas ", deltas);
-    }
-    return absl::StrCat("deltas ", deltas);
+  const Mode* entry = FindMode(o.mode);
+  if (entry == nullptr) return "";
+  std::vector<std::string> parts;
+  if (entry->reads("staleness-max")) {
+    parts.push_back(absl::StrCat("s=", o.Staleness(), "..", o.staleness_max,
+                                 o.dssp_rule == "paper" ? " uncapped (paper)" : ""));
+  } else if (entry->reads("staleness")) {
+    parts.push_back(absl::StrCat("s=", o.Staleness()));
   }
-  if (o.mode == "dssync") {
-    return absl::StrCat(
+  if (entry->reads("split-ratio")) {
+    parts.push_back(absl::StrCat("groups<=", o.groups, ", split ratio ", o.split_ratio,
+                                 ", regroup every ", o.regroup_every, " rounds"));
+  }
+  if (entry->reads("group-sizes")) {
+    parts.push_back(absl::StrCat(
         "groups=", o.groups, o.group_sizes == "bandwidth" ? " sized by bandwidth" : "",
         o.global_average_every > 0
             ? absl::StrCat(", global average every ", o.global_average_every, " rounds")
-            : "");
+            : ""));
   }
-  if (o.mode == "selmcast" || o.mode == "orpheus") {
-    return absl::StrCat("p=", o.min_receivers_fraction, "n, k=", o.k);
+  if (entry->reads("eta")) parts.push_back(absl::StrCat("eta=", o.eta));
+  if (entry->reads("p")) parts.push_back(absl::StrCat("p=", o.min_receivers_fraction, "n, k=", o.k));
+  if (entry->reads("aggregation")) {
+    absl::StatusOr<Aggregation> rule = ResolveAggregation(o);
+    parts.push_back(absl::StrCat("deltas ", rule.ok() ? AggregationName(*rule) : o.aggregation));
   }
-  if (o.mode == "selmcast-ssp") {
-    return absl::StrCat("s=", o.Staleness(), ", eta=", o.eta, ", p=", o.min_receivers_fraction,
-                        "n, k=", o.k);
-  }
-  if (o.mode == "orpheus-ssp") {
-    return absl::StrCat("s=", o.Staleness(), ", p=", o.min_receivers_fraction, "n, k=", o.k);
-  }
-  return "";
+  return absl::StrJoin(parts, ", ");
 }
 
 absl::StatusOr<std::unique_ptr<SyncPolicy>> MakePolicy(const PolicyOptions& options) {
-  const std::string& mode = options.mode;
-  const std::vector<std::string> modes = SupportedModes();
-  if (std::find(modes.begin(), modes.end(), mode) == modes.end()) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("unknown mode '", mode, "' (supported: ", absl::StrJoin(modes, ", "), ")"));
-  }
+  absl::StatusOr<const Mode*> mode = LookupMode(options.mode);
+  if (!mode.ok()) return mode.status();
+  if (absl::Status s = CheckPolicyOptionRanges(options); !s.ok()) return s;
   absl::StatusOr<Aggregation> aggregation = ResolveAggregation(options);
   if (!aggregation.ok()) return aggregation.status();
-  absl::StatusOr<DsspRule> dssp_rule = ResolveDsspRule(options);
-  if (!dssp_rule.ok()) return dssp_rule.status();
-  absl::StatusOr<GroupSizing> group_sizing = ResolveGroupSizing(options);
-  if (!group_sizing.ok()) return group_sizing.status();
-  if (mode == "bsp" || mode == "asp" || mode == "ssp") {
-    BoundedStalenessConfig config;
-    config.name = mode;
-    config.min_trainers = options.min_trainers;
-    config.start_timeout = options.start_timeout;
-    config.aggregation = *aggregation;
-    if (mode == "bsp") {
-      config.staleness = 0;
-      config.round_snapshots = true;
-    } else if (mode == "asp") {
-      config.staleness = -1;
-    } else {
-      if (absl::Status s = CheckStaleness(options); !s.ok()) return s;
-      config.staleness = options.Staleness();
-    }
-    return std::make_unique<BoundedStalenessPolicy>(std::move(config));
-  }
-  if (mode == "dssp") {
-    if (options.Staleness() < 0 || options.staleness_max < options.Staleness()) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("dssp needs 0 <= staleness <= staleness-max, got ", options.Staleness(),
-                       " and ", options.staleness_max));
-    }
-    return std::make_unique<DsspPolicy>(DsspConfig{options.Staleness(), options.staleness_max,
-                                                   options.min_trainers, options.start_timeout,
-                                                   *aggregation, *dssp_rule});
-  }
-  if (mode == "wbsp" || mode == "wbsp-overlap") {
-    WbspConfig config;
-    config.aggregation = *aggregation;
-    config.overlap = mode == "wbsp-overlap";
-    config.min_trainers = options.min_trainers;
-    config.start_timeout = options.start_timeout;
-    return std::make_unique<WbspPolicy>(config);
-  }
-  if (mode == "hybrid") {
-    if (options.groups < 1) return absl::InvalidArgumentError("hybrid needs --groups >= 1");
-    if (!(options.split_ratio > 1.0)) {
-      return absl::InvalidArgumentError("hybrid needs --split-ratio > 1");
-    }
-    if (options.regroup_every < 1) {
-      return absl::InvalidArgumentError("hybrid needs --regroup-every >= 1");
-    }
-    HybridConfig config;
-    config.max_groups = options.groups;
-    config.split_ratio = options.split_ratio;
-    config.regroup_every = options.regroup_every;
-    config.aggregation = *aggregation;
-    config.min_trainers = options.min_trainers;
-    config.start_timeout = options.start_timeout;
-    return std::make_unique<HybridPolicy>(config);
-  }
-  if (IsPeerToPeer(mode)) {
-    if (mode == "dssync" && options.groups < 1) {
-      return absl::InvalidArgumentError("dssync needs --groups >= 1");
-    }
-    if (mode == "dssync" && options.global_average_every < 0) {
-      return absl::InvalidArgumentError("dssync needs --global-average-every >= 0");
-    }
-    if (!(options.min_receivers_fraction > 0 && options.min_receivers_fraction <= 1)) {
-      return absl::InvalidArgumentError("peer-to-peer modes need 0 < --p <= 1");
-    }
-    if (options.k < 0) return absl::InvalidArgumentError("--k must be >= 0");
-  }
-  if (mode == "selmcast-ssp" || mode == "orpheus-ssp") {
-    if (absl::Status s = CheckStaleness(options); !s.ok()) return s;
-    if (!(options.eta > 0 && options.eta <= 1)) {
-      return absl::InvalidArgumentError(
-          absl::StrCat(mode, " needs 0 < --eta <= 1, got ", options.eta));
-    }
-    SelMcastSspConfig config;
-    config.planner = mode == "orpheus-ssp" ? "orpheus" : "selmcast";
-    config.seed = options.seed;
-    config.staleness = options.Staleness();
-    config.eta = options.eta;
-    config.min_receivers_fraction = options.min_receivers_fraction;
-    config.k = options.k;
-    config.min_trainers = options.min_trainers;
-    config.start_timeout = options.start_timeout;
-    return std::make_unique<SelMcastSspPolicy>(config);
-  }
-  if (mode == "dssync") {
-    DsSyncConfig config;
-    config.groups = options.groups;
-    config.sizing = *group_sizing;
-    config.global_average_every = options.global_average_every;
-    config.seed = options.seed;
-    config.min_trainers = options.min_trainers;
-    config.start_timeout = options.start_timeout;
-    return std::make_unique<DsSyncPolicy>(config);
-  }
-  if (mode == "selmcast" || mode == "orpheus") {
-    PeerRoundConfig config;
-    config.planner = mode;
-    config.min_receivers_fraction = options.min_receivers_fraction;
-    config.k = options.k;
-    config.seed = options.seed;
-    config.min_trainers = options.min_trainers;
-    config.start_timeout = options.start_timeout;
-    return std::make_unique<PeerRoundPolicy>(config);
-  }
-  return absl::InternalError(absl::StrCat("mode '", mode, "' has no policy"));
+  return (*mode)->make(**mode, options, *aggregation);
 }
 
 }  // namespace syncopate::sync

@@ -231,7 +231,7 @@ TEST(SelMcastSspPolicyTest, ANearlyDeliveredTransferIsNotSuperseded) {
 TEST(SelMcastSspPolicyTest, FactoryBuildsItWithThePapersDefaults) {
   PolicyOptions options;
   options.mode = "selmcast-ssp";
-  options.staleness = DefaultStaleness("selmcast-ssp");
+  EXPECT_EQ(options.Staleness(), 4);
   absl::StatusOr<std::unique_ptr<SyncPolicy>> policy = MakePolicy(options);
   ASSERT_TRUE(policy.ok()) << policy.status();
   EXPECT_EQ((*policy)->staleness_bound(), 4);
@@ -241,7 +241,9 @@ TEST(SelMcastSspPolicyTest, FactoryBuildsItWithThePapersDefaults) {
   options.eta = 0.75;
   options.staleness = -1;
   EXPECT_FALSE(MakePolicy(options).ok());
-  EXPECT_EQ(DefaultStaleness("ssp"), 3);
+  options.staleness.reset();
+  options.mode = "ssp";
+  EXPECT_EQ(options.Staleness(), 3);
 }
 
 // A trainer joining a job under way holds an untrained model: it pulls nothing, and the next
