@@ -22,8 +22,8 @@ TEST(ModeTable, NamesAreUniqueAndEveryModeBuildsItsPolicy) {
     EXPECT_EQ((*policy)->name(), mode.name);
     EXPECT_EQ((*policy)->push_mode(), mode.push_mode) << mode.name;
     if (mode.takes_staleness()) {  // DSSP's hard bound is its upper one, s_hi
-      EXPECT_EQ((*policy)->staleness_bound(), mode.reads("staleness-max") ? options.staleness_max
-                                                                          : mode.default_staleness)
+      EXPECT_EQ((*policy)->staleness_bound(),
+                mode.reads("staleness-max") ? options.staleness_max : mode.default_staleness)
           << mode.name;
     }
   }

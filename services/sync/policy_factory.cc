@@ -80,7 +80,8 @@ std::string DescribeMode(const PolicyOptions& o) {
             : ""));
   }
   if (entry->reads("eta")) parts.push_back(absl::StrCat("eta=", o.eta));
-  if (entry->reads("p")) parts.push_back(absl::StrCat("p=", o.min_receivers_fraction, "n, k=", o.k));
+  if (entry->reads("p"))
+    parts.push_back(absl::StrCat("p=", o.min_receivers_fraction, "n, k=", o.k));
   if (entry->reads("aggregation")) {
     absl::StatusOr<Aggregation> rule = ResolveAggregation(o);
     parts.push_back(absl::StrCat("deltas ", rule.ok() ? AggregationName(*rule) : o.aggregation));

@@ -89,8 +89,7 @@ const std::vector<PolicyOptionSpec>& PolicyOptionSpecs() {
        0.0,
        /*min_exclusive=*/true,
        1.0},
-      {"seed", "seed", "dssync's shuffle and orpheus(-ssp)'s random choices", &O::seed, {},
-       0.0},
+      {"seed", "seed", "dssync's shuffle and orpheus(-ssp)'s random choices", &O::seed, {}, 0.0},
   };
   return *specs;
 }
