@@ -24,10 +24,10 @@
 #include "absl/time/clock.h"
 #include "base/allocator.h"
 #include "prometheus/registry.h"
+#include "rpc/test_pushes.h"
 #include "store/checkpoint.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
-#include "store/test_pushes.h"
 
 namespace {
 
@@ -65,14 +65,14 @@ Figures Run(v1::ApplyMode mode, size_t mib, size_t tensors, int repeats, const s
   const size_t floats = mib * 1024 * 1024 / sizeof(float) / tensors;
   tensor::TensorMap model;
   for (size_t i = 0; i < tensors; ++i) model[absl::StrCat("t", i)].assign(floats, 0.5f);
-  if (!table.Initialize(store::testing::Stage(store::testing::Header(1, 1, 0), model)).ok()) {
+  if (!table.Initialize(rpc::testing::Stage(rpc::testing::Header(1, 1, 0), model)).ok()) {
     std::abort();
   }
   // One staged delta per tensor, reused (Apply takes a copy).
-  std::vector<store::StagedPush> deltas;
+  std::vector<rpc::StagedPush> deltas;
   for (size_t i = 0; i < tensors; ++i) {
-    deltas.push_back(store::testing::Stage(store::testing::Header(1, 1, 0, mode, 0.125f),
-                                           {{absl::StrCat("t", i), model.begin()->second}}));
+    deltas.push_back(rpc::testing::Stage(rpc::testing::Header(1, 1, 0, mode, 0.125f),
+                                         {{absl::StrCat("t", i), model.begin()->second}}));
   }
   model.clear();
   store::Checkpointer checkpointer(table, metrics, dir, 0, 1);
@@ -83,7 +83,7 @@ Figures Run(v1::ApplyMode mode, size_t mib, size_t tensors, int repeats, const s
   std::atomic<int64_t> last_clock{0};  // of the last applied push
   std::thread pusher([&] {
     for (uint64_t n = 1; !stop; ++n) {
-      store::StagedPush push = deltas[n % tensors];
+      rpc::StagedPush push = deltas[n % tensors];
       const uint64_t trainer = 1 + n % kTrainers;
       push.header.set_trainer_id(trainer);
       push.header.set_sequence(n);

@@ -91,8 +91,8 @@ rpc::ChunkPayload ReceivedPayload(const std::vector<float>& values) {
 
 // The model as a push of `header` staged by the store: each tensor one chunk, its payload laid out
 // as a push's arrives (ReceivedPayload).
-store::StagedPush StagedModel(const v1::PushHeader& header, const tensor::TensorMap& model) {
-  store::StagedPush staged;
+rpc::StagedPush StagedModel(const v1::PushHeader& header, const tensor::TensorMap& model) {
+  rpc::StagedPush staged;
   staged.header = header;
   for (const auto& [name, values] : model) {
     staged.tensors.push_back({name, {static_cast<int64_t>(values.size())}});
@@ -175,7 +175,7 @@ int main(int argc, char** argv) {
     // Apply alone: a staged push of the same size straight into the table, its payloads laid
     // out as a push's arrive (ReceivedPayload).
     header.set_sequence(++sequence);
-    store::StagedPush staged = StagedModel(header, model);
+    rpc::StagedPush staged = StagedModel(header, model);
     const absl::Time apply_start = absl::Now();
     if (!table.Apply(std::move(staged)).ok()) return 1;
     apply_gbps.push_back(bytes / absl::ToDoubleSeconds(absl::Now() - apply_start) / 1e9);
@@ -202,7 +202,7 @@ int main(int argc, char** argv) {
       round_header.set_sequence(r + 1);
       round_header.set_apply_mode(v1::APPLY_MODE_ROUND);
       round_header.set_clock(r + 1);
-      store::StagedPush staged = StagedModel(round_header, model);
+      rpc::StagedPush staged = StagedModel(round_header, model);
       const absl::Time arrival_start = absl::Now();
       if (!table.Apply(std::move(staged)).ok()) return 1;
       arrival_seconds += absl::ToDoubleSeconds(absl::Now() - arrival_start);

@@ -6,7 +6,7 @@
 #include "base/files.h"
 #include "gtest/gtest.h"
 #include "store/checkpoint.h"
-#include "store/test_pushes.h"
+#include "rpc/test_pushes.h"
 
 namespace syncopate::cli {
 namespace {
@@ -33,10 +33,10 @@ TEST(PushAuditTest, ReadsTheCheckpointsAndTraces) {
   store::ParameterTable table;
   table.SetMembers({{5, 2}});
   ASSERT_TRUE(
-      table.Initialize(store::testing::Stage(store::testing::Header(5, 2, 0), {{"w", {1}}})).ok());
+      table.Initialize(rpc::testing::Stage(rpc::testing::Header(5, 2, 0), {{"w", {1}}})).ok());
   for (uint64_t sequence = 1; sequence <= 3; ++sequence) {
     ASSERT_TRUE(
-        table.Apply(store::testing::Stage(store::testing::Header(5, 2, sequence), {{"w", {1}}}))
+        table.Apply(rpc::testing::Stage(rpc::testing::Header(5, 2, sequence), {{"w", {1}}}))
             .ok());
   }
   ASSERT_TRUE(store::WriteCheckpoint(store::CheckpointPath(dir + "/checkpoints", 0),

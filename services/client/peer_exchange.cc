@@ -11,18 +11,18 @@
 #include "rpc/chunk_frames.h"
 #include "rpc/grpc_util.h"
 #include "rpc/identity.h"
+#include "rpc/push_reactor.h"
 #include "spdlog/spdlog.h"
-#include "store/push_reactor.h"
 #include "tensor/tensor.h"
 
 namespace syncopate::client {
 
-tensor::TensorMap ToTensorMap(const store::StagedPush& push) {
+tensor::TensorMap ToTensorMap(const rpc::StagedPush& push) {
   tensor::TensorMap model;
   for (const tensor::TensorSpec& spec : push.tensors) {
     model[spec.name].resize(spec.NumElements());
   }
-  for (const store::StagedChunk& chunk : push.chunks) {
+  for (const rpc::StagedChunk& chunk : push.chunks) {
     std::vector<float>& values = model[push.tensors[chunk.tensor_index].name];
     chunk.payload.CopyTo(reinterpret_cast<char*>(values.data() + chunk.offset));
   }
@@ -252,7 +252,7 @@ void AddNewer(std::map<uint64_t, PeerModel>& models, uint64_t sender, PeerModel 
   it->second.mass += model.mass;
 }
 
-store::SpecLookup ShapeLookup(const tensor::TensorMap& model) {
+rpc::SpecLookup ShapeLookup(const tensor::TensorMap& model) {
   std::map<std::string, tensor::TensorSpec> specs;
   for (const auto& [name, values] : model) {
     specs[name] = tensor::TensorSpec{name, {static_cast<int64_t>(values.size())}};
@@ -264,7 +264,7 @@ store::SpecLookup ShapeLookup(const tensor::TensorMap& model) {
   };
 }
 
-PeerService::PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,
+PeerService::PeerService(ExchangeInbox& inbox, rpc::SpecLookup lookup, base::TokenBucket* ingress,
                          TransferMeter& received, rpc::Authorizer authorizer,
                          rpc::StreamWatchdog* watchdog)
     : inbox_(inbox),
@@ -278,11 +278,11 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* PeerService::Exchange(grpc::CallbackS
                                                                  grpc::ByteBuffer* response) {
   absl::StatusOr<std::optional<rpc::Identity>> caller =
       authorizer_.Require(*ctx, "Exchange", {rpc::Role::kTrainer});
-  if (!caller.ok()) return new store::RefusedPush(rpc::ToGrpcStatus(caller.status()));
+  if (!caller.ok()) return new rpc::RefusedPush(rpc::ToGrpcStatus(caller.status()));
   const absl::Time start = absl::Now();
-  return new store::PushReactor(
+  return new rpc::PushReactor(
       lookup_,
-      [this, start, caller = *std::move(caller)](absl::StatusOr<store::StagedPush> push,
+      [this, start, caller = *std::move(caller)](absl::StatusOr<rpc::StagedPush> push,
                                                  grpc::ByteBuffer* response) {
         if (!push.ok()) return rpc::ToGrpcStatus(push.status());
         const uint64_t sender = push->header.trainer_id();

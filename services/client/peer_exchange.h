@@ -23,8 +23,8 @@
 #include "rpc/authorizer.h"
 #include "rpc/credentials.h"
 #include "rpc/grpc_util.h"
+#include "rpc/push_assembler.h"
 #include "rpc/stream_watchdog.h"
-#include "store/push_assembler.h"
 #include "syncopate/v1/coordinator.pb.h"
 #include "syncopate/v1/peer.grpc.pb.h"
 #include "tensor/tensor.h"
@@ -187,10 +187,10 @@ class ExchangeInbox {
 };
 
 // The model a validated peer stream carries (PushAssembler's output), as the inbox keeps it.
-tensor::TensorMap ToTensorMap(const store::StagedPush& push);
+tensor::TensorMap ToTensorMap(const rpc::StagedPush& push);
 
 // Looks tensors up in `model`'s shapes (each a vector of its element count), for PeerService.
-store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
+rpc::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 
 // Receives peers' models into an inbox. `lookup` gives this trainer's tensor shapes; a stream whose
 // tensors do not match, or whose mass (PushHeader.weight) is negative or not finite, is refused
@@ -198,13 +198,13 @@ store::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 // (another trainer's name, not a sender of the round's plan: PERMISSION_DENIED) is counted as a
 // refused call.
 // Served with gRPC's callback API: a stream paced by `ingress` waits on a timer, not a thread. The
-// stream is read raw, its payloads decoded without a copy (store/push_reactor.h).
+// stream is read raw, its payloads decoded without a copy (rpc/push_reactor.h).
 class PeerService final
     : public v1::Peer::WithRawCallbackMethod_Exchange<v1::Peer::CallbackService> {
  public:
   // `authorizer` allows a stream only from a trainer (docs/security.md). With a `watchdog`
   // (outliving the server), a stream quiet for its idle time is cancelled.
-  PeerService(ExchangeInbox& inbox, store::SpecLookup lookup, base::TokenBucket* ingress,
+  PeerService(ExchangeInbox& inbox, rpc::SpecLookup lookup, base::TokenBucket* ingress,
               TransferMeter& received, rpc::Authorizer authorizer,
               rpc::StreamWatchdog* watchdog = nullptr);
 
@@ -214,7 +214,7 @@ class PeerService final
 
  private:
   ExchangeInbox& inbox_;
-  store::SpecLookup lookup_;
+  rpc::SpecLookup lookup_;
   base::TokenBucket* ingress_;  // null: unlimited
   TransferMeter& received_;
   const rpc::Authorizer authorizer_;

@@ -68,13 +68,13 @@ absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, 
     a->set_incarnation(trainer.incarnation);
     a->set_sequence(sequence);
   }
-  for (const std::shared_ptr<const StagedPush>& push : state.pending) {
+  for (const std::shared_ptr<const rpc::StagedPush>& push : state.pending) {
     v1::PendingPush* p = out.add_pending();
     *p->mutable_header() = push->header;
     for (const tensor::TensorSpec& spec : push->tensors) {
       tensor::ToProto(spec, p->mutable_header()->add_tensors());
     }
-    for (const StagedChunk& chunk : push->chunks) {
+    for (const rpc::StagedChunk& chunk : push->chunks) {
       v1::TensorChunk* c = p->add_chunks();
       c->set_tensor(push->tensors[chunk.tensor_index].name);
       c->set_offset(chunk.offset);
@@ -176,13 +176,13 @@ absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const s
   // Pending pushes are checked as a push stream is, against the checkpoint's own tensors.
   absl::flat_hash_map<std::string, const tensor::TensorSpec*> specs;
   for (const tensor::TensorSpec& spec : out.state.model->specs) specs[spec.name] = &spec;
-  SpecLookup lookup = [&](const std::string& name) -> std::optional<tensor::TensorSpec> {
+  rpc::SpecLookup lookup = [&](const std::string& name) -> std::optional<tensor::TensorSpec> {
     auto it = specs.find(name);
     if (it == specs.end()) return std::nullopt;
     return *it->second;
   };
   for (v1::PendingPush& pending : *checkpoint.mutable_pending()) {
-    PushAssembler assembler(lookup);
+    rpc::PushAssembler assembler(lookup);
     v1::PushMessage message;
     *message.mutable_header() = std::move(*pending.mutable_header());
     absl::Status added = assembler.Add(message);
@@ -191,13 +191,13 @@ absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const s
       *message.mutable_chunk() = std::move(chunk);
       added = assembler.Add(message);
     }
-    absl::StatusOr<StagedPush> push =
-        added.ok() ? assembler.Finish() : absl::StatusOr<StagedPush>(added);
+    absl::StatusOr<rpc::StagedPush> push =
+        added.ok() ? assembler.Finish() : absl::StatusOr<rpc::StagedPush>(added);
     if (!push.ok()) {
       return absl::DataLossError(
           absl::StrCat(path, ": a pending push is not whole: ", push.status().message()));
     }
-    out.state.pending.push_back(std::make_shared<const StagedPush>(*std::move(push)));
+    out.state.pending.push_back(std::make_shared<const rpc::StagedPush>(*std::move(push)));
   }
   for (const v1::PushCount& count : checkpoint.taken()) {
     out.state.taken.push_back({{count.trainer_id(), count.incarnation()}, count.pushes()});

@@ -6,13 +6,13 @@
 
 #include "base/files.h"
 #include "gtest/gtest.h"
-#include "store/test_pushes.h"
+#include "rpc/test_pushes.h"
 
 namespace syncopate::store {
 namespace {
 
-using testing::Header;
-using testing::Stage;
+using rpc::testing::Header;
+using rpc::testing::Stage;
 
 // A snapshot's values, to compare (ModelSnapshot shares them by pointer).
 std::vector<std::vector<float>> Values(const std::shared_ptr<const ModelSnapshot>& s) {

@@ -169,7 +169,7 @@ absl::Status ParameterTable::CheckMember(const v1::PushHeader& header) const {
   return absl::OkStatus();
 }
 
-absl::StatusOr<ApplyResult> ParameterTable::Initialize(const StagedPush& push) {
+absl::StatusOr<ApplyResult> ParameterTable::Initialize(const rpc::StagedPush& push) {
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckMember(push.header));
   bool any_new = false;
@@ -199,7 +199,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Initialize(const StagedPush& push) {
     auto values = std::make_shared<std::vector<float>>(spec.NumElements(), 0.0f);
     tensors_[spec.name] = Tensor{spec, std::move(values)};
   }
-  for (const StagedChunk& chunk : push.chunks) {
+  for (const rpc::StagedChunk& chunk : push.chunks) {
     if (!fresh[chunk.tensor_index]) continue;
     Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
     chunk.payload.CopyTo(reinterpret_cast<char*>(t.values->data() + chunk.offset));
@@ -223,7 +223,7 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
   // Every pending push must fit the model and its trainer's clock order: checked before anything
   // is restored.
   std::map<TrainerKey, std::deque<PendingPush>> pending;
-  for (const std::shared_ptr<const StagedPush>& push : state.pending) {
+  for (const std::shared_ptr<const rpc::StagedPush>& push : state.pending) {
     for (const tensor::TensorSpec& spec : push->tensors) {
       auto held = std::find_if(model.specs.begin(), model.specs.end(),
                                [&](const tensor::TensorSpec& s) { return s.name == spec.name; });
@@ -346,8 +346,8 @@ double ParameterTable::ExactMagnitude() const {
   return largest;
 }
 
-absl::Status ParameterTable::CheckStaysFinite(const StagedPush& push, float weight) const {
-  for (const StagedChunk& chunk : push.chunks) {
+absl::Status ParameterTable::CheckStaysFinite(const rpc::StagedPush& push, float weight) const {
+  for (const rpc::StagedChunk& chunk : push.chunks) {
     const std::string& name = push.tensors[chunk.tensor_index].name;
     const float* values = tensors_.at(name).values->data() + chunk.offset;
     bool finite = true;
@@ -364,7 +364,7 @@ absl::Status ParameterTable::CheckStaysFinite(const StagedPush& push, float weig
   return absl::OkStatus();
 }
 
-absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
+absl::StatusOr<ApplyResult> ParameterTable::Apply(rpc::StagedPush push) {
   v1::PushHeader& h = push.header;
   absl::MutexLock lock(&mu_);
   RETURN_IF_ERROR(CheckMember(h));
@@ -398,7 +398,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
       result.weight = h.weight();
       // Every copy a snapshot forces (which may throw) before the first write: all or nothing.
       for (const tensor::TensorSpec& spec : push.tensors) Writable(tensors_.at(spec.name));
-      for (const StagedChunk& chunk : push.chunks) {
+      for (const rpc::StagedChunk& chunk : push.chunks) {
         Tensor& t = tensors_[push.tensors[chunk.tensor_index].name];
         chunk.AddTo(Writable(t), h.weight());
       }
@@ -438,7 +438,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Apply(StagedPush push) {
       if (NearTheLimit(push.max_magnitude)) RETURN_IF_ERROR(CheckStaysFinite(push, 1.0f));
       result.weight = h.weight();
       push.header.set_clock(clock);  // as a checkpoint keeps it
-      auto staged = std::make_shared<const StagedPush>(std::move(push));
+      auto staged = std::make_shared<const rpc::StagedPush>(std::move(push));
       queue.insert(at, PendingPush{clock, staged});
       round_sum_.Add(*staged);  // never throws: a push is in the sum if and only if it is pending
       ++round_pushes_taken_in_;
@@ -543,7 +543,7 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
     }
     for (const PendingPush& p : taken) {
       const float scale = static_cast<float>(factor * p.push->header.weight());
-      for (const StagedChunk& chunk : p.push->chunks) {
+      for (const rpc::StagedChunk& chunk : p.push->chunks) {
         Tensor& t = tensors_[p.push->tensors[chunk.tensor_index].name];
         chunk.AddTo(Writable(t), scale);
       }

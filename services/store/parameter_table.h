@@ -16,7 +16,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
-#include "store/push_assembler.h"
+#include "rpc/push_assembler.h"
 #include "store/round_sum.h"
 #include "tensor/tensor.h"
 
@@ -88,7 +88,7 @@ struct DurableState {
   std::vector<RoundCut> cuts;
   std::vector<std::pair<TrainerKey, uint64_t>> sequences;
   // Pending ROUND pushes, each trainer's in clock order (shared with the table: immutable).
-  std::vector<std::shared_ptr<const StagedPush>> pending;
+  std::vector<std::shared_ptr<const rpc::StagedPush>> pending;
   // How many pushes of each trainer the table has taken in (ParameterTable::Taken).
   std::vector<std::pair<TrainerKey, int64_t>> taken;
   bool has_membership = false;  // false until a coordinator first set one
@@ -193,7 +193,7 @@ class ParameterTable {
   // Creates the push's tensors with its values as initial model. Tensors that exist with the same
   // shape are left untouched; a different shape is FAILED_PRECONDITION (and nothing is created).
   // While no round has closed, the round-0 snapshot is (re)published to include new tensors.
-  absl::StatusOr<ApplyResult> Initialize(const StagedPush& push);
+  absl::StatusOr<ApplyResult> Initialize(const rpc::StagedPush& push);
 
   // Loads a checkpointed state into an empty table: its model becomes the live model and the
   // snapshot of its last closed round (round 0 when none had closed), its cuts, sequences, pending
@@ -232,7 +232,7 @@ class ParameterTable {
   // (without a rule), or a delta that would make the model non-finite (checked against the live
   // model for ROUND pushes too; nothing is taken). A sequence at or below the last accepted one
   // for this (trainer, incarnation) is acknowledged as a duplicate and not taken again.
-  absl::StatusOr<ApplyResult> Apply(StagedPush push);
+  absl::StatusOr<ApplyResult> Apply(rpc::StagedPush push);
 
   // Closes round `request.round`: adds the pending pushes its cuts name, aggregated as requested,
   // to the model and publishes the round snapshot. When the cuts take every pending push and the
@@ -263,7 +263,7 @@ class ParameterTable {
   };
   struct PendingPush {
     int64_t clock = 0;
-    std::shared_ptr<const StagedPush> push;
+    std::shared_ptr<const rpc::StagedPush> push;
   };
 
   absl::Status CheckMember(const v1::PushHeader& header) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
@@ -272,7 +272,7 @@ class ParameterTable {
   absl::Status TakeJobsWeight(v1::PushHeader& header) const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // INVALID_ARGUMENT when adding the push at `weight` would make a tensor non-finite. Only called
   // when model_bound_ says it might: an element-wise pass over the push and the model.
-  absl::Status CheckStaysFinite(const StagedPush& push, float weight) const
+  absl::Status CheckStaysFinite(const rpc::StagedPush& push, float weight) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Whether adding `grows` more magnitude to the live model could overflow it (true when either is
   // NaN).

@@ -3,13 +3,13 @@
 #include <cmath>
 
 #include "gtest/gtest.h"
-#include "store/test_pushes.h"
+#include "rpc/test_pushes.h"
 
 namespace syncopate::store {
 namespace {
 
-using testing::Header;
-using testing::Stage;
+using rpc::testing::Header;
+using rpc::testing::Stage;
 
 std::vector<float> Live(const ParameterTable& t, const std::string& name) {
   auto s = *t.Snapshot(-1);
@@ -78,7 +78,7 @@ TEST_F(ParameterTableTest, APushWritesInPlaceWhenNoSnapshotHoldsTheValues) {
 }
 
 TEST_F(ParameterTableTest, RetriedPushIsAppliedOnce) {
-  StagedPush push = Stage(Header(1, 1, 5), {{"a", {1, 1}}});
+  rpc::StagedPush push = Stage(Header(1, 1, 5), {{"a", {1, 1}}});
   ASSERT_FALSE(table_.Apply(push)->duplicate);
   EXPECT_TRUE(table_.Apply(push)->duplicate);
   EXPECT_EQ(Live(table_, "a"), (std::vector<float>{2, 3}));
@@ -219,8 +219,8 @@ TEST_F(ParameterTableTest, MembershipIsEnforced) {
   EXPECT_EQ(Live(table_, "a"), before);
 }
 
-StagedPush RoundPush(uint64_t trainer, uint64_t sequence, int64_t clock,
-                     const tensor::TensorMap& delta) {
+rpc::StagedPush RoundPush(uint64_t trainer, uint64_t sequence, int64_t clock,
+                          const tensor::TensorMap& delta) {
   return Stage(Header(trainer, 1, sequence, v1::APPLY_MODE_ROUND, 1, clock), delta);
 }
 
@@ -352,10 +352,10 @@ TEST_F(ParameterTableTest, AClosedRoundRetriedAfterARestoreIsDone) {
 // cut's clock, and a checkpoint of them restores.
 TEST_F(ParameterTableTest, AResentRoundSumGoesIntoTheNextRound) {
   ASSERT_TRUE(table_.CloseRound(Close(1, {{{1, 1}, 5}})).ok());  // trainer 1's cut: clock 5
-  StagedPush resent = RoundPush(1, 7, 4, {{"a", {0, 1}}});
+  rpc::StagedPush resent = RoundPush(1, 7, 4, {{"a", {0, 1}}});
   resent.header.set_resent(true);
   ASSERT_TRUE(table_.Apply(resent).ok());
-  StagedPush again = RoundPush(1, 8, 5, {{"a", {0, 1}}});
+  rpc::StagedPush again = RoundPush(1, 8, 5, {{"a", {0, 1}}});
   again.header.set_resent(true);
   ASSERT_TRUE(table_.Apply(again).ok());
   ASSERT_TRUE(table_.Apply(RoundPush(1, 9, 6, {{"a", {1, 0}}})).ok());

@@ -5,7 +5,7 @@
 
 #include "gtest/gtest.h"
 #include "rpc/byte_buffer_testing.h"
-#include "store/test_pushes.h"
+#include "rpc/test_pushes.h"
 #include "syncopate/v1/store.pb.h"
 #include "tensor/tensor.h"
 
@@ -90,16 +90,18 @@ TEST(PullFramesTest, ChunkSizesAreClampedAsForEachChunkClampsThem) {
 TEST(PullFramesTest, APullInFlightIsNotChangedByAPush) {
   ParameterTable table;
   table.SetMembers({{1, 1}});
-  ASSERT_TRUE(table.Initialize(testing::Stage(testing::Header(1, 1, 0), {{"w", {1, 2}}})).ok());
+  ASSERT_TRUE(
+      table.Initialize(rpc::testing::Stage(rpc::testing::Header(1, 1, 0), {{"w", {1, 2}}})).ok());
   PullFrames frames(*table.Snapshot(-1), tensor::kMinChunkBytes);
   grpc::ByteBuffer header, chunk;
   ASSERT_TRUE(frames.Next(&header));
   ASSERT_TRUE(frames.Next(&chunk));
   EXPECT_FALSE(frames.Next(&header));  // the frames let the snapshot go; the chunk holds it
-  ASSERT_TRUE(table
-                  .Apply(testing::Stage(testing::Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 1.0f),
-                                        {{"w", {10, 10}}}))
-                  .ok());
+  ASSERT_TRUE(
+      table
+          .Apply(rpc::testing::Stage(rpc::testing::Header(1, 1, 1, v1::APPLY_MODE_IMMEDIATE, 1.0f),
+                                     {{"w", {10, 10}}}))
+          .ok());
   v1::PullMessage parsed;
   ASSERT_TRUE(parsed.ParseFromString(Flatten(chunk)));
   ASSERT_EQ(parsed.chunk().data().size(), 2 * sizeof(float));

@@ -5,7 +5,7 @@
 
 namespace syncopate::store {
 
-void RoundSum::Add(const StagedPush& push) {
+void RoundSum::Add(const rpc::StagedPush& push) {
   if (!valid_) return;
   const float weight = push.header.weight();
   const double bound = bound_ + std::fabs(static_cast<double>(weight)) * push.max_magnitude;
@@ -26,7 +26,7 @@ void RoundSum::Add(const StagedPush& push) {
     Invalidate();
     return;
   }
-  for (const StagedChunk& chunk : push.chunks) {
+  for (const rpc::StagedChunk& chunk : push.chunks) {
     Accumulator& accumulator = *targets[chunk.tensor_index];
     if (accumulator.holds) {
       chunk.AddTo(accumulator.values.data(), weight);

@@ -19,7 +19,7 @@
 #include <string>
 #include <vector>
 
-#include "store/push_assembler.h"
+#include "rpc/push_assembler.h"
 
 namespace syncopate::store {
 
@@ -33,7 +33,7 @@ class RoundSum {
   // covered once), when valid; nothing when not. A tensor the sum does not hold yet is written
   // rather than added to. Invalidates the sum instead when its bound would reach the limit, or
   // when a buffer cannot be allocated: never throws, and the sum then never holds part of a push.
-  void Add(const StagedPush& push);
+  void Add(const rpc::StagedPush& push);
   // Empty and valid again: the next round's sum starts here.
   void Reset();
   // Stops taking pushes until Reset, and frees the buffers: the sum no longer matches what is

@@ -1,17 +1,17 @@
 #include "store/round_sum.h"
 
 #include "gtest/gtest.h"
-#include "store/test_pushes.h"
+#include "rpc/test_pushes.h"
 
 namespace syncopate::store {
 namespace {
 
-using testing::Header;
-using testing::Stage;
+using rpc::testing::Header;
+using rpc::testing::Stage;
 
 constexpr double kNoLimit = 1e38;
 
-StagedPush Push(const tensor::TensorMap& delta, float weight = 1) {
+rpc::StagedPush Push(const tensor::TensorMap& delta, float weight = 1) {
   return Stage(Header(1, 1, 0, v1::APPLY_MODE_ROUND, weight), delta);
 }
 
@@ -47,7 +47,7 @@ TEST(RoundSumTest, ARoundAfterResetStartsFromZero) {
 TEST(RoundSumTest, ChunkedPushesLandAtTheirOffsets) {
   std::vector<float> big(40000);
   for (size_t i = 0; i < big.size(); ++i) big[i] = static_cast<float>(i % 1000);
-  const StagedPush first = Push({{"a", big}}, 1), second = Push({{"a", big}}, -0.5);
+  const rpc::StagedPush first = Push({{"a", big}}, 1), second = Push({{"a", big}}, -0.5);
   ASSERT_GE(first.chunks.size(), 3u);
   RoundSum sum(kNoLimit);
   sum.Add(first);

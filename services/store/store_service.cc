@@ -9,9 +9,9 @@
 #include "base/status_macros.h"
 #include "rpc/chunk_frames.h"
 #include "rpc/grpc_util.h"
+#include "rpc/push_reactor.h"
 #include "spdlog/spdlog.h"
 #include "store/pull_frames.h"
-#include "store/push_reactor.h"
 
 namespace syncopate::store {
 
@@ -121,7 +121,7 @@ grpc::Status StoreService::Schema(v1::Schema* reply) {
   return grpc::Status::OK;
 }
 
-absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time start,
+absl::Status StoreService::TakePush(rpc::StagedPush push, bool initialize, absl::Time start,
                                     v1::PushReply* reply) {
   if (initialize) {
     for (const tensor::TensorSpec& spec : push.tensors) {
@@ -166,7 +166,7 @@ absl::Status StoreService::TakePush(StagedPush push, bool initialize, absl::Time
   return absl::OkStatus();
 }
 
-grpc::Status StoreService::TakeStream(absl::StatusOr<StagedPush> push, bool initialize,
+grpc::Status StoreService::TakeStream(absl::StatusOr<rpc::StagedPush> push, bool initialize,
                                       const std::optional<rpc::Identity>& caller, absl::Time start,
                                       grpc::ByteBuffer* response) {
   if (!push.ok()) return Finish(push.status());
@@ -185,11 +185,11 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* StoreService::Initialize(
     grpc::CallbackServerContext* ctx, grpc::ByteBuffer* response) {
   absl::StatusOr<std::optional<rpc::Identity>> caller =
       authorizer_.Require(*ctx, "Initialize", {Role::kTrainer});
-  if (!caller.ok()) return new RefusedPush(Finish(caller.status()));
+  if (!caller.ok()) return new rpc::RefusedPush(Finish(caller.status()));
   const absl::Time start = absl::Now();
-  return new PushReactor(
-      SpecLookup(),
-      [this, start, caller = *std::move(caller)](absl::StatusOr<StagedPush> push,
+  return new rpc::PushReactor(
+      rpc::SpecLookup(),
+      [this, start, caller = *std::move(caller)](absl::StatusOr<rpc::StagedPush> push,
                                                  grpc::ByteBuffer* response) {
         return TakeStream(std::move(push), /*initialize=*/true, caller, start, response);
       },
@@ -200,15 +200,15 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* StoreService::Push(grpc::CallbackServ
                                                               grpc::ByteBuffer* response) {
   absl::StatusOr<std::optional<rpc::Identity>> caller =
       authorizer_.Require(*ctx, "Push", {Role::kTrainer});
-  if (!caller.ok()) return new RefusedPush(Finish(caller.status()));
+  if (!caller.ok()) return new rpc::RefusedPush(Finish(caller.status()));
   const absl::Time start = absl::Now();
-  return new PushReactor([this](const std::string& name) { return table_.Spec(name); },
-                         [this, start, caller = *std::move(caller)](absl::StatusOr<StagedPush> push,
-                                                                    grpc::ByteBuffer* response) {
-                           return TakeStream(std::move(push), /*initialize=*/false, caller, start,
-                                             response);
-                         },
-                         response, &metrics_.streams_open, /*pace=*/nullptr, watchdog_, ctx);
+  return new rpc::PushReactor(
+      [this](const std::string& name) { return table_.Spec(name); },
+      [this, start, caller = *std::move(caller)](absl::StatusOr<rpc::StagedPush> push,
+                                                 grpc::ByteBuffer* response) {
+        return TakeStream(std::move(push), /*initialize=*/false, caller, start, response);
+      },
+      response, &metrics_.streams_open, /*pace=*/nullptr, watchdog_, ctx);
 }
 
 namespace {

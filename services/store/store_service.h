@@ -11,9 +11,9 @@
 #include "absl/container/flat_hash_map.h"
 #include "absl/synchronization/mutex.h"
 #include "rpc/authorizer.h"
+#include "rpc/push_assembler.h"
 #include "rpc/stream_watchdog.h"
 #include "store/parameter_table.h"
-#include "store/push_assembler.h"
 #include "store/round_waiters.h"
 #include "store/store_metrics.h"
 #include "syncopate/v1/store.grpc.pb.h"
@@ -46,7 +46,7 @@ class StoreService final : public v1::ParameterStore::WithRawCallbackMethod_Init
   grpc::ServerUnaryReactor* GetSchema(grpc::CallbackServerContext* ctx,
                                       const v1::GetSchemaRequest* request,
                                       v1::Schema* reply) override;
-  // A stream of v1::PushMessage in, read raw (push_reactor.h), and a v1::PushReply out.
+  // A stream of v1::PushMessage in, read raw (rpc/push_reactor.h), and a v1::PushReply out.
   grpc::ServerReadReactor<grpc::ByteBuffer>* Initialize(grpc::CallbackServerContext* ctx,
                                                         grpc::ByteBuffer* response) override;
   grpc::ServerReadReactor<grpc::ByteBuffer>* Push(grpc::CallbackServerContext* ctx,
@@ -64,11 +64,12 @@ class StoreService final : public v1::ParameterStore::WithRawCallbackMethod_Init
  private:
   // Ends a push stream (`initialize`: Initialize's): checks the pusher, takes the push and writes
   // the reply into `response`.
-  grpc::Status TakeStream(absl::StatusOr<StagedPush> push, bool initialize,
+  grpc::Status TakeStream(absl::StatusOr<rpc::StagedPush> push, bool initialize,
                           const std::optional<rpc::Identity>& caller, absl::Time start,
                           grpc::ByteBuffer* response);
   // Takes in a whole push stream, assembled; `initialize` selects Initialize's rules.
-  absl::Status TakePush(StagedPush push, bool initialize, absl::Time start, v1::PushReply* reply);
+  absl::Status TakePush(rpc::StagedPush push, bool initialize, absl::Time start,
+                        v1::PushReply* reply);
   // The unary calls' work.
   grpc::Status Schema(v1::Schema* reply);
   grpc::Status ChangeMembership(const v1::Membership& request, v1::SetMembershipReply* reply);

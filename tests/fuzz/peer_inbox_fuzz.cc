@@ -14,8 +14,8 @@
 #include "client/peer_exchange.h"
 #include "fuzz_input.h"
 #include "rpc/byte_buffer_testing.h"
+#include "rpc/push_assembler.h"
 #include "spdlog/spdlog.h"
-#include "store/push_assembler.h"
 
 namespace syncopate::fuzz {
 namespace {
@@ -41,17 +41,17 @@ void RequireFits(const std::map<uint64_t, client::PeerModel>& received,
   }
 }
 
-void Deposit(InputReader& input, client::ExchangeInbox& inbox, const store::SpecLookup& lookup) {
+void Deposit(InputReader& input, client::ExchangeInbox& inbox, const rpc::SpecLookup& lookup) {
   const std::string caller = input.ShortString();
   const std::string bytes = input.LongString();
   // Raw, as the Peer service reads a stream; each message in slices of 7 bytes, every payload left
   // in them (a real model's payloads are large enough to stay; this target's are not).
-  store::PushAssembler assembler(lookup, /*copy_below=*/0);
+  rpc::PushAssembler assembler(lookup, /*copy_below=*/0);
   for (const std::string& message :
        DecodeRawStream(reinterpret_cast<const uint8_t*>(bytes.data()), bytes.size())) {
     if (!assembler.Add(rpc::testing::Cut(message, 7, 7)).ok()) return;
   }
-  absl::StatusOr<store::StagedPush> push = assembler.Finish();
+  absl::StatusOr<rpc::StagedPush> push = assembler.Finish();
   if (!push.ok()) return;
   inbox
       .Deposit(push->header.clock(), push->header.trainer_id(), client::ToTensorMap(*push), caller,
@@ -65,7 +65,7 @@ void Deposit(InputReader& input, client::ExchangeInbox& inbox, const store::Spec
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   using namespace syncopate;
   static const tensor::TensorMap own = fuzz::FuzzModel();
-  static const store::SpecLookup lookup = client::ShapeLookup(own);
+  static const rpc::SpecLookup lookup = client::ShapeLookup(own);
   fuzz::InputReader input(data, size);
   client::ExchangeInbox inbox;
   while (!input.empty()) {

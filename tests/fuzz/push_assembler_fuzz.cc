@@ -16,18 +16,18 @@
 #include "fuzz_input.h"
 #include "rpc/byte_buffer_testing.h"
 #include "rpc/chunk_frames.h"
-#include "store/push_assembler.h"
+#include "rpc/push_assembler.h"
 
 namespace syncopate::fuzz {
 namespace {
 
 // Every tensor of the header covered once, in order, by finite values; the totals right.
-void RequireWhole(const store::StagedPush& push) {
+void RequireWhole(const rpc::StagedPush& push) {
   Require(push.header.tensors_size() == 0, "the header's tensors are moved out");
   std::vector<uint64_t> filled(push.tensors.size(), 0);
   uint64_t bytes = 0;
   float largest = 0;
-  for (const store::StagedChunk& chunk : push.chunks) {
+  for (const rpc::StagedChunk& chunk : push.chunks) {
     Require(chunk.tensor_index < push.tensors.size(), "a chunk names a tensor of the push");
     Require(chunk.payload.bytes() % sizeof(float) == 0, "a chunk holds whole floats");
     Require(chunk.offset == filled[chunk.tensor_index], "a tensor's chunks follow each other");
@@ -62,12 +62,12 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   };
   static const tensor::TensorMap model = fuzz::FuzzModel();
   const size_t copy_below = (data[0] & 0x20) ? 0 : rpc::kCopyKeptPayloadsBelow;
-  store::PushAssembler assembler(initialize ? nullptr : client::ShapeLookup(model), copy_below);
+  rpc::PushAssembler assembler(initialize ? nullptr : client::ShapeLookup(model), copy_below);
   for (const std::string& message : fuzz::DecodeRawStream(data + 1, size - 1)) {
     const size_t every = slice_bytes(message);
     if (!assembler.Add(rpc::testing::Cut(message, every, every)).ok()) return 0;
   }
-  absl::StatusOr<store::StagedPush> push = assembler.Finish();
+  absl::StatusOr<rpc::StagedPush> push = assembler.Finish();
   if (push.ok()) fuzz::RequireWhole(*push);
   return 0;
 }

@@ -1,20 +1,20 @@
 // Writes the fuzz targets' seed corpus: streams, checkpoints and values as the unit tests make them
-// (store/test_pushes.h), in each target's input format. Usage: fuzz_seeds DIR (DIR/<target>/...).
+// (rpc/test_pushes.h), in each target's input format. Usage: fuzz_seeds DIR (DIR/<target>/...).
 
 #include <cstdio>
 #include <filesystem>
 #include <fstream>
 
 #include "fuzz_input.h"
+#include "rpc/test_pushes.h"
 #include "store/checkpoint.h"
-#include "store/test_pushes.h"
 
 namespace syncopate::fuzz {
 namespace {
 
-using store::testing::Header;
-using store::testing::PushStream;
-using store::testing::Stage;
+using rpc::testing::Header;
+using rpc::testing::PushStream;
+using rpc::testing::Stage;
 
 class SeedWriter {
  public:

@@ -1,8 +1,8 @@
-#include "store/push_reactor.h"
+#include "rpc/push_reactor.h"
 
 #include "absl/time/clock.h"
 
-namespace syncopate::store {
+namespace syncopate::rpc {
 
 PushReactor::PushReactor(SpecLookup lookup, Take take, grpc::ByteBuffer* response,
                          prometheus::Gauge* open, Pace pace, rpc::StreamWatchdog* watchdog,
@@ -50,4 +50,4 @@ void PushReactor::OnDone() {
   delete this;
 }
 
-}  // namespace syncopate::store
+}  // namespace syncopate::rpc

@@ -1,4 +1,4 @@
-#include "store/push_assembler.h"
+#include "rpc/push_assembler.h"
 
 #include <limits>
 #include <string>
@@ -8,9 +8,9 @@
 #include "gtest/gtest.h"
 #include "rpc/byte_buffer_testing.h"
 #include "rpc/chunk_frames.h"
-#include "store/test_pushes.h"
+#include "rpc/test_pushes.h"
 
-namespace syncopate::store {
+namespace syncopate::rpc {
 namespace {
 
 using testing::Header;
@@ -168,4 +168,4 @@ TEST(PushAssembler, RefusesMalformedAndEmptyRawMessages) {
 }
 
 }  // namespace
-}  // namespace syncopate::store
+}  // namespace syncopate::rpc

@@ -1,7 +1,7 @@
 // Collects one Push or Initialize stream into a StagedPush, validating as chunks arrive, so that a
 // bad or truncated stream is rejected before anything touches the model.
-#ifndef SYNCOPATE_STORE_PUSH_ASSEMBLER_H_
-#define SYNCOPATE_STORE_PUSH_ASSEMBLER_H_
+#ifndef SYNCOPATE_RPC_PUSH_ASSEMBLER_H_
+#define SYNCOPATE_RPC_PUSH_ASSEMBLER_H_
 
 #include <cstdint>
 #include <functional>
@@ -18,7 +18,7 @@
 #include "syncopate/v1/store.pb.h"
 #include "tensor/tensor.h"
 
-namespace syncopate::store {
+namespace syncopate::rpc {
 
 // A chunk whose payload stays where it arrived (rpc/chunk_payload.h): no copy until the apply.
 struct StagedChunk {
@@ -85,6 +85,6 @@ class PushAssembler {
   std::vector<uint64_t> filled_;  // elements received per tensor
 };
 
-}  // namespace syncopate::store
+}  // namespace syncopate::rpc
 
-#endif  // SYNCOPATE_STORE_PUSH_ASSEMBLER_H_
+#endif  // SYNCOPATE_RPC_PUSH_ASSEMBLER_H_

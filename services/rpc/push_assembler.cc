@@ -1,4 +1,4 @@
-#include "store/push_assembler.h"
+#include "rpc/push_assembler.h"
 
 #include <algorithm>
 
@@ -6,7 +6,7 @@
 #include "base/status_macros.h"
 #include "rpc/chunk_frames.h"
 
-namespace syncopate::store {
+namespace syncopate::rpc {
 
 void StagedChunk::AddTo(float* values, float scale) const {
   payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
@@ -134,4 +134,4 @@ absl::StatusOr<StagedPush> PushAssembler::Finish() {
   return std::move(push_);
 }
 
-}  // namespace syncopate::store
+}  // namespace syncopate::rpc

@@ -1,12 +1,12 @@
 // Test helper: builds push streams and staged pushes from tensor maps.
-#ifndef SYNCOPATE_STORE_TEST_PUSHES_H_
-#define SYNCOPATE_STORE_TEST_PUSHES_H_
+#ifndef SYNCOPATE_RPC_TEST_PUSHES_H_
+#define SYNCOPATE_RPC_TEST_PUSHES_H_
 
 #include <vector>
 
-#include "store/push_assembler.h"
+#include "rpc/push_assembler.h"
 
-namespace syncopate::store::testing {
+namespace syncopate::rpc::testing {
 
 inline std::vector<v1::PushMessage> PushStream(const v1::PushHeader& header,
                                                const tensor::TensorMap& tensors,
@@ -48,6 +48,6 @@ inline StagedPush Stage(const v1::PushHeader& header, const tensor::TensorMap& t
   return *assembler.Finish();
 }
 
-}  // namespace syncopate::store::testing
+}  // namespace syncopate::rpc::testing
 
-#endif  // SYNCOPATE_STORE_TEST_PUSHES_H_
+#endif  // SYNCOPATE_RPC_TEST_PUSHES_H_

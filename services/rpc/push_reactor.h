@@ -1,8 +1,8 @@
 // A client stream of PushMessages (the store's Initialize and Push, a trainer's peer Exchange)
 // served with gRPC's callback API: no thread waits on it between messages. The messages are read
 // raw (grpc::ByteBuffer) and decoded without copying their payload (rpc/chunk_frames.h).
-#ifndef SYNCOPATE_STORE_PUSH_REACTOR_H_
-#define SYNCOPATE_STORE_PUSH_REACTOR_H_
+#ifndef SYNCOPATE_RPC_PUSH_REACTOR_H_
+#define SYNCOPATE_RPC_PUSH_REACTOR_H_
 
 #include <functional>
 #include <memory>
@@ -13,10 +13,10 @@
 #include "grpcpp/grpcpp.h"
 #include "prometheus/gauge.h"
 #include "rpc/grpc_util.h"
+#include "rpc/push_assembler.h"
 #include "rpc/stream_watchdog.h"
-#include "store/push_assembler.h"
 
-namespace syncopate::store {
+namespace syncopate::rpc {
 
 // Messages go into a PushAssembler as they arrive. When the stream ends, or at the first message
 // the assembler refuses, `take` gets the assembled push or the refusal, and the status it returns
@@ -55,6 +55,6 @@ class PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
 // A push stream refused before any message is read (the caller may not push).
 using RefusedPush = rpc::Refused<grpc::ServerReadReactor<grpc::ByteBuffer>>;
 
-}  // namespace syncopate::store
+}  // namespace syncopate::rpc
 
-#endif  // SYNCOPATE_STORE_PUSH_REACTOR_H_
+#endif  // SYNCOPATE_RPC_PUSH_REACTOR_H_
