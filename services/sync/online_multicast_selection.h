@@ -4,7 +4,7 @@
 // room, except those that are nearly delivered (less than eta of the volume left) or that the
 // k-round rule required. Pure function; no clocks, no threads.
 //
-// Choices where the paper is ambiguous (algorithms.md §3.4):
+// Choices where the paper is ambiguous:
 //   - Tasks are served in non-decreasing order of tau (the one that would block soonest picks its
 //     lightest receivers first), as the listing says; the text says the opposite.
 //   - A Pareto addition must stay within its own task's deadline and must not push the receiver's

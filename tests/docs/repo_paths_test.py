@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
 """Every repository path that the documentation names exists.
 
-Reads the READMEs, docs/, the chart's comments (values.yaml, templates) and its NOTES.txt, and
+Reads the READMEs, docs/, the chart's comments (values.yaml, templates) and its NOTES.txt, the
+comments of the code (C++, Python, shell, CMake, Promela under services/, python/, tests/, bench/,
+scripts/, examples/, proto/, docker/ and .ci/), and
 checks each path-like token whose first component is a top-level entry of the repository (or a
 folder of services/, as `trainer/worker.cc` is named) and each relative Markdown link against what
 git tracks (what a fresh clone holds; the working tree outside git). Globs must match something;
@@ -43,6 +45,35 @@ def documents():
         with open(os.path.join(ROOT, name), encoding="utf-8") as f:
             lines = f.read().splitlines()
         yield name, [(i, " ".join(comment.findall(line))) for i, line in enumerate(lines, 1)]
+    yield from code_comments()
+
+
+# Where code lives, and how each kind of file writes a comment.
+CODE_DIRS = ("services", "python", "tests", "bench", "scripts", "examples", "proto", "docker", ".ci")
+SLASH_COMMENT = re.compile(r"//(.*)$")
+HASH_COMMENT = re.compile(r"(?:^|\s)#(?![!{])(.*)$")
+
+
+def code_comments():
+    """(path, [(line number, comment text)]) for every tracked source file of CODE_DIRS."""
+    try:
+        listed = subprocess.run(["git", "-C", ROOT, "ls-files", "-z", "--", *CODE_DIRS],
+                                check=True, capture_output=True).stdout.decode().split("\0")
+    except (OSError, subprocess.CalledProcessError):
+        return
+    for name in sorted(filter(None, listed)):
+        base = os.path.basename(name)
+        if name.endswith((".cc", ".h", ".cu", ".proto", ".pml", ".mjs")):
+            comment = SLASH_COMMENT
+        elif name.endswith((".py", ".sh", ".txt", ".cmake", ".yml", ".yaml")) or base in (
+                "run", "Dockerfile") or base.endswith(".Dockerfile"):
+            comment = HASH_COMMENT
+        else:
+            continue
+        with open(os.path.join(ROOT, name), encoding="utf-8", errors="replace") as f:
+            lines = f.read().splitlines()
+        yield name, [(i, m.group(1)) for i, line in enumerate(lines, 1)
+                     if (m := comment.search(line))]
 
 
 def repository_entries():

@@ -22,7 +22,7 @@ std::unique_ptr<ChildProcess> Spawn(const std::string& dir, const std::string& b
   return StartBinary("syncopate-" + binary, std::move(args), dir + "/" + name + ".log");
 }
 
-// The README's "Running the pieces yourself": a CA and a certificate per process, made with
+// docs/cli.md, "Running the pieces yourself": a CA and a certificate per process, made with
 // `syncopate certs`, in DIR/tls/<name>.
 void IssueCertificates(const std::string& dir, const std::vector<std::string>& names) {
   const std::string tls = dir + "/tls";

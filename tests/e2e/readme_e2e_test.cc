@@ -169,7 +169,7 @@ TEST(ReadmeE2E, AReportDirThatCannotBeMadeIsABadFlag) {
   }
 }
 
-// README, "syncopate local": `syncopate status --coordinator=HOST:PORT
+// docs/cli.md, "syncopate local": `syncopate status --coordinator=HOST:PORT
 // --tls-dir=RUN_DIR/tls/operator` prints a running cluster (over mutual TLS, with the certificate
 // `local` made for the operator).
 TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
@@ -224,7 +224,7 @@ TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
       << Read(log);
 }
 
-// README, "syncopate sim": the command as quoted, and the table it describes.
+// docs/cli.md, "syncopate sim": the command as quoted, and the table it describes.
 TEST(ReadmeE2E, SimPrintsTheQuotedTable) {
   const std::string dir = MakeTempDir("sim");
   const std::string log = dir + "/sim.out";
@@ -256,7 +256,7 @@ struct QuotedCommand {
 std::vector<QuotedCommand> QuotedCommands(const std::string& file) {
   static const std::regex kStart(
       "^(?:\\./build/bin/)?(syncopate(?:-store|-coordinator|-trainer)?)(?= |$)(?: (local|compare|"
-      "sim(?: cluster)?|status|export|serve|certs(?: ca| issue)?)(?= |$))?");
+      "sim(?: cluster)?|status|export|serve|modes|finish|certs(?: ca| issue)?)(?= |$))?");
   static const std::regex kFlag("--[a-z][a-z0-9-]*");
   std::vector<QuotedCommand> commands;
   bool fenced = false;
@@ -300,11 +300,11 @@ TEST(ReadmeE2E, EveryQuotedFlagIsKnownToItsBinary) {
   }
   std::set<std::string> binaries;
   for (const QuotedCommand& c : commands) binaries.insert(c.binary + " " + c.subcommand);
-  // Not vacuous: the README quotes every binary and every subcommand.
-  for (const std::string b :
-       {"syncopate local", "syncopate compare", "syncopate sim", "syncopate sim cluster",
-        "syncopate certs ca", "syncopate certs issue", "syncopate-store ", "syncopate-coordinator ",
-        "syncopate-trainer "}) {
+  // Not vacuous: the README and docs/ quote every binary and every subcommand.
+  for (const std::string b : {"syncopate local", "syncopate compare", "syncopate sim",
+                              "syncopate sim cluster", "syncopate modes", "syncopate export",
+                              "syncopate serve", "syncopate certs ca", "syncopate certs issue",
+                              "syncopate-store ", "syncopate-coordinator ", "syncopate-trainer "}) {
     EXPECT_TRUE(binaries.count(b)) << "no quoted '" << b << "' found";
   }
   const std::string dir = MakeTempDir("help");
