@@ -2,7 +2,7 @@
 //
 // With poll the thread waiting for a reply polls its call's sockets and reads the reply itself;
 // under epoll (gRPC's default) another of gRPC's threads often reads it and wakes the waiter
-// (bench/README, "Where a BSP round goes": a 5-trainer BSP round 1-13% shorter, mostly its pull).
+// (bench/docs/bsp-round.md: a 5-trainer BSP round 1-13% shorter, mostly its pull).
 // Servers of many connections (the store, the coordinator) keep epoll: poll(2) scans every
 // connection at each wait, and with it the coordinator bench neither gained nor lost at 2,000
 // connections.

@@ -12,7 +12,7 @@
 // has no bound (only trainers that are not the fastest are held at s_lo). Under a persistent
 // straggler neither beats SSP: kCapped paces every trainer at the straggler's rate, like SSP(s_hi);
 // under kPaper the fastest runs far ahead, but each r* = 0 makes it wait until it is back within
-// s_lo (bench/README.md, "DSSP claim").
+// s_lo (bench/docs/reproduce.md, "DSSP claim").
 #ifndef SYNCOPATE_SYNC_DSSP_POLICY_H_
 #define SYNCOPATE_SYNC_DSSP_POLICY_H_
 

@@ -2,7 +2,7 @@
 // poll(2) engine), reconnects over mutual TLS to a server that refused its first connection. Under
 // poll nothing polls a connection that no call waits on but gRPC's backup poller, so a reconnection
 // started by the channel's own timer once timed out in its TLS handshake again and again: the
-// netns test's coordinator never reached its store (bench/README, "Where a BSP round goes"). With
+// netns test's coordinator never reached its store (bench/docs/bsp-round.md). With
 // the backup poll at gRPC's default (drop it from rpc::PollEnvironment) this test fails. Its own
 // binary: the environment must be set before this process's gRPC first polls.
 #include <netinet/in.h>
