@@ -18,7 +18,10 @@
 #include "base/clock.h"
 #include "coordinator/coordinator_metrics.h"
 #include "coordinator/outbox.h"
+#include "coordinator/progress_watch.h"
 #include "coordinator/store_control.h"
+#include "coordinator/store_queue.h"
+#include "coordinator/trainer_book.h"
 #include "sync/membership.h"
 #include "sync/policy.h"
 #include "syncopate/v1/coordinator.pb.h"
@@ -62,6 +65,9 @@ struct CoordinatorOptions {
   // has not closed until it closes it). False: the grants go out once every shard closed the
   // round.
   bool pipeline_grants = true;
+  // Whether Start runs the action thread and the pause watchdog. False: nothing runs in the
+  // background, and the caller steps the coordinator with RunActions (tests, on a fake clock).
+  bool background_threads = true;
 };
 
 struct SessionKey {
@@ -82,6 +88,11 @@ class Coordinator {
   // job over), and starts the action thread, which asks again until they answer. Call once.
   // Until the stores have answered, joins are refused with UNAVAILABLE (retry).
   void Start();
+  // One turn of the action thread, on the caller's thread: the queued store actions (memberships,
+  // round closes, then their directives), the periodic checks (a pause of the coordinator itself,
+  // silent and stalled trainers, the recovery window, the policy's tick) and a store probe when
+  // one is due. With background_threads false, the caller's steps are all that runs.
+  void RunActions() ABSL_LOCKS_EXCLUDED(mu_);
   // Stops it; closes every outbox. Idempotent.
   void Stop();
 
@@ -128,16 +139,6 @@ class Coordinator {
   // a job under way and waits for its trainers, or it runs.
   enum class Phase { kProbing, kRecovering, kRunning };
 
-  // One step of work for the action thread; fields are carried out in this order.
-  struct Action {
-    std::vector<v1::CloseRoundRequest> close_rounds;
-    std::vector<sync::Grant> grants;
-    // Directives for a specific session (welcome, peer left, stop sending, done), sent after the
-    // rounds close (with the grants before, when pipelined) and before the grants.
-    std::vector<std::pair<std::shared_ptr<Outbox>, v1::Directive>> sends;
-    // Sent already, before its rounds closed (pipelined grants): not again when they have.
-    bool delivered = false;
-  };
   struct Session {
     uint64_t incarnation = 0;
     std::shared_ptr<Outbox> outbox;
@@ -187,8 +188,6 @@ class Coordinator {
   std::optional<v1::JobEnd> JobEndToKeep() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   // Tells an evicted session why, closes its outbox and records its final state.
   void CloseSession(const SessionKey& key, const std::string& state, const std::string& reason)
-      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
-  void UpdateTimings(sync::TrainerId id, const v1::TrainerTimings& timings)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // Whether a value trainer `id` stated passed `check`; a refusal is counted (label `what`) and
   // logged once per trainer and kind.
@@ -254,25 +253,12 @@ class Coordinator {
   std::map<sync::TrainerId, Session> sessions_ ABSL_GUARDED_BY(mu_);
   // The sessions by (rank, id): the first is the evaluator.
   std::set<std::pair<uint32_t, sync::TrainerId>> by_rank_ ABSL_GUARDED_BY(mu_);
-  // Trainers awaiting their grant: when their report arrived.
-  std::map<sync::TrainerId, absl::Time> report_arrival_ ABSL_GUARDED_BY(mu_);
-  // Every live trainer: when it last reported a clock (or joined).
-  std::map<sync::TrainerId, absl::Time> last_progress_ ABSL_GUARDED_BY(mu_);
-  // Admitted without a grant and not granted since: they hold no grant, so the progress timeout
-  // does not apply to them.
-  std::set<sync::TrainerId> ungranted_ ABSL_GUARDED_BY(mu_);
-  // Trainers whose last heartbeat said they paused on purpose (Heartbeat.paused): spared by
-  // EvictStalled; their progress counts afresh from their return.
-  std::set<sync::TrainerId> paused_ ABSL_GUARDED_BY(mu_);
-  std::deque<Action> pending_ ABSL_GUARDED_BY(mu_);
-  bool membership_dirty_ ABSL_GUARDED_BY(mu_) = false;
-  bool syncing_members_ ABSL_GUARDED_BY(mu_) = false;  // the action thread is telling the stores
+  ProgressWatch progress_ ABSL_GUARDED_BY(mu_);
+  // The store actions, the stores' membership's freshness, the backoff and the probe schedule.
+  StoreQueue stores_queue_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // Status of every live trainer and of the options_.departed_statuses_kept last departed, by
-  // name.
-  std::map<std::string, v1::TrainerStatus> trainer_status_ ABSL_GUARDED_BY(mu_);
-  std::deque<std::string> departed_ ABSL_GUARDED_BY(mu_);  // names, in departure order
-  std::map<sync::TrainerId, std::string> names_ ABSL_GUARDED_BY(mu_);
+  // Status of every live trainer and of the options_.departed_statuses_kept last departed.
+  TrainerBook book_ ABSL_GUARDED_BY(mu_);
   // (trainer, what) whose refused values were logged (Accept).
   std::set<std::pair<sync::TrainerId, std::string>> refusals_logged_ ABSL_GUARDED_BY(mu_);
   int64_t rounds_closed_ ABSL_GUARDED_BY(mu_) = 0;
@@ -291,11 +277,6 @@ class Coordinator {
   // The stores, as the action thread last saw them.
   std::vector<ShardState> shards_ ABSL_GUARDED_BY(mu_);
   int64_t last_round_ ABSL_GUARDED_BY(mu_) = 0;  // last round closed on every shard
-  base::Backoff store_backoff_ ABSL_GUARDED_BY(mu_);
-  bool backing_off_ ABSL_GUARDED_BY(mu_) = false;
-  absl::Time retry_at_ ABSL_GUARDED_BY(mu_);
-  std::optional<absl::Time> stores_failing_since_ ABSL_GUARDED_BY(mu_);
-  absl::Time next_probe_ ABSL_GUARDED_BY(mu_);
   absl::Time last_beat_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   Phase phase_ ABSL_GUARDED_BY(mu_) = Phase::kProbing;
   // While recovering: the members the stores know that have not resumed yet, by id.

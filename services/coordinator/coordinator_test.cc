@@ -129,6 +129,9 @@ class CoordinatorTest : public ::testing::Test {
     o.target_accuracy = target_accuracy;
     o.departed_statuses_kept = departed_statuses_kept_;
     o.pipeline_grants = pipeline_grants_;
+    // The tests step the coordinator (Step) on the fake clock; only the test of a hung store call
+    // runs the action thread and the watchdog.
+    o.background_threads = background_threads_;
     coordinator_ =
         std::make_unique<Coordinator>(o, *sync::MakePolicy(p), stores_, clock_, metrics_);
     coordinator_->Start();
@@ -193,10 +196,17 @@ class CoordinatorTest : public ::testing::Test {
     }
   }
 
-  // The next directive, waiting at most 5 s of real time (a deadline, not a timing assertion).
-  static v1::Directive Next(Outbox& outbox) {
+  // One turn of the action thread, on this thread.
+  void Step() { coordinator_->RunActions(); }
+  // The next directive: sent already, or sent by the next turns of the action thread (a few, with
+  // the fake clock standing still).
+  v1::Directive Next(Outbox& outbox) {
     v1::Directive d;
-    EXPECT_TRUE(outbox.Pop(&d, absl::Seconds(5))) << "no directive";
+    for (int i = 0; i < 3; ++i) {
+      if (outbox.TryPop(&d)) return d;
+      Step();
+    }
+    EXPECT_TRUE(outbox.TryPop(&d)) << "no directive";
     return d;
   }
   // The next directive while store calls are retried: moves the fake clock past each backoff
@@ -204,7 +214,8 @@ class CoordinatorTest : public ::testing::Test {
   v1::Directive AdvanceUntilNext(Outbox& outbox) {
     v1::Directive d;
     for (int i = 0; i < 40; ++i) {
-      if (outbox.Pop(&d, absl::Milliseconds(50))) return d;
+      Step();
+      if (outbox.TryPop(&d)) return d;
       clock_.Advance(absl::Milliseconds(100));
     }
     ADD_FAILURE() << "no directive";
@@ -226,18 +237,19 @@ class CoordinatorTest : public ::testing::Test {
     join.set_peer_address("127.0.0.1:" + std::to_string(7100 + rank));
     return {*coordinator_->Join(join, outbox), outbox};
   }
-  // Whether this coordinator closed `rounds` rounds on the stores, waiting at most 5 s of real
-  // time: with pipelined grants a round's grants arrive while it closes.
+  // Whether this coordinator closed `rounds` rounds on the stores once the action thread's next
+  // turn ran: with pipelined grants a round's grants arrive before it closes.
   bool Closed(int64_t rounds) {
-    const absl::Time deadline = absl::Now() + absl::Seconds(5);
-    while (coordinator_->Status().rounds_closed() < rounds && absl::Now() < deadline) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
+    Step();
     return coordinator_->Status().rounds_closed() == rounds;
   }
-  static bool Quiet(Outbox& outbox) {
+  // Whether nothing reaches `outbox`, however often the action thread turns while the fake clock
+  // stands still.
+  bool Quiet(Outbox& outbox) {
+    Step();
+    Step();
     v1::Directive d;
-    return !outbox.Pop(&d, absl::Milliseconds(100));
+    return !outbox.TryPop(&d);
   }
   void Report(const SessionKey& key, int64_t clock) {
     v1::ClockReport r;
@@ -250,6 +262,7 @@ class CoordinatorTest : public ::testing::Test {
   absl::Duration pause_threshold_ = absl::InfiniteDuration();
   size_t departed_statuses_kept_ = CoordinatorOptions().departed_statuses_kept;
   bool pipeline_grants_ = CoordinatorOptions().pipeline_grants;
+  bool background_threads_ = false;
   prometheus::Registry registry_;
   CoordinatorMetrics metrics_{registry_};
   std::unique_ptr<Coordinator> coordinator_;
@@ -348,7 +361,7 @@ TEST_F(CoordinatorTest, TheProbeNoticesARestartBetweenCalls) {
   stores_.Restart(/*behind=*/0);
   for (int i = 0; i < 100 && coordinator_->Status().store_restarts() == 0; ++i) {
     clock_.Advance(absl::Milliseconds(200));
-    Quiet(*out_a);  // a bounded real-time wait for the action thread
+    Step();
   }
   EXPECT_EQ(coordinator_->Status().store_restarts(), 1u);
   EXPECT_GT(stores_.log().size(), calls) << "membership resent";
@@ -431,9 +444,7 @@ TEST_F(CoordinatorTest, AHeartbeatAwaitingItsGrantIsAnswered) {
   stores_.FailNext(100);
   Report(a, 2);
   Report(b, 2);
-  for (int i = 0; i < 500 && metrics_.store_call_failures.Value() < 1; ++i) {
-    absl::SleepFor(absl::Milliseconds(10));  // until the close failed, within a deadline
-  }
+  Step();  // the close fails
   ASSERT_GE(metrics_.store_call_failures.Value(), 1);
   coordinator_->Heartbeat(a, waiting);
   EXPECT_TRUE(Quiet(*out_a));
@@ -478,7 +489,8 @@ TEST_F(CoordinatorTest, RejoinGetsNewIncarnationAndOldOneIsEvicted) {
   // The old session is told it was evicted (its Welcome may not have gone out yet) and closed.
   v1::Directive last;
   v1::Directive d;
-  while (out_a->Pop(&d, absl::Milliseconds(200))) last = d;
+  Step();
+  while (out_a->TryPop(&d)) last = d;
   EXPECT_TRUE(last.has_evicted());
   EXPECT_TRUE(out_a->closed());
   EXPECT_TRUE(Next(*out_a2).has_welcome());
@@ -508,7 +520,10 @@ TEST_F(CoordinatorTest, ReachingTheTargetTellsEveryTrainerItIsDone) {
   EXPECT_TRUE(Next(*out_c).has_welcome());
   v1::Directive d;
   bool done = false;
-  while (!done && out_c->Pop(&d, absl::Seconds(5))) done = d.has_done();
+  for (int i = 0; i < 3 && !done; ++i) {
+    Step();
+    while (!done && out_c->TryPop(&d)) done = d.has_done();
+  }
   EXPECT_TRUE(done);
 }
 
@@ -983,7 +998,7 @@ TEST_F(CoordinatorTest, JoinsWaitUntilTheStoresHaveAnswered) {
   absl::StatusOr<SessionKey> joined = absl::UnavailableError("not yet");
   for (int i = 0; i < 100 && !joined.ok(); ++i) {
     clock_.Advance(absl::Milliseconds(200));
-    absl::SleepFor(absl::Milliseconds(10));  // lets the action thread probe (bounded retries)
+    Step();  // probes the stores
     joined = coordinator_->Join(join, out);
   }
   EXPECT_TRUE(joined.ok()) << joined.status();
@@ -1067,8 +1082,9 @@ TEST_F(CoordinatorTest, AFrozenCoordinatorDoesNotHoldItsOwnSilenceAgainstTheTrai
   for (int i = 0; i < 40 && !evicted; ++i) {
     coordinator_->Heartbeat(a, v1::Heartbeat());
     clock_.Advance(absl::Milliseconds(200));
+    Step();
     v1::Directive d;
-    evicted = out_b->Pop(&d, absl::Milliseconds(50)) && d.has_evicted();
+    evicted = out_b->TryPop(&d) && d.has_evicted();
     if (i < 20) {
       EXPECT_FALSE(evicted) << "evicted after " << (i + 1) * 200 << " ms";
     }
@@ -1081,6 +1097,7 @@ TEST_F(CoordinatorTest, AFrozenCoordinatorDoesNotHoldItsOwnSilenceAgainstTheTrai
 // read meanwhile, so a trainer silent all that time is evicted once the call returns (no pause).
 TEST_F(CoordinatorTest, AHungStoreCallIsNotAPause) {
   pause_threshold_ = absl::Seconds(1);
+  background_threads_ = true;  // what is tested: the watchdog beats while the action thread hangs
   Make("bsp", 2);
   auto [a, out_a, b, out_b] = JoinTwoAndStart();
   stores_.HoldProbes(true);

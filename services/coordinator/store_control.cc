@@ -92,4 +92,16 @@ absl::Status GrpcStoreControl::CloseRound(const v1::CloseRoundRequest& request) 
                       });
 }
 
+v1::ApplyMode ApplyModeOf(sync::PushMode mode) {
+  switch (mode) {
+    case sync::PushMode::kRound:
+      return v1::APPLY_MODE_ROUND;
+    case sync::PushMode::kImmediate:
+      return v1::APPLY_MODE_IMMEDIATE;
+    case sync::PushMode::kNone:
+      break;
+  }
+  return v1::APPLY_MODE_NONE;
+}
+
 }  // namespace syncopate::coordinator

@@ -13,6 +13,7 @@
 #include "absl/time/time.h"
 #include "rpc/credentials.h"
 #include "sync/membership.h"
+#include "sync/policy.h"
 #include "syncopate/v1/store.grpc.pb.h"
 
 namespace syncopate::coordinator {
@@ -94,6 +95,9 @@ class GrpcStoreControl final : public StoreControl {
   std::vector<std::unique_ptr<v1::ParameterStore::Stub>> stubs_;
   absl::Duration timeout_;
 };
+
+// How the stores apply the pushes of a mode with `mode` (APPLY_MODE_NONE: peer-to-peer, no pushes).
+v1::ApplyMode ApplyModeOf(sync::PushMode mode);
 
 }  // namespace syncopate::coordinator
 
