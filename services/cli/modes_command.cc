@@ -11,18 +11,6 @@
 namespace syncopate::cli {
 namespace {
 
-absl::string_view AggregationName(sync::Aggregation a) {
-  switch (a) {
-    case sync::Aggregation::kSumOverN:
-      return "sum/n";
-    case sync::Aggregation::kMean:
-      return "mean";
-    case sync::Aggregation::kSum:
-      return "sum";
-  }
-  return "";
-}
-
 // "integer", "number" or "string": the option's JSON-schema type.
 absl::string_view TypeOf(const sync::PolicyOptionSpec& spec) {
   return std::visit(
@@ -70,7 +58,7 @@ nlohmann::json ModesJson() {
         {{"name", std::string(mode.name)},
          {"family", std::string(sync::FamilyName(mode.push_mode))},
          {"summary", std::string(mode.summary)},
-         {"paper_aggregation", std::string(AggregationName(mode.paper_aggregation))},
+         {"paper_aggregation", std::string(sync::AggregationName(mode.paper_aggregation))},
          {"default_staleness", mode.default_staleness},
          {"options", OptionsOf(mode)},
          {"planner", std::string(mode.planner)}});

@@ -91,7 +91,8 @@ class Coordinator {
   // One turn of the action thread, on the caller's thread: the queued store actions (memberships,
   // round closes, then their directives), the periodic checks (a pause of the coordinator itself,
   // silent and stalled trainers, the recovery window, the policy's tick) and a store probe when
-  // one is due. With background_threads false, the caller's steps are all that runs.
+  // one is due. With background_threads false, the caller's steps are all that runs; with it true,
+  // only the action thread may call it (one turn at a time).
   void RunActions() ABSL_LOCKS_EXCLUDED(mu_);
   // Stops it; closes every outbox. Idempotent.
   void Stop();

@@ -256,4 +256,16 @@ absl::string_view FamilyName(PushMode push_mode) {
   return "";
 }
 
+absl::string_view AggregationName(Aggregation aggregation) {
+  switch (aggregation) {
+    case Aggregation::kSumOverN:
+      return "sum/n";
+    case Aggregation::kMean:
+      return "mean";
+    case Aggregation::kSum:
+      return "sum";
+  }
+  return "";
+}
+
 }  // namespace syncopate::sync

@@ -62,6 +62,9 @@ std::vector<std::string> SupportedModes();
 // "round", "immediate" or "peer-to-peer": how docs and `syncopate modes` name a push mode.
 absl::string_view FamilyName(PushMode push_mode);
 
+// "sum/n", "mean" or "sum": how --aggregation names a step-size rule.
+absl::string_view AggregationName(Aggregation aggregation);
+
 }  // namespace syncopate::sync
 
 #endif  // SYNCOPATE_SYNC_MODES_H_

@@ -4,21 +4,6 @@
 #include "absl/strings/str_join.h"
 
 namespace syncopate::sync {
-namespace {
-
-std::string AggregationName(Aggregation a) {
-  switch (a) {
-    case Aggregation::kSumOverN:
-      return "sum/n";
-    case Aggregation::kMean:
-      return "mean";
-    case Aggregation::kSum:
-      return "sum";
-  }
-  return "";
-}
-
-}  // namespace
 
 absl::StatusOr<Aggregation> ResolveAggregation(const PolicyOptions& o) {
   const std::string& a = o.aggregation;
@@ -84,7 +69,8 @@ std::string DescribeMode(const PolicyOptions& o) {
     parts.push_back(absl::StrCat("p=", o.min_receivers_fraction, "n, k=", o.k));
   if (entry->reads("aggregation")) {
     absl::StatusOr<Aggregation> rule = ResolveAggregation(o);
-    parts.push_back(absl::StrCat("deltas ", rule.ok() ? AggregationName(*rule) : o.aggregation));
+    parts.push_back(
+        absl::StrCat("deltas ", rule.ok() ? std::string(AggregationName(*rule)) : o.aggregation));
   }
   return absl::StrJoin(parts, ", ");
 }
