@@ -6,6 +6,7 @@
 #include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "base/backoff.h"
 #include "base/status_macros.h"
 #include "client/chunk_writer.h"
 #include "rpc/chunk_frames.h"
@@ -449,19 +450,6 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
     if (!await_idle(chunk_bytes)) return failed(stopped);
     credit = chunk_bytes;
   }
-  grpc::ClientContext ctx;
-  ctx.set_deadline(absl::ToChronoTime(deadline));
-  if (cancel != nullptr) cancel->Attach(&ctx);
-  // Detaches before `ctx` goes away, whichever way this returns.
-  struct Detach {
-    TransferCancel* cancel;
-    ~Detach() {
-      if (cancel != nullptr) cancel->Attach(nullptr);
-    }
-  } detach{cancel};
-  v1::ExchangeReply reply;
-  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer =
-      StreamFor(peer.address()).Start(&ctx, &reply);
   v1::PushMessage message;
   v1::PushHeader* header = message.mutable_header();
   header->set_trainer_id(sender);
@@ -472,33 +460,59 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
   header->set_receiver_incarnation(peer.incarnation());
   const TensorEntries entries = AllEntries(*model);
   AddSpecs(entries, header);
-  uint64_t bytes = 0;
-  if (writer->Write(rpc::EncodeMessage(message))) {
-    WriteChunks(
-        *writer, model, entries, chunk_bytes,
-        [&](size_t chunk) {
-          if (cancel != nullptr && cancel->cancelled()) return false;
-          if (low) return await_idle(chunk);
-          base::PaceThrough(egress_, chunk);
-          return true;
-        },
-        &bytes);
+  base::Backoff setup_backoff(kSetupBackoff);
+  while (true) {
+    grpc::ClientContext ctx;
+    ctx.set_deadline(absl::ToChronoTime(deadline));
+    if (cancel != nullptr) cancel->Attach(&ctx);
+    // Detaches before `ctx` goes away, whichever way this attempt ends.
+    struct Detach {
+      TransferCancel* cancel;
+      ~Detach() {
+        if (cancel != nullptr) cancel->Attach(nullptr);
+      }
+    } detach{cancel};
+    v1::ExchangeReply reply;
+    std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer =
+        StreamFor(peer.address()).Start(&ctx, &reply);
+    uint64_t bytes = 0;
+    const bool opened = writer->Write(rpc::EncodeMessage(message));
+    if (opened) {
+      WriteChunks(
+          *writer, model, entries, chunk_bytes,
+          [&](size_t chunk) {
+            if (cancel != nullptr && cancel->cancelled()) return false;
+            if (low) return await_idle(chunk);
+            base::PaceThrough(egress_, chunk);
+            return true;
+          },
+          &bytes);
+    }
+    if (!stopped.ok()) {
+      ctx.TryCancel();  // not a half-close: the receiver would see a cut model
+      writer->Finish();
+      return failed(stopped);
+    }
+    writer->WritesDone();
+    const grpc::Status status = writer->Finish();
+    if (status.ok()) {
+      sent_.Record(peer.trainer_id(), bytes, start, absl::Now());
+      absl::MutexLock lock(&mu_);
+      double& confirmed = confirmed_total_[{peer.trainer_id(), peer.incarnation()}];
+      confirmed = std::max(confirmed, booked.sent_total);
+      return absl::OkStatus();
+    }
+    // A stream that broke before its header went out failed at connection set-up (refused, its
+    // TLS handshake cut): nothing reached the peer, so it is tried again, with backoff, while the
+    // deadline leaves time. Anything else is the transfer's outcome.
+    const absl::Duration wait = setup_backoff.Next();
+    if (opened || status.error_code() != grpc::StatusCode::UNAVAILABLE ||
+        (cancel != nullptr && cancel->cancelled()) || absl::Now() + wait >= deadline) {
+      return failed(rpc::FromGrpcStatus(status));
+    }
+    setup_retries_.fetch_add(1, std::memory_order_relaxed);
+    absl::SleepFor(wait);
   }
-  if (!stopped.ok()) {
-    ctx.TryCancel();  // not a half-close: the receiver would see a cut model
-    writer->Finish();
-    return failed(stopped);
-  }
-  writer->WritesDone();
-  const grpc::Status status = writer->Finish();
-  if (!status.ok()) return failed(rpc::FromGrpcStatus(status));
-  sent_.Record(peer.trainer_id(), bytes, start, absl::Now());
-  {
-    absl::MutexLock lock(&mu_);
-    double& confirmed = confirmed_total_[{peer.trainer_id(), peer.incarnation()}];
-    confirmed = std::max(confirmed, booked.sent_total);
-  }
-  return absl::OkStatus();
 }
 
 std::vector<absl::Status> PeerSender::SendToAll(const std::vector<v1::PeerRef>& peers,

@@ -7,6 +7,7 @@
 #define SYNCOPATE_CLIENT_PEER_EXCHANGE_H_
 
 #include <algorithm>
+#include <atomic>
 #include <functional>
 #include <map>
 #include <memory>
@@ -19,6 +20,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
+#include "base/backoff.h"
 #include "base/token_bucket.h"
 #include "rpc/authorizer.h"
 #include "rpc/credentials.h"
@@ -248,6 +250,11 @@ class PeerSender {
   static constexpr uint32_t kLowPriorityChunkBytes = 64 * 1024;
   // How often a low-priority transfer waiting for an idle upload looks at its cancel and deadline.
   static constexpr absl::Duration kIdlePoll = absl::Milliseconds(5);
+  // A send that fails at connection set-up (the peer refused the connection, or the TLS handshake
+  // was cut, before the stream's header went out) is tried again after these backoffs, while its
+  // deadline leaves time for the wait.
+  static constexpr base::BackoffOptions kSetupBackoff{absl::Milliseconds(50), absl::Seconds(1),
+                                                      2.0};
 
   // `credentials`: this trainer's certificate (or none).
   PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Credentials credentials,
@@ -283,6 +290,8 @@ class PeerSender {
   absl::Status SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
                        const tensor::SharedTensorMap& model, double mass, absl::Time deadline,
                        TransferCancel* cancel = nullptr);
+  // Sends tried again after a failure at connection set-up (kSetupBackoff), since construction.
+  int64_t setup_retries() const { return setup_retries_.load(std::memory_order_relaxed); }
 
  private:
   // One Exchange method per peer address, written raw (rpc/chunk_frames.h), on one channel each.
@@ -310,6 +319,7 @@ class PeerSender {
   std::map<std::pair<uint64_t, uint64_t>, double> sent_total_ ABSL_GUARDED_BY(mu_);
   std::map<std::pair<uint64_t, uint64_t>, double> confirmed_total_ ABSL_GUARDED_BY(mu_);
   int required_running_ ABSL_GUARDED_BY(mu_) = 0;  // transfers not at low priority
+  std::atomic<int64_t> setup_retries_{0};
 };
 
 // The exchange's mixing rule, push-sum (Kempe et al., 2003; as in Stochastic Gradient Push, Assran

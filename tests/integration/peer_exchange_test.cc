@@ -13,6 +13,7 @@
 #include "base/clock.h"
 #include "client/background_multicast.h"
 #include "gtest/gtest.h"
+#include "held_port.h"
 #include "rpc/grpc_util.h"
 
 namespace syncopate::client {
@@ -22,14 +23,14 @@ tensor::TensorMap Model(float value, size_t n = 1000) {
   return {{"b", std::vector<float>(10, value)}, {"w", std::vector<float>(n, value)}};
 }
 
-// One trainer's receiving side on 127.0.0.1:0.
+// One trainer's receiving side on `address` (default 127.0.0.1:0).
 struct Receiver {
-  explicit Receiver(const tensor::TensorMap& shape, base::TokenBucket* ingress = nullptr)
+  explicit Receiver(const tensor::TensorMap& shape, base::TokenBucket* ingress = nullptr,
+                    const std::string& address = "127.0.0.1:0")
       : service(inbox, ShapeLookup(shape), ingress, received,
                 rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)) {
     EXPECT_TRUE(
-        rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server, &port)
-            .ok());
+        rpc::StartServer(address, {&service}, rpc::Credentials::Insecure(), &server, &port).ok());
   }
   ~Receiver() { server->Shutdown(); }
   v1::PeerRef Ref(uint64_t id) const {
@@ -111,6 +112,38 @@ TEST(PeerExchangeTest, ADeadPeerCostsAtMostTheDeadline) {
   auto got = r.inbox.Collect(1, {7, 99}, collect_deadline);
   EXPECT_GE(absl::Now(), collect_deadline);
   EXPECT_EQ(got.size(), 1u);
+}
+
+// A send whose connection is refused (the peer's server is not up yet, or its handshake was cut)
+// failed before it started: it is tried again with backoff and delivered within its deadline.
+TEST(PeerExchangeTest, ASendRefusedAtConnectionSetUpIsRetriedWithinItsDeadline) {
+  int port = 0;
+  const int held = testing::HoldPort(&port);
+  ASSERT_GE(held, 0);
+  v1::PeerRef peer;
+  peer.set_trainer_id(1);
+  peer.set_address("127.0.0.1:" + std::to_string(port));
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
+  std::vector<absl::Status> results;
+  std::thread sending([&] {
+    results = sender.SendToAll({peer}, 7, /*round=*/1, tensor::Share(Model(7)), 1.0,
+                               In(absl::Seconds(20)));
+  });
+  // The first attempt is refused; the receiver comes up only after it.
+  const absl::Time give_up = In(absl::Seconds(10));
+  while (sender.setup_retries() == 0 && absl::Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));  // polls a counter, within a deadline
+  }
+  EXPECT_GE(sender.setup_retries(), 1) << "the first connection was not refused";
+  Receiver r(Model(0), nullptr, "127.0.0.1:" + std::to_string(port));
+  sending.join();
+  close(held);
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_TRUE(results[0].ok()) << results[0];
+  auto got = r.inbox.Collect(1, {7}, In(absl::Seconds(10)));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[7].model, Model(7));
 }
 
 TEST(PeerExchangeTest, AGoneSenderIsNotWaitedFor) {

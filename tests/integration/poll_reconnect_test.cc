@@ -21,6 +21,7 @@
 #include "absl/time/time.h"
 #include "cli/certificates.h"
 #include "gtest/gtest.h"
+#include "held_port.h"
 #include "rpc/credentials.h"
 #include "rpc/grpc_util.h"
 #include "rpc/poll_engine.h"
@@ -41,25 +42,6 @@ int EpollDescriptors() {
     if (!error && target.string() == "anon_inode:[eventpoll]") ++count;
   }
   return count;
-}
-
-// A loopback port held bound but not listening, so connections to it are refused and nobody
-// else takes it; a gRPC server (SO_REUSEPORT, as this socket) can still bind it. -1 on failure.
-int HoldPort(int* port) {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  const int on = 1;
-  sockaddr_in address{};
-  address.sin_family = AF_INET;
-  address.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t length = sizeof(address);
-  if (fd < 0 || setsockopt(fd, SOL_SOCKET, SO_REUSEPORT, &on, sizeof(on)) != 0 ||
-      bind(fd, reinterpret_cast<sockaddr*>(&address), sizeof(address)) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr*>(&address), &length) != 0) {
-    if (fd >= 0) close(fd);
-    return -1;
-  }
-  *port = ntohs(address.sin_port);
-  return fd;
 }
 
 class PollReconnectTest : public ::testing::Test {
@@ -92,7 +74,7 @@ TEST_F(PollReconnectTest, AReconnectionNoCallWaitsForCompletesItsTlsHandshake) {
   ASSERT_TRUE(store.ok() && trainer.ok()) << store.status() << trainer.status();
 
   int port = 0;
-  const int held = HoldPort(&port);
+  const int held = testing::HoldPort(&port);
   ASSERT_GE(held, 0) << "no loopback port to hold";
   std::shared_ptr<grpc::Channel> channel =
       rpc::MakeChannel(absl::StrCat("127.0.0.1:", port), *trainer, Role::kStore);
