@@ -5,8 +5,8 @@
 
 #include "base/files.h"
 #include "gtest/gtest.h"
-#include "store/checkpoint.h"
 #include "rpc/test_pushes.h"
+#include "store/checkpoint.h"
 
 namespace syncopate::cli {
 namespace {
@@ -36,8 +36,7 @@ TEST(PushAuditTest, ReadsTheCheckpointsAndTraces) {
       table.Initialize(rpc::testing::Stage(rpc::testing::Header(5, 2, 0), {{"w", {1}}})).ok());
   for (uint64_t sequence = 1; sequence <= 3; ++sequence) {
     ASSERT_TRUE(
-        table.Apply(rpc::testing::Stage(rpc::testing::Header(5, 2, sequence), {{"w", {1}}}))
-            .ok());
+        table.Apply(rpc::testing::Stage(rpc::testing::Header(5, 2, sequence), {{"w", {1}}})).ok());
   }
   ASSERT_TRUE(store::WriteCheckpoint(store::CheckpointPath(dir + "/checkpoints", 0),
                                      {table.Durable(), absl::Now()}, 0, 1)

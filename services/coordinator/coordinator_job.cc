@@ -4,8 +4,8 @@
 #include <map>
 
 #include "absl/strings/str_cat.h"
-#include "coordinator/trainer_input.h"
 #include "coordinator/coordinator.h"
+#include "coordinator/trainer_input.h"
 #include "spdlog/spdlog.h"
 
 namespace syncopate::coordinator {

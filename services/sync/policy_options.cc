@@ -41,6 +41,26 @@ PolicyOptionSpec Choice(absl::string_view flag, absl::string_view chart_key, abs
   return spec;
 }
 
+template <typename T>
+std::string Format(const T& value) {
+  return absl::StrCat(value);
+}
+std::string Format(const std::optional<int64_t>& value) {
+  return value ? absl::StrCat(*value) : "";
+}
+
+// The value as a number, for a range check; nullopt for a string or an unset staleness.
+template <typename T>
+std::optional<double> Number(const T& value) {
+  if constexpr (std::is_arithmetic_v<T>) {
+    return static_cast<double>(value);
+  } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
+    return value ? std::optional<double>(static_cast<double>(*value)) : std::nullopt;
+  } else {
+    return std::nullopt;
+  }
+}
+
 }  // namespace
 
 const std::vector<PolicyOptionSpec>& PolicyOptionSpecs() {
@@ -95,30 +115,6 @@ const PolicyOptionSpec* FindPolicyOption(absl::string_view flag) {
   }
   return nullptr;
 }
-
-namespace {
-
-template <typename T>
-std::string Format(const T& value) {
-  return absl::StrCat(value);
-}
-std::string Format(const std::optional<int64_t>& value) {
-  return value ? absl::StrCat(*value) : "";
-}
-
-// The value as a number, for a range check; nullopt for a string or an unset staleness.
-template <typename T>
-std::optional<double> Number(const T& value) {
-  if constexpr (std::is_arithmetic_v<T>) {
-    return static_cast<double>(value);
-  } else if constexpr (std::is_same_v<T, std::optional<int64_t>>) {
-    return value ? std::optional<double>(static_cast<double>(*value)) : std::nullopt;
-  } else {
-    return std::nullopt;
-  }
-}
-
-}  // namespace
 
 std::string FlagValue(const PolicyOptionSpec& spec, const PolicyOptions& options) {
   return std::visit([&](auto member) { return Format(options.*member); }, spec.field);
