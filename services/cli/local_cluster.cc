@@ -474,7 +474,7 @@ std::string LocalCluster::coordinator_address() const {
 
 absl::StatusOr<v1::ClusterStatus> LocalCluster::Status(absl::Duration timeout,
                                                        bool wait_for_ready) {
-  if (!coordinator_) return absl::FailedPreconditionError("coordinator not started");
+  if (!coordinator_) return absl::FailedPreconditionError("the coordinator is not running");
   auto ctx = rpc::ContextWithTimeout(timeout);
   ctx->set_wait_for_ready(wait_for_ready);
   v1::ClusterStatus status;
@@ -484,7 +484,7 @@ absl::StatusOr<v1::ClusterStatus> LocalCluster::Status(absl::Duration timeout,
 }
 
 absl::StatusOr<int64_t> LocalCluster::Finish(const std::string& reason, absl::Duration timeout) {
-  if (!coordinator_) return absl::FailedPreconditionError("coordinator not started");
+  if (!coordinator_) return absl::FailedPreconditionError("the coordinator is not running");
   auto ctx = rpc::ContextWithTimeout(timeout);
   v1::FinishRequest request;
   request.set_reason(reason);
@@ -497,6 +497,9 @@ absl::StatusOr<int64_t> LocalCluster::Finish(const std::string& reason, absl::Du
 void LocalCluster::Stop(absl::Duration grace) {
   if (stopped_) return;
   stopped_ = true;
+  // An idle connection holds a gRPC server's shutdown until its grace ends (a client reads the
+  // server's GOAWAY only while a call waits on it): ours to the coordinator goes first.
+  coordinator_.reset();
   for (const char* role : {"trainer", "coordinator", "store"}) {
     for (Endpoint& e : endpoints_) {
       if (e.role == role) e.process->Signal(SIGTERM);

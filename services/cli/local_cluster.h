@@ -141,7 +141,7 @@ class LocalCluster {
   absl::StatusOr<std::vector<Restart>> RestartCrashedTrainers();
 
   // Trainers first (SIGTERM: they leave cleanly), then the coordinator, then the stores; each gets
-  // `grace` before SIGKILL. Idempotent.
+  // `grace` before SIGKILL. Idempotent. Status and Finish fail afterwards.
   void Stop(absl::Duration grace = absl::Seconds(10));
 
  private:

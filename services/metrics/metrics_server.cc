@@ -1,8 +1,16 @@
 #include "metrics/metrics_server.h"
 
+#include <netdb.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
 #include <exception>
+#include <thread>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "absl/synchronization/notification.h"
 #include "prometheus/text_serializer.h"
 
 namespace syncopate::metrics {
@@ -18,11 +26,59 @@ class FunctionCollectable final : public prometheus::Collectable {
   std::function<std::vector<prometheus::MetricFamily>()> collect_;
 };
 
+// The host to connect to for a server bound to `address` (host:port, IPv6 in brackets).
+std::string LocalHostOf(const std::string& address) {
+  const size_t colon = address.rfind(':');
+  std::string host = address.substr(0, colon == std::string::npos ? 0 : colon);
+  host = std::string(absl::StripSuffix(absl::StripPrefix(host, "["), "]"));
+  if (host.empty() || host == "0.0.0.0" || host == "*") return "127.0.0.1";
+  if (host == "::") return "::1";
+  return host;
+}
+
+// Opens and at once closes one connection to host:port, waiting at most 100 ms for it.
+void Knock(const std::string& host, int port) {
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* found = nullptr;
+  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;
+  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+    const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
+    if (fd < 0) continue;
+    const timeval limit{0, 100000};
+    setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &limit, sizeof(limit));
+    const bool connected = connect(fd, a->ai_addr, a->ai_addrlen) == 0;
+    close(fd);
+    if (connected) break;
+  }
+  freeaddrinfo(found);
+}
+
 }  // namespace
 
 MetricsServer::MetricsServer(std::unique_ptr<prometheus::Exposer> exposer,
-                             std::shared_ptr<prometheus::Registry> registry, int port)
-    : exposer_(std::move(exposer)), registry_(std::move(registry)), port_(port) {}
+                             std::shared_ptr<prometheus::Registry> registry, std::string host,
+                             int port)
+    : exposer_(std::move(exposer)),
+      registry_(std::move(registry)),
+      host_(std::move(host)),
+      port_(port) {}
+
+MetricsServer::~MetricsServer() {
+  // civetweb's accept loop sees the stop only when its poll returns, which without a connection
+  // takes its 2 s quantum: every process would take that long to exit. Connections wake it, so
+  // this knocks on the port until the exposer is gone (each knock is accepted, read to its end
+  // and closed).
+  absl::Notification stopped;
+  std::thread knocker([&] {
+    do {
+      Knock(host_, port_);
+    } while (!stopped.WaitForNotificationWithTimeout(absl::Milliseconds(5)));
+  });
+  exposer_.reset();
+  stopped.Notify();
+  knocker.join();
+}
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& address) {
   std::unique_ptr<prometheus::Exposer> exposer;
@@ -37,8 +93,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   std::vector<int> ports = exposer->GetListeningPorts();
   if (ports.empty())
     return absl::UnavailableError(absl::StrCat("metrics not listening: ", address));
-  return std::unique_ptr<MetricsServer>(
-      new MetricsServer(std::move(exposer), std::move(registry), ports.front()));
+  return std::unique_ptr<MetricsServer>(new MetricsServer(
+      std::move(exposer), std::move(registry), LocalHostOf(address), ports.front()));
 }
 
 void MetricsServer::AddCollector(std::function<std::vector<prometheus::MetricFamily>()> collect) {

@@ -23,6 +23,8 @@ class MetricsServer {
  public:
   // Binds `address` ("127.0.0.1:0" picks a free port). INVALID_ARGUMENT/UNAVAILABLE when it cannot.
   static absl::StatusOr<std::unique_ptr<MetricsServer>> Start(const std::string& address);
+  // Stops serving and closes the port, at once: not after the HTTP server's 2 s accept poll.
+  ~MetricsServer();
 
   prometheus::Registry& registry() { return *registry_; }
   // Serves, beside the registry, the families `collect` returns at each scrape (on the scraping
@@ -34,11 +36,12 @@ class MetricsServer {
 
  private:
   MetricsServer(std::unique_ptr<prometheus::Exposer> exposer,
-                std::shared_ptr<prometheus::Registry> registry, int port);
+                std::shared_ptr<prometheus::Registry> registry, std::string host, int port);
 
   std::unique_ptr<prometheus::Exposer> exposer_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::vector<std::shared_ptr<prometheus::Collectable>> collectors_;
+  std::string host_;  // where this process reaches the port: loopback for a wildcard address
   int port_;
 };
 
