@@ -93,8 +93,8 @@ absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::s
   std::vector<int> ports = exposer->GetListeningPorts();
   if (ports.empty())
     return absl::UnavailableError(absl::StrCat("metrics not listening: ", address));
-  return std::unique_ptr<MetricsServer>(new MetricsServer(
-      std::move(exposer), std::move(registry), LocalHostOf(address), ports.front()));
+  return std::unique_ptr<MetricsServer>(new MetricsServer(std::move(exposer), std::move(registry),
+                                                          LocalHostOf(address), ports.front()));
 }
 
 void MetricsServer::AddCollector(std::function<std::vector<prometheus::MetricFamily>()> collect) {
