@@ -5,7 +5,9 @@
 # Environment: REGISTRY (prefix, e.g. ghcr.io/me), BUILD_BASE (default debian:bookworm),
 # RUNTIME_BASE (default debian:bookworm-slim), TRAINER_BASE (the trainer's runtime base, default
 # RUNTIME_BASE; e.g. a CUDA runtime image with the same Debian/Ubuntu package set), SYNCOPATE_CUDA
-# (default OFF; ON builds the trainer's CUDA plugin, on a BUILD_BASE with the toolkit and cuDNN).
+# (default OFF; ON builds the trainer's CUDA plugin, on a BUILD_BASE with the toolkit and cuDNN),
+# FROM_BUILD (a build directory of this checkout made on Debian 12, e.g. build: syncopate-build
+# takes its binaries instead of compiling them again; docker/prebuilt.Dockerfile).
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/.." && pwd)"
 TAG="${1:-$(awk -F'"' '/^appVersion:/ { print $2 }' "$ROOT/helm/syncopate/Chart.yaml")}"
@@ -14,9 +16,33 @@ RUNTIME_BASE="${RUNTIME_BASE:-debian:bookworm-slim}"
 # Host networking: apt inside the build reaches the mirror even where Docker has no bridge.
 BUILD=(docker build --network=host)
 
-"${BUILD[@]}" -f "$ROOT/docker/build.Dockerfile" -t "syncopate-build:$TAG" \
-  --build-arg "BUILD_BASE=${BUILD_BASE:-debian:bookworm}" \
-  --build-arg "SYNCOPATE_CUDA=${SYNCOPATE_CUDA:-OFF}" "$ROOT"
+if [ -z "${FROM_BUILD:-}" ]; then
+  "${BUILD[@]}" -f "$ROOT/docker/build.Dockerfile" -t "syncopate-build:$TAG" \
+    --build-arg "BUILD_BASE=${BUILD_BASE:-debian:bookworm}" \
+    --build-arg "SYNCOPATE_CUDA=${SYNCOPATE_CUDA:-OFF}" "$ROOT"
+else
+  # The same /out as build.Dockerfile writes, from FROM_BUILD's binaries.
+  FROM_BUILD="$(cd "$FROM_BUILD" && pwd)"
+  stage="$(mktemp -d)"
+  trap 'rm -rf "$stage"' EXIT
+  mkdir -p "$stage/out/lib"
+  for binary in syncopate-store syncopate-coordinator syncopate-trainer; do
+    [ -x "$FROM_BUILD/bin/$binary" ] || { echo "no $FROM_BUILD/bin/$binary: build it first" >&2; exit 1; }
+    strip -o "$stage/out/$binary" "$FROM_BUILD/bin/$binary"
+    "$ROOT/docker/runtime-packages.sh" "$stage/out/$binary" >"$stage/out/$binary.packages"
+  done
+  if [ -d "$FROM_BUILD/python/syncopate" ]; then
+    cp -r "$FROM_BUILD/python" "$stage/out/python"
+    "$ROOT/docker/runtime-packages.sh" "$stage/out/python/syncopate"/_syncopate*.so \
+      >"$stage/out/python.packages"
+  fi
+  if [ "${SYNCOPATE_CUDA:-OFF}" = ON ]; then
+    cp "$FROM_BUILD/lib/libsyncopate-cuda.so" "$stage/out/lib/"
+    strip "$stage/out/lib/libsyncopate-cuda.so"
+  fi
+  "${BUILD[@]}" -f "$ROOT/docker/prebuilt.Dockerfile" -t "syncopate-build:$TAG" \
+    --build-arg "BUILD_BASE=${BUILD_BASE:-debian:bookworm}" "$stage"
+fi
 for component in store coordinator trainer; do
   base="$RUNTIME_BASE"
   [ "$component" = trainer ] && base="${TRAINER_BASE:-$RUNTIME_BASE}"
