@@ -5,8 +5,9 @@
 # and every container exits 0, that the store checkpoints its model on SIGTERM, and that the images
 # run as a non-root user.
 #
-# Uses a running Docker engine, or starts Debian's dockerd (vfs storage, no bridge, no iptables;
-# data in $SYNCOPATE_DOCKER_ROOT, default /var/tmp/syncopate-docker: about 9 GB with vfs, removed
+# Uses a running Docker engine, or starts Debian's dockerd (overlay2 storage, or vfs where overlay
+# does not work; no bridge, no iptables; data in $SYNCOPATE_DOCKER_ROOT, default
+# /var/tmp/syncopate-docker: about 9 GB with vfs, removed
 # afterwards unless SYNCOPATE_DOCKER_KEEP=1 keeps it as a layer cache for the next run). No registry
 # is reachable here, so the Debian 12 base image is made locally with debootstrap from
 # $SYNCOPATE_DEBIAN_MIRROR. Exits 77 (CTest: skipped) only for these reasons: no engine runs and
@@ -51,17 +52,28 @@ if ! docker info >/dev/null 2>&1; then
     echo "SKIP: only $free_gb GB free under $DOCKER_ROOT; dockerd with vfs needs about 15"
     exit 77
   fi
-  step "starting dockerd (vfs) in $DOCKER_ROOT"
   export DOCKER_HOST="unix://$WORK/docker.sock"
-  dockerd --storage-driver vfs --iptables=false --bridge=none --data-root "$DOCKER_ROOT/data" \
-    --exec-root "$WORK/exec" --pidfile "$WORK/docker.pid" --host "$DOCKER_HOST" \
-    >"$WORK/dockerd.log" 2>&1 &
-  DOCKERD_PID=$!
-  for _ in $(seq 60); do
-    docker info >/dev/null 2>&1 && break
-    kill -0 "$DOCKERD_PID" 2>/dev/null || break
-    sleep 0.5
-  done
+  start_dockerd() {  # start_dockerd DRIVER: true once the engine answers
+    step "starting dockerd ($1) in $DOCKER_ROOT"
+    dockerd --storage-driver "$1" --iptables=false --bridge=none --data-root "$DOCKER_ROOT/data" \
+      --exec-root "$WORK/exec" --pidfile "$WORK/docker.pid" --host "$DOCKER_HOST" \
+      >>"$WORK/dockerd.log" 2>&1 &
+    DOCKERD_PID=$!
+    for _ in $(seq 60); do
+      docker info >/dev/null 2>&1 && return 0
+      kill -0 "$DOCKERD_PID" 2>/dev/null || break
+      sleep 0.5
+    done
+    kill "$DOCKERD_PID" 2>/dev/null || true
+    wait "$DOCKERD_PID" 2>/dev/null || true
+    DOCKERD_PID=""
+    return 1
+  }
+  # overlay2 shares layers; vfs, which copies every layer whole (several times slower to build),
+  # only where the kernel or the file system has no overlay, or a kept vfs cache is there.
+  if [ -d "$DOCKER_ROOT/data/vfs" ] || ! start_dockerd overlay2; then
+    start_dockerd vfs || true
+  fi
   if ! docker info >/dev/null 2>&1; then
     # The engine is installed and there is room: a start that fails is a failure to look into
     # (a flag this script passes, a stale socket), never a skip that could hide one.
