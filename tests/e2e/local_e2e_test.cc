@@ -53,7 +53,7 @@ TEST_P(KillTrainer, OthersContinueAndTheRunFinishes) {
   std::replace(mode.begin(), mode.end(), '_', '-');
   const std::string dir = MakeTempDir("kill-" + mode);
   auto local = StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--target-accuracy=0.99",
-                                "--time-limit=20s", "--eviction-timeout=3s"});
+                                "--time-limit=8s", "--eviction-timeout=3s"});
   ASSERT_NE(local, nullptr);
   // Wait (bounded) until trainer 2 is training, then kill it hard.
   const int victim =
@@ -117,7 +117,7 @@ TEST(LocalE2E, RepeatedSigtermStillLeavesCleanly) {
   // start of its first step (its trace's first event comes just before it), so the trainer is
   // still finishing that step, not yet leaving, when the second arrives.
   auto local = StartLocal(dir, {"--mode=bsp", "--trainers=2", "--slowdown=1,1000",
-                                "--target-accuracy=0.99", "--time-limit=40s"});
+                                "--target-accuracy=0.99", "--time-limit=10s"});
   ASSERT_NE(local, nullptr);
   const int victim =
       PidOnceTraining(dir, 1, [](const std::string& d) { return !ReadTrace(d, 1).empty(); });

@@ -45,7 +45,7 @@ TEST(TlsE2E, CertificatesRotateWhileTheJobRuns) {
   const std::string dir = MakeTempDir("rotation");
   const std::string tls = dir + "/tls";
   auto local = StartLocal(dir, {"--mode=ssp", "--trainers=2", "--slowdown=1,2",
-                                "--target-accuracy=0.99", "--time-limit=45s"});
+                                "--target-accuracy=0.99", "--time-limit=25s"});
   ASSERT_NE(local, nullptr);
   std::map<std::string, int> ports;  // "store-0", "coordinator-0" -> gRPC port
   auto training = [&](const std::string& d) {
