@@ -10,8 +10,6 @@
 namespace syncopate::sync {
 namespace {
 
-// Relative slack for "does not lengthen the estimate", against rounding in sums of bytes.
-constexpr double kSlack = 1e-9;
 // Normalized loads within this fraction of each other count as near-equal in the basic selection.
 constexpr double kNearEqualLoad = 0.1;
 
@@ -173,7 +171,7 @@ MulticastPlan SelectSelMcast(const MulticastProblem& p, const PairHistory& histo
     }
   }
   std::sort(unselected.begin(), unselected.end());
-  const double limit = t * (1 - ParetoMargin(pareto_margin)) * (1 + kSlack);
+  const double limit = t * (1 - ParetoMargin(pareto_margin)) * (1 + kLimitSlack);
   for (const auto& [negative_c, i, j] : unselected) {
     // An addition that costs its sender nothing (L3, already sending) needs no room there.
     const double increment = SendIncrement(p, x, i);

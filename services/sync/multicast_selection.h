@@ -127,6 +127,10 @@ int DefaultMinReceivers(int n, double fraction = 0.3);
 // to [0, 1], NaN counted as 0.
 double ParetoMargin(double margin);
 
+// Relative slack on the time limits the selections compare against ("does not lengthen the
+// estimate", "stays within the deadline"), against rounding in sums of bytes.
+inline constexpr double kLimitSlack = 1e-9;
+
 }  // namespace syncopate::sync
 
 #endif  // SYNCOPATE_SYNC_MULTICAST_SELECTION_H_

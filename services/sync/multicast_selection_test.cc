@@ -113,7 +113,9 @@ TEST(MulticastSelectionTest, AParetoMarginKeepsAdditionsOffALinkTheEstimateFills
   int additions = 0;
   for (int i = 0; i < 4; ++i) {
     for (int j = 0; j < 4; ++j) {
-      if (basic.sends.at(i, j)) EXPECT_TRUE(spared.sends.at(i, j));
+      if (basic.sends.at(i, j)) {
+        EXPECT_TRUE(spared.sends.at(i, j));
+      }
       if (!spared.additions.at(i, j)) continue;
       ++additions;
       const double limit = 0.9 * t * (1 + 1e-9);  // the code's relative slack

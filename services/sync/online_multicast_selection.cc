@@ -10,9 +10,6 @@
 namespace syncopate::sync {
 namespace {
 
-// Relative slack for "stays within the deadline", against rounding in sums of bytes.
-constexpr double kSlack = 1e-9;
-
 // The decision being built: candidates x, chosen y, the bytes each chosen pair still carries, and
 // the running totals per sender and receiver.
 class Selection {
@@ -169,7 +166,7 @@ OnlineMulticastPlan SelectSelMcastOnline(const OnlineMulticastProblem& p,
     for (int l : tasks) {
       if (s.chosen().at(l, j) && s.volume(l, j) > 0) limit = std::min(limit, t[l]);
     }
-    limit *= (1 - margin) * (1 + kSlack);
+    limit *= (1 - margin) * (1 + kLimitSlack);
     if (s.Sent(i, s.volume(i, j)) / p.links.upload[i] <= limit &&
         (s.received(j) + s.volume(i, j)) / p.links.download[j] <= limit) {
       s.Choose(i, j);

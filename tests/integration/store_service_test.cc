@@ -895,7 +895,6 @@ TEST_F(PullWindowTest, TheReplacementWaitsForAShardStillClosingIt) {
   EXPECT_EQ(pulled->checksums, (std::vector<uint32_t>{Checksum(0, 6), Checksum(1, 6)}));
 }
 
-}  // namespace
 // With several shards each shard's call runs on a thread of its own, and only the calling thread
 // asks the interrupt (a language binding checks its signals there): the calls still give up.
 TEST_F(PullWindowTest, AStoppingTrainerGivesUpCallsToSeveralShards) {
@@ -915,4 +914,5 @@ TEST_F(PullWindowTest, AStoppingTrainerGivesUpCallsToSeveralShards) {
   EXPECT_FALSE(asked_elsewhere);
 }
 
+}  // namespace
 }  // namespace syncopate
