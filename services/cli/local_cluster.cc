@@ -17,6 +17,7 @@
 #include "compute/device.h"
 #include "nlohmann/json.hpp"
 #include "rpc/grpc_util.h"
+#include "sync/modes.h"
 #include "sync/policy_factory.h"
 
 namespace syncopate::cli {
@@ -47,6 +48,10 @@ std::string AsFlag(const std::pair<std::string, std::string>& setting) {
 }
 
 }  // namespace
+
+std::vector<std::string> RunModelFiles(const std::string& run_dir) {
+  return {run_dir + "/model.npz", run_dir + "/model.pt"};
+}
 
 absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
   if (options.trainers <= 0) return absl::InvalidArgumentError("--trainers must be positive");
@@ -251,6 +256,12 @@ absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
   if (RunsCommand(rank)) return LaunchCommand(rank, slowdown, credentials);
   std::vector<std::string> args = {absl::StrCat("--model=", options_.model), AsFlag(credentials)};
   for (const auto& setting : TrainerSettings(rank, slowdown)) args.push_back(AsFlag(setting));
+  // Peer-to-peer modes keep the model in the trainers: the job's evaluator (rank 0 while it
+  // lives) writes its own at its end, where the stores' model goes in the other modes.
+  if (rank == 0 && sync::FindMode(options_.policy.mode)->peer_to_peer()) {
+    args.push_back(
+        absl::StrCat("--save-model=", absl::StrJoin(RunModelFiles(options_.run_dir), ",")));
+  }
   return Launch("trainer", rank, args, false);
 }
 

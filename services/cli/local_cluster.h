@@ -85,6 +85,10 @@ struct LocalClusterOptions {
   absl::Duration checkpoint_interval = absl::Seconds(2);
 };
 
+// Where a run's trained model is written at its end: RUN_DIR/model.npz and RUN_DIR/model.pt (from
+// the stores' checkpoints, or by the evaluator itself in the peer-to-peer modes).
+std::vector<std::string> RunModelFiles(const std::string& run_dir);
+
 // A process of the cluster and where it serves.
 struct Endpoint {
   std::string role;  // "store", "coordinator", "trainer"

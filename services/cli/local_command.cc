@@ -208,18 +208,33 @@ void PrintTrainerSettings(const LocalClusterOptions& options, const LocalCluster
                options.run_dir.c_str(), options.run_dir.c_str());
 }
 
-// Store modes: the model the stores checkpointed at shutdown, into RUN_DIR/model.npz and
-// model.pt. A model that cannot be written is said in the summary; the run itself stands.
+// The final model in RUN_DIR/model.npz and model.pt (RunModelFiles). Store modes: the model the
+// stores checkpointed at shutdown. Peer-to-peer modes: the evaluator (trainer 0) wrote its own as
+// it ended, unless it ran the user's script or did not end cleanly. A model that cannot be had is
+// said in the summary; the run itself stands.
 void ExportFinalModel(const LocalRunOptions& options, RunSummary* summary) {
+  const std::vector<std::string> paths = RunModelFiles(options.cluster.run_dir);
   if (sync::FindMode(options.cluster.policy.mode)->peer_to_peer()) {
-    summary->model_error = "peer-to-peer modes keep the model in the trainers, not the stores";
+    for (const std::string& path : paths) {
+      if (access(path.c_str(), R_OK) == 0) summary->model_files.push_back(path);
+    }
+    if (summary->model_files.size() == paths.size()) return;
+    const std::vector<int>& ranks = options.cluster.command_ranks;
+    const bool script = !options.cluster.trainer_command.empty() &&
+                        (ranks.empty() || std::find(ranks.begin(), ranks.end(), 0) != ranks.end());
+    summary->model_error =
+        options.cluster.external_trainers
+            ? "peer-to-peer modes keep the model in the trainers: start trainer 0 with "
+              "--save-model"
+        : script ? "peer-to-peer modes keep the model in the trainers: save it from your script"
+                 : "trainer 0, the evaluator, wrote no model (it did not end cleanly; see its log)";
     return;
   }
-  absl::StatusOr<Model> model = ReadCheckpointModel(options.cluster.run_dir + "/checkpoints");
+  absl::StatusOr<tensor::Model> model =
+      ReadCheckpointModel(options.cluster.run_dir + "/checkpoints");
   absl::Status written = model.status();
-  for (const char* name : {"model.npz", "model.pt"}) {
-    const std::string path = absl::StrCat(options.cluster.run_dir, "/", name);
-    if (written.ok()) written = WriteModel(*model, path);
+  for (const std::string& path : paths) {
+    if (written.ok()) written = tensor::WriteModel(*model, path);
     if (written.ok()) summary->model_files.push_back(path);
   }
   if (!written.ok()) {
@@ -280,7 +295,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   const std::string resume_checkpoints = options.resume_from + "/checkpoints";
   if (!options.resume_from.empty()) {
     // Checked before anything is made: a bad run directory changes nothing.
-    absl::StatusOr<Model> trained = ReadCheckpointModel(resume_checkpoints);
+    absl::StatusOr<tensor::Model> trained = ReadCheckpointModel(resume_checkpoints);
     if (!trained.ok()) {
       return absl::InvalidArgumentError(
           absl::StrCat("--resume-from=", options.resume_from, ": ", trained.status().message()));

@@ -94,13 +94,13 @@ int Finish(const std::string& address, const std::string& tls_dir, bool insecure
 
 // `syncopate export`: exit 2 for a folder that holds no usable checkpoint or a bad file name.
 int Export(const std::string& from, const std::string& out) {
-  absl::StatusOr<syncopate::cli::Model> model = syncopate::cli::ReadCheckpointModel(from);
+  absl::StatusOr<syncopate::tensor::Model> model = syncopate::cli::ReadCheckpointModel(from);
   if (!model.ok()) return Fail(model.status(), 2);
-  if (absl::Status written = syncopate::cli::WriteModel(*model, out); !written.ok()) {
+  if (absl::Status written = syncopate::tensor::WriteModel(*model, out); !written.ok()) {
     return Fail(written, ExitCodeOf(written));
   }
   int64_t parameters = 0;
-  for (const syncopate::cli::ModelTensor& t : model->tensors) parameters += t.spec.NumElements();
+  for (const syncopate::tensor::ModelTensor& t : model->tensors) parameters += t.spec.NumElements();
   std::printf("wrote %s: %zu tensors, %lld parameters, %s, from %u store shard(s)\n", out.c_str(),
               model->tensors.size(), static_cast<long long>(parameters),
               model->round > 0 ? absl::StrCat("round ", model->round).c_str() : "the live model",

@@ -13,6 +13,9 @@
 namespace syncopate::cli {
 namespace {
 
+using tensor::Model;
+using tensor::ModelTensor;
+
 bool Exists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
 std::string TempDir() {
@@ -70,29 +73,6 @@ TEST(ModelFileTest, RefusesWhatIsNotOneJobsCheckpoints) {
   ASSERT_TRUE(base::MakeDirectories(root + "/foreign").ok());
   std::ofstream(root + "/foreign/shard-0.ckpt") << "not a checkpoint at all";
   EXPECT_TRUE(absl::IsDataLoss(ReadCheckpointModel(root + "/foreign").status()));
-}
-
-TEST(ModelFileTest, NpyHeaderIsPaddedToSixtyFourBytes) {
-  const std::string npy = NpyBytes({{"w", {2, 3}}, {1, 2, 3, 4, 5, 6}});
-  EXPECT_EQ(npy.substr(0, 8), std::string("\x93NUMPY\x01\x00", 8));
-  const size_t header = static_cast<unsigned char>(npy[8]) | (npy[9] << 8);
-  EXPECT_EQ((10 + header) % 64, 0u);
-  EXPECT_EQ(npy[10 + header - 1], '\n');
-  EXPECT_NE(npy.find("'shape': (2, 3,)"), std::string::npos) << npy.substr(10, header);
-  EXPECT_EQ(npy.size(), 10 + header + 6 * sizeof(float));
-  EXPECT_NE(NpyBytes({{"b", {3}}, {1, 2, 3}}).find("'shape': (3, )"), std::string::npos);
-}
-
-TEST(ModelFileTest, WritesOnlyNpzOrPt) {
-  const std::string dir = TempDir();
-  Model model;
-  model.tensors.push_back({{"w", {2}}, {1, 2}});
-  EXPECT_TRUE(absl::IsInvalidArgument(WriteModel(model, dir + "/model.bin")));
-  EXPECT_FALSE(Exists(dir + "/model.bin"));
-  ASSERT_TRUE(WriteModel(model, dir + "/model.npz").ok());
-  ASSERT_TRUE(WriteModel(model, dir + "/model.pt").ok());
-  EXPECT_TRUE(Exists(dir + "/model.pt"));
-  EXPECT_FALSE(Exists(dir + "/model.pt.partial"));
 }
 
 TEST(ModelFileTest, SeedsANewJobWithTheModelOnly) {

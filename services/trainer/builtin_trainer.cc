@@ -3,6 +3,7 @@
 #include <algorithm>
 
 #include "base/status_macros.h"
+#include "tensor/model_file.h"
 
 namespace syncopate::trainer {
 
@@ -16,6 +17,14 @@ BuiltinTrainer::BuiltinTrainer(BuiltinOptions options, compute::Model& model,
       train_(train),
       test_(test),
       sampler_(train.size(), options.batch_size, options.seed) {}
+
+absl::Status BuiltinTrainer::SaveModel(const std::vector<std::string>& paths) const {
+  tensor::TensorMap values;
+  RETURN_IF_ERROR(parameters_.Read(&values));
+  ASSIGN_OR_RETURN(const tensor::Model model, tensor::ModelOf(parameters_.Specs(), values));
+  for (const std::string& path : paths) RETURN_IF_ERROR(tensor::WriteModel(model, path));
+  return absl::OkStatus();
+}
 
 double BuiltinTrainer::Evaluate(const tensor::TensorMap& model) {
   if (!eval_model_.WriteParameters(model).ok()) return 0;

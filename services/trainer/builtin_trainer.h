@@ -5,6 +5,7 @@
 #define SYNCOPATE_TRAINER_BUILTIN_TRAINER_H_
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -37,6 +38,8 @@ class BuiltinTrainer {
   double Evaluate(const tensor::TensorMap& model);
   // Starts `session` (over parameters()) and trains until it ends; its outcome.
   absl::Status Run(client::JobClient& job);
+  // Writes the model as it is now to each of `paths` (.npz or .pt: tensor/model_file.h).
+  absl::Status SaveModel(const std::vector<std::string>& paths) const;
 
  private:
   const BuiltinOptions options_;

@@ -3,6 +3,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/synchronization/notification.h"
 #include "base/allocator.h"
 #include "base/flags.h"
@@ -13,6 +14,7 @@
 #include "data/dataset.h"
 #include "rpc/credentials.h"
 #include "rpc/poll_engine.h"
+#include "tensor/model_file.h"
 #include "trainer/builtin_trainer.h"
 
 namespace {
@@ -57,6 +59,7 @@ int main(int argc, char** argv) {
   std::string ingress_rate;
   std::string ready_file;
   std::string trace_file;
+  std::vector<std::string> save_model;
   std::string log_level = "info";
   std::string tls_dir;
   bool insecure = false;
@@ -128,6 +131,10 @@ int main(int argc, char** argv) {
       ->check(CLI::PositiveNumber);
   app.add_option("--ready-file", ready_file, "Write the metrics port here once running");
   app.add_option("--trace-file", trace_file, "Append a JSON-lines trace of clocks and pulls");
+  app.add_option("--save-model", save_model,
+                 "At a clean end, write this trainer's model to these files (.npz or .pt, "
+                 "comma-separated)")
+      ->delimiter(',');
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp)
       ->envname("SYNCOPATE_TLS_DIR");
@@ -147,6 +154,10 @@ int main(int argc, char** argv) {
       syncopate::rpc::CredentialsFromFlags(tls_dir, insecure, syncopate::rpc::Role::kTrainer);
   if (!credentials.ok()) return Fail(credentials.status(), kExitUsage);
   job_options.credentials = *credentials;
+  for (const std::string& path : save_model) {
+    absl::Status named = syncopate::tensor::CheckModelPath(path);
+    if (!named.ok()) return Fail(named, kExitUsage);
+  }
   auto eval_every = syncopate::base::ParseDuration(eval_interval);
   if (!eval_every.ok()) return Fail(eval_every.status(), kExitUsage);
   session_options.eval_interval = *eval_every;
@@ -239,5 +250,9 @@ int main(int argc, char** argv) {
   runner.join();
   if (absl::IsAborted(result)) return Fail(result, kExitEvicted);
   if (!result.ok()) return Fail(result);
+  if (!save_model.empty()) {
+    if (absl::Status saved = trainer.SaveModel(save_model); !saved.ok()) return Fail(saved);
+    spdlog::info("model written to {}", absl::StrJoin(save_model, ", "));
+  }
   return 0;
 }

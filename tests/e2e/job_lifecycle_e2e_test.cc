@@ -43,7 +43,7 @@ int RunPython(const std::string& code, const std::string& log) {
 
 bool FileExists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
-double Distance(const cli::Model& a, const cli::Model& b, double* norm) {
+double Distance(const tensor::Model& a, const tensor::Model& b, double* norm) {
   double d = 0, n = 0;
   for (size_t i = 0; i < a.tensors.size() && i < b.tensors.size(); ++i) {
     for (size_t j = 0; j < a.tensors[i].values.size(); ++j) {
@@ -132,8 +132,8 @@ TEST(JobLifecycleE2E, AScriptThatEndsOnItsOwnFinishesTheJobAndLeavesItsModel) {
       RunLocal(resumed, {"--mode=bsp", "--trainers=2", "--max-steps=2", "--model=mlp",
                          "--learning-rate=0.0001", "--resume-from=" + dir, "--time-limit=60s"});
   ASSERT_EQ(ExitCode(again), 0) << Read(resumed + ".out");
-  absl::StatusOr<cli::Model> before = cli::ReadCheckpointModel(dir + "/checkpoints");
-  absl::StatusOr<cli::Model> after = cli::ReadCheckpointModel(resumed + "/checkpoints");
+  absl::StatusOr<tensor::Model> before = cli::ReadCheckpointModel(dir + "/checkpoints");
+  absl::StatusOr<tensor::Model> after = cli::ReadCheckpointModel(resumed + "/checkpoints");
   ASSERT_TRUE(before.ok() && after.ok()) << before.status() << after.status();
   double norm = 0;
   const double moved = Distance(*before, *after, &norm);
@@ -191,6 +191,70 @@ TEST(JobLifecycleE2E, ACrashedTrainerIsRestartedAndJoinsAgain) {
       EXPECT_NE(p["pid"], victim) << "not restarted";
     }
   }
+}
+
+// Peer-to-peer modes keep the model in the trainers: the evaluator writes the final average it
+// evaluated into the run directory, and PyTorch gives it the accuracy the run reported.
+TEST(JobLifecycleE2E, ADsSyncJobLeavesTheFinalAverageItsEvaluatorReported) {
+  const std::string dir = MakeTempDir("p2p-model");
+  auto local =
+      StartLocal(dir, {"--mode=dssync", "--trainers=3", "--step-time=5ms", "--time-limit=300s"});
+  ASSERT_NE(local, nullptr);
+  std::string coordinator;
+  auto training = [&](const std::string& d) {
+    coordinator = CoordinatorAddress(d);
+    return !coordinator.empty() && ReadTrace(d, 2).size() > 20;
+  };
+  ASSERT_NE(PidOnceTraining(dir, 2, training), 0) << "trainer 2 never trained; see " << dir;
+  const int finish = RunBinary("syncopate",
+                               {"finish", "--coordinator=" + coordinator,
+                                "--tls-dir=" + dir + "/tls/operator", "--reason=enough"},
+                               dir + "/finish.out");
+  ASSERT_EQ(ExitCode(finish), 0) << Read(dir + "/finish.out");
+  const std::optional<int> status = local->Wait(absl::Minutes(2));
+  ASSERT_TRUE(status.has_value()) << "the run did not end; see " << dir;
+  ASSERT_EQ(ExitCode(*status), 0) << cli::DescribeExit(*status) << "; see " << dir;
+  const nlohmann::json summary = ReadJson(dir + "/summary.json");
+  ASSERT_FALSE(summary["final_average"]["accuracy"].is_null()) << "see " << dir;
+  const double reported = summary["final_average"]["accuracy"];
+  EXPECT_EQ(summary["model"]["error"], "") << summary["model"].dump();
+  EXPECT_EQ(summary["model"]["files"].size(), 2u) << summary["model"].dump();
+  const std::string log = dir + "/load.out";
+  const std::string code = absl::StrCat(
+      "import numpy as np, torch\n"
+      "import train\n"
+      "import syncopate.torch\n"
+      "npz = np.load('",
+      dir,
+      "/model.npz')\n"
+      "state = torch.load('",
+      dir,
+      "/model.pt', weights_only=True)\n"
+      "for k in state: assert np.array_equal(state[k].numpy(), npz[k]), k\n"
+      "model = train.BuiltinMlp()\n"
+      "syncopate.torch.load_into(model, '",
+      dir,
+      "/model.pt')\n"
+      "images, labels = train.load(train.DATA_DIR, 'test')\n"
+      "with torch.no_grad():\n"
+      "    accuracy = (model(images).argmax(1) == labels).float().mean().item()\n"
+      "print('accuracy', accuracy)\n"
+      "assert abs(accuracy - ",
+      reported, ") < 0.005, (accuracy, ", reported, ")\n");
+  EXPECT_EQ(ExitCode(RunPython(code, log)), 0) << Read(log);
+}
+
+TEST(JobLifecycleE2E, AModelFileOfAnotherKindIsRefusedBeforeTheTrainerJoins) {
+  const std::string dir = MakeTempDir("save-model-bad");
+  const std::string log = dir + "/trainer.out";
+  const int status = RunBinary("syncopate-trainer",
+                               {"--save-model=" + dir + "/model.bin", "--insecure",
+                                "--coordinator=127.0.0.1:1", "--metrics-listen=127.0.0.1:0"},
+                               log);
+  EXPECT_EQ(ExitCode(status), 2) << Read(log);
+  EXPECT_TRUE(absl::StrContains(Read(log), "must end in .npz (NumPy) or .pt (PyTorch)"))
+      << Read(log);
+  EXPECT_FALSE(FileExists(dir + "/model.bin"));
 }
 
 }  // namespace
