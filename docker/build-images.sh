@@ -21,7 +21,12 @@ if [ -z "${FROM_BUILD:-}" ]; then
     --build-arg "BUILD_BASE=${BUILD_BASE:-debian:bookworm}" \
     --build-arg "SYNCOPATE_CUDA=${SYNCOPATE_CUDA:-OFF}" "$ROOT"
 else
-  # The same /out as build.Dockerfile writes, from FROM_BUILD's binaries.
+  # The same /out as build.Dockerfile writes, from FROM_BUILD's binaries. Their runtime packages
+  # are looked up in this host's dpkg, so the host must be what the images run: Debian 12.
+  if ! grep -qx 'VERSION_CODENAME=bookworm' /etc/os-release 2>/dev/null; then
+    echo "FROM_BUILD needs a Debian 12 (bookworm) host; build in the image instead" >&2
+    exit 1
+  fi
   FROM_BUILD="$(cd "$FROM_BUILD" && pwd)"
   stage="$(mktemp -d)"
   trap 'rm -rf "$stage"' EXIT

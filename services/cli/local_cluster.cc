@@ -179,8 +179,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
 
 LocalCluster::~LocalCluster() { Stop(); }
 
-bool LocalCluster::RunsCommand(int rank) const {
-  const LocalClusterOptions& o = options_;
+bool RunsCommand(const LocalClusterOptions& o, int rank) {
   if (o.trainer_command.empty()) return false;
   return o.command_ranks.empty() ||
          std::find(o.command_ranks.begin(), o.command_ranks.end(), rank) != o.command_ranks.end();
@@ -253,11 +252,12 @@ absl::Status LocalCluster::LaunchCommand(int rank, double slowdown,
 absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
   next_rank_ = std::max(next_rank_, rank + 1);
   ASSIGN_OR_RETURN(auto credentials, CredentialsFlag(rpc::Role::kTrainer, rank));
-  if (RunsCommand(rank)) return LaunchCommand(rank, slowdown, credentials);
+  if (RunsCommand(options_, rank)) return LaunchCommand(rank, slowdown, credentials);
   std::vector<std::string> args = {absl::StrCat("--model=", options_.model), AsFlag(credentials)};
   for (const auto& setting : TrainerSettings(rank, slowdown)) args.push_back(AsFlag(setting));
-  // Peer-to-peer modes keep the model in the trainers: the job's evaluator (rank 0 while it
-  // lives) writes its own at its end, where the stores' model goes in the other modes.
+  // Peer-to-peer modes keep the model in the trainers: trainer 0, the job's evaluator while it
+  // lives, writes its own at its end, where the stores' model goes in the other modes (no other
+  // rank writes one when it died).
   if (rank == 0 && sync::FindMode(options_.policy.mode)->peer_to_peer()) {
     args.push_back(
         absl::StrCat("--save-model=", absl::StrJoin(RunModelFiles(options_.run_dir), ",")));

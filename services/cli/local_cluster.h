@@ -89,6 +89,9 @@ struct LocalClusterOptions {
 // the stores' checkpoints, or by the evaluator itself in the peer-to-peer modes).
 std::vector<std::string> RunModelFiles(const std::string& run_dir);
 
+// Whether trainer `rank` runs the user's program (trainer_command) rather than syncopate-trainer.
+bool RunsCommand(const LocalClusterOptions& options, int rank);
+
 // A process of the cluster and where it serves.
 struct Endpoint {
   std::string role;  // "store", "coordinator", "trainer"
@@ -161,7 +164,6 @@ class LocalCluster {
   // CredentialsFlag) among its settings.
   absl::Status LaunchCommand(int rank, double slowdown,
                              const std::pair<std::string, std::string>& credentials);
-  bool RunsCommand(int rank) const;
   // Launches syncopate-`role` with `args`, serving on `grpc_port` and `metrics_port` (0: any).
   absl::Status Launch(const std::string& role, int index, std::vector<std::string> args,
                       bool wait_ready, int grpc_port = 0, int metrics_port = 0);

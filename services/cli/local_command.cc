@@ -219,15 +219,16 @@ void ExportFinalModel(const LocalRunOptions& options, RunSummary* summary) {
       if (access(path.c_str(), R_OK) == 0) summary->model_files.push_back(path);
     }
     if (summary->model_files.size() == paths.size()) return;
-    const std::vector<int>& ranks = options.cluster.command_ranks;
-    const bool script = !options.cluster.trainer_command.empty() &&
-                        (ranks.empty() || std::find(ranks.begin(), ranks.end(), 0) != ranks.end());
+    summary->model_files.clear();
     summary->model_error =
         options.cluster.external_trainers
-            ? "peer-to-peer modes keep the model in the trainers: start trainer 0 with "
-              "--save-model"
-        : script ? "peer-to-peer modes keep the model in the trainers: save it from your script"
-                 : "trainer 0, the evaluator, wrote no model (it did not end cleanly; see its log)";
+            ? absl::StrCat(
+                  "peer-to-peer modes keep the model in the trainers: start trainer 0 "
+                  "with --save-model=",
+                  absl::StrJoin(paths, ","))
+        : RunsCommand(options.cluster, 0)
+            ? "peer-to-peer modes keep the model in the trainers: save it from your script"
+            : "trainer 0, the evaluator, wrote no model (it did not end cleanly; see its log)";
     return;
   }
   absl::StatusOr<tensor::Model> model =
@@ -327,6 +328,8 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
     std::fprintf(stderr, "), logs in %s\n", options.cluster.run_dir.c_str());
   }
 
+  // A run directory used before must not pass its model off as this run's.
+  for (const std::string& path : RunModelFiles(options.cluster.run_dir)) unlink(path.c_str());
   ASSIGN_OR_RETURN(std::unique_ptr<LocalCluster> cluster, LocalCluster::Start(options.cluster));
   if (options.cluster.external_trainers) PrintTrainerSettings(options.cluster, *cluster);
   std::unique_ptr<LocalPrometheus> prometheus;
@@ -565,6 +568,11 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   if (prometheus) prometheus->Stop();
   AuditPushesOf(options, status, &summary);
   ExportFinalModel(options, &summary);
+  // Under dssync the evaluator's model is the final average it evaluated.
+  if (!summary.model_files.empty() && summary.final_average_round > 0 &&
+      sync::FindMode(options.cluster.policy.mode)->peer_to_peer()) {
+    summary.model_round = summary.final_average_round;
+  }
   RETURN_IF_ERROR(WriteReport(options.cluster.run_dir, summary));
   if (!failure.ok()) {
     return absl::Status(failure.code(), absl::StrCat(failure.message(), " (logs in ",

@@ -83,10 +83,11 @@ struct RunSummary {
   std::string push_audit_error;
   bool faulty() const { return !faults.empty() || store_restarts > 0 || !failure.empty(); }
   // The trained model as the job left it (store modes: the stores' last checkpoint, its last
-  // closed round or the live model), written into the run directory as model.npz and model.pt;
-  // model_error says why not when it could not be.
+  // closed round or the live model; peer-to-peer modes: the evaluator's, under dssync the final
+  // average), written into the run directory as model.npz and model.pt; model_error says why not
+  // when it could not be.
   std::vector<std::string> model_files;
-  int64_t model_round = 0;  // 0: the live model (immediate modes)
+  int64_t model_round = 0;  // 0: the live model (immediate modes, or a trainer's own)
   std::string model_error;
   std::vector<TrainerSummary> per_trainer;
   std::vector<std::pair<double, double>> accuracy;  // (elapsed seconds, accuracy)

@@ -36,13 +36,10 @@ std::string LocalHostOf(const std::string& address) {
   return host;
 }
 
-// Opens and at once closes one connection to host:port, waiting at most 100 ms for it.
-void Knock(const std::string& host, int port) {
-  addrinfo hints{};
-  hints.ai_socktype = SOCK_STREAM;
-  addrinfo* found = nullptr;
-  if (getaddrinfo(host.c_str(), std::to_string(port).c_str(), &hints, &found) != 0) return;
-  for (addrinfo* a = found; a != nullptr; a = a->ai_next) {
+// Opens and at once closes one connection to the first of `addresses` that takes it, waiting at
+// most 100 ms for each.
+void Knock(const addrinfo* addresses) {
+  for (const addrinfo* a = addresses; a != nullptr; a = a->ai_next) {
     const int fd = socket(a->ai_family, a->ai_socktype | SOCK_CLOEXEC, a->ai_protocol);
     if (fd < 0) continue;
     const timeval limit{0, 100000};
@@ -51,7 +48,6 @@ void Knock(const std::string& host, int port) {
     close(fd);
     if (connected) break;
   }
-  freeaddrinfo(found);
 }
 
 }  // namespace
@@ -68,16 +64,24 @@ MetricsServer::~MetricsServer() {
   // civetweb's accept loop sees the stop only when its poll returns, which without a connection
   // takes its 2 s quantum: every process would take that long to exit. Connections wake it, so
   // this knocks on the port until the exposer is gone (each knock is accepted, read to its end
-  // and closed).
+  // and closed). The address is resolved once: a name must not cost a lookup per knock.
+  addrinfo hints{};
+  hints.ai_socktype = SOCK_STREAM;
+  addrinfo* addresses = nullptr;
+  if (getaddrinfo(host_.c_str(), std::to_string(port_).c_str(), &hints, &addresses) != 0) {
+    exposer_.reset();  // no knocking: the stop takes up to the poll's 2 s
+    return;
+  }
   absl::Notification stopped;
   std::thread knocker([&] {
     do {
-      Knock(host_, port_);
+      Knock(addresses);
     } while (!stopped.WaitForNotificationWithTimeout(absl::Milliseconds(5)));
   });
   exposer_.reset();
   stopped.Notify();
   knocker.join();
+  freeaddrinfo(addresses);
 }
 
 absl::StatusOr<std::unique_ptr<MetricsServer>> MetricsServer::Start(const std::string& address) {

@@ -63,7 +63,9 @@ TEST(MetricsServer, StoppingClosesThePortOnEveryAddress) {
     const int port = (*server)->port();
     ASSERT_NE(Scrape(port), "") << address;
     server->reset();
-    EXPECT_EQ(Connect(port), -1) << address << ": the port still accepts";
+    const int after = Connect(port);
+    EXPECT_EQ(after, -1) << address << ": the port still accepts";
+    if (after >= 0) close(after);
   }
 }
 

@@ -1,7 +1,7 @@
 // A trained model in files that NumPy and PyTorch load without Syncopate: `.npz` (one float32
 // array per tensor, named as the job names it) or `.pt` (a torch.save state dict of float32 CPU
-// tensors under the same names, loadable with torch.load(path, weights_only=True)). The store
-// shards' checkpoints (cli/model_file.h) and a trainer's own parameters are written this way.
+// tensors under the same names, loadable with torch.load(path, weights_only=True)). A run's model
+// from the store shards' checkpoints and a trainer's own parameters are written this way.
 #ifndef SYNCOPATE_TENSOR_MODEL_FILE_H_
 #define SYNCOPATE_TENSOR_MODEL_FILE_H_
 

@@ -15,7 +15,7 @@
 # installed dockerd that does not start is a failure, with its log's tail.
 set -euo pipefail
 ROOT="$(cd "$(dirname "$0")/../.." && pwd)"
-BIN="$(cd "${1:?usage: $0 BIN_DIR (for syncopate certs)}" && pwd)"
+BIN="$(cd "${1:?usage: $0 BIN_DIR (the build's bin/: the images' binaries, syncopate certs)}" && pwd)"
 WORK="$(mktemp -d /tmp/syncopate-container-XXXXXX)"
 DOCKER_ROOT="${SYNCOPATE_DOCKER_ROOT:-/var/tmp/syncopate-docker}"
 MIRROR="${SYNCOPATE_DEBIAN_MIRROR:-http://deb.debian.org/debian}"

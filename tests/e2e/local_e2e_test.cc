@@ -53,7 +53,7 @@ TEST_P(KillTrainer, OthersContinueAndTheRunFinishes) {
   std::replace(mode.begin(), mode.end(), '_', '-');
   const std::string dir = MakeTempDir("kill-" + mode);
   auto local = StartLocal(dir, {"--mode=" + mode, "--trainers=3", "--target-accuracy=0.99",
-                                "--time-limit=8s", "--eviction-timeout=3s"});
+                                "--time-limit=12s", "--eviction-timeout=3s"});
   ASSERT_NE(local, nullptr);
   // Wait (bounded) until trainer 2 is training, then kill it hard.
   const int victim =

@@ -111,7 +111,7 @@ TEST_P(P2PJoiner, TakesItsPeersModels) {
   const std::string dir = MakeTempDir("p2p-joiner-" + mode);
   // dssync with one group: the joiner's group always holds a trained peer.
   const int status = RunLocal(dir, {"--mode=" + mode, "--trainers=2", "--scale-events=3s:+1",
-                                    "--groups=1", "--target-accuracy=0.99", "--time-limit=15s"});
+                                    "--groups=1", "--target-accuracy=0.99", "--time-limit=20s"});
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
   int64_t start = -1;
   std::vector<nlohmann::json> exchanges;
@@ -187,7 +187,7 @@ TEST(P2PE2E, ADeadTrainerReleasesItsPeers) {
   // the dead trainer's stream breaks, must be what releases the peers waiting for its model.
   const std::string dir = MakeTempDir("p2p-kill");
   auto local = StartLocal(
-      dir, {"--mode=selmcast", "--trainers=3", "--target-accuracy=0.99", "--time-limit=8s",
+      dir, {"--mode=selmcast", "--trainers=3", "--target-accuracy=0.99", "--time-limit=12s",
             "--eviction-timeout=3s", "--exchange-timeout=120s", "--p=1"});
   ASSERT_NE(local, nullptr);
   const int victim =

@@ -73,7 +73,7 @@ TEST(PyTorchE2E, AKilledTrainerIsEvictedAndTheOthersGoOn) {
   const std::string dir = MakeTempDir("pytorch-kill");
   auto local =
       StartLocal(dir, {"--mode=bsp", "--trainers=3", "--trainer-command=" + TrainCommand("mlp"),
-                       "--target-accuracy=0.99", "--time-limit=10s", "--eviction-timeout=3s"});
+                       "--target-accuracy=0.99", "--time-limit=12s", "--eviction-timeout=3s"});
   ASSERT_NE(local, nullptr);
   const int victim =
       PidOnceTraining(dir, 2, [](const std::string& d) { return ReadTrace(d, 2).size() > 30; });
