@@ -218,7 +218,11 @@ void ExportFinalModel(const LocalRunOptions& options, RunSummary* summary) {
     for (const std::string& path : paths) {
       if (access(path.c_str(), R_OK) == 0) summary->model_files.push_back(path);
     }
-    if (summary->model_files.size() == paths.size()) return;
+    if (summary->model_files.size() == paths.size()) {
+      // Under dssync the evaluator's model is the final average it evaluated.
+      summary->model_round = summary->final_average_round;
+      return;
+    }
     summary->model_files.clear();
     summary->model_error =
         options.cluster.external_trainers
@@ -567,12 +571,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   cluster->Stop();
   if (prometheus) prometheus->Stop();
   AuditPushesOf(options, status, &summary);
-  ExportFinalModel(options, &summary);
-  // Under dssync the evaluator's model is the final average it evaluated.
-  if (!summary.model_files.empty() && summary.final_average_round > 0 &&
-      sync::FindMode(options.cluster.policy.mode)->peer_to_peer()) {
-    summary.model_round = summary.final_average_round;
-  }
+  ExportFinalModel(options, &summary);  // after FillFromStatus: it reads the final average
   RETURN_IF_ERROR(WriteReport(options.cluster.run_dir, summary));
   if (!failure.ok()) {
     return absl::Status(failure.code(), absl::StrCat(failure.message(), " (logs in ",

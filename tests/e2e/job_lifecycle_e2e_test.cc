@@ -43,6 +43,34 @@ int RunPython(const std::string& code, const std::string& log) {
 
 bool FileExists(const std::string& path) { return access(path.c_str(), F_OK) == 0; }
 
+// Python that checks DIR/model.pt and DIR/model.npz hold the same tensors, loads them into the
+// example's MLP through syncopate.torch.load_into, and asserts its test accuracy is within
+// `tolerance` of `reported`. Leaves `train` and `syncopate` imported for more checks.
+std::string ScoreModelPython(const std::string& dir, double reported, double tolerance) {
+  return absl::StrCat(
+      "import numpy as np, torch\n"
+      "import train\n"
+      "import syncopate.torch\n"
+      "state = torch.load('",
+      dir,
+      "/model.pt', weights_only=True)\n"
+      "npz = np.load('",
+      dir,
+      "/model.npz')\n"
+      "assert sorted(state) == sorted(npz.files), (sorted(state), npz.files)\n"
+      "for k in state: assert np.array_equal(state[k].numpy(), npz[k]), k\n"
+      "model = train.BuiltinMlp()\n"
+      "syncopate.torch.load_into(model, '",
+      dir,
+      "/model.pt')\n"
+      "images, labels = train.load(train.DATA_DIR, 'test')\n"
+      "with torch.no_grad():\n"
+      "    accuracy = (model(images).argmax(1) == labels).float().mean().item()\n"
+      "print('accuracy', accuracy)\n"
+      "assert abs(accuracy - ",
+      reported, ") < ", tolerance, ", (accuracy, ", reported, ")\n");
+}
+
 double Distance(const tensor::Model& a, const tensor::Model& b, double* norm) {
   double d = 0, n = 0;
   for (size_t i = 0; i < a.tensors.size() && i < b.tensors.size(); ++i) {
@@ -83,28 +111,7 @@ TEST(JobLifecycleE2E, AScriptThatEndsOnItsOwnFinishesTheJobAndLeavesItsModel) {
   // weights_only, then through syncopate.torch.load_into.
   const std::string log = dir + "/load.out";
   const std::string code = absl::StrCat(
-      "import numpy as np, torch\n"
-      "import train\n"
-      "import syncopate.torch\n"
-      "state = torch.load('",
-      dir,
-      "/model.pt', weights_only=True)\n"
-      "npz = np.load('",
-      dir,
-      "/model.npz')\n"
-      "assert sorted(state) == sorted(npz.files), (sorted(state), npz.files)\n"
-      "for k in state: assert np.array_equal(state[k].numpy(), npz[k]), k\n"
-      "model = train.BuiltinMlp()\n"
-      "syncopate.torch.load_into(model, '",
-      dir,
-      "/model.pt')\n"
-      "images, labels = train.load(train.DATA_DIR, 'test')\n"
-      "with torch.no_grad():\n"
-      "    accuracy = (model(images).argmax(1) == labels).float().mean().item()\n"
-      "print('accuracy', accuracy)\n"
-      "assert abs(accuracy - ",
-      reported, ") < 0.05, (accuracy, ", reported,
-      ")\n"
+      ScoreModelPython(dir, reported, 0.05),
       "try:\n"
       "    syncopate.torch.load_into(train.Cnn(), '",
       dir,
@@ -220,27 +227,7 @@ TEST(JobLifecycleE2E, ADsSyncJobLeavesTheFinalAverageItsEvaluatorReported) {
   EXPECT_EQ(summary["model"]["error"], "") << summary["model"].dump();
   EXPECT_EQ(summary["model"]["files"].size(), 2u) << summary["model"].dump();
   const std::string log = dir + "/load.out";
-  const std::string code = absl::StrCat(
-      "import numpy as np, torch\n"
-      "import train\n"
-      "import syncopate.torch\n"
-      "npz = np.load('",
-      dir,
-      "/model.npz')\n"
-      "state = torch.load('",
-      dir,
-      "/model.pt', weights_only=True)\n"
-      "for k in state: assert np.array_equal(state[k].numpy(), npz[k]), k\n"
-      "model = train.BuiltinMlp()\n"
-      "syncopate.torch.load_into(model, '",
-      dir,
-      "/model.pt')\n"
-      "images, labels = train.load(train.DATA_DIR, 'test')\n"
-      "with torch.no_grad():\n"
-      "    accuracy = (model(images).argmax(1) == labels).float().mean().item()\n"
-      "print('accuracy', accuracy)\n"
-      "assert abs(accuracy - ",
-      reported, ") < 0.005, (accuracy, ", reported, ")\n");
+  const std::string code = ScoreModelPython(dir, reported, 0.005);
   EXPECT_EQ(ExitCode(RunPython(code, log)), 0) << Read(log);
 }
 
