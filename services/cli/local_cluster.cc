@@ -152,7 +152,8 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
          absl::StrCat("--exchange-timeout=", Seconds(options.exchange_timeout)),
          absl::StrCat("--min-trainers=", options.trainers),
          absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout)),
-         absl::StrCat("--progress-timeout=", Seconds(options.progress_timeout))});
+         absl::StrCat("--progress-timeout=", Seconds(options.progress_timeout)),
+         absl::StrCat("--recovery-window=", Seconds(options.recovery_window))});
     RETURN_IF_ERROR(
         cluster->Launch("coordinator", 0, coordinator_args, true, options.coordinator_port));
     cluster->coordinator_ = v1::Coordinator::NewStub(rpc::MakeChannel(

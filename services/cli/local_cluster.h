@@ -39,6 +39,9 @@ struct LocalClusterOptions {
   // The coordinator evicts a trainer that reported no clock this long while others waited for
   // it (0: never); a trainer that pauses on purpose says so (Session::Pause) and is spared.
   absl::Duration progress_timeout = absl::Seconds(60);
+  // How long a restarted coordinator waits for the job's trainers to resume (its
+  // --recovery-window): one that has not is out of the job.
+  absl::Duration recovery_window = absl::Seconds(10);
   // Each trainer leaves after this many steps (0: no limit): the built-in trainer's --max-steps, a
   // script's SYNCOPATE_MAX_STEPS. When every trainer has left so, the job is finished.
   int64_t max_steps = 0;

@@ -124,6 +124,7 @@ struct ScenarioFlags {
   std::string time_limit = "120s";
   std::string eviction_timeout = "5s";
   std::string progress_timeout = "60s";
+  std::string recovery_window = "10s";
   double target_accuracy = 0;
   CLI::Option* target_option = nullptr;
   std::string eval_interval = "1s";
@@ -162,6 +163,10 @@ struct ScenarioFlags {
                     "Evict a trainer that reported no step this long while others waited for it "
                     "(it heartbeats, but its training is stuck; a pause it declares is spared); "
                     "0s: never");
+    cmd->add_option("--recovery-window", recovery_window,
+                    "How long a restarted coordinator waits for the job's trainers to resume; one "
+                    "that has not by then is out of the job, and rounds and a final average go "
+                    "on without it");
     cmd->add_option("--seed", c.seed, "Seed of model initialisation and batches");
     cmd->add_flag("--prometheus", run.prometheus,
                   "Also run a real Prometheus (Debian's package) scraping every process");
@@ -233,6 +238,7 @@ struct ScenarioFlags {
     for (auto [text, out] : {std::pair{&time_limit, &run.time_limit},
                              std::pair{&eviction_timeout, &run.cluster.eviction_timeout},
                              std::pair{&progress_timeout, &run.cluster.progress_timeout},
+                             std::pair{&recovery_window, &run.cluster.recovery_window},
                              std::pair{&eval_interval, &run.cluster.eval_interval},
                              std::pair{&step_time, &run.cluster.step_time},
                              std::pair{&alert_for, &run.prometheus_options.alert_for},
