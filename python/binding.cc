@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "client/job_client.h"
 #include "rpc/poll_engine.h"
+#include "tensor/model_file.h"
 
 namespace py = pybind11;
 
@@ -194,6 +195,26 @@ class PySession {
     }
     RaiseIfInterrupted();
   }
+  // Writes the parameters' values now (the job's model once training is over) to each of `paths`
+  // (.npz or .pt, tensor/model_file.h). Every path is checked before anything is written.
+  void SaveModel(const std::vector<std::string>& paths) {
+    for (const std::string& path : paths) {
+      if (absl::Status named = tensor::CheckModelPath(path); !named.ok()) Raise(named);
+    }
+    tensor::TensorMap values;
+    absl::Status read = parameters_.Read(&values);  // a callback takes the GIL it holds already
+    RaiseIfInterrupted();
+    if (!read.ok()) Raise(read);
+    absl::StatusOr<tensor::Model> model = tensor::ModelOf(parameters_.Specs(), values);
+    if (!model.ok()) Raise(model.status());
+    py::gil_scoped_release release;
+    for (const std::string& path : paths) {
+      if (absl::Status written = tensor::WriteModel(*model, path); !written.ok()) {
+        py::gil_scoped_acquire gil;
+        Raise(written);
+      }
+    }
+  }
   bool final_accuracy_due() { return job_ && job_->session().final_accuracy_due(); }
 
   // These may come from a thread of the caller's (a background evaluation) while the training
@@ -311,6 +332,7 @@ PYBIND11_MODULE(_syncopate, m) {
       .def("request_stop", &PySession::RequestStop)
       .def("set_paused", &PySession::SetPaused)
       .def("close", &PySession::Close, py::arg("final_accuracy") = py::none())
+      .def("save_model", &PySession::SaveModel)
       .def("final_accuracy_due", &PySession::final_accuracy_due)
       .def("evaluation_due", &PySession::evaluation_due)
       .def("report_accuracy", &PySession::ReportAccuracy)

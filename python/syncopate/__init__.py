@@ -51,6 +51,7 @@ ENVIRONMENT = {
     "directive_timeout": "SYNCOPATE_DIRECTIVE_TIMEOUT",  # seconds without a directive (120)
     "tls_dir": "SYNCOPATE_TLS_DIR",  # ca.crt, tls.crt, tls.key: mutual TLS (docs/security.md)
     "insecure": "SYNCOPATE_INSECURE",  # true: no TLS (one of tls_dir and insecure is required)
+    "save_model": "SYNCOPATE_SAVE_MODEL",  # at a clean end, write the model here (.npz, .pt; a,b)
 }
 
 _DEFAULTS = {
@@ -74,6 +75,7 @@ _DEFAULTS = {
     "directive_timeout": 120.0,
     "tls_dir": "",
     "insecure": False,
+    "save_model": "",
 }
 
 
@@ -110,6 +112,13 @@ def _flag(value) -> bool:
     raise ValueError(value)
 
 
+def _model_paths(paths) -> list:
+    """Model file paths from one path, a comma-separated list of them, or a sequence."""
+    if isinstance(paths, str):
+        return [p.strip() for p in paths.split(",") if p.strip()]
+    return [str(p) for p in paths]
+
+
 def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
     options = {}
     for key, default in _DEFAULTS.items():
@@ -143,6 +152,11 @@ def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
     for key in ("rpc_timeout", "join_timeout", "directive_timeout"):
         if options[key] <= 0:
             raise SyncopateError("INVALID_ARGUMENT", f"{key} must be positive, not {options[key]}")
+    bad = [path for path in _model_paths(options["save_model"]) if not path.endswith((".npz", ".pt"))]
+    if bad:
+        raise SyncopateError(
+            "INVALID_ARGUMENT", f"save_model (or SYNCOPATE_SAVE_MODEL): a model file ends in .npz or .pt, not {bad[0]!r}"
+        )
     for key in ("max_steps", "max_rejoins", "eval_interval", "step_time"):
         if options[key] < 0:
             raise SyncopateError("INVALID_ARGUMENT", f"{key} cannot be negative, not {options[key]}")
@@ -191,6 +205,7 @@ class Session:
         directive_timeout: Optional[float] = None,
         tls_dir: Optional[str] = None,
         insecure: Optional[bool] = None,
+        save_model: Optional[str] = None,
         handle_sigterm: bool = True,
     ):
         given = dict(locals())
@@ -200,6 +215,7 @@ class Session:
         self._previous_sigterm = None
         self._started = False
         self._closed = False
+        self._finished = False  # step() returned False: training is over
         # Set by syncopate.torch for tensors the library cannot address: copies them into the
         # registered host arrays before start() and step() (they read them) and back after.
         self._staging = None
@@ -252,10 +268,12 @@ class Session:
     def step(self, loss: float = 0.0) -> bool:
         """Call after each local training step. True: go on; False: training is over."""
         if self._staging is None:
-            return self._session.step(float(loss))
-        self._staging.to_host()
-        more = self._session.step(float(loss))
-        self._staging.from_host()
+            more = self._session.step(float(loss))
+        else:
+            self._staging.to_host()
+            more = self._session.step(float(loss))
+            self._staging.from_host()
+        self._finished = not more
         return more
 
     @property
@@ -324,6 +342,16 @@ class Session:
         finally:
             self._session.set_paused(False)
 
+    def save_model(self, path) -> None:
+        """Writes the registered parameters as they are now (after training: the job's model;
+        under dssync, the final average) to `path`, a .npz or .pt file that
+        syncopate.torch.load_into, NumPy and PyTorch read, as RUN_DIR/model.npz and model.pt are
+        written; a list of paths writes each. Every path is checked first (SyncopateError
+        INVALID_ARGUMENT, nothing written). With the save_model option (SYNCOPATE_SAVE_MODEL, which
+        `syncopate local` gives trainer 0 in peer-to-peer modes) close() does this by itself at a
+        clean end."""
+        self._session.save_model(_model_paths(path))
+
     def request_stop(self) -> None:
         """Asks the session to end: the next step() returns False. Safe from a signal handler."""
         self._session.request_stop()
@@ -331,9 +359,14 @@ class Session:
     def close(self, final_accuracy: Optional[float] = None) -> None:
         """Leaves the job (if still in it) and stops the session's threads. Idempotent.
         `final_accuracy` (in [0, 1]): the final average's test accuracy, when final_evaluation_due;
-        the job reports it (summary.json's final_average)."""
+        the job reports it (summary.json's final_average). At a clean end (step() returned
+        False, and no exception left a `with` block) with the save_model option, writes the model
+        there (save_model) after leaving."""
         if final_accuracy is not None and not 0.0 <= float(final_accuracy) <= 1.0:
             raise SyncopateError("INVALID_ARGUMENT", f"an accuracy is in [0, 1], got {final_accuracy}")
+        self._close(final_accuracy, clean=True)
+
+    def _close(self, final_accuracy: Optional[float], clean: bool) -> None:
         if self._closed:
             return
         self._closed = True  # before the call, which releases the GIL: one close leaves
@@ -341,14 +374,17 @@ class Session:
             if final_accuracy is not None:
                 self._session.close(float(final_accuracy))
             self._finalizer()
+            # A clean end: training is over and the script got there without an exception.
+            if clean and self._finished and self._options["save_model"]:
+                self.save_model(self._options["save_model"])
         finally:
             self._restore_sigterm()
 
     def __enter__(self) -> "Session":
         return self.start()
 
-    def __exit__(self, *exc) -> None:
-        self.close()
+    def __exit__(self, exc_type, exc, traceback) -> None:
+        self._close(None, clean=exc_type is None)
 
     def _install_sigterm(self) -> None:
         if not self._handle_sigterm or threading.current_thread() is not threading.main_thread():

@@ -107,7 +107,13 @@ def test_a_session_whose_certificate_directory_is_missing_fails_to_start(tmp_pat
 
 
 def test_bad_timeouts_and_limits_are_refused():
-    for bad in ({"rpc_timeout": 0}, {"join_timeout": -1}, {"directive_timeout": "0s"}, {"max_steps": -1}):
+    for bad in (
+        {"rpc_timeout": 0},
+        {"join_timeout": -1},
+        {"directive_timeout": "0s"},
+        {"max_steps": -1},
+        {"save_model": "model.npz,model.bin"},
+    ):
         with pytest.raises(syncopate.SyncopateError) as e:
             syncopate.Session(coordinator="127.0.0.1:1", **bad)
         assert e.value.code == "INVALID_ARGUMENT", bad
@@ -182,12 +188,12 @@ def test_bsp_writes_the_round_into_the_callers_own_arrays_and_releases_the_gil(c
     b.close()
 
 
-def _train_dssync_to_its_final_average(cluster, wa, wb):
+def _train_dssync_to_its_final_average(cluster, wa, wb, **a_options):
     """Two dssync trainers on `wa` and `wb`, trained until the coordinator ends training (the
     evaluator, a, reports 0.9 against a target of 0.5) and both averaged their models in the final
     round. Returns the sessions and which of them owes the final average's accuracy."""
     cluster.start(mode="dssync", trainers=2, extra=["--target-accuracy=0.5"])
-    a = syncopate.Session({"w": wa}, coordinator=cluster.coordinator, rank=0, eval_interval=0)
+    a = syncopate.Session({"w": wa}, coordinator=cluster.coordinator, rank=0, eval_interval=0, **a_options)
     b = syncopate.Session({"w": wb}, coordinator=cluster.coordinator, rank=1)
     _start_both(a, b)
     due = {}
@@ -210,17 +216,26 @@ def _train_dssync_to_its_final_average(cluster, wa, wb):
 
 
 def test_under_dssync_the_evaluator_leaves_with_the_final_averages_accuracy(cluster, tmp_path):
-    # The last step() returns False with the average.
+    # The last step() returns False with the average, which the evaluator's clean close() writes
+    # where its save_model option says (as `syncopate local` asks of trainer 0).
     wa, wb = w(0, 0), w(2, 2)
-    a, b, due = _train_dssync_to_its_final_average(cluster, wa, wb)
+    saved = [str(tmp_path / "final.npz"), str(tmp_path / "final.pt")]
+    a, b, due = _train_dssync_to_its_final_average(cluster, wa, wb, save_model=",".join(saved))
     assert due == {"a": True, "b": False}
     np.testing.assert_allclose(wa, wb, rtol=1e-6)  # one model
     with pytest.raises(syncopate.SyncopateError) as e:
         a.close(final_accuracy=1.5)
     assert e.value.code == "INVALID_ARGUMENT"
     assert a.final_evaluation_due, "a refused close changes nothing"
+    assert not os.path.exists(saved[0]), "written at close, not before"
     a.close(final_accuracy=0.75)
     b.close()
+    with np.load(saved[0]) as npz:
+        assert npz.files == ["w"]
+        np.testing.assert_array_equal(npz["w"], wa)
+    import torch  # Debian's python3-torch; the state dict loads without syncopate
+
+    np.testing.assert_array_equal(torch.load(saved[1], weights_only=True)["w"].numpy(), wa)
     with pytest.raises(syncopate.SyncopateError):
         a.close(final_accuracy=float("nan"))  # refused even once closed
     log = tmp_path / "coordinator.log"
@@ -247,7 +262,7 @@ def test_ctrl_c_ends_a_close_that_waits_for_a_gone_coordinator(cluster, capfd):
         # The main thread's Python frame stands still on the call into the library's close:
         # seen twice, 100 ms apart, it is inside the call (the GIL released), not on its way in.
         frame = sys._current_frames().get(main)
-        if frame is None or frame.f_code.co_name != "close":
+        if frame is None or frame.f_code.co_name != "_close":
             return False
         if not frame.f_code.co_filename.endswith(os.path.join("syncopate", "__init__.py")):
             return False

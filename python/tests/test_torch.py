@@ -131,6 +131,26 @@ def test_load_into_checks_every_name_and_shape_before_changing_anything(tmp_path
         syncopate.torch.load_into(model, str(tmp_path / "model.bin"))
 
 
+def test_save_model_writes_what_load_into_reads_by_the_models_own_names(tmp_path):
+    torch.manual_seed(3)
+    model = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+    model[1].running_mean.fill_(0.25)
+    sync = syncopate.torch.attach(model, start=False, coordinator="127.0.0.1:1")
+    paths = [str(tmp_path / "model.npz"), str(tmp_path / "model.pt")]
+    with pytest.raises(syncopate.SyncopateError) as refused:
+        sync.save_model([paths[0], str(tmp_path / "model.bin")])
+    assert refused.value.code == "INVALID_ARGUMENT"
+    assert not os.path.exists(paths[0]), "nothing is written when a path is refused"
+    sync.save_model(paths)
+    for path in paths:
+        fresh = torch.nn.Sequential(torch.nn.Linear(3, 2), torch.nn.BatchNorm1d(2))
+        syncopate.torch.load_into(fresh, path)
+        for name, tensor in syncopate.torch.synchronised_tensors(fresh).items():
+            assert torch.equal(tensor, syncopate.torch.synchronised_tensors(model)[name]), (path, name)
+    sync.close()
+    assert sorted(os.listdir(tmp_path)) == ["model.npz", "model.pt"], "close() before a clean end saves nothing"
+
+
 class _FakeWorld:
     """What ShardSampler reads of a session: world_rank and world_size, changed by the test."""
 

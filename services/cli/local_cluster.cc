@@ -208,6 +208,12 @@ std::vector<std::pair<std::string, std::string>> LocalCluster::TrainerSettings(
       {"seed", absl::StrCat(o.seed)},
       {"trace-file", absl::StrCat(o.run_dir, "/trainer-", rank, ".trace.jsonl")}};
   if (o.max_steps > 0) settings.emplace_back("max-steps", absl::StrCat(o.max_steps));
+  // Peer-to-peer modes keep the model in the trainers: trainer 0, the job's evaluator while it
+  // lives, writes its own at its end, where the stores' model goes in the other modes (no other
+  // rank writes one when it died).
+  if (rank == 0 && sync::FindMode(o.policy.mode)->peer_to_peer()) {
+    settings.emplace_back("save-model", absl::StrJoin(RunModelFiles(o.run_dir), ","));
+  }
   for (const auto& [key, rates] :
        {std::pair{"egress-rate", &o.egress_rates}, std::pair{"ingress-rate", &o.ingress_rates}}) {
     if (const std::string rate = at(*rates, ""); !rate.empty()) settings.emplace_back(key, rate);
@@ -256,13 +262,6 @@ absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
   if (RunsCommand(options_, rank)) return LaunchCommand(rank, slowdown, credentials);
   std::vector<std::string> args = {absl::StrCat("--model=", options_.model), AsFlag(credentials)};
   for (const auto& setting : TrainerSettings(rank, slowdown)) args.push_back(AsFlag(setting));
-  // Peer-to-peer modes keep the model in the trainers: trainer 0, the job's evaluator while it
-  // lives, writes its own at its end, where the stores' model goes in the other modes (no other
-  // rank writes one when it died).
-  if (rank == 0 && sync::FindMode(options_.policy.mode)->peer_to_peer()) {
-    args.push_back(
-        absl::StrCat("--save-model=", absl::StrJoin(RunModelFiles(options_.run_dir), ",")));
-  }
   return Launch("trainer", rank, args, false);
 }
 
@@ -318,7 +317,8 @@ absl::Status LocalCluster::Launch(const std::string& role, int index, std::vecto
     for (const char* name :
          {"SYNCOPATE_COORDINATOR", "SYNCOPATE_NAME", "SYNCOPATE_RANK", "SYNCOPATE_WORLD",
           "SYNCOPATE_DATA_SHARD", "SYNCOPATE_TLS_DIR", "SYNCOPATE_INSECURE",
-          "SYNCOPATE_METRICS_LISTEN", "SYNCOPATE_PEER_LISTEN", "SYNCOPATE_PEER_ADDRESS"}) {
+          "SYNCOPATE_METRICS_LISTEN", "SYNCOPATE_PEER_LISTEN", "SYNCOPATE_PEER_ADDRESS",
+          "SYNCOPATE_SAVE_MODEL"}) {
       env[name] = "";
     }
   }
@@ -471,8 +471,15 @@ absl::Status LocalCluster::PrepareExternalTrainers() {
             ? "export SYNCOPATE_INSECURE=1\nunset SYNCOPATE_TLS_DIR\n"
             : absl::StrCat("export SYNCOPATE_TLS_DIR=", quoted(credentials.second),
                            "\nunset SYNCOPATE_INSECURE\n"));
-    RETURN_IF_ERROR(
-        base::WriteFileAtomically(absl::StrCat(options_.run_dir, "/trainer-", r, ".env"), env));
+    // Peer-to-peer modes: trainer 0 writes the job's model where the summary looks for it (from
+    // another host, the file stays there).
+    const std::string save_model =
+        r == 0 && sync::FindMode(options_.policy.mode)->peer_to_peer()
+            ? absl::StrCat("export SYNCOPATE_SAVE_MODEL=",
+                           quoted(absl::StrJoin(RunModelFiles(options_.run_dir), ",")), "\n")
+            : "";
+    RETURN_IF_ERROR(base::WriteFileAtomically(
+        absl::StrCat(options_.run_dir, "/trainer-", r, ".env"), env + save_model));
   }
   return absl::OkStatus();
 }

@@ -210,8 +210,8 @@ void PrintTrainerSettings(const LocalClusterOptions& options, const LocalCluster
 
 // The final model in RUN_DIR/model.npz and model.pt (RunModelFiles). Store modes: the model the
 // stores checkpointed at shutdown. Peer-to-peer modes: the evaluator (trainer 0) wrote its own as
-// it ended, unless it ran the user's script or did not end cleanly. A model that cannot be had is
-// said in the summary; the run itself stands.
+// it ended (the built-in trainer, or a script's session), unless it did not end cleanly. A model
+// that cannot be had is said in the summary; the run itself stands.
 void ExportFinalModel(const LocalRunOptions& options, RunSummary* summary) {
   const std::vector<std::string> paths = RunModelFiles(options.cluster.run_dir);
   if (sync::FindMode(options.cluster.policy.mode)->peer_to_peer()) {
@@ -231,7 +231,8 @@ void ExportFinalModel(const LocalRunOptions& options, RunSummary* summary) {
                   "with --save-model=",
                   absl::StrJoin(paths, ","))
         : RunsCommand(options.cluster, 0)
-            ? "peer-to-peer modes keep the model in the trainers: save it from your script"
+            ? "trainer 0's script wrote no model: its session writes one at a clean end, where "
+              "SYNCOPATE_SAVE_MODEL says (docs/python.md)"
             : "trainer 0, the evaluator, wrote no model (it did not end cleanly; see its log)";
     return;
   }

@@ -134,7 +134,8 @@ int main(int argc, char** argv) {
   app.add_option("--save-model", save_model,
                  "At a clean end, write this trainer's model to these files (.npz or .pt, "
                  "comma-separated)")
-      ->delimiter(',');
+      ->delimiter(',')
+      ->envname("SYNCOPATE_SAVE_MODEL");
   app.add_option("--log-level", log_level, "trace, debug, info, warn, error");
   app.add_option("--tls-dir", tls_dir, syncopate::rpc::kTlsDirFlagHelp)
       ->envname("SYNCOPATE_TLS_DIR");

@@ -46,8 +46,12 @@ TEST_P(PyTorchMode, ReachesTheTarget) {
   nlohmann::json summary = ReadJson(dir + "/summary.json");
   EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
   if (mode == "dssync") {
-    // train.py evaluates the final average and closes with its accuracy.
+    // train.py evaluates the final average and closes with its accuracy; trainer 0's session
+    // writes that model where `local` told it (SYNCOPATE_SAVE_MODEL).
     EXPECT_FALSE(summary["final_average"]["accuracy"].is_null()) << "see " << dir;
+    EXPECT_EQ(summary["model"]["error"], "") << summary["model"].dump();
+    EXPECT_EQ(summary["model"]["files"].size(), 2u) << summary["model"].dump();
+    EXPECT_EQ(summary["model"]["round"], summary["final_average"]["round"]) << summary.dump();
   }
 }
 
