@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# SelMcast against Orpheus in `syncopate sim` (flow-level, max-min fair sharing), at n = 100 and
+# SelMcast against Orpheus in `syncopate sim multicast` (flow-level, max-min fair sharing), at n = 100 and
 # 200, bandwidth spread 0.5, L3 and L7, defaults p = 0.3n, k = 4. Two horizons: the first k rounds
 # (no pair forced yet: the selection alone) and 20 rounds (with the k-round rule's forced pairs).
 # Prints one line per setting with the ratio SelMcast / Orpheus of the simulated round time.
@@ -18,7 +18,7 @@ for n in 100 200; do
       # L7 at n=200 is 12,000 flows per round: fewer trials keep it to a couple of minutes.
       [ "$layer" = l7 ] && [ "$n" = 200 ] && trials=1
       json="$OUT/sim-$n-$layer-$rounds.json"
-      "$SIM" sim --trainers="$n" --layer="$layer" --rounds="$rounds" --trials="$trials" \
+      "$SIM" sim multicast --trainers="$n" --layer="$layer" --rounds="$rounds" --trials="$trials" \
         --bandwidth-spread=0.5 --json="$json" >/dev/null
       /usr/bin/python3 - "$json" <<'PY'
 import json, sys

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Does `syncopate sim cluster` agree with a real `syncopate local` run of the same scenario?
+"""Does `syncopate sim` agree with a real `syncopate local` run of the same scenario?
 
 For each mode, runs the real cluster (processes, gRPC, the MLP on Fashion-MNIST, emulated
 accelerator steps) and then the simulator with the same trainers, slowdowns and step time, and
@@ -58,7 +58,7 @@ def local_figures(run_dir):
 
 def sim_figures(args, mode, clocks):
     out = run([
-        os.path.join(args.bin, "syncopate"), "sim", "cluster", f"--mode={mode}",
+        os.path.join(args.bin, "syncopate"), "sim", f"--mode={mode}",
         f"--trainers={args.trainers}", "--stragglers=1", f"--slowdown={args.slowdown}",
         f"--step={args.step}", "--jitter=0", f"--model-bytes={args.model_bytes}",
         f"--link-gbps={args.link_gbps}", f"--directive-latency={args.directive_latency}",

@@ -1,6 +1,7 @@
 // syncopate: the command-line entry point. `local` runs a whole cluster on this machine, `compare`
-// runs one scenario under several modes, `sim` simulates multicast selection at scale, `status`
-// asks a running coordinator, `finish` ends its training, `certs` makes certificates.
+// runs one scenario under several modes, `sim` simulates a job under every mode (`sim multicast`:
+// multicast selection at scale), `status` asks a running coordinator, `finish` ends its training,
+// `certs` makes certificates.
 #include <unistd.h>
 
 #include <climits>
@@ -12,11 +13,11 @@
 #include "base/flags.h"
 #include "base/signals.h"
 #include "cli/certificates.h"
-#include "cli/cluster_sim_command.h"
 #include "cli/compare_command.h"
 #include "cli/local_command.h"
 #include "cli/model_file.h"
 #include "cli/modes_command.h"
+#include "cli/multicast_sim_command.h"
 #include "cli/serve_command.h"
 #include "cli/sim_command.h"
 #include "rpc/grpc_util.h"
@@ -327,61 +328,69 @@ int main(int argc, char** argv) {
                       "One trainer certificate for any name (tls/trainer-pool) instead of one "
                       "per rank");
 
-  syncopate::cli::SimOptions sim;
-  std::string sim_modes = "selmcast,orpheus";
-  CLI::App* sim_cmd = app.add_subcommand(
-      "sim", "Simulate SelMcast's and Orpheus's multicast rounds at scale (no processes)");
-  sim_cmd->add_option("--mode", sim_modes, "Modes, comma-separated: selmcast, orpheus");
-  sim_cmd->add_option("--trainers", sim.trainers, "Simulated trainers (n)");
-  sim_cmd->add_option("--bandwidth-spread", sim.bandwidth_spread,
-                      "lambda: each rate is mean * (1 + lambda * U[-1,1])");
-  sim_cmd->add_option("--upload-scale", sim.upload_scale, "mu: mean upload / mean download");
-  sim_cmd->add_option("--bandwidth-gbps", sim.bandwidth_gbps, "Mean rate, Gbit/s");
-  sim_cmd->add_option("--volume-mb", sim.volume_mb, "Model bytes each trainer multicasts, MB");
-  sim_cmd->add_option("--p", sim.min_receivers_fraction, "Minimum receivers as a fraction of n");
-  sim_cmd->add_option("--k", sim.k, "Every pair synchronizes at least once per k+1 rounds");
-  sim_cmd->add_option("--layer", sim.layer, "l3 (network multicast) or l7 (unicast fan-out)");
-  sim_cmd->add_option("--rounds", sim.rounds, "Rounds per trial");
-  sim_cmd->add_option("--trials", sim.trials, "Trials (each draws new bandwidths)");
-  sim_cmd->add_option("--seed", sim.seed, "Seed of the bandwidths and of Orpheus's choices");
-  sim_cmd->add_option("--json", sim.json_out, "Also write the figures here as JSON");
-
-  syncopate::cli::ClusterSimCommand cluster_sim;
-  std::string cluster_modes = absl::StrJoin(syncopate::sync::SupportedModes(), ",");
-  std::string cluster_step = "100ms", directive_latency = "0.5ms", close_latency = "2ms";
+  syncopate::cli::SimCommand sim;
+  std::string sim_modes = absl::StrJoin(syncopate::sync::SupportedModes(), ",");
+  std::string sim_step = "100ms", directive_latency = "0.5ms", close_latency = "2ms";
   double link_gbps = 10;
-  CLI::App* cluster_cmd = sim_cmd->add_subcommand(
-      "cluster",
+  CLI::App* sim_cmd = app.add_subcommand(
+      "sim",
       "Simulate a whole job under each mode with the coordinator's own policies: round time, "
       "compute-time ratio, staleness, policy cost per event (no processes)");
-  cluster_cmd->add_option("--mode", cluster_modes, "Modes, comma-separated (default: all)");
-  cluster_cmd->add_option("--trainers", cluster_sim.sim.trainers, "Simulated trainers");
-  cluster_cmd->add_option("--stragglers", cluster_sim.sim.stragglers,
-                          "How many trainers are slow (the first ones)");
-  cluster_cmd->add_option("--slowdown", cluster_sim.sim.straggler_slowdown,
-                          "How much slower the stragglers are");
-  std::string cluster_profile;
-  cluster_cmd->add_option("--profile", cluster_profile,
-                          "One slowdown per trainer instead, e.g. 1,2,4,6 (as many as --trainers)");
-  cluster_cmd->add_option("--step", cluster_step, "Step time of a trainer at slowdown 1");
-  cluster_cmd->add_option("--jitter", cluster_sim.sim.jitter_sigma,
-                          "Log-normal sigma of each step's time");
-  cluster_cmd->add_option("--model-bytes", cluster_sim.sim.model_bytes, "Model size in bytes");
-  cluster_cmd->add_option("--link-gbps", link_gbps, "Every trainer's link rate, Gbit/s");
-  cluster_cmd->add_option("--directive-latency", directive_latency,
-                          "Report to grant when no round closes");
-  cluster_cmd->add_option("--close-latency", close_latency, "One round close on the stores");
-  cluster_cmd->add_option("--pipeline-grants", cluster_sim.sim.pipeline_grants,
-                          "As the coordinator's flag: grants go out while their round closes "
-                          "(bsp), each pull waiting on the store for the close");
-  cluster_cmd->add_option("--clocks", cluster_sim.sim.clocks, "Stop once every trainer got here");
-  cluster_cmd->add_option("--leave-at", cluster_sim.sim.leave_at_clock,
-                          "The last trainer leaves at this clock (0: never)");
-  cluster_cmd->add_option(
-      "--rejoin-at", cluster_sim.sim.rejoin_at_clock,
-      "...and a new one joins once every trainer reached this clock (0: never)");
-  syncopate::sync::AddPolicyFlags(cluster_cmd, &cluster_sim.sim.policy, {"mode", "seed"});
-  cluster_cmd->add_option("--seed", cluster_sim.sim.seed, "Seed of the step times and the modes");
+  sim_cmd->add_option("--mode", sim_modes, "Modes, comma-separated (default: all)");
+  sim_cmd->add_option("--trainers", sim.sim.trainers, "Simulated trainers");
+  sim_cmd->add_option("--stragglers", sim.sim.stragglers,
+                      "How many trainers are slow (the first ones)");
+  sim_cmd->add_option("--slowdown", sim.sim.straggler_slowdown,
+                      "How much slower the stragglers are");
+  std::string sim_profile;
+  sim_cmd->add_option("--profile", sim_profile,
+                      "One slowdown per trainer instead, e.g. 1,2,4,6 (as many as --trainers)");
+  sim_cmd->add_option("--step", sim_step, "Step time of a trainer at slowdown 1");
+  sim_cmd->add_option("--jitter", sim.sim.jitter_sigma, "Log-normal sigma of each step's time");
+  sim_cmd->add_option("--model-bytes", sim.sim.model_bytes, "Model size in bytes");
+  sim_cmd->add_option("--link-gbps", link_gbps, "Every trainer's link rate, Gbit/s");
+  sim_cmd->add_option("--directive-latency", directive_latency,
+                      "Report to grant when no round closes");
+  sim_cmd->add_option("--close-latency", close_latency, "One round close on the stores");
+  sim_cmd->add_option("--pipeline-grants", sim.sim.pipeline_grants,
+                      "As the coordinator's flag: grants go out while their round closes (bsp), "
+                      "each pull waiting on the store for the close");
+  sim_cmd->add_option("--clocks", sim.sim.clocks,
+                      "Stop once every trainer took this many steps (its clock; a round mode's "
+                      "rounds)");
+  sim_cmd->add_option("--leave-at", sim.sim.leave_at_clock,
+                      "The last trainer leaves at this clock (0: never)");
+  sim_cmd->add_option("--rejoin-at", sim.sim.rejoin_at_clock,
+                      "...and a new one joins once every trainer reached this clock (0: never)");
+  syncopate::sync::AddPolicyFlags(sim_cmd, &sim.sim.policy, {"mode", "seed"});
+  sim_cmd->add_option("--seed", sim.sim.seed, "Seed of the step times and the modes");
+
+  syncopate::cli::MulticastSimOptions multicast;
+  std::string multicast_modes = "selmcast,orpheus";
+  CLI::App* multicast_cmd = sim_cmd->add_subcommand(
+      "multicast",
+      "SelMcast's and Orpheus's receiver selection alone, round after round over flow-level "
+      "transfers at scale: completion time and multicast scale, as in SelMcast's evaluation");
+  multicast_cmd->add_option("--mode", multicast_modes, "Modes, comma-separated: selmcast, orpheus");
+  multicast_cmd->add_option("--trainers", multicast.trainers, "Simulated trainers (n)");
+  multicast_cmd->add_option("--bandwidth-spread", multicast.bandwidth_spread,
+                            "lambda: each rate is mean * (1 + lambda * U[-1,1])");
+  multicast_cmd->add_option("--upload-scale", multicast.upload_scale,
+                            "mu: mean upload / mean download");
+  multicast_cmd->add_option("--bandwidth-gbps", multicast.bandwidth_gbps, "Mean rate, Gbit/s");
+  multicast_cmd->add_option("--volume-mb", multicast.volume_mb,
+                            "Model bytes each trainer multicasts, MB");
+  multicast_cmd->add_option("--p", multicast.min_receivers_fraction,
+                            "Minimum receivers as a fraction of n");
+  multicast_cmd->add_option("--k", multicast.k,
+                            "Every pair synchronizes at least once per k+1 rounds");
+  multicast_cmd->add_option("--layer", multicast.layer,
+                            "l3 (network multicast) or l7 (unicast fan-out)");
+  multicast_cmd->add_option("--rounds", multicast.rounds, "Rounds per trial");
+  multicast_cmd->add_option("--trials", multicast.trials, "Trials (each draws new bandwidths)");
+  multicast_cmd->add_option("--seed", multicast.seed,
+                            "Seed of the bandwidths and of Orpheus's choices");
+  multicast_cmd->add_option("--json", multicast.json_out, "Also write the figures here as JSON");
 
   bool modes_json = false;
   CLI::App* modes_cmd = app.add_subcommand(
@@ -467,35 +476,35 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (cluster_cmd->parsed()) {
-    for (auto [text, out] : {std::pair{&cluster_step, &cluster_sim.sim.step},
-                             std::pair{&directive_latency, &cluster_sim.sim.directive_latency},
-                             std::pair{&close_latency, &cluster_sim.sim.close_latency}}) {
-      absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
-      if (!d.ok()) return Fail(d.status(), 2);
-      *out = *d;
-    }
-    if (!cluster_profile.empty()) {
-      absl::StatusOr<std::vector<double>> profile =
-          syncopate::base::ParseDoubleList(cluster_profile);
-      if (!profile.ok()) return Fail(profile.status(), 2);
-      cluster_sim.sim.slowdowns = *profile;
-    }
-    cluster_sim.sim.link_bytes_per_second = link_gbps * 1e9 / 8;
-    cluster_sim.sim.policy.seed = cluster_sim.sim.seed;
-    cluster_sim.modes = syncopate::base::SplitList(cluster_modes);
-    absl::StatusOr<std::vector<syncopate::sync::ClusterSimResult>> rows =
-        syncopate::cli::RunClusterSim(cluster_sim);
+  if (multicast_cmd->parsed()) {
+    multicast.modes = syncopate::base::SplitList(multicast_modes);
+    absl::StatusOr<std::vector<syncopate::cli::MulticastSimRow>> rows =
+        syncopate::cli::RunMulticastSim(multicast);
     if (!rows.ok()) return Fail(rows.status(), ExitCodeOf(rows.status()));
-    std::printf("%s", syncopate::cli::FormatClusterSim(*rows).c_str());
+    std::printf("%s", syncopate::cli::FormatMulticastSim(multicast, *rows).c_str());
     return 0;
   }
 
   if (sim_cmd->parsed()) {
+    for (auto [text, out] : {std::pair{&sim_step, &sim.sim.step},
+                             std::pair{&directive_latency, &sim.sim.directive_latency},
+                             std::pair{&close_latency, &sim.sim.close_latency}}) {
+      absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
+      if (!d.ok()) return Fail(d.status(), 2);
+      *out = *d;
+    }
+    if (!sim_profile.empty()) {
+      absl::StatusOr<std::vector<double>> profile = syncopate::base::ParseDoubleList(sim_profile);
+      if (!profile.ok()) return Fail(profile.status(), 2);
+      sim.sim.slowdowns = *profile;
+    }
+    sim.sim.link_bytes_per_second = link_gbps * 1e9 / 8;
+    sim.sim.policy.seed = sim.sim.seed;
     sim.modes = syncopate::base::SplitList(sim_modes);
-    absl::StatusOr<std::vector<syncopate::cli::SimRow>> rows = syncopate::cli::RunSim(sim);
+    absl::StatusOr<std::vector<syncopate::sync::ClusterSimResult>> rows =
+        syncopate::cli::RunSim(sim);
     if (!rows.ok()) return Fail(rows.status(), ExitCodeOf(rows.status()));
-    std::printf("%s", syncopate::cli::FormatSim(sim, *rows).c_str());
+    std::printf("%s", syncopate::cli::FormatSim(*rows).c_str());
     return 0;
   }
 

@@ -1,68 +1,48 @@
 #include "cli/sim_command.h"
 
-#include "base/files.h"
+#include "absl/strings/match.h"
+#include "absl/strings/str_split.h"
 #include "gtest/gtest.h"
-#include "nlohmann/json.hpp"
 
 namespace syncopate::cli {
 namespace {
 
-SimOptions Small() {
-  SimOptions o;
-  o.trainers = 20;
-  o.rounds = 6;
-  o.trials = 2;
-  return o;
+SimCommand Small(std::vector<std::string> modes) {
+  SimCommand c;
+  c.modes = std::move(modes);
+  c.sim.trainers = 6;
+  c.sim.clocks = 20;
+  return c;
 }
 
-TEST(SimCommandTest, SelMcastBeatsOrpheusOnHeterogeneousBandwidth) {
-  absl::StatusOr<std::vector<SimRow>> rows = RunSim(Small());
+TEST(SimCommandTest, OneRowPerModeInOrder) {
+  absl::StatusOr<std::vector<sync::ClusterSimResult>> rows = RunSim(Small({"ssp", "bsp"}));
   ASSERT_TRUE(rows.ok()) << rows.status();
   ASSERT_EQ(rows->size(), 2u);
-  const SimRow& sel = (*rows)[0];
-  const SimRow& orpheus = (*rows)[1];
-  EXPECT_EQ(sel.mode, "selmcast");
-  EXPECT_LT(sel.normalized_completion, orpheus.normalized_completion);
-  EXPECT_GE(sel.normalized_completion, 1.0 - 1e-9);  // never below the lower bound
-  EXPECT_GE(sel.multicast_scale, orpheus.multicast_scale);
-  EXPECT_GE(sel.completion_seconds, sel.estimated_seconds * (1 - 1e-9));
+  EXPECT_EQ((*rows)[0].mode, "ssp");
+  EXPECT_EQ((*rows)[1].mode, "bsp");
+  const std::vector<std::string> lines = absl::StrSplit(FormatSim(*rows), '\n', absl::SkipEmpty());
+  ASSERT_EQ(lines.size(), 4u);  // two header lines, two rows
+  EXPECT_TRUE(absl::StartsWith(lines[0], "mode ")) << lines[0];
+  EXPECT_TRUE(absl::StartsWith(lines[2], "ssp ")) << lines[2];
+  EXPECT_TRUE(absl::StartsWith(lines[3], "bsp ")) << lines[3];
 }
 
-TEST(SimCommandTest, SameSeedSameFigures) {
-  auto a = RunSim(Small());
-  auto b = RunSim(Small());
-  ASSERT_TRUE(a.ok() && b.ok());
-  for (size_t i = 0; i < a->size(); ++i) {
-    EXPECT_EQ((*a)[i].completion_seconds, (*b)[i].completion_seconds);
-    EXPECT_EQ((*a)[i].multicast_scale, (*b)[i].multicast_scale);
+TEST(SimCommandTest, EveryModeOfTheModeTableIsSimulated) {
+  absl::StatusOr<std::vector<sync::ClusterSimResult>> rows = RunSim(Small(sync::SupportedModes()));
+  ASSERT_TRUE(rows.ok()) << rows.status();
+  ASSERT_EQ(rows->size(), sync::SupportedModes().size());
+  for (const sync::ClusterSimResult& row : *rows) {
+    EXPECT_GT(row.seconds_per_clock, 0) << row.mode;
+    EXPECT_GT(row.compute_time_ratio, 0) << row.mode;
   }
 }
 
-TEST(SimCommandTest, WritesJson) {
-  SimOptions o = Small();
-  o.modes = {"orpheus"};
-  o.layer = "l7";
-  o.json_out = ::testing::TempDir() + "/sim.json";
-  ASSERT_TRUE(RunSim(o).ok());
-  nlohmann::json json = nlohmann::json::parse(*base::ReadFile(o.json_out));
-  EXPECT_EQ(json["layer"], "l7");
-  EXPECT_EQ(json["p"], 6);
-  EXPECT_GT(json["modes"]["orpheus"]["completion_seconds"].get<double>(), 0);
-}
-
-TEST(SimCommandTest, RefusesBadOptions) {
-  for (auto mutate : std::vector<void (*)(SimOptions&)>{
-           [](SimOptions& o) { o.modes = {"bsp"}; },
-           [](SimOptions& o) { o.trainers = 1; },
-           [](SimOptions& o) { o.bandwidth_spread = 1.0; },
-           [](SimOptions& o) { o.layer = "l4"; },
-           [](SimOptions& o) { o.rounds = 0; },
-           [](SimOptions& o) { o.min_receivers_fraction = 0; },
-       }) {
-    SimOptions o = Small();
-    mutate(o);
-    EXPECT_EQ(RunSim(o).status().code(), absl::StatusCode::kInvalidArgument);
-  }
+TEST(SimCommandTest, AnUnknownModeIsNamedInTheError) {
+  absl::StatusOr<std::vector<sync::ClusterSimResult>> rows = RunSim(Small({"bsp", "nope"}));
+  ASSERT_EQ(rows.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StartsWith(rows.status().message(), "nope: ")) << rows.status();
+  EXPECT_EQ(RunSim(Small({})).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
 }  // namespace

@@ -1,7 +1,7 @@
 // End-to-end: the command lines the README and docs/ quote, run as a user runs them. The README's
 // first command (scripts/demo.sh) from a fresh clone's state, `syncopate status` against a running
-// cluster, `syncopate sim` as quoted, every flag of every quoted command line known to its binary,
-// and a --report-dir that cannot be made.
+// cluster, `syncopate sim multicast` as quoted, every flag of every quoted command line known to
+// its binary, and a --report-dir that cannot be made.
 #include <dirent.h>
 #include <signal.h>
 
@@ -224,14 +224,14 @@ TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
       << Read(log);
 }
 
-// docs/cli.md, "syncopate sim": the command as quoted, and the table it describes.
+// docs/cli.md, "syncopate sim multicast": the command as quoted, and the table it describes.
 TEST(ReadmeE2E, SimPrintsTheQuotedTable) {
   const std::string dir = MakeTempDir("sim");
   const std::string log = dir + "/sim.out";
-  const int status = RunBinary(
-      "syncopate",
-      {"sim", "--mode=selmcast,orpheus", "--trainers=100", "--bandwidth-spread=0.5", "--layer=l3"},
-      log, absl::Minutes(3));
+  const int status = RunBinary("syncopate",
+                               {"sim", "multicast", "--mode=selmcast,orpheus", "--trainers=100",
+                                "--bandwidth-spread=0.5", "--layer=l3"},
+                               log, absl::Minutes(3));
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "\n" << Read(log);
   const std::vector<std::string> lines = Lines(Read(log));
   ASSERT_EQ(lines.size(), 6u) << Read(log);
@@ -256,7 +256,7 @@ struct QuotedCommand {
 std::vector<QuotedCommand> QuotedCommands(const std::string& file) {
   static const std::regex kStart(
       "^(?:\\./build/bin/)?(syncopate(?:-store|-coordinator|-trainer)?)(?= |$)(?: (local|compare|"
-      "sim(?: cluster)?|status|export|serve|modes|finish|certs(?: ca| issue)?)(?= |$))?");
+      "sim(?: multicast)?|status|export|serve|modes|finish|certs(?: ca| issue)?)(?= |$))?");
   static const std::regex kFlag("--[a-z][a-z0-9-]*");
   std::vector<QuotedCommand> commands;
   bool fenced = false;
@@ -302,7 +302,7 @@ TEST(ReadmeE2E, EveryQuotedFlagIsKnownToItsBinary) {
   for (const QuotedCommand& c : commands) binaries.insert(c.binary + " " + c.subcommand);
   // Not vacuous: the README and docs/ quote every binary and every subcommand.
   for (const std::string b : {"syncopate local", "syncopate compare", "syncopate sim",
-                              "syncopate sim cluster", "syncopate modes", "syncopate export",
+                              "syncopate sim multicast", "syncopate modes", "syncopate export",
                               "syncopate serve", "syncopate certs ca", "syncopate certs issue",
                               "syncopate-store ", "syncopate-coordinator ", "syncopate-trainer "}) {
     EXPECT_TRUE(binaries.count(b)) << "no quoted '" << b << "' found";
@@ -310,7 +310,7 @@ TEST(ReadmeE2E, EveryQuotedFlagIsKnownToItsBinary) {
   const std::string dir = MakeTempDir("help");
   for (size_t i = 0; i < commands.size(); ++i) {
     const QuotedCommand& c = commands[i];
-    // A nested subcommand ("sim cluster") is one word per level.
+    // A nested subcommand ("sim multicast") is one word per level.
     std::vector<std::string> args = absl::StrSplit(c.subcommand, ' ', absl::SkipEmpty());
     args.push_back("--help");
     const std::string log = absl::StrCat(dir, "/help-", i, ".out");
