@@ -68,8 +68,8 @@ def sim_figures(args, mode, clocks):
         if f and f[0] == mode:
             return {
                 "seconds_per_clock": float(f[2]),
-                "compute_time_ratio": float(f[3]),
-                "spread": int(f[4].split("/")[2]),
+                "compute_time_ratio": float(f[4]),
+                "spread": int(f[5].split("/")[2]),
             }
     sys.exit(f"no row for {mode} in:\n{out}")
 

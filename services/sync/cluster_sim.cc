@@ -5,11 +5,13 @@
 #include <cmath>
 #include <map>
 #include <memory>
+#include <optional>
 #include <queue>
 #include <random>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
+#include "sync/delta_staleness.h"
 
 namespace syncopate::sync {
 namespace {
@@ -33,6 +35,7 @@ class Simulation {
   explicit Simulation(const ClusterSimOptions& options, std::unique_ptr<SyncPolicy> policy)
       : o_(options), policy_(std::move(policy)), random_(options.seed) {
     p2p_ = policy_->push_mode() == PushMode::kNone;
+    if (!p2p_) delta_staleness_.emplace(policy_->push_mode() == PushMode::kRound);
     hidden_communication_ = policy_->overlap_communication() || policy_->exchange_in_background();
   }
 
@@ -121,6 +124,7 @@ class Simulation {
     Decisions decisions;
     absl::StatusOr<int64_t> start = Timed([&] { return policy_->OnJoin(t.id, now_, &decisions); });
     if (!start.ok()) return absl::InternalError(start.status().ToString());
+    if (delta_staleness_) delta_staleness_->Joined(t.id, *start);
     Handle(std::move(decisions));
     return absl::OkStatus();
   }
@@ -134,6 +138,9 @@ class Simulation {
     const absl::Time closed =
         start + o_.close_latency * static_cast<double>(decisions.close_rounds.size());
     rounds_closed_ += static_cast<int64_t>(decisions.close_rounds.size());
+    if (delta_staleness_) {
+      for (const RoundClose& close : decisions.close_rounds) delta_staleness_->Closed(close);
+    }
     actions_free_ = closed;
     const bool pipelined =
         o_.pipeline_grants &&
@@ -172,6 +179,11 @@ class Simulation {
                                    {}};
     } else if (t.grant.pull.kind != PullSpec::Kind::kNone) {
       communicate = std::max(0.0, absl::ToDoubleSeconds(t.served_from - now_)) + TransferSeconds(1);
+      if (delta_staleness_ && t.grant.pull.kind == PullSpec::Kind::kLive) {
+        delta_staleness_->ReadLive(t.id, t.grant.clock);
+      } else if (delta_staleness_) {
+        delta_staleness_->ReadRound(t.id, t.grant.pull.round, t.grant.pull.includes_clock);
+      }
     }
     const double push = p2p_ ? 0 : TransferSeconds(1);
     std::lognormal_distribution<double> jitter(0, o_.jitter_sigma);
@@ -194,6 +206,8 @@ class Simulation {
       Handle(Timed([&] { return policy_->OnLeave(t.id, now_); }));
       return absl::OkStatus();
     }
+    ++steps_;
+    if (delta_staleness_) delta_staleness_->Pushed(t.id, clock);
     policy_->ObserveCompute(t.id, clock, t.compute_seconds);
     if (p2p_) policy_->ObserveTransfers(t.id, t.transfers);
     absl::StatusOr<Decisions> decisions =
@@ -237,6 +251,14 @@ class Simulation {
     r.staleness_p50 = percentile(0.5);
     r.staleness_p99 = percentile(0.99);
     r.staleness_max = staleness_.empty() ? 0 : static_cast<double>(staleness_.rbegin()->first);
+    r.steps_per_second =
+        r.simulated_seconds > 0 ? static_cast<double>(steps_) / r.simulated_seconds : 0;
+    if (delta_staleness_) {
+      // In steps of the job: each delta weighs 1/N of one under the default step-size rule.
+      const double n = static_cast<double>(o_.trainers);
+      r.delta_staleness_mean = delta_staleness_->Mean() / n;
+      r.delta_staleness_p99 = delta_staleness_->Quantile(0.99) / n;
+    }
     r.rounds_closed = rounds_closed_;
     r.events = events_;
     r.grants = grants_;
@@ -261,7 +283,9 @@ class Simulation {
   bool done_ = false;
   bool rejoined_ = false;
   int idle_ticks_ = 0;
-  std::map<int64_t, int64_t> staleness_;  // staleness at grant -> grants
+  std::map<int64_t, int64_t> staleness_;           // staleness at grant -> grants
+  std::optional<DeltaStaleness> delta_staleness_;  // store modes
+  int64_t steps_ = 0;                              // reported by every trainer
   int64_t grants_ = 0;
   int64_t rounds_closed_ = 0;
   int64_t events_ = 0;

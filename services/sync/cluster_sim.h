@@ -59,6 +59,11 @@ struct ClusterSimResult {
   double compute_time_ratio = 0;
   // Staleness at each grant: the granted clock minus the minimum clock then.
   double staleness_p50 = 0, staleness_p99 = 0, staleness_max = 0;
+  // Steps of every trainer per simulated second.
+  double steps_per_second = 0;
+  // Store modes: how stale each delta is when the store applies it (delta_staleness.h), in
+  // steps of the job (other trainers' deltas it missed / N); -1 for the peer-to-peer modes.
+  double delta_staleness_mean = -1, delta_staleness_p99 = -1;
   int64_t rounds_closed = 0;
   int64_t events = 0;  // policy calls: joins, reports, leaves, ticks
   int64_t grants = 0;

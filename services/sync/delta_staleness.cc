@@ -1,0 +1,84 @@
+#include "sync/delta_staleness.h"
+
+#include <algorithm>
+
+namespace syncopate::sync {
+
+void DeltaStaleness::Joined(TrainerId trainer, int64_t start) {
+  Trainer& t = trainers_[trainer];
+  t = Trainer{};
+  t.version = applied_;  // it loads the live model as it joins
+  t.own_clock = start;
+  t.applied_clock = start;
+  t.start = start;
+}
+
+void DeltaStaleness::ReadLive(TrainerId trainer, int64_t own_clock) {
+  Trainer& t = trainers_[trainer];
+  t.version = applied_;
+  t.own_clock = own_clock;
+}
+
+void DeltaStaleness::ReadRound(TrainerId trainer, int64_t round, int64_t own_clock) {
+  Trainer& t = trainers_[trainer];
+  auto it = round_versions_.find(round);
+  t.version = it == round_versions_.end() ? 0 : it->second;
+  t.own_clock = own_clock < 0 ? t.start : own_clock;
+}
+
+void DeltaStaleness::Pushed(TrainerId trainer, int64_t clock) {
+  Trainer& t = trainers_[trainer];
+  const Pending delta{clock, t.version, t.own_clock};
+  if (rounds_) {
+    t.pending.push_back(delta);
+    return;
+  }
+  Apply(t, delta, applied_);
+  ++applied_;
+}
+
+void DeltaStaleness::Closed(const RoundClose& close) {
+  const int64_t before = applied_;
+  int64_t applied = 0;
+  for (const auto& [id, cut] : close.cuts) {
+    auto found = trainers_.find(id);
+    if (found == trainers_.end()) continue;
+    Trainer& t = found->second;
+    while (!t.pending.empty() && t.pending.front().clock <= cut) {
+      Apply(t, t.pending.front(), before);
+      t.pending.pop_front();
+    }
+    if (cut > t.applied_clock) {
+      applied += cut - t.applied_clock;
+      t.applied_clock = cut;
+    }
+  }
+  applied_ += applied;
+  round_versions_[close.round] = applied_;
+}
+
+void DeltaStaleness::Apply(Trainer& trainer, const Pending& delta, int64_t applied) {
+  // The trainer's own deltas applied since it read the model are in its local model too.
+  const int64_t own_since = std::max<int64_t>(0, trainer.applied_clock - delta.own_clock);
+  const int64_t missed = std::max<int64_t>(0, applied - delta.version - own_since);
+  if (!rounds_) trainer.applied_clock = std::max(trainer.applied_clock, delta.clock);
+  ++missed_[missed];
+  ++deltas_;
+  missed_sum_ += static_cast<double>(missed);
+}
+
+double DeltaStaleness::Mean() const {
+  return deltas_ > 0 ? missed_sum_ / static_cast<double>(deltas_) : 0;
+}
+
+double DeltaStaleness::Quantile(double q) const {
+  const double want = q * static_cast<double>(deltas_);
+  int64_t seen = 0;
+  for (const auto& [missed, count] : missed_) {
+    seen += count;
+    if (static_cast<double>(seen) >= want) return static_cast<double>(missed);
+  }
+  return 0;
+}
+
+}  // namespace syncopate::sync

@@ -1,0 +1,70 @@
+// How stale each delta is when the store applies it: how many other deltas the store applied
+// after the model the delta was computed on was read, and before the delta itself. This is the
+// staleness that costs an asynchronous job accuracy per step (a gradient taken at an old model
+// and applied to a newer one); the clock gap between trainers that SSP bounds is not it (under
+// asp a straggler's clock falls far behind, yet it pulls the live model every step).
+// Deltas a round close applies together do not count against each other (they are one step of a
+// larger batch), nor do the trainer's own deltas, which its local model holds. For the cluster
+// simulator (cluster_sim.h); not thread-safe.
+#ifndef SYNCOPATE_SYNC_DELTA_STALENESS_H_
+#define SYNCOPATE_SYNC_DELTA_STALENESS_H_
+
+#include <cstdint>
+#include <deque>
+#include <map>
+
+#include "sync/policy.h"
+
+namespace syncopate::sync {
+
+class DeltaStaleness {
+ public:
+  // `rounds`: deltas join rounds and are applied as the rounds close (PushMode::kRound);
+  // otherwise each is applied as it is pushed (PushMode::kImmediate).
+  explicit DeltaStaleness(bool rounds) : rounds_(rounds) {}
+
+  // Trainer `trainer` joined at clock `start` (its next delta is start + 1).
+  void Joined(TrainerId trainer, int64_t start);
+  // It read the live model (which holds every delta it pushed, up to `own_clock`).
+  void ReadLive(TrainerId trainer, int64_t own_clock);
+  // It read round `round`'s snapshot, which holds its deltas up to `own_clock` (-1: none).
+  void ReadRound(TrainerId trainer, int64_t round, int64_t own_clock);
+  // It pushed delta `clock`, computed on the model it read last (plus its own deltas since).
+  void Pushed(TrainerId trainer, int64_t clock);
+  // A round closed: it applies every trainer's pending deltas up to its cut.
+  void Closed(const RoundClose& close);
+
+  // Over every delta applied so far: how many it was.
+  int64_t deltas() const { return deltas_; }
+  // The mean and a quantile (q in [0, 1]) of the other deltas each one missed; 0 with none.
+  double Mean() const;
+  double Quantile(double q) const;
+
+ private:
+  struct Pending {
+    int64_t clock = 0;
+    int64_t version = 0;    // deltas in the model it was computed on
+    int64_t own_clock = 0;  // the trainer's own deltas in that model, up to this clock
+  };
+  struct Trainer {
+    int64_t version = 0;
+    int64_t own_clock = 0;
+    int64_t applied_clock = 0;  // its deltas the store applied, up to this clock
+    int64_t start = 0;          // the clock it joined at
+    std::deque<Pending> pending;
+  };
+  // Records a delta applied with `applied` deltas in the store before it.
+  void Apply(Trainer& trainer, const Pending& delta, int64_t applied);
+
+  const bool rounds_;
+  int64_t applied_ = 0;                        // deltas in the store's model
+  std::map<int64_t, int64_t> round_versions_;  // round -> deltas in its snapshot
+  std::map<TrainerId, Trainer> trainers_;
+  std::map<int64_t, int64_t> missed_;  // deltas missed -> how many deltas
+  int64_t deltas_ = 0;
+  double missed_sum_ = 0;
+};
+
+}  // namespace syncopate::sync
+
+#endif  // SYNCOPATE_SYNC_DELTA_STALENESS_H_
