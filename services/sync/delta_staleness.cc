@@ -1,6 +1,8 @@
 #include "sync/delta_staleness.h"
 
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 namespace syncopate::sync {
 
@@ -28,40 +30,44 @@ void DeltaStaleness::ReadRound(TrainerId trainer, int64_t round, int64_t own_clo
 
 void DeltaStaleness::Pushed(TrainerId trainer, int64_t clock) {
   Trainer& t = trainers_[trainer];
-  const Pending delta{clock, t.version, t.own_clock};
+  const Pending delta{pushes_++, clock, t.version, t.own_clock};
   if (rounds_) {
     t.pending.push_back(delta);
-    return;
+  } else {
+    Apply(t, delta);
   }
-  Apply(t, delta, applied_);
-  ++applied_;
 }
 
 void DeltaStaleness::Closed(const RoundClose& close) {
-  const int64_t before = applied_;
-  int64_t applied = 0;
+  std::vector<std::pair<Pending, Trainer*>> taken;
   for (const auto& [id, cut] : close.cuts) {
     auto found = trainers_.find(id);
     if (found == trainers_.end()) continue;
     Trainer& t = found->second;
     while (!t.pending.empty() && t.pending.front().clock <= cut) {
-      Apply(t, t.pending.front(), before);
+      taken.emplace_back(t.pending.front(), &t);
       t.pending.pop_front();
     }
-    if (cut > t.applied_clock) {
-      applied += cut - t.applied_clock;
-      t.applied_clock = cut;
-    }
   }
-  applied_ += applied;
+  std::sort(taken.begin(), taken.end(),
+            [](const auto& a, const auto& b) { return a.first.seq < b.first.seq; });
+  for (const auto& [delta, trainer] : taken) Apply(*trainer, delta);
+  for (const auto& [id, cut] : close.cuts) {
+    // Deltas it pushed before this count began, if any, are in the round too.
+    auto found = trainers_.find(id);
+    if (found == trainers_.end() || cut <= found->second.applied_clock) continue;
+    applied_ += cut - found->second.applied_clock;
+    found->second.applied_clock = cut;
+  }
   round_versions_[close.round] = applied_;
 }
 
-void DeltaStaleness::Apply(Trainer& trainer, const Pending& delta, int64_t applied) {
+void DeltaStaleness::Apply(Trainer& trainer, const Pending& delta) {
   // The trainer's own deltas applied since it read the model are in its local model too.
   const int64_t own_since = std::max<int64_t>(0, trainer.applied_clock - delta.own_clock);
-  const int64_t missed = std::max<int64_t>(0, applied - delta.version - own_since);
-  if (!rounds_) trainer.applied_clock = std::max(trainer.applied_clock, delta.clock);
+  const int64_t missed = std::max<int64_t>(0, applied_ - delta.version - own_since);
+  trainer.applied_clock = std::max(trainer.applied_clock, delta.clock);
+  ++applied_;
   ++missed_[missed];
   ++deltas_;
   missed_sum_ += static_cast<double>(missed);

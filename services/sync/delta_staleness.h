@@ -1,10 +1,13 @@
 // How stale each delta is when the store applies it: how many other deltas the store applied
 // after the model the delta was computed on was read, and before the delta itself. This is the
-// staleness that costs an asynchronous job accuracy per step (a gradient taken at an old model
-// and applied to a newer one); the clock gap between trainers that SSP bounds is not it (under
-// asp a straggler's clock falls far behind, yet it pulls the live model every step).
-// Deltas a round close applies together do not count against each other (they are one step of a
-// larger batch), nor do the trainer's own deltas, which its local model holds. For the cluster
+// staleness that costs a job accuracy per step (a gradient taken at an old model and applied to a
+// newer one); the clock gap between trainers that SSP bounds is not it (under asp a straggler's
+// clock falls far behind, yet it pulls the live model every step).
+// A round close applies its deltas at once; it is counted as applying them one after the other in
+// the order they were pushed, as the sequential SGD it stands for would: under bsp a round of N
+// deltas computed on one snapshot misses 0, 1, ..., N - 1 of them (the cost of a larger batch),
+// and a trainer that took several steps in the round (wbsp) misses the others' steps between its
+// own. The trainer's own deltas never count: its local model holds them. For the cluster
 // simulator (cluster_sim.h); not thread-safe.
 #ifndef SYNCOPATE_SYNC_DELTA_STALENESS_H_
 #define SYNCOPATE_SYNC_DELTA_STALENESS_H_
@@ -42,6 +45,7 @@ class DeltaStaleness {
 
  private:
   struct Pending {
+    uint64_t seq = 0;  // push order, over every trainer
     int64_t clock = 0;
     int64_t version = 0;    // deltas in the model it was computed on
     int64_t own_clock = 0;  // the trainer's own deltas in that model, up to this clock
@@ -53,10 +57,11 @@ class DeltaStaleness {
     int64_t start = 0;          // the clock it joined at
     std::deque<Pending> pending;
   };
-  // Records a delta applied with `applied` deltas in the store before it.
-  void Apply(Trainer& trainer, const Pending& delta, int64_t applied);
+  // Records `delta` of `trainer` as the store applies it after every delta before.
+  void Apply(Trainer& trainer, const Pending& delta);
 
   const bool rounds_;
+  uint64_t pushes_ = 0;
   int64_t applied_ = 0;                        // deltas in the store's model
   std::map<int64_t, int64_t> round_versions_;  // round -> deltas in its snapshot
   std::map<TrainerId, Trainer> trainers_;

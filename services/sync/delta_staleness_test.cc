@@ -35,8 +35,9 @@ TEST(DeltaStalenessTest, ATrainerThatDoesNotPullDoesNotMissItsOwnDeltas) {
   EXPECT_EQ(s.Mean(), 0);
 }
 
-TEST(DeltaStalenessTest, ARoundsDeltasDoNotCountAgainstEachOther) {
-  // bsp with three trainers: each round's deltas are computed on the last round's snapshot.
+TEST(DeltaStalenessTest, ARoundAppliesItsDeltasInTheOrderTheyWerePushed) {
+  // bsp with three trainers: each round's deltas are computed on the last round's snapshot, and
+  // the round stands for them applied one after the other: they miss 0, 1 and 2 of each other.
   DeltaStaleness s(/*rounds=*/true);
   for (TrainerId t = 1; t <= 3; ++t) s.Joined(t, 0);
   for (int64_t round = 1; round <= 4; ++round) {
@@ -47,7 +48,23 @@ TEST(DeltaStalenessTest, ARoundsDeltasDoNotCountAgainstEachOther) {
     s.Closed(Close(round, {{1, round}, {2, round}, {3, round}}));
   }
   EXPECT_EQ(s.deltas(), 12);
-  EXPECT_EQ(s.Mean(), 0);
+  EXPECT_DOUBLE_EQ(s.Mean(), 1);
+  EXPECT_EQ(s.Quantile(1.0), 2);
+}
+
+TEST(DeltaStalenessTest, SeveralStepsInOneRoundMissTheOthersStepsBetween) {
+  // wbsp: trainer 1 takes two steps on round 0 while trainer 2 takes one between them.
+  DeltaStaleness s(true);
+  s.Joined(1, 0);
+  s.Joined(2, 0);
+  s.ReadRound(1, 0, -1);
+  s.ReadRound(2, 0, -1);
+  s.Pushed(1, 1);  // misses nothing
+  s.Pushed(2, 1);  // misses trainer 1's first
+  s.Pushed(1, 2);  // on round 0 and its own first: misses trainer 2's
+  s.Closed(Close(1, {{1, 2}, {2, 1}}));
+  EXPECT_EQ(s.deltas(), 3);
+  EXPECT_DOUBLE_EQ(s.Mean(), 2.0 / 3);
 }
 
 TEST(DeltaStalenessTest, ADeltaComputedOnAnOlderRoundMissesTheRoundsBetween) {
