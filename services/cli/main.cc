@@ -12,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "base/flags.h"
 #include "base/signals.h"
+#include "cli/advise_command.h"
 #include "cli/certificates.h"
 #include "cli/compare_command.h"
 #include "cli/local_command.h"
@@ -116,6 +117,51 @@ std::vector<std::string> PerTrainer(const std::string& text, int trainers) {
   if (values.size() == 1) values.assign(trainers, values.front());
   return values;
 }
+
+// The cluster a simulation runs (`sim`, `advise`): its trainers, their speeds, the model and the
+// links, the seed.
+struct ClusterProfileFlags {
+  std::string profile;
+  std::string step = "100ms";
+  std::string directive_latency = "0.5ms";
+  std::string close_latency = "2ms";
+  double link_gbps = 10;
+
+  void Add(CLI::App* cmd, syncopate::sync::ClusterSimOptions* o) {
+    cmd->add_option("--trainers", o->trainers, "Simulated trainers");
+    cmd->add_option("--stragglers", o->stragglers, "How many trainers are slow (the first ones)");
+    cmd->add_option("--slowdown", o->straggler_slowdown, "How much slower the stragglers are");
+    cmd->add_option("--profile", profile,
+                    "One slowdown per trainer instead, e.g. 1,2,4,6 (as many as --trainers)");
+    cmd->add_option("--step", step, "Step time of a trainer at slowdown 1");
+    cmd->add_option("--jitter", o->jitter_sigma, "Log-normal sigma of each step's time");
+    cmd->add_option("--model-bytes", o->model_bytes, "Model size in bytes");
+    cmd->add_option("--link-gbps", link_gbps, "Every trainer's link rate, Gbit/s");
+    cmd->add_option("--clocks", o->clocks,
+                    "Stop once every trainer took this many steps (its clock; a round mode's "
+                    "rounds)");
+    cmd->add_option("--seed", o->seed, "Seed of the step times and the modes");
+  }
+
+  // Parses the text flags into `o`.
+  absl::Status Finish(syncopate::sync::ClusterSimOptions* o) const {
+    for (auto [text, out] :
+         {std::pair{&step, &o->step}, std::pair{&directive_latency, &o->directive_latency},
+          std::pair{&close_latency, &o->close_latency}}) {
+      absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
+      if (!d.ok()) return d.status();
+      *out = *d;
+    }
+    if (!profile.empty()) {
+      absl::StatusOr<std::vector<double>> slowdowns = syncopate::base::ParseDoubleList(profile);
+      if (!slowdowns.ok()) return slowdowns.status();
+      o->slowdowns = *slowdowns;
+    }
+    o->link_bytes_per_second = link_gbps * 1e9 / 8;
+    o->policy.seed = o->seed;
+    return absl::OkStatus();
+  }
+};
 
 // Flags of the scenario a local cluster runs; shared by `local` and `compare`.
 struct ScenarioFlags {
@@ -330,40 +376,25 @@ int main(int argc, char** argv) {
 
   syncopate::cli::SimCommand sim;
   std::string sim_modes = absl::StrJoin(syncopate::sync::SupportedModes(), ",");
-  std::string sim_step = "100ms", directive_latency = "0.5ms", close_latency = "2ms";
-  double link_gbps = 10;
   CLI::App* sim_cmd = app.add_subcommand(
       "sim",
       "Simulate a whole job under each mode with the coordinator's own policies: round time, "
       "compute-time ratio, staleness, policy cost per event (no processes)");
   sim_cmd->add_option("--mode", sim_modes, "Modes, comma-separated (default: all)");
-  sim_cmd->add_option("--trainers", sim.sim.trainers, "Simulated trainers");
-  sim_cmd->add_option("--stragglers", sim.sim.stragglers,
-                      "How many trainers are slow (the first ones)");
-  sim_cmd->add_option("--slowdown", sim.sim.straggler_slowdown,
-                      "How much slower the stragglers are");
-  std::string sim_profile;
-  sim_cmd->add_option("--profile", sim_profile,
-                      "One slowdown per trainer instead, e.g. 1,2,4,6 (as many as --trainers)");
-  sim_cmd->add_option("--step", sim_step, "Step time of a trainer at slowdown 1");
-  sim_cmd->add_option("--jitter", sim.sim.jitter_sigma, "Log-normal sigma of each step's time");
-  sim_cmd->add_option("--model-bytes", sim.sim.model_bytes, "Model size in bytes");
-  sim_cmd->add_option("--link-gbps", link_gbps, "Every trainer's link rate, Gbit/s");
-  sim_cmd->add_option("--directive-latency", directive_latency,
+  ClusterProfileFlags sim_profile;
+  sim_profile.Add(sim_cmd, &sim.sim);
+  sim_cmd->add_option("--directive-latency", sim_profile.directive_latency,
                       "Report to grant when no round closes");
-  sim_cmd->add_option("--close-latency", close_latency, "One round close on the stores");
+  sim_cmd->add_option("--close-latency", sim_profile.close_latency,
+                      "One round close on the stores");
   sim_cmd->add_option("--pipeline-grants", sim.sim.pipeline_grants,
                       "As the coordinator's flag: grants go out while their round closes (bsp), "
                       "each pull waiting on the store for the close");
-  sim_cmd->add_option("--clocks", sim.sim.clocks,
-                      "Stop once every trainer took this many steps (its clock; a round mode's "
-                      "rounds)");
   sim_cmd->add_option("--leave-at", sim.sim.leave_at_clock,
                       "The last trainer leaves at this clock (0: never)");
   sim_cmd->add_option("--rejoin-at", sim.sim.rejoin_at_clock,
                       "...and a new one joins once every trainer reached this clock (0: never)");
   syncopate::sync::AddPolicyFlags(sim_cmd, &sim.sim.policy, {"mode", "seed"});
-  sim_cmd->add_option("--seed", sim.sim.seed, "Seed of the step times and the modes");
 
   syncopate::cli::MulticastSimOptions multicast;
   std::string multicast_modes = "selmcast,orpheus";
@@ -391,6 +422,24 @@ int main(int argc, char** argv) {
   multicast_cmd->add_option("--seed", multicast.seed,
                             "Seed of the bandwidths and of Orpheus's choices");
   multicast_cmd->add_option("--json", multicast.json_out, "Also write the figures here as JSON");
+
+  syncopate::cli::AdviseOptions advise;
+  advise.cluster.clocks = 300;
+  CLI::App* advise_cmd = app.add_subcommand(
+      "advise",
+      "Which mode for this cluster: simulates every mode (and a few staleness bounds) on the "
+      "profile given and ranks them by predicted time to target (docs/advise.md)");
+  ClusterProfileFlags advise_profile;
+  advise_profile.Add(advise_cmd, &advise.cluster);
+  advise_cmd
+      ->add_option("--staleness-tolerance", advise.staleness_tolerance,
+                   "How well the model takes stale deltas, in steps of the job: a delta "
+                   "this stale counts half (0.84 fits the MLP; docs/advise.md)")
+      ->check(CLI::PositiveNumber);
+  advise_cmd
+      ->add_option("--target-steps", advise.target_steps,
+                   "Steps of the job fresh SGD needs to the target: also predict seconds")
+      ->check(CLI::NonNegativeNumber);
 
   bool modes_json = false;
   CLI::App* modes_cmd = app.add_subcommand(
@@ -485,21 +534,18 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (advise_cmd->parsed()) {
+    if (absl::Status parsed = advise_profile.Finish(&advise.cluster); !parsed.ok()) {
+      return Fail(parsed, 2);
+    }
+    absl::StatusOr<syncopate::cli::Advice> advice = syncopate::cli::Advise(advise);
+    if (!advice.ok()) return Fail(advice.status(), ExitCodeOf(advice.status()));
+    std::printf("%s", syncopate::cli::FormatAdvice(advise, *advice).c_str());
+    return 0;
+  }
+
   if (sim_cmd->parsed()) {
-    for (auto [text, out] : {std::pair{&sim_step, &sim.sim.step},
-                             std::pair{&directive_latency, &sim.sim.directive_latency},
-                             std::pair{&close_latency, &sim.sim.close_latency}}) {
-      absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
-      if (!d.ok()) return Fail(d.status(), 2);
-      *out = *d;
-    }
-    if (!sim_profile.empty()) {
-      absl::StatusOr<std::vector<double>> profile = syncopate::base::ParseDoubleList(sim_profile);
-      if (!profile.ok()) return Fail(profile.status(), 2);
-      sim.sim.slowdowns = *profile;
-    }
-    sim.sim.link_bytes_per_second = link_gbps * 1e9 / 8;
-    sim.sim.policy.seed = sim.sim.seed;
+    if (absl::Status parsed = sim_profile.Finish(&sim.sim); !parsed.ok()) return Fail(parsed, 2);
     sim.modes = syncopate::base::SplitList(sim_modes);
     absl::StatusOr<std::vector<syncopate::sync::ClusterSimResult>> rows =
         syncopate::cli::RunSim(sim);

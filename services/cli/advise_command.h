@@ -1,0 +1,69 @@
+// `syncopate advise`: which mode to run a job in. It simulates the job's cluster
+// (sync/cluster_sim.h, the coordinator's own policies) under every mode of the mode table, with a
+// few staleness bounds where a mode takes one, and predicts each candidate's time to a target from
+// two simulated figures: how many steps the trainers take per second, and how stale their deltas
+// are when the store applies them (sync/delta_staleness.h). The prediction's model
+// (docs/advise.md):
+//
+//   progress per second = steps per second / N  x  1 / (1 + staleness / tolerance)
+//
+// (under the default step-size rule each delta is 1/N of a step of the job; a delta `staleness`
+// steps stale is worth 1 / (1 + staleness / tolerance) of a fresh one). The tolerance is the
+// model's one parameter: how well the user's model takes stale deltas, in steps of the job. The
+// peer-to-peer modes average models instead of applying deltas; their staleness is not modelled,
+// so they are simulated and shown but not predicted.
+#ifndef SYNCOPATE_CLI_ADVISE_COMMAND_H_
+#define SYNCOPATE_CLI_ADVISE_COMMAND_H_
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "sync/cluster_sim.h"
+
+namespace syncopate::cli {
+
+struct AdviseOptions {
+  // The cluster: trainers, their slowdowns, the step, the model's size, the links (its policy is
+  // set per candidate; its seed is every candidate's).
+  sync::ClusterSimOptions cluster;
+  // How well the model takes stale deltas, in steps of the job (> 0); 0.84 fits our MLP's measured
+  // times to 0.85 (docs/advise.md).
+  double staleness_tolerance = 1;
+  // Steps of the job that fresh SGD needs to reach the target; 0: times relative to the best only.
+  int64_t target_steps = 0;
+};
+
+// One candidate: a mode with its flags, simulated.
+struct AdviceRow {
+  std::string mode;
+  std::vector<std::string> flags;  // e.g. --staleness=3; none for the mode's defaults
+  sync::ClusterSimResult sim;
+  // Predicted progress per second, in steps of the job; nullopt: not predicted (peer-to-peer).
+  std::optional<double> rate;
+};
+
+struct Advice {
+  // Predicted candidates first, the fastest first; then the others by steps per second.
+  std::vector<AdviceRow> rows;
+  // The winners at a quarter of the tolerance, at it, and at four times it; "high" when one
+  // candidate wins at all three, "medium" at two, "low" otherwise.
+  std::vector<std::string> winners;
+  std::string confidence;
+};
+
+// Predicted progress per second of a simulated store-mode job at `tolerance` (the model above);
+// nullopt for a peer-to-peer mode.
+std::optional<double> PredictedRate(const sync::ClusterSimResult& sim, double tolerance);
+
+// INVALID_ARGUMENT for a bad profile or tolerance; a candidate the simulator refuses fails the run.
+absl::StatusOr<Advice> Advise(const AdviseOptions& options);
+
+// The ranked table and the recommendation.
+std::string FormatAdvice(const AdviseOptions& options, const Advice& advice);
+
+}  // namespace syncopate::cli
+
+#endif  // SYNCOPATE_CLI_ADVISE_COMMAND_H_

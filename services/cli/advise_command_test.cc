@@ -1,0 +1,99 @@
+#include "cli/advise_command.h"
+
+#include "absl/strings/match.h"
+#include "gtest/gtest.h"
+#include "sync/modes.h"
+
+namespace syncopate::cli {
+namespace {
+
+AdviseOptions Small(std::vector<double> slowdowns, double tolerance) {
+  AdviseOptions o;
+  o.cluster.trainers = static_cast<int>(slowdowns.size());
+  o.cluster.slowdowns = std::move(slowdowns);
+  o.cluster.clocks = 60;
+  o.staleness_tolerance = tolerance;
+  return o;
+}
+
+TEST(AdviseTest, ThePredictionIsStepsPerTrainerDiscountedByStaleness) {
+  sync::ClusterSimResult r;
+  r.trainers = 4;
+  r.steps_per_second = 40;
+  r.delta_staleness_mean = 0.5;
+  EXPECT_DOUBLE_EQ(*PredictedRate(r, 0.5), 10 / 2.0);
+  EXPECT_NEAR(*PredictedRate(r, 1e9), 10, 1e-6);
+  r.delta_staleness_mean = -1;  // peer-to-peer
+  EXPECT_FALSE(PredictedRate(r, 1).has_value());
+}
+
+TEST(AdviseTest, EveryModeIsACandidateAndThePredictedComeFirstFastestFirst) {
+  absl::StatusOr<Advice> advice = Advise(Small({1, 1, 2, 6}, 1));
+  ASSERT_TRUE(advice.ok()) << advice.status();
+  for (const std::string& mode : sync::SupportedModes()) {
+    EXPECT_TRUE(std::any_of(advice->rows.begin(), advice->rows.end(), [&](const AdviceRow& r) {
+      return r.mode == mode;
+    })) << mode;
+  }
+  size_t predicted = 0;  // the predicted rows, first, each no faster than the one before
+  while (predicted < advice->rows.size() && advice->rows[predicted].rate) {
+    if (predicted > 0) {
+      EXPECT_LE(*advice->rows[predicted].rate, *advice->rows[predicted - 1].rate);
+    }
+    ++predicted;
+  }
+  for (size_t i = 0; i < advice->rows.size(); ++i) {
+    const AdviceRow& row = advice->rows[i];
+    EXPECT_EQ(i < predicted, !sync::FindMode(row.mode)->peer_to_peer()) << row.mode;
+  }
+  ASSERT_EQ(advice->winners.size(), 3u);
+  EXPECT_EQ(
+      advice->winners[1],
+      advice->rows.front().mode +
+          (advice->rows.front().flags.empty() ? "" : " " + advice->rows.front().flags.front()));
+}
+
+TEST(AdviseTest, AStragglerAndATolerantModelFavourModesThatDoNotWait) {
+  // A 6x straggler: a mode that waits for it takes a third of the steps; with stale deltas
+  // nearly free, the most steps win.
+  absl::StatusOr<Advice> advice = Advise(Small({1, 1, 1, 6}, 1000));
+  ASSERT_TRUE(advice.ok()) << advice.status();
+  const sync::Mode* winner = sync::FindMode(advice->rows.front().mode);
+  ASSERT_NE(winner, nullptr);
+  EXPECT_GT(advice->rows.front().sim.compute_time_ratio, 0.9) << advice->rows.front().mode;
+}
+
+TEST(AdviseTest, EqualTrainersAndAnIntolerantModelFavourTheLeastStaleMode) {
+  absl::StatusOr<Advice> advice = Advise(Small({1, 1, 1, 1}, 0.01));
+  ASSERT_TRUE(advice.ok()) << advice.status();
+  const AdviceRow& best = advice->rows.front();
+  for (const AdviceRow& row : advice->rows) {
+    if (row.rate) {
+      EXPECT_LE(best.sim.delta_staleness_mean, row.sim.delta_staleness_mean + 0.05) << row.mode;
+    }
+  }
+}
+
+TEST(AdviseTest, ConfidenceSaysWhetherTheWinnerHoldsAcrossTolerances) {
+  absl::StatusOr<Advice> advice = Advise(Small({1, 1, 2, 6}, 1));
+  ASSERT_TRUE(advice.ok());
+  const int agree = static_cast<int>(
+      std::count(advice->winners.begin(), advice->winners.end(), advice->winners[1]));
+  EXPECT_EQ(advice->confidence, agree == 3 ? "high" : agree == 2 ? "medium" : "low");
+  const std::string text = FormatAdvice(Small({1, 1, 2, 6}, 1), *advice);
+  EXPECT_TRUE(absl::StrContains(text, "recommended: --mode=" + advice->winners[1])) << text;
+  EXPECT_TRUE(absl::StrContains(text, "not predicted")) << text;
+}
+
+TEST(AdviseTest, BadOptionsAreRefused) {
+  EXPECT_EQ(Advise(Small({1, 2}, 0)).status().code(), absl::StatusCode::kInvalidArgument);
+  AdviseOptions o = Small({1, 2}, 1);
+  o.target_steps = -1;
+  EXPECT_EQ(Advise(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o = Small({1, 2}, 1);
+  o.cluster.slowdowns = {1, 2, 3};  // three slowdowns for two trainers
+  EXPECT_EQ(Advise(o).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+}  // namespace
+}  // namespace syncopate::cli
