@@ -1,11 +1,16 @@
 #include "cli/advise_command.h"
 
+#include <stdlib.h>
+
 #include <algorithm>
+#include <cstdio>
 #include <set>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/status_macros.h"
+#include "cli/model_file.h"
 #include "sync/modes.h"
 
 namespace syncopate::cli {
@@ -61,6 +66,59 @@ std::string Name(const AdviceRow& row) {
 std::optional<double> PredictedRate(const sync::ClusterSimResult& sim, double tolerance) {
   if (sim.delta_staleness_mean < 0 || sim.trainers < 1) return std::nullopt;
   return sim.steps_per_second / sim.trainers / (1 + sim.delta_staleness_mean / tolerance);
+}
+
+absl::StatusOr<sync::ClusterSimOptions> ProfileFromProbe(const RunSummary& probe,
+                                                         double model_bytes,
+                                                         sync::ClusterSimOptions base) {
+  std::vector<double> steps;  // each trainer's seconds per step
+  const TrainerSummary* fastest = nullptr;
+  double step = 0;  // the fastest's
+  for (const TrainerSummary& t : probe.per_trainer) {
+    if (t.clock <= 0 || t.compute_seconds <= 0) continue;
+    steps.push_back(t.compute_seconds / static_cast<double>(t.clock));
+    if (!fastest || steps.back() < step) {
+      fastest = &t;
+      step = steps.back();
+    }
+  }
+  if (!fastest) {
+    return absl::InvalidArgumentError(
+        "no trainer of the probe took a step: give it longer (--time-limit) or see its logs");
+  }
+  base.trainers = static_cast<int>(steps.size());
+  base.slowdowns.clear();
+  for (double s : steps) base.slowdowns.push_back(s / step);
+  base.step = absl::Seconds(step);
+  base.jitter_sigma = 0;
+  base.model_bytes = model_bytes;
+  // Under asp a step's time beyond its compute is its push and its pull of the model.
+  const double beyond =
+      (fastest->wall_seconds - fastest->compute_seconds) / static_cast<double>(fastest->clock);
+  if (beyond > 0 && model_bytes > 0) base.link_bytes_per_second = 2 * model_bytes / beyond;
+  return base;
+}
+
+absl::StatusOr<sync::ClusterSimOptions> Probe(LocalRunOptions run,
+                                              const sync::ClusterSimOptions& base) {
+  run.cluster.policy.mode = "asp";  // nobody waits: each trainer's own speed shows
+  run.target_accuracy.reset();
+  if (run.report_dir.empty()) {
+    char dir[] = "/tmp/syncopate-probe-XXXXXX";
+    if (mkdtemp(dir) == nullptr) return absl::UnavailableError("cannot make a run directory");
+    run.report_dir = dir;
+  }
+  ASSIGN_OR_RETURN(const RunSummary summary, RunLocal(run));
+  std::printf("probe (asp):\n%s\n", FormatSummary(summary).c_str());
+  if (summary.interrupted || summary.faulty()) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "the probe run was interrupted or had faults; its figures are not the cluster's (see ",
+        run.report_dir, ")"));
+  }
+  ASSIGN_OR_RETURN(const tensor::Model model, ReadCheckpointModel(run.report_dir + "/checkpoints"));
+  double bytes = 0;
+  for (const tensor::ModelTensor& t : model.tensors) bytes += 4.0 * t.values.size();
+  return ProfileFromProbe(summary, bytes, base);
 }
 
 absl::StatusOr<Advice> Advise(const AdviseOptions& options) {

@@ -21,6 +21,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "cli/local_command.h"
+#include "cli/run_report.h"
 #include "sync/cluster_sim.h"
 
 namespace syncopate::cli {
@@ -57,6 +59,22 @@ struct Advice {
 // Predicted progress per second of a simulated store-mode job at `tolerance` (the model above);
 // nullopt for a peer-to-peer mode.
 std::optional<double> PredictedRate(const sync::ClusterSimResult& sim, double tolerance);
+
+// The cluster a probe measured: a short run of the user's job under asp (`advise probe`), whose
+// trainers' time in steps over their clocks gives each one's step (the fastest's is the profile's
+// step, the others' ratios to it their slowdowns), and the fastest's time per step beyond its
+// compute the links' rate, as the time to push and pull `model_bytes` (the job's model). The
+// rest comes from `base`. INVALID_ARGUMENT when no trainer took a step.
+absl::StatusOr<sync::ClusterSimOptions> ProfileFromProbe(const RunSummary& probe,
+                                                         double model_bytes,
+                                                         sync::ClusterSimOptions base);
+
+// Runs the job `run` describes under asp (whatever its mode; no target, for its time limit),
+// prints its summary, and measures its cluster (ProfileFromProbe), the model's size read from
+// the run's checkpoints. Fails with the run's error, or FAILED_PRECONDITION when the run was
+// interrupted or had faults (its figures would not be the cluster's).
+absl::StatusOr<sync::ClusterSimOptions> Probe(LocalRunOptions run,
+                                              const sync::ClusterSimOptions& base);
 
 // INVALID_ARGUMENT for a bad profile or tolerance; a candidate the simulator refuses fails the run.
 absl::StatusOr<Advice> Advise(const AdviseOptions& options);

@@ -85,6 +85,32 @@ TEST(AdviseTest, ConfidenceSaysWhetherTheWinnerHoldsAcrossTolerances) {
   EXPECT_TRUE(absl::StrContains(text, "not predicted")) << text;
 }
 
+TEST(AdviseTest, AProbeGivesEachTrainersSlowdownTheStepAndTheLinks) {
+  RunSummary probe;
+  auto trainer = [](int rank, int64_t clock, double compute, double wall) {
+    TrainerSummary t;
+    t.rank = rank;
+    t.clock = clock;
+    t.compute_seconds = compute;
+    t.wall_seconds = wall;
+    return t;
+  };
+  // 100 steps of 20 ms with 2 ms beyond each; 25 of 80 ms; one that never stepped (left out).
+  probe.per_trainer = {trainer(0, 100, 2.0, 2.2), trainer(1, 25, 2.0, 2.1), trainer(2, 0, 0, 1)};
+  absl::StatusOr<sync::ClusterSimOptions> profile =
+      ProfileFromProbe(probe, 1e6, sync::ClusterSimOptions{});
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  EXPECT_EQ(profile->trainers, 2);
+  ASSERT_EQ(profile->slowdowns.size(), 2u);
+  EXPECT_DOUBLE_EQ(profile->slowdowns[0], 1);
+  EXPECT_DOUBLE_EQ(profile->slowdowns[1], 4);
+  EXPECT_NEAR(absl::ToDoubleMilliseconds(profile->step), 20, 1e-9);
+  EXPECT_DOUBLE_EQ(profile->model_bytes, 1e6);
+  EXPECT_NEAR(profile->link_bytes_per_second, 2e6 / 0.002, 1);  // two models in 2 ms
+  probe.per_trainer = {trainer(0, 0, 0, 1)};
+  EXPECT_EQ(ProfileFromProbe(probe, 1e6, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
 TEST(AdviseTest, BadOptionsAreRefused) {
   EXPECT_EQ(Advise(Small({1, 2}, 0)).status().code(), absl::StatusCode::kInvalidArgument);
   AdviseOptions o = Small({1, 2}, 1);

@@ -440,6 +440,19 @@ int main(int argc, char** argv) {
       ->add_option("--target-steps", advise.target_steps,
                    "Steps of the job fresh SGD needs to the target: also predict seconds")
       ->check(CLI::NonNegativeNumber);
+  ScenarioFlags probe;
+  probe.run.cluster.bin_dir = BinDir();
+  probe.time_limit = "30s";
+  CLI::App* probe_cmd = advise_cmd->add_subcommand(
+      "probe",
+      "Measure the profile from a short run of the job itself under asp (the flags of local; "
+      "--time-limit: how long, default 30s), then advise on it");
+  probe.Add(probe_cmd);
+  probe.AddLocalTrainers(probe_cmd);
+  probe_cmd->add_option("--staleness-tolerance", advise.staleness_tolerance, "As advise's")
+      ->check(CLI::PositiveNumber);
+  probe_cmd->add_option("--target-steps", advise.target_steps, "As advise's")
+      ->check(CLI::NonNegativeNumber);
 
   bool modes_json = false;
   CLI::App* modes_cmd = app.add_subcommand(
@@ -534,10 +547,18 @@ int main(int argc, char** argv) {
     return 0;
   }
 
-  if (advise_cmd->parsed()) {
+  if (probe_cmd->parsed()) {
+    if (absl::Status s = probe.Finish(); !s.ok()) return Fail(s, 2);
+    absl::StatusOr<syncopate::sync::ClusterSimOptions> profile =
+        syncopate::cli::Probe(probe.run, advise.cluster);
+    if (!profile.ok()) return Fail(profile.status(), ExitCodeOf(profile.status()));
+    advise.cluster = *profile;
+  } else if (advise_cmd->parsed()) {
     if (absl::Status parsed = advise_profile.Finish(&advise.cluster); !parsed.ok()) {
       return Fail(parsed, 2);
     }
+  }
+  if (advise_cmd->parsed()) {
     absl::StatusOr<syncopate::cli::Advice> advice = syncopate::cli::Advise(advise);
     if (!advice.ok()) return Fail(advice.status(), ExitCodeOf(advice.status()));
     std::printf("%s", syncopate::cli::FormatAdvice(advise, *advice).c_str());

@@ -2,6 +2,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <regex>
 
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
@@ -189,6 +190,29 @@ TEST(LocalE2E, BadFlagsAreClearErrors) {
   EXPECT_EQ(ExitCode(RunLocal(dir + "/d", {"--trainers=1", "--scale-events=5s:-1"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/e", {"--trainers=2", "--device=cpu,cpu,cuda"})), 2);
   EXPECT_EQ(ExitCode(RunLocal(dir + "/f", {"--trainers=2", "--device=cpu,cuda:x"})), 2);
+}
+
+// `syncopate advise probe` runs the job briefly under asp, measures each trainer's speed, and
+// advises on what it measured: two trainers 3x apart come out as slowdowns 1 and about 3.
+TEST(LocalE2E, AdviseProbeMeasuresTheClusterItAdvisesOn) {
+  const std::string dir = MakeTempDir("advise-probe");
+  const std::string log = dir + ".out";
+  const int status = RunBinary("syncopate",
+                               {"advise", "probe", "--report-dir=" + dir, "--trainers=2",
+                                "--slowdown=1,3", "--step-time=20ms", "--time-limit=4s"},
+                               log, absl::Minutes(2));
+  const std::string out = Read(log);
+  ASSERT_EQ(ExitCode(status), 0) << out;
+  EXPECT_NE(out.find("probe (asp):"), std::string::npos) << out;
+  std::smatch measured;
+  ASSERT_TRUE(std::regex_search(out, measured, std::regex("slowdowns 1,([0-9.]+), ([0-9]+)-byte")))
+      << out;
+  EXPECT_NEAR(std::stod(measured[1]), 3, 0.5) << out;
+  EXPECT_EQ(measured[2], "407080") << "the MLP's 101,770 float32 parameters";
+  EXPECT_NE(out.find("recommended: --mode="), std::string::npos) << out;
+  EXPECT_EQ(ExitCode(RunBinary("syncopate", {"advise", "probe", "--trainers=2", "--time-limit=x"},
+                               dir + "/bad.out")),
+            2);
 }
 
 // Where no GPU can be used, asking for one stops the start-up at once, naming the reason (on a
