@@ -256,7 +256,8 @@ struct QuotedCommand {
 std::vector<QuotedCommand> QuotedCommands(const std::string& file) {
   static const std::regex kStart(
       "^(?:\\./build/bin/)?(syncopate(?:-store|-coordinator|-trainer)?)(?= |$)(?: (local|compare|"
-      "sim(?: multicast)?|advise|status|export|serve|modes|finish|certs(?: ca| issue)?)(?= |$))?");
+      "sim(?: multicast)?|advise(?: probe)?|status|export|serve|modes|finish|certs(?: ca| "
+      "issue)?)(?= |$))?");
   static const std::regex kFlag("--[a-z][a-z0-9-]*");
   std::vector<QuotedCommand> commands;
   bool fenced = false;
@@ -303,9 +304,9 @@ TEST(ReadmeE2E, EveryQuotedFlagIsKnownToItsBinary) {
   // Not vacuous: the README and docs/ quote every binary and every subcommand.
   for (const std::string b :
        {"syncopate local", "syncopate compare", "syncopate sim", "syncopate sim multicast",
-        "syncopate advise", "syncopate modes", "syncopate export", "syncopate serve",
-        "syncopate certs ca", "syncopate certs issue", "syncopate-store ", "syncopate-coordinator ",
-        "syncopate-trainer "}) {
+        "syncopate advise", "syncopate advise probe", "syncopate modes", "syncopate export",
+        "syncopate serve", "syncopate certs ca", "syncopate certs issue", "syncopate-store ",
+        "syncopate-coordinator ", "syncopate-trainer "}) {
     EXPECT_TRUE(binaries.count(b)) << "no quoted '" << b << "' found";
   }
   const std::string dir = MakeTempDir("help");
