@@ -113,10 +113,11 @@ def _flag(value) -> bool:
 
 
 def _model_paths(paths) -> list:
-    """Model file paths from one path, a comma-separated list of them, or a sequence."""
-    if isinstance(paths, str):
-        return [p.strip() for p in paths.split(",") if p.strip()]
-    return [str(p) for p in paths]
+    """Model file paths from one path (a str, comma-separated for several, or an os.PathLike) or a
+    sequence of them."""
+    if isinstance(paths, (str, os.PathLike)):
+        return [p.strip() for p in os.fspath(paths).split(",") if p.strip()]
+    return [os.fspath(p) for p in paths]
 
 
 def _resolve(given: Mapping[str, object]) -> Dict[str, object]:
@@ -344,12 +345,14 @@ class Session:
 
     def save_model(self, path) -> None:
         """Writes the registered parameters as they are now (after training: the job's model;
-        under dssync, the final average) to `path`, a .npz or .pt file that
+        under dssync, the final average) to `path` (a str or os.PathLike), a .npz or .pt file that
         syncopate.torch.load_into, NumPy and PyTorch read, as RUN_DIR/model.npz and model.pt are
         written; a list of paths writes each. Every path is checked first (SyncopateError
         INVALID_ARGUMENT, nothing written). With the save_model option (SYNCOPATE_SAVE_MODEL, which
         `syncopate local` gives trainer 0 in peer-to-peer modes) close() does this by itself at a
         clean end."""
+        if self._staging and self._started:
+            self._staging.to_host()  # the tensors as they are now, not as the last step left them
         self._session.save_model(_model_paths(path))
 
     def request_stop(self) -> None:

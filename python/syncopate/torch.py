@@ -19,6 +19,7 @@ running statistics, are synchronised like parameters unless buffers=False; integ
 as num_batches_tracked) stay each trainer's own.
 """
 
+import os
 from typing import Dict, Mapping
 
 import numpy as np
@@ -125,13 +126,14 @@ def _fits(value: torch.Tensor, tensor: torch.Tensor) -> bool:
     return value.dim() == 1 and value.numel() == tensor.numel()
 
 
-def load_into(model: torch.nn.Module, path: str, buffers: bool = True) -> None:
+def load_into(model: torch.nn.Module, path, buffers: bool = True) -> None:
     """Loads a trained model that a job wrote (RUN_DIR/model.npz or model.pt, or `syncopate
-    export`) into `model`'s synchronised_tensors, by name, on whatever device they are; a flat
+    export`; a str or os.PathLike) into `model`'s synchronised_tensors, by name, on whatever device they are; a flat
     tensor (the job's files hold them flat) takes the model's shape. Every name and size is checked
     first: on a mismatch (a tensor missing from the file or the model, another
     shape) SyncopateError INVALID_ARGUMENT says which, and the model is unchanged. Integer buffers
     and the optimizer's state are not in the file (each trainer keeps its own)."""
+    path = os.fspath(path)
     values = _read_model_file(path)
     tensors = synchronised_tensors(model, buffers)
     problems = [f"{name}: not in the file" for name in sorted(set(tensors) - set(values))]

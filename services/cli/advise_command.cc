@@ -57,6 +57,24 @@ int Winner(const std::vector<AdviceRow>& rows, double tolerance) {
   return best;
 }
 
+// A trainer's seconds per step, if it took steps and is still in the job.
+std::optional<double> SecondsPerStep(const TrainerSummary& t) {
+  if (t.clock <= 0 || t.compute_seconds <= 0 || t.state == "left" || t.state == "evicted") {
+    return std::nullopt;
+  }
+  return t.compute_seconds / static_cast<double>(t.clock);
+}
+
+// The trainer with the fewest seconds per step; null when none took a step.
+const TrainerSummary* Fastest(const RunSummary& run) {
+  const TrainerSummary* fastest = nullptr;
+  for (const TrainerSummary& t : run.per_trainer) {
+    std::optional<double> seconds = SecondsPerStep(t);
+    if (seconds && (!fastest || *seconds < *SecondsPerStep(*fastest))) fastest = &t;
+  }
+  return fastest;
+}
+
 std::string Name(const AdviceRow& row) {
   return row.flags.empty() ? row.mode : absl::StrCat(row.mode, " ", absl::StrJoin(row.flags, " "));
 }
@@ -68,34 +86,25 @@ std::optional<double> PredictedRate(const sync::ClusterSimResult& sim, double to
   return sim.steps_per_second / sim.trainers / (1 + sim.delta_staleness_mean / tolerance);
 }
 
-absl::StatusOr<sync::ClusterSimOptions> ProfileFromProbe(const RunSummary& probe,
-                                                         double model_bytes,
-                                                         sync::ClusterSimOptions base) {
-  std::vector<double> steps;  // each trainer's seconds per step
-  const TrainerSummary* fastest = nullptr;
-  double step = 0;  // the fastest's
-  for (const TrainerSummary& t : probe.per_trainer) {
-    if (t.clock <= 0 || t.compute_seconds <= 0) continue;
-    steps.push_back(t.compute_seconds / static_cast<double>(t.clock));
-    if (!fastest || steps.back() < step) {
-      fastest = &t;
-      step = steps.back();
-    }
-  }
+absl::StatusOr<sync::ClusterSimOptions> ProfileFromRun(const RunSummary& run, double model_bytes,
+                                                       sync::ClusterSimOptions base) {
+  const TrainerSummary* fastest = Fastest(run);
   if (!fastest) {
     return absl::InvalidArgumentError(
-        "no trainer of the probe took a step: give it longer (--time-limit) or see its logs");
+        "no trainer took a step: give the probe longer (--time-limit), or see its logs");
   }
-  base.trainers = static_cast<int>(steps.size());
+  const double step = *SecondsPerStep(*fastest);
+  base.trainers = 0;
   base.slowdowns.clear();
-  for (double s : steps) base.slowdowns.push_back(s / step);
+  for (const TrainerSummary& t : run.per_trainer) {
+    if (std::optional<double> seconds = SecondsPerStep(t)) {
+      ++base.trainers;
+      base.slowdowns.push_back(*seconds / step);
+    }
+  }
   base.step = absl::Seconds(step);
   base.jitter_sigma = 0;
   base.model_bytes = model_bytes;
-  // Under asp a step's time beyond its compute is its push and its pull of the model.
-  const double beyond =
-      (fastest->wall_seconds - fastest->compute_seconds) / static_cast<double>(fastest->clock);
-  if (beyond > 0 && model_bytes > 0) base.link_bytes_per_second = 2 * model_bytes / beyond;
   return base;
 }
 
@@ -118,7 +127,25 @@ absl::StatusOr<sync::ClusterSimOptions> Probe(LocalRunOptions run,
   ASSIGN_OR_RETURN(const tensor::Model model, ReadCheckpointModel(run.report_dir + "/checkpoints"));
   double bytes = 0;
   for (const tensor::ModelTensor& t : model.tensors) bytes += 4.0 * t.values.size();
-  return ProfileFromProbe(summary, bytes, base);
+  return ProfileFromRun(summary, bytes, base);
+}
+
+const char* ConfidenceName(Confidence confidence) {
+  switch (confidence) {
+    case Confidence::kHigh:
+      return "high";
+    case Confidence::kMedium:
+      return "medium";
+    case Confidence::kLow:
+      break;
+  }
+  return "low";
+}
+
+Confidence ConfidenceOf(const std::vector<std::string>& winners) {
+  if (winners.size() != 3 || winners[1].empty()) return Confidence::kLow;
+  const int ends = (winners[0] == winners[1]) + (winners[2] == winners[1]);
+  return ends == 2 ? Confidence::kHigh : ends == 1 ? Confidence::kMedium : Confidence::kLow;
 }
 
 absl::StatusOr<Advice> Advise(const AdviseOptions& options) {
@@ -128,6 +155,7 @@ absl::StatusOr<Advice> Advise(const AdviseOptions& options) {
   if (options.target_steps < 0) {
     return absl::InvalidArgumentError("--target-steps cannot be negative");
   }
+  RETURN_IF_ERROR(sync::CheckClusterSimOptions(options.cluster));
   Advice advice;
   for (const Candidate& c : Candidates(options.cluster.policy)) {
     sync::ClusterSimOptions sim = options.cluster;
@@ -147,19 +175,20 @@ absl::StatusOr<Advice> Advise(const AdviseOptions& options) {
                      if (a.rate) return *a.rate > *b.rate;
                      return a.sim.steps_per_second > b.sim.steps_per_second;
                    });
-  std::vector<int> winners;
   for (double scale : {0.25, 1.0, 4.0}) {
-    winners.push_back(Winner(advice.rows, options.staleness_tolerance * scale));
-    advice.winners.push_back(winners.back() < 0 ? "" : Name(advice.rows[winners.back()]));
+    const int winner = Winner(advice.rows, options.staleness_tolerance * scale);
+    advice.winners.push_back(winner < 0 ? "" : Name(advice.rows[winner]));
   }
-  const int agree = static_cast<int>(std::count(winners.begin(), winners.end(), winners[1]));
-  advice.confidence = agree == 3 ? "high" : agree == 2 ? "medium" : "low";
+  advice.confidence = ConfidenceOf(advice.winners);
   return advice;
 }
 
-std::string FormatAdvice(const AdviseOptions& options, const Advice& advice) {
+namespace {
+
+// The profile the advice is for, in one line.
+std::string ProfileLine(const AdviseOptions& options) {
   const sync::ClusterSimOptions& c = options.cluster;
-  std::string out = absl::StrFormat(
+  return absl::StrFormat(
       "%d trainers, step %s x slowdowns %s, %.0f-byte model over %.1f Gbit/s links; staleness "
       "tolerance %.2f steps\n",
       c.trainers, absl::FormatDuration(c.step),
@@ -167,7 +196,47 @@ std::string FormatAdvice(const AdviseOptions& options, const Advice& advice) {
           ? absl::StrFormat("1 (%d of them %.1f)", c.stragglers, c.straggler_slowdown)
           : absl::StrJoin(c.slowdowns, ","),
       c.model_bytes, c.link_bytes_per_second * 8 / 1e9, options.staleness_tolerance);
+}
+
+// One row of the table; `best`: the first row's rate.
+std::string RowLine(const AdviseOptions& options, const AdviceRow& row, int rank, double best) {
+  std::string staleness = "-", time = "not predicted", to_target;
+  if (row.rate) {
+    staleness =
+        absl::StrFormat("%.2f/%.1f", row.sim.delta_staleness_mean, row.sim.delta_staleness_p99);
+    time = absl::StrFormat("%.2f", *row.rate > 0 ? best / *row.rate : 0.0);
+    if (options.target_steps > 0 && *row.rate > 0) {
+      to_target =
+          absl::StrFormat("  %.0f s", static_cast<double>(options.target_steps) / *row.rate);
+    }
+  }
+  return absl::StrFormat("%-4s %-26s %8.1f %8.3f %11s %10s%s\n", rank > 0 ? absl::StrCat(rank) : "",
+                         Name(row), row.sim.steps_per_second, row.sim.compute_time_ratio, staleness,
+                         time, to_target);
+}
+
+// The recommendation and how far it holds.
+std::string Recommendation(const AdviseOptions& options, const Advice& advice) {
+  const double low = options.staleness_tolerance / 4, high = options.staleness_tolerance * 4;
+  std::string out = absl::StrCat("\nrecommended: --mode=", advice.winners[1], " (confidence ",
+                                 ConfidenceName(advice.confidence), ": ");
+  if (advice.confidence == Confidence::kHigh) {
+    absl::StrAppendFormat(&out, "it wins at every tolerance from %.2f to %.2f steps)\n", low, high);
+  } else {
+    absl::StrAppendFormat(&out, "at %.2f steps %s wins, at %.2f steps %s)\n", low,
+                          advice.winners[0], high, advice.winners[2]);
+  }
+  absl::StrAppend(&out,
+                  "peer-to-peer modes are simulated, not predicted: their staleness is not "
+                  "modelled yet; compare them with `syncopate compare`\n");
+  return out;
+}
+
+}  // namespace
+
+std::string FormatAdvice(const AdviseOptions& options, const Advice& advice) {
   const bool seconds = options.target_steps > 0;
+  std::string out = ProfileLine(options);
   absl::StrAppendFormat(&out, "%-4s %-26s %8s %8s %11s %10s%s\n", "rank", "mode", "steps/s",
                         "compute", "delta", "predicted", seconds ? "  predicted" : "");
   absl::StrAppendFormat(&out, "%-4s %-26s %8s %8s %11s %10s%s\n", "", "", "", "ratio", "staleness",
@@ -176,34 +245,11 @@ std::string FormatAdvice(const AdviseOptions& options, const Advice& advice) {
       advice.rows.empty() || !advice.rows.front().rate ? 0 : *advice.rows.front().rate;
   int rank = 0;
   for (const AdviceRow& row : advice.rows) {
-    std::string staleness = "-", time = "not predicted", to_target;
-    if (row.rate) {
-      staleness =
-          absl::StrFormat("%.2f/%.1f", row.sim.delta_staleness_mean, row.sim.delta_staleness_p99);
-      time = absl::StrFormat("%.2f", *row.rate > 0 ? best / *row.rate : 0.0);
-      if (seconds && *row.rate > 0) {
-        to_target =
-            absl::StrFormat("  %.0f s", static_cast<double>(options.target_steps) / *row.rate);
-      }
-    }
-    absl::StrAppendFormat(&out, "%-4s %-26s %8.1f %8.3f %11s %10s%s\n",
-                          row.rate ? absl::StrCat(++rank) : "", Name(row), row.sim.steps_per_second,
-                          row.sim.compute_time_ratio, staleness, time, to_target);
+    absl::StrAppend(&out, RowLine(options, row, row.rate ? ++rank : 0, best));
   }
-  if (advice.winners[1].empty()) return out;
-  absl::StrAppend(&out, "\nrecommended: --mode=", advice.winners[1], " (confidence ",
-                  advice.confidence, ": ");
-  if (advice.confidence == "high") {
-    absl::StrAppendFormat(&out, "it wins at every tolerance from %.2f to %.2f steps)\n",
-                          options.staleness_tolerance / 4, options.staleness_tolerance * 4);
-  } else {
-    absl::StrAppendFormat(&out, "at %.2f steps %s wins, at %.2f steps %s)\n",
-                          options.staleness_tolerance / 4, advice.winners[0],
-                          options.staleness_tolerance * 4, advice.winners[2]);
+  if (!advice.winners.empty() && !advice.winners[1].empty()) {
+    absl::StrAppend(&out, Recommendation(options, advice));
   }
-  absl::StrAppend(&out,
-                  "peer-to-peer modes are simulated, not predicted: their staleness is not "
-                  "modelled yet; compare them with `syncopate compare`\n");
   return out;
 }
 

@@ -47,32 +47,42 @@ struct AdviceRow {
   std::optional<double> rate;
 };
 
+// How far the recommendation holds: the winner at the tolerance also wins at a quarter of it and
+// at four times it (high), at one of the two (medium), or at neither (low).
+enum class Confidence { kHigh, kMedium, kLow };
+const char* ConfidenceName(Confidence confidence);
+
+// The confidence in `winners`: the winners at a quarter of the tolerance, at it and at four times
+// it.
+Confidence ConfidenceOf(const std::vector<std::string>& winners);
+
 struct Advice {
   // Predicted candidates first, the fastest first; then the others by steps per second.
   std::vector<AdviceRow> rows;
-  // The winners at a quarter of the tolerance, at it, and at four times it; "high" when one
-  // candidate wins at all three, "medium" at two, "low" otherwise.
+  // The winners (their names with flags) at a quarter of the tolerance, at it, and at four times
+  // it; "" where nothing is predicted.
   std::vector<std::string> winners;
-  std::string confidence;
+  Confidence confidence = Confidence::kLow;
 };
 
 // Predicted progress per second of a simulated store-mode job at `tolerance` (the model above);
 // nullopt for a peer-to-peer mode.
 std::optional<double> PredictedRate(const sync::ClusterSimResult& sim, double tolerance);
 
-// The cluster a probe measured: a short run of the user's job under asp (`advise probe`), whose
-// trainers' time in steps over their clocks gives each one's step (the fastest's is the profile's
-// step, the others' ratios to it their slowdowns), and the fastest's time per step beyond its
-// compute the links' rate, as the time to push and pull `model_bytes` (the job's model). The
-// rest comes from `base`. INVALID_ARGUMENT when no trainer took a step.
-absl::StatusOr<sync::ClusterSimOptions> ProfileFromProbe(const RunSummary& probe,
-                                                         double model_bytes,
-                                                         sync::ClusterSimOptions base);
+// The trainers of a run (a probe's summary, or a running cluster's status as FillFromStatus reads
+// it): each one's time in steps over its clock gives its step (the fastest's is the profile's
+// step, the others' ratios to it their slowdowns); trainers that left or were evicted are left
+// out. The model's size is `model_bytes`; the rest comes from `base`. INVALID_ARGUMENT when no
+// trainer took a step.
+absl::StatusOr<sync::ClusterSimOptions> ProfileFromRun(const RunSummary& run, double model_bytes,
+                                                       sync::ClusterSimOptions base);
 
 // Runs the job `run` describes under asp (whatever its mode; no target, for its time limit),
-// prints its summary, and measures its cluster (ProfileFromProbe), the model's size read from
-// the run's checkpoints. Fails with the run's error, or FAILED_PRECONDITION when the run was
-// interrupted or had faults (its figures would not be the cluster's).
+// prints its summary, and measures its cluster: ProfileFromRun, with the model's size read from
+// the run's checkpoints. The links stay `base`'s: the probe runs on this machine, over loopback,
+// not over the cluster's network. Fails with the run's error, or
+// FAILED_PRECONDITION when the run was interrupted or had faults (its figures would not be the
+// cluster's).
 absl::StatusOr<sync::ClusterSimOptions> Probe(LocalRunOptions run,
                                               const sync::ClusterSimOptions& base);
 

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cctype>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
@@ -42,6 +43,11 @@ absl::StatusOr<base::ReadyInfo> AwaitReady(const std::string& path, ChildProcess
 
 std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToDoubleSeconds(d), "s"); }
 
+// Whether `host` is this machine's loopback: trainers that reach a server there run on its host.
+bool IsLoopback(const std::string& host) {
+  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
+}
+
 // A (flag name, value) setting as a command-line flag: --name=value.
 std::string AsFlag(const std::pair<std::string, std::string>& setting) {
   return absl::StrCat("--", setting.first, "=", setting.second);
@@ -51,6 +57,10 @@ std::string AsFlag(const std::pair<std::string, std::string>& setting) {
 
 std::vector<std::string> RunModelFiles(const std::string& run_dir) {
   return {run_dir + "/model.npz", run_dir + "/model.pt"};
+}
+
+bool WritesRunModel(const LocalClusterOptions& options, int rank) {
+  return rank == 0 && sync::FindMode(options.policy.mode)->peer_to_peer();
 }
 
 absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
@@ -210,10 +220,10 @@ std::vector<std::pair<std::string, std::string>> LocalCluster::TrainerSettings(
   if (o.max_steps > 0) settings.emplace_back("max-steps", absl::StrCat(o.max_steps));
   // Peer-to-peer modes keep the model in the trainers: trainer 0, the job's evaluator while it
   // lives, writes its own at its end, where the stores' model goes in the other modes (no other
-  // rank writes one when it died).
-  if (rank == 0 && sync::FindMode(o.policy.mode)->peer_to_peer()) {
-    settings.emplace_back("save-model", absl::StrJoin(RunModelFiles(o.run_dir), ","));
-  }
+  // rank writes one when it died). Emptied for the others: an exported value must not make every
+  // script write the same files.
+  settings.emplace_back(
+      "save-model", WritesRunModel(o, rank) ? absl::StrJoin(RunModelFiles(o.run_dir), ",") : "");
   for (const auto& [key, rates] :
        {std::pair{"egress-rate", &o.egress_rates}, std::pair{"ingress-rate", &o.ingress_rates}}) {
     if (const std::string rate = at(*rates, ""); !rate.empty()) settings.emplace_back(key, rate);
@@ -261,7 +271,9 @@ absl::Status LocalCluster::LaunchTrainer(int rank, double slowdown) {
   ASSIGN_OR_RETURN(auto credentials, CredentialsFlag(rpc::Role::kTrainer, rank));
   if (RunsCommand(options_, rank)) return LaunchCommand(rank, slowdown, credentials);
   std::vector<std::string> args = {absl::StrCat("--model=", options_.model), AsFlag(credentials)};
-  for (const auto& setting : TrainerSettings(rank, slowdown)) args.push_back(AsFlag(setting));
+  for (const auto& setting : TrainerSettings(rank, slowdown)) {
+    if (!setting.second.empty()) args.push_back(AsFlag(setting));  // empty: the flag's default
+  }
   return Launch("trainer", rank, args, false);
 }
 
@@ -471,13 +483,17 @@ absl::Status LocalCluster::PrepareExternalTrainers() {
             ? "export SYNCOPATE_INSECURE=1\nunset SYNCOPATE_TLS_DIR\n"
             : absl::StrCat("export SYNCOPATE_TLS_DIR=", quoted(credentials.second),
                            "\nunset SYNCOPATE_INSECURE\n"));
-    // Peer-to-peer modes: trainer 0 writes the job's model where the summary looks for it (from
-    // another host, the file stays there).
-    const std::string save_model =
-        r == 0 && sync::FindMode(options_.policy.mode)->peer_to_peer()
-            ? absl::StrCat("export SYNCOPATE_SAVE_MODEL=",
-                           quoted(absl::StrJoin(RunModelFiles(options_.run_dir), ",")), "\n")
-            : "";
+    // Peer-to-peer modes: trainer 0 writes the job's model where the summary looks for it, when
+    // it runs on this host (trainers reach this one by a loopback address); elsewhere the folder
+    // may not exist, and the user says where (the line, commented).
+    std::string save_model = "unset SYNCOPATE_SAVE_MODEL\n";
+    if (WritesRunModel(options_, r)) {
+      const std::string files = quoted(absl::StrJoin(RunModelFiles(options_.run_dir), ","));
+      save_model = IsLoopback(advertised_host())
+                       ? absl::StrCat("export SYNCOPATE_SAVE_MODEL=", files, "\n")
+                       : absl::StrCat("# The job's model, written by this trainer as it ends:\n",
+                                      "# export SYNCOPATE_SAVE_MODEL=", files, "\n");
+    }
     RETURN_IF_ERROR(base::WriteFileAtomically(
         absl::StrCat(options_.run_dir, "/trainer-", r, ".env"), env + save_model));
   }

@@ -92,6 +92,10 @@ struct LocalClusterOptions {
 // the stores' checkpoints, or by the evaluator itself in the peer-to-peer modes).
 std::vector<std::string> RunModelFiles(const std::string& run_dir);
 
+// Whether trainer `rank` writes the run's model itself as it ends (RunModelFiles): trainer 0, the
+// evaluator, in the peer-to-peer modes, where the stores hold no model.
+bool WritesRunModel(const LocalClusterOptions& options, int rank);
+
 // Whether trainer `rank` runs the user's program (trainer_command) rather than syncopate-trainer.
 bool RunsCommand(const LocalClusterOptions& options, int rank);
 

@@ -214,7 +214,7 @@ void PrintTrainerSettings(const LocalClusterOptions& options, const LocalCluster
 // that cannot be had is said in the summary; the run itself stands.
 void ExportFinalModel(const LocalRunOptions& options, RunSummary* summary) {
   const std::vector<std::string> paths = RunModelFiles(options.cluster.run_dir);
-  if (sync::FindMode(options.cluster.policy.mode)->peer_to_peer()) {
+  if (WritesRunModel(options.cluster, 0)) {
     for (const std::string& path : paths) {
       if (access(path.c_str(), R_OK) == 0) summary->model_files.push_back(path);
     }

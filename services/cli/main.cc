@@ -57,21 +57,36 @@ absl::StatusOr<std::unique_ptr<syncopate::v1::Coordinator::Stub>> CoordinatorStu
 }
 
 // Exit code 1 with the coordinator's refusal.
-int FailCall(const std::string& address, const grpc::Status& s) {
+// A failed call to the coordinator at `address`, naming it.
+absl::Status CallError(const std::string& address, const grpc::Status& s) {
   const absl::Status error = syncopate::rpc::FromGrpcStatus(s);
-  return Fail(absl::Status(
-      error.code(), absl::StrCat("coordinator ", address, ": ",
-                                 absl::StatusCodeToString(error.code()), ": ", error.message())));
+  return absl::Status(error.code(),
+                      absl::StrCat("coordinator ", address, ": ",
+                                   absl::StatusCodeToString(error.code()), ": ", error.message()));
 }
 
-int Status(const std::string& address, const std::string& tls_dir, bool insecure) {
+int FailCall(const std::string& address, const grpc::Status& s) {
+  return Fail(CallError(address, s));
+}
+
+// A running coordinator's cluster status; INVALID_ARGUMENT for bad credentials flags, the call's
+// error (naming the coordinator) otherwise.
+absl::StatusOr<syncopate::v1::ClusterStatus> FetchStatus(const std::string& address,
+                                                         const std::string& tls_dir,
+                                                         bool insecure) {
   auto stub = CoordinatorStub(address, tls_dir, insecure);
-  if (!stub.ok()) return Fail(stub.status(), 2);
+  if (!stub.ok()) return absl::InvalidArgumentError(stub.status().message());
   auto ctx = syncopate::rpc::ContextWithTimeout(absl::Seconds(5));
   syncopate::v1::ClusterStatus status;
   grpc::Status s = (*stub)->GetStatus(ctx.get(), syncopate::v1::GetStatusRequest(), &status);
-  if (!s.ok()) return FailCall(address, s);
-  std::printf("%s", syncopate::cli::FormatStatus(status).c_str());
+  if (!s.ok()) return CallError(address, s);
+  return status;
+}
+
+int Status(const std::string& address, const std::string& tls_dir, bool insecure) {
+  absl::StatusOr<syncopate::v1::ClusterStatus> status = FetchStatus(address, tls_dir, insecure);
+  if (!status.ok()) return Fail(status.status(), absl::IsInvalidArgument(status.status()) ? 2 : 1);
+  std::printf("%s", syncopate::cli::FormatStatus(*status).c_str());
   return 0;
 }
 
@@ -122,10 +137,13 @@ std::vector<std::string> PerTrainer(const std::string& text, int trainers) {
 // links, the seed.
 struct ClusterProfileFlags {
   std::string profile;
-  std::string step = "100ms";
-  std::string directive_latency = "0.5ms";
-  std::string close_latency = "2ms";
-  double link_gbps = 10;
+  // As text, from ClusterSimOptions' defaults.
+  std::string step = absl::FormatDuration(syncopate::sync::ClusterSimOptions{}.step);
+  std::string directive_latency =
+      absl::FormatDuration(syncopate::sync::ClusterSimOptions{}.directive_latency);
+  std::string close_latency =
+      absl::FormatDuration(syncopate::sync::ClusterSimOptions{}.close_latency);
+  double link_gbps = syncopate::sync::ClusterSimOptions{}.link_bytes_per_second * 8 / 1e9;
 
   void Add(CLI::App* cmd, syncopate::sync::ClusterSimOptions* o) {
     cmd->add_option("--trainers", o->trainers, "Simulated trainers");
@@ -440,6 +458,14 @@ int main(int argc, char** argv) {
       ->add_option("--target-steps", advise.target_steps,
                    "Steps of the job fresh SGD needs to the target: also predict seconds")
       ->check(CLI::NonNegativeNumber);
+  std::string advise_coordinator, advise_tls_dir;
+  bool advise_insecure = false;
+  advise_cmd->add_option("--coordinator", advise_coordinator,
+                         "Take the trainers and their step times from this running coordinator "
+                         "(host:port; the model and links still from the flags)");
+  advise_cmd->add_option("--tls-dir", advise_tls_dir,
+                         "With --coordinator: the operator's certificate directory");
+  advise_cmd->add_flag("--insecure", advise_insecure, syncopate::rpc::kInsecureFlagHelp);
   ScenarioFlags probe;
   probe.run.cluster.bin_dir = BinDir();
   probe.time_limit = "30s";
@@ -547,16 +573,28 @@ int main(int argc, char** argv) {
     return 0;
   }
 
+  if (advise_cmd->parsed()) {
+    // The profile's flags (given before `probe`, they still name the links and the seed).
+    if (absl::Status parsed = advise_profile.Finish(&advise.cluster); !parsed.ok()) {
+      return Fail(parsed, 2);
+    }
+  }
   if (probe_cmd->parsed()) {
     if (absl::Status s = probe.Finish(); !s.ok()) return Fail(s, 2);
     absl::StatusOr<syncopate::sync::ClusterSimOptions> profile =
         syncopate::cli::Probe(probe.run, advise.cluster);
     if (!profile.ok()) return Fail(profile.status(), ExitCodeOf(profile.status()));
     advise.cluster = *profile;
-  } else if (advise_cmd->parsed()) {
-    if (absl::Status parsed = advise_profile.Finish(&advise.cluster); !parsed.ok()) {
-      return Fail(parsed, 2);
-    }
+  } else if (advise_cmd->parsed() && !advise_coordinator.empty()) {
+    absl::StatusOr<syncopate::v1::ClusterStatus> status =
+        FetchStatus(advise_coordinator, advise_tls_dir, advise_insecure);
+    if (!status.ok()) return Fail(status.status(), ExitCodeOf(status.status()));
+    syncopate::cli::RunSummary live;
+    syncopate::cli::FillFromStatus(*status, &live);
+    absl::StatusOr<syncopate::sync::ClusterSimOptions> profile =
+        syncopate::cli::ProfileFromRun(live, advise.cluster.model_bytes, advise.cluster);
+    if (!profile.ok()) return Fail(profile.status(), 1);
+    advise.cluster = *profile;
   }
   if (advise_cmd->parsed()) {
     absl::StatusOr<syncopate::cli::Advice> advice = syncopate::cli::Advise(advise);

@@ -12,8 +12,9 @@ absl::StatusOr<std::vector<sync::ClusterSimResult>> RunSim(const SimCommand& com
     sync::ClusterSimOptions options = command.sim;
     options.policy.mode = mode;
     absl::StatusOr<sync::ClusterSimResult> row = sync::SimulateCluster(options);
-    if (!row.ok())
+    if (!row.ok()) {
       return absl::Status(row.status().code(), absl::StrCat(mode, ": ", row.status().message()));
+    }
     rows.push_back(*std::move(row));
   }
   return rows;

@@ -239,17 +239,8 @@ class Simulation {
       present += absl::ToDoubleSeconds(std::min(t.left, now_) - t.joined);
     }
     r.compute_time_ratio = present > 0 ? std::min(1.0, compute / present) : 0;
-    auto percentile = [&](double q) {
-      const double want = q * static_cast<double>(grants_);
-      int64_t seen = 0;
-      for (const auto& [staleness, count] : staleness_) {
-        seen += count;
-        if (static_cast<double>(seen) >= want) return static_cast<double>(staleness);
-      }
-      return 0.0;
-    };
-    r.staleness_p50 = percentile(0.5);
-    r.staleness_p99 = percentile(0.99);
+    r.staleness_p50 = HistogramQuantile(staleness_, 0.5);
+    r.staleness_p99 = HistogramQuantile(staleness_, 0.99);
     r.staleness_max = staleness_.empty() ? 0 : static_cast<double>(staleness_.rbegin()->first);
     r.steps_per_second =
         r.simulated_seconds > 0 ? static_cast<double>(steps_) / r.simulated_seconds : 0;
@@ -292,7 +283,9 @@ class Simulation {
   SteadyClock::duration policy_time_{};
 };
 
-absl::Status CheckOptions(const ClusterSimOptions& options) {
+}  // namespace
+
+absl::Status CheckClusterSimOptions(const ClusterSimOptions& options) {
   if (options.trainers < 1 || options.trainers > 1'000'000) {
     return absl::InvalidArgumentError("trainers must be between 1 and 1,000,000");
   }
@@ -326,10 +319,8 @@ absl::Status CheckOptions(const ClusterSimOptions& options) {
   return absl::OkStatus();
 }
 
-}  // namespace
-
 absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options) {
-  RETURN_IF_ERROR(CheckOptions(options));
+  RETURN_IF_ERROR(CheckClusterSimOptions(options));
   PolicyOptions policy = options.policy;
   policy.min_trainers = options.trainers;
   absl::StatusOr<std::unique_ptr<SyncPolicy>> made = MakePolicy(policy);
@@ -340,7 +331,7 @@ absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& option
 
 absl::StatusOr<ClusterSimResult> SimulateCluster(const ClusterSimOptions& options,
                                                  std::unique_ptr<SyncPolicy> policy) {
-  RETURN_IF_ERROR(CheckOptions(options));
+  RETURN_IF_ERROR(CheckClusterSimOptions(options));
   if (policy == nullptr) return absl::InvalidArgumentError("no policy to simulate");
   Simulation simulation(options, std::move(policy));
   return simulation.Run();

@@ -72,6 +72,9 @@ struct ClusterSimResult {
   double wall_seconds = 0;  // the whole simulation
 };
 
+// OK, or INVALID_ARGUMENT naming what is out of range in `options` (its policy is not checked).
+absl::Status CheckClusterSimOptions(const ClusterSimOptions& options);
+
 // INVALID_ARGUMENT for options out of range or a mode MakePolicy refuses; INTERNAL when the policy
 // refuses an event the simulated trainers make correctly, or grants nothing for 300 s of
 // simulated time while every trainer waits (a policy bug).

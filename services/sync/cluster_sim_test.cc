@@ -176,5 +176,27 @@ TEST(ClusterSimTest, BadOptionsAreRefused) {
   EXPECT_EQ(SimulateCluster(o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+TEST(ClusterSimTest, StepsPerSecondAndDeltaStalenessOfEqualTrainers) {
+  ClusterSimOptions o = Scenario("bsp", 4, 200);
+  o.stragglers = 0;  // each step jittered by 10%: trainers drift out of step with each other
+  absl::StatusOr<ClusterSimResult> bsp = SimulateCluster(o);
+  ASSERT_TRUE(bsp.ok()) << bsp.status();
+  // A round of 4 deltas on one snapshot misses 0, 1, 2 and 3 of them: 1.5 deltas, 0.375 steps.
+  EXPECT_DOUBLE_EQ(bsp->delta_staleness_mean, 0.375);
+  o.policy.mode = "asp";
+  absl::StatusOr<ClusterSimResult> asp = SimulateCluster(o);
+  ASSERT_TRUE(asp.ok()) << asp.status();
+  // Nobody waits: 4 trainers at 10 steps a second, less a push and a pull each step.
+  EXPECT_NEAR(asp->steps_per_second, 40, 1);
+  EXPECT_GT(asp->steps_per_second, bsp->steps_per_second);
+  // Each delta misses what the 3 others pushed during its step: 3 deltas, 0.75 steps (in lockstep,
+  // without jitter, it would miss 0 to 3, as under bsp).
+  EXPECT_NEAR(asp->delta_staleness_mean, 0.75, 0.1);
+  o.policy.mode = "dssync";
+  absl::StatusOr<ClusterSimResult> p2p = SimulateCluster(o);
+  ASSERT_TRUE(p2p.ok()) << p2p.status();
+  EXPECT_EQ(p2p->delta_staleness_mean, -1) << "peer-to-peer modes apply no deltas";
+}
+
 }  // namespace
 }  // namespace syncopate::sync

@@ -6,8 +6,17 @@
 
 namespace syncopate::sync {
 
+DeltaStaleness::Trainer& DeltaStaleness::At(TrainerId id) {
+  if (trainers_.size() < id) trainers_.resize(id);
+  return trainers_[id - 1];
+}
+
+DeltaStaleness::Trainer* DeltaStaleness::Find(TrainerId id) {
+  return id >= 1 && id <= trainers_.size() ? &trainers_[id - 1] : nullptr;
+}
+
 void DeltaStaleness::Joined(TrainerId trainer, int64_t start) {
-  Trainer& t = trainers_[trainer];
+  Trainer& t = At(trainer);
   t = Trainer{};
   t.version = applied_;  // it loads the live model as it joins
   t.own_clock = start;
@@ -16,20 +25,20 @@ void DeltaStaleness::Joined(TrainerId trainer, int64_t start) {
 }
 
 void DeltaStaleness::ReadLive(TrainerId trainer, int64_t own_clock) {
-  Trainer& t = trainers_[trainer];
+  Trainer& t = At(trainer);
   t.version = applied_;
   t.own_clock = own_clock;
 }
 
 void DeltaStaleness::ReadRound(TrainerId trainer, int64_t round, int64_t own_clock) {
-  Trainer& t = trainers_[trainer];
+  Trainer& t = At(trainer);
   auto it = round_versions_.find(round);
   t.version = it == round_versions_.end() ? 0 : it->second;
   t.own_clock = own_clock < 0 ? t.start : own_clock;
 }
 
 void DeltaStaleness::Pushed(TrainerId trainer, int64_t clock) {
-  Trainer& t = trainers_[trainer];
+  Trainer& t = At(trainer);
   const Pending delta{pushes_++, clock, t.version, t.own_clock};
   if (rounds_) {
     t.pending.push_back(delta);
@@ -41,12 +50,11 @@ void DeltaStaleness::Pushed(TrainerId trainer, int64_t clock) {
 void DeltaStaleness::Closed(const RoundClose& close) {
   std::vector<std::pair<Pending, Trainer*>> taken;
   for (const auto& [id, cut] : close.cuts) {
-    auto found = trainers_.find(id);
-    if (found == trainers_.end()) continue;
-    Trainer& t = found->second;
-    while (!t.pending.empty() && t.pending.front().clock <= cut) {
-      taken.emplace_back(t.pending.front(), &t);
-      t.pending.pop_front();
+    Trainer* t = Find(id);
+    if (t == nullptr) continue;
+    while (!t->pending.empty() && t->pending.front().clock <= cut) {
+      taken.emplace_back(t->pending.front(), t);
+      t->pending.pop_front();
     }
   }
   std::sort(taken.begin(), taken.end(),
@@ -54,10 +62,10 @@ void DeltaStaleness::Closed(const RoundClose& close) {
   for (const auto& [delta, trainer] : taken) Apply(*trainer, delta);
   for (const auto& [id, cut] : close.cuts) {
     // Deltas it pushed before this count began, if any, are in the round too.
-    auto found = trainers_.find(id);
-    if (found == trainers_.end() || cut <= found->second.applied_clock) continue;
-    applied_ += cut - found->second.applied_clock;
-    found->second.applied_clock = cut;
+    Trainer* t = Find(id);
+    if (t == nullptr || cut <= t->applied_clock) continue;
+    applied_ += cut - t->applied_clock;
+    t->applied_clock = cut;
   }
   round_versions_[close.round] = applied_;
 }
@@ -77,12 +85,16 @@ double DeltaStaleness::Mean() const {
   return deltas_ > 0 ? missed_sum_ / static_cast<double>(deltas_) : 0;
 }
 
-double DeltaStaleness::Quantile(double q) const {
-  const double want = q * static_cast<double>(deltas_);
+double DeltaStaleness::Quantile(double q) const { return HistogramQuantile(missed_, q); }
+
+double HistogramQuantile(const std::map<int64_t, int64_t>& counts, double q) {
+  int64_t total = 0;
+  for (const auto& [value, count] : counts) total += count;
+  const double want = q * static_cast<double>(total);
   int64_t seen = 0;
-  for (const auto& [missed, count] : missed_) {
+  for (const auto& [value, count] : counts) {
     seen += count;
-    if (static_cast<double>(seen) >= want) return static_cast<double>(missed);
+    if (static_cast<double>(seen) >= want) return static_cast<double>(value);
   }
   return 0;
 }

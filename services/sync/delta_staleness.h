@@ -8,13 +8,14 @@
 // deltas computed on one snapshot misses 0, 1, ..., N - 1 of them (the cost of a larger batch),
 // and a trainer that took several steps in the round (wbsp) misses the others' steps between its
 // own. The trainer's own deltas never count: its local model holds them. For the cluster
-// simulator (cluster_sim.h); not thread-safe.
+// simulator (cluster_sim.h), whose trainer ids are dense from 1; not thread-safe.
 #ifndef SYNCOPATE_SYNC_DELTA_STALENESS_H_
 #define SYNCOPATE_SYNC_DELTA_STALENESS_H_
 
 #include <cstdint>
 #include <deque>
 #include <map>
+#include <vector>
 
 #include "sync/policy.h"
 
@@ -40,6 +41,8 @@ class DeltaStaleness {
   // Over every delta applied so far: how many it was.
   int64_t deltas() const { return deltas_; }
   // The mean and a quantile (q in [0, 1]) of the other deltas each one missed; 0 with none.
+  // Divide by N for steps of the job under the default step-size rule (sum/n: a delta is 1/N of
+  // a step); under sum, where each delta weighs a whole step, they are steps already.
   double Mean() const;
   double Quantile(double q) const;
 
@@ -59,16 +62,23 @@ class DeltaStaleness {
   };
   // Records `delta` of `trainer` as the store applies it after every delta before.
   void Apply(Trainer& trainer, const Pending& delta);
+  // Trainer `id`'s entry (made on first use); nullptr from Find for one never seen.
+  Trainer& At(TrainerId id);
+  Trainer* Find(TrainerId id);
 
   const bool rounds_;
   uint64_t pushes_ = 0;
   int64_t applied_ = 0;                        // deltas in the store's model
   std::map<int64_t, int64_t> round_versions_;  // round -> deltas in its snapshot
-  std::map<TrainerId, Trainer> trainers_;
-  std::map<int64_t, int64_t> missed_;  // deltas missed -> how many deltas
+  std::vector<Trainer> trainers_;              // by id - 1
+  std::map<int64_t, int64_t> missed_;          // deltas missed -> how many deltas
   int64_t deltas_ = 0;
   double missed_sum_ = 0;
 };
+
+// The smallest value whose cumulative count reaches `q` (in [0, 1]) of all the counts, in a
+// histogram (value -> how many); 0 when it is empty.
+double HistogramQuantile(const std::map<int64_t, int64_t>& counts, double q);
 
 }  // namespace syncopate::sync
 

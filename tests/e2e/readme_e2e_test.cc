@@ -171,7 +171,7 @@ TEST(ReadmeE2E, AReportDirThatCannotBeMadeIsABadFlag) {
 
 // docs/cli.md, "syncopate local": `syncopate status --coordinator=HOST:PORT
 // --tls-dir=RUN_DIR/tls/operator` prints a running cluster (over mutual TLS, with the certificate
-// `local` made for the operator).
+// `local` made for the operator), and `syncopate advise --coordinator` profiles it.
 TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
   const std::string dir = MakeTempDir("status");
   auto local = StartLocal(dir, {"--mode=ssp", "--trainers=2", "--slowdown=1,2",
@@ -189,6 +189,12 @@ TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
   const int status = RunBinary(
       "syncopate", {"status", "--coordinator=" + coordinator, "--tls-dir=" + dir + "/tls/operator"},
       log);
+  // `syncopate advise --coordinator` takes the trainers and their speeds from the same cluster.
+  const std::string advise_log = dir + "/advise.out";
+  const int advised = RunBinary("syncopate",
+                                {"advise", "--coordinator=" + coordinator,
+                                 "--tls-dir=" + dir + "/tls/operator", "--model-bytes=407080"},
+                                advise_log);
   // Without a certificate the coordinator cannot be reached at all.
   const std::string refused_log = dir + "/status-insecure.out";
   const int refused =
@@ -197,6 +203,15 @@ TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
   EXPECT_TRUE(local->Wait(absl::Minutes(1)).has_value());
   ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "\n" << Read(log);
   EXPECT_EQ(ExitCode(refused), 1) << Read(refused_log);
+  ASSERT_EQ(ExitCode(advised), 0) << Read(advise_log);
+  const std::string advised_text = Read(advise_log);
+  std::smatch profile;
+  ASSERT_TRUE(std::regex_search(advised_text, profile,
+                                std::regex("^2 trainers, step .* x slowdowns ([0-9.]+),([0-9.]+), "
+                                           "407080-byte model")))
+      << advised_text;
+  // Trainer 1 is twice as slow (--slowdown=1,2), within the noise of steps a millisecond long.
+  EXPECT_NEAR(std::stod(profile[2]) / std::stod(profile[1]), 2, 0.6) << advised_text;
   EXPECT_NE(Read(refused_log).find("UNAVAILABLE"), std::string::npos) << Read(refused_log);
   const std::vector<std::string> lines = Lines(Read(log));
   ASSERT_EQ(lines.size(), 4u) << Read(log);

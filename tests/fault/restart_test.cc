@@ -419,8 +419,8 @@ TEST(FinalAverageRestart, TheNextCoordinatorEndsTheJobInTheSameRound) {
     EXPECT_EQ(t["clock"].get<int64_t>(), round) << t.dump();
   }
   // The dead trainer is out once the recovery window ends, and the average goes on without it at
-  // once: the job is done well before anything else (the exchange's or the progress timeout) could
-  // have let it. The bound is loose: a loaded machine may take seconds between the two.
+  // once: the job is done well before the eviction timeout (20 s) could have let it. The bound is
+  // loose: a loaded machine may take seconds between the two.
   const std::optional<absl::Time> taken_over = LoggedAt(logged, "taking it over");
   const std::optional<absl::Time> done = LoggedAt(logged, "training is done: enough");
   ASSERT_TRUE(taken_over && done) << "see " << coordinator_log;
