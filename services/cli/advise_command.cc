@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <cstdio>
 #include <set>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
@@ -102,32 +103,107 @@ absl::StatusOr<sync::ClusterSimOptions> ProfileFromRun(const RunSummary& run, do
       base.slowdowns.push_back(*seconds / step);
     }
   }
-  base.step = absl::Seconds(step);
-  base.jitter_sigma = 0;
+  base.step = absl::Seconds(step);  // the jitter stays `base`'s: steps are never all alike
   base.model_bytes = model_bytes;
   return base;
 }
 
-absl::StatusOr<sync::ClusterSimOptions> Probe(LocalRunOptions run,
-                                              const sync::ClusterSimOptions& base) {
-  run.cluster.policy.mode = "asp";  // nobody waits: each trainer's own speed shows
+absl::StatusOr<ProbeRuns> Probe(LocalRunOptions run) {
   run.target_accuracy.reset();
   if (run.report_dir.empty()) {
     char dir[] = "/tmp/syncopate-probe-XXXXXX";
     if (mkdtemp(dir) == nullptr) return absl::UnavailableError("cannot make a run directory");
     run.report_dir = dir;
   }
-  ASSIGN_OR_RETURN(const RunSummary summary, RunLocal(run));
-  std::printf("probe (asp):\n%s\n", FormatSummary(summary).c_str());
-  if (summary.interrupted || summary.faulty()) {
-    return absl::FailedPreconditionError(absl::StrCat(
-        "the probe run was interrupted or had faults; its figures are not the cluster's (see ",
-        run.report_dir, ")"));
+  const std::string dir = run.report_dir;
+  ProbeRuns probe;
+  for (auto [mode, summary] : {std::pair{"asp", &probe.asp}, std::pair{"wbsp", &probe.wbsp}}) {
+    run.cluster.policy.mode = mode;
+    run.report_dir = absl::StrCat(dir, "/", mode);
+    ASSIGN_OR_RETURN(*summary, RunLocal(run));
+    std::printf("probe (%s):\n%s\n", mode, FormatSummary(*summary).c_str());
+    if (summary->interrupted || summary->faulty()) {
+      return absl::FailedPreconditionError(
+          absl::StrCat("the probe's ", mode,
+                       " run was interrupted or had faults; its figures are "
+                       "not the cluster's (see ",
+                       run.report_dir, ")"));
+    }
   }
-  ASSIGN_OR_RETURN(const tensor::Model model, ReadCheckpointModel(run.report_dir + "/checkpoints"));
-  double bytes = 0;
-  for (const tensor::ModelTensor& t : model.tensors) bytes += 4.0 * t.values.size();
-  return ProfileFromRun(summary, bytes, base);
+  ASSIGN_OR_RETURN(const tensor::Model model, ReadCheckpointModel(dir + "/asp/checkpoints"));
+  for (const tensor::ModelTensor& t : model.tensors) probe.model_bytes += 4.0 * t.values.size();
+  return probe;
+}
+
+namespace {
+
+// Steps of the job per second of `run`: every trainer's steps over N, over its time.
+double JobStepsPerSecond(const RunSummary& run) {
+  int64_t steps = 0;
+  for (const TrainerSummary& t : run.per_trainer) steps += t.clock;
+  const double n = static_cast<double>(run.per_trainer.size());
+  return n > 0 && run.wall_seconds > 0 ? static_cast<double>(steps) / n / run.wall_seconds : 0;
+}
+
+double BestAccuracy(const RunSummary& run) {
+  double best = 0;
+  for (const auto& [at, accuracy] : run.accuracy) best = std::max(best, accuracy);
+  return best;
+}
+
+// When `run` first reached `accuracy` (its elapsed seconds); nullopt if it did not.
+std::optional<double> Reached(const RunSummary& run, double accuracy) {
+  for (const auto& [at, value] : run.accuracy) {
+    if (value >= accuracy) return at;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+absl::StatusOr<ToleranceFit> FitTolerance(const RunSummary& fresh, double fresh_staleness,
+                                          const RunSummary& stale, double stale_staleness) {
+  if (fresh.accuracy.size() < 2 || stale.accuracy.size() < 2) {
+    return absl::FailedPreconditionError("a probe run has fewer than two evaluations");
+  }
+  if (!(stale_staleness >= ToleranceFit::kStalerBy * fresh_staleness) || fresh_staleness < 0) {
+    return absl::FailedPreconditionError(absl::StrFormat(
+        "on this cluster wbsp's deltas are not much staler than asp's (%.2f against %.2f steps)",
+        stale_staleness, fresh_staleness));
+  }
+  ToleranceFit fit;
+  // Just under the lower of the two best: both reached it, late enough to say something.
+  fit.accuracy = std::min(BestAccuracy(fresh), BestAccuracy(stale)) - 0.01;
+  const std::optional<double> fresh_at = Reached(fresh, fit.accuracy);
+  const std::optional<double> stale_at = Reached(stale, fit.accuracy);
+  fit.fresh_steps = JobStepsPerSecond(fresh) * fresh_at.value_or(0);
+  fit.stale_steps = JobStepsPerSecond(stale) * stale_at.value_or(0);
+  if (fit.fresh_steps <= 0 || fit.stale_steps <= 0) {
+    return absl::FailedPreconditionError("a probe run took no steps before its first evaluation");
+  }
+  const double ratio = fit.stale_steps / fit.fresh_steps;
+  if (ratio <= 1) {
+    fit.tolerance = ToleranceFit::kMaxTolerance;
+  } else if (stale_staleness <= ratio * fresh_staleness) {
+    fit.tolerance = ToleranceFit::kMinTolerance;
+  } else {
+    fit.tolerance = std::clamp((stale_staleness - ratio * fresh_staleness) / (ratio - 1),
+                               ToleranceFit::kMinTolerance, ToleranceFit::kMaxTolerance);
+  }
+  return fit;
+}
+
+absl::StatusOr<ToleranceFit> FitToProbe(const ProbeRuns& probe,
+                                        const sync::ClusterSimOptions& profile) {
+  double staleness[2];
+  for (int i = 0; i < 2; ++i) {
+    sync::ClusterSimOptions sim = profile;
+    sim.policy.mode = i == 0 ? probe.asp.mode : probe.wbsp.mode;
+    sim.policy.seed = sim.seed;
+    ASSIGN_OR_RETURN(const sync::ClusterSimResult result, sync::SimulateCluster(sim));
+    staleness[i] = result.delta_staleness_mean;
+  }
+  return FitTolerance(probe.asp, staleness[0], probe.wbsp, staleness[1]);
 }
 
 const char* ConfidenceName(Confidence confidence) {

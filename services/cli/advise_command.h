@@ -77,14 +77,44 @@ std::optional<double> PredictedRate(const sync::ClusterSimResult& sim, double to
 absl::StatusOr<sync::ClusterSimOptions> ProfileFromRun(const RunSummary& run, double model_bytes,
                                                        sync::ClusterSimOptions base);
 
-// Runs the job `run` describes under asp (whatever its mode; no target, for its time limit),
-// prints its summary, and measures its cluster: ProfileFromRun, with the model's size read from
-// the run's checkpoints. The links stay `base`'s: the probe runs on this machine, over loopback,
-// not over the cluster's network. Fails with the run's error, or
-// FAILED_PRECONDITION when the run was interrupted or had faults (its figures would not be the
-// cluster's).
-absl::StatusOr<sync::ClusterSimOptions> Probe(LocalRunOptions run,
-                                              const sync::ClusterSimOptions& base);
+// The tolerance that explains two runs of the same job on the same cluster: `fresh`, whose deltas
+// were `fresh_staleness` stale (in the simulation), and `stale`, `stale_staleness` (more). Each
+// reached `accuracy`, a level both did (just under the lower of their best), in some steps of the
+// job (their steps per second over N, times the time they took); the model predicts the ratio
+// stale / fresh of those steps as (1 + stale_staleness / t) / (1 + fresh_staleness / t), which
+// gives t, kept within [kMinTolerance, kMaxTolerance] (a stale run that needed no more steps: the
+// most; one that needed more than any tolerance explains: the least).
+struct ToleranceFit {
+  static constexpr double kMinTolerance = 0.05;
+  static constexpr double kMaxTolerance = 100;
+  // The stale run's staleness must be at least this many times the fresh one's: closer, the
+  // ratio of their steps is all noise.
+  static constexpr double kStalerBy = 1.5;
+  double tolerance = 0;
+  double accuracy = 0;
+  double fresh_steps = 0, stale_steps = 0;  // to `accuracy`, in steps of the job
+};
+// FAILED_PRECONDITION, saying why, when the runs cannot tell: one has fewer than two
+// evaluations or no steps, or the stale one was not kStalerBy staler.
+absl::StatusOr<ToleranceFit> FitTolerance(const RunSummary& fresh, double fresh_staleness,
+                                          const RunSummary& stale, double stale_staleness);
+
+// A probe of the job `run` describes (`advise probe`): it runs the job under asp (whatever its
+// mode; no target, for its time limit) in RUN_DIR/asp and then under wbsp in RUN_DIR/wbsp (a fresh
+// directory under /tmp when the run names none), printing each summary.
+struct ProbeRuns {
+  RunSummary asp;          // nobody waits: each trainer's own speed shows
+  RunSummary wbsp;         // as fast, with staler deltas: what staleness costs this job
+  double model_bytes = 0;  // read from the asp run's checkpoint
+};
+// Fails with a run's error, or FAILED_PRECONDITION when a run was interrupted or had faults (its
+// figures would not be the cluster's).
+absl::StatusOr<ProbeRuns> Probe(LocalRunOptions run);
+
+// FitTolerance on a probe of the cluster `profile` describes (ProfileFromRun of its asp run),
+// with each run's delta staleness simulated on that profile.
+absl::StatusOr<ToleranceFit> FitToProbe(const ProbeRuns& probe,
+                                        const sync::ClusterSimOptions& profile);
 
 // INVALID_ARGUMENT for a bad profile or tolerance; a candidate the simulator refuses fails the run.
 absl::StatusOr<Advice> Advise(const AdviseOptions& options);

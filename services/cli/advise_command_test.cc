@@ -114,6 +114,48 @@ TEST(AdviseTest, ARunGivesEachTrainersSlowdownAndTheStep) {
   EXPECT_EQ(ProfileFromRun(probe, 1e6, {}).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
+// A run that took `steps_per_second` steps of the job each second (one trainer) and reached
+// accuracy 0.5, then 0.8 at `at` seconds, then 0.9 at 2 x `at`.
+RunSummary Curve(double steps_per_second, double at) {
+  RunSummary run;
+  run.wall_seconds = 100;
+  TrainerSummary t;
+  t.clock = static_cast<int64_t>(steps_per_second * 100);
+  run.per_trainer = {t};
+  run.accuracy = {{at / 2, 0.5}, {at, 0.8}, {2 * at, 0.9}};
+  return run;
+}
+
+TEST(AdviseTest, TheToleranceFitExplainsTheStaleRunsExtraSteps) {
+  // Both reach 0.89 at their third evaluation: 20 s x 10 steps/s against 30 s x 10 steps/s.
+  absl::StatusOr<ToleranceFit> fit = FitTolerance(Curve(10, 10), 0.5, Curve(10, 15), 2.0);
+  ASSERT_TRUE(fit.ok()) << fit.status();
+  EXPECT_DOUBLE_EQ(fit->accuracy, 0.89);
+  EXPECT_DOUBLE_EQ(fit->fresh_steps, 200);
+  EXPECT_DOUBLE_EQ(fit->stale_steps, 300);
+  // (1 + 2 / t) / (1 + 0.5 / t) = 1.5 at t = 2.5.
+  EXPECT_NEAR(fit->tolerance, 2.5, 1e-9);
+  // A stale run that needed no more steps: staleness costs nothing measurable.
+  EXPECT_EQ(FitTolerance(Curve(10, 10), 0.5, Curve(10, 9), 2.0)->tolerance,
+            ToleranceFit::kMaxTolerance);
+  // More than the staleness ratio (2 / 0.5 = 4) can explain: the least tolerance.
+  EXPECT_EQ(FitTolerance(Curve(10, 10), 0.5, Curve(10, 50), 2.0)->tolerance,
+            ToleranceFit::kMinTolerance);
+}
+
+TEST(AdviseTest, RunsThatCannotTellAreNotFitted) {
+  RunSummary short_run = Curve(10, 10);
+  short_run.accuracy.resize(1);
+  EXPECT_EQ(FitTolerance(short_run, 0.5, Curve(10, 15), 2).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(FitTolerance(Curve(10, 10), 2, Curve(10, 15), 0.5).status().code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "the stale run was the fresher";
+  EXPECT_EQ(FitTolerance(Curve(10, 10), 0.49, Curve(10, 15), 0.5).status().code(),
+            absl::StatusCode::kFailedPrecondition)
+      << "hardly staler: the ratio of steps would be noise";
+}
+
 TEST(AdviseTest, BadOptionsAreRefused) {
   EXPECT_EQ(Advise(Small({1, 2}, 0)).status().code(), absl::StatusCode::kInvalidArgument);
   AdviseOptions o = Small({1, 2}, 1);

@@ -471,12 +471,15 @@ int main(int argc, char** argv) {
   probe.time_limit = "30s";
   CLI::App* probe_cmd = advise_cmd->add_subcommand(
       "probe",
-      "Measure the profile from a short run of the job itself under asp (the flags of local; "
-      "--time-limit: how long, default 30s), then advise on it");
+      "Measure the profile from short runs of the job itself, under asp and under wbsp (the "
+      "flags of local; --time-limit: how long each, default 30s), then advise on it");
   probe.Add(probe_cmd);
   probe.AddLocalTrainers(probe_cmd);
-  probe_cmd->add_option("--staleness-tolerance", advise.staleness_tolerance, "As advise's")
-      ->check(CLI::PositiveNumber);
+  CLI::Option* probe_tolerance =
+      probe_cmd
+          ->add_option("--staleness-tolerance", advise.staleness_tolerance,
+                       "As advise's (default: fitted to the probe's two runs)")
+          ->check(CLI::PositiveNumber);
   probe_cmd->add_option("--target-steps", advise.target_steps, "As advise's")
       ->check(CLI::NonNegativeNumber);
 
@@ -581,10 +584,26 @@ int main(int argc, char** argv) {
   }
   if (probe_cmd->parsed()) {
     if (absl::Status s = probe.Finish(); !s.ok()) return Fail(s, 2);
+    absl::StatusOr<syncopate::cli::ProbeRuns> runs = syncopate::cli::Probe(probe.run);
+    if (!runs.ok()) return Fail(runs.status(), ExitCodeOf(runs.status()));
     absl::StatusOr<syncopate::sync::ClusterSimOptions> profile =
-        syncopate::cli::Probe(probe.run, advise.cluster);
-    if (!profile.ok()) return Fail(profile.status(), ExitCodeOf(profile.status()));
+        syncopate::cli::ProfileFromRun(runs->asp, runs->model_bytes, advise.cluster);
+    if (!profile.ok()) return Fail(profile.status(), 1);
     advise.cluster = *profile;
+    if (probe_tolerance->count() == 0) {
+      absl::StatusOr<syncopate::cli::ToleranceFit> fit =
+          syncopate::cli::FitToProbe(*runs, advise.cluster);
+      if (fit.ok()) {
+        advise.staleness_tolerance = fit->tolerance;
+        std::printf(
+            "staleness tolerance fitted to the probe: %.2f steps (accuracy %.4f in %.0f steps "
+            "of the job under asp, %.0f under wbsp)\n",
+            fit->tolerance, fit->accuracy, fit->fresh_steps, fit->stale_steps);
+      } else {
+        std::printf("staleness tolerance not fitted (%s): %.2f steps\n",
+                    std::string(fit.status().message()).c_str(), advise.staleness_tolerance);
+      }
+    }
   } else if (advise_cmd->parsed() && !advise_coordinator.empty()) {
     absl::StatusOr<syncopate::v1::ClusterStatus> status =
         FetchStatus(advise_coordinator, advise_tls_dir, advise_insecure);

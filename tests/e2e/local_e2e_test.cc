@@ -192,18 +192,24 @@ TEST(LocalE2E, BadFlagsAreClearErrors) {
   EXPECT_EQ(ExitCode(RunLocal(dir + "/f", {"--trainers=2", "--device=cpu,cuda:x"})), 2);
 }
 
-// `syncopate advise probe` runs the job briefly under asp, measures each trainer's speed, and
-// advises on what it measured: two trainers 3x apart come out as slowdowns 1 and about 3.
+// `syncopate advise probe` runs the job briefly under asp and under wbsp, measures each trainer's
+// speed, fits the staleness tolerance to the two runs, and advises on what it measured: two
+// trainers 3x apart come out as slowdowns 1 and about 3.
 TEST(LocalE2E, AdviseProbeMeasuresTheClusterItAdvisesOn) {
   const std::string dir = MakeTempDir("advise-probe");
   const std::string log = dir + ".out";
   const int status = RunBinary("syncopate",
                                {"advise", "probe", "--report-dir=" + dir, "--trainers=2",
-                                "--slowdown=1,3", "--step-time=20ms", "--time-limit=4s"},
+                                "--slowdown=1,3", "--step-time=20ms", "--time-limit=3s"},
                                log, absl::Minutes(2));
   const std::string out = Read(log);
   ASSERT_EQ(ExitCode(status), 0) << out;
   EXPECT_NE(out.find("probe (asp):"), std::string::npos) << out;
+  EXPECT_NE(out.find("probe (wbsp):"), std::string::npos) << out;
+  // Fitted, or said why not (a short run may not tell).
+  EXPECT_TRUE(std::regex_search(out, std::regex("staleness tolerance (fitted to the probe: [0-9.]+ "
+                                                "steps|not fitted \\(.+\\): [0-9.]+ steps)")))
+      << out;
   std::smatch measured;
   ASSERT_TRUE(std::regex_search(out, measured, std::regex("slowdowns 1,([0-9.]+), ([0-9]+)-byte")))
       << out;
