@@ -92,7 +92,8 @@ absl::StatusOr<sync::ClusterSimOptions> ProfileFromRun(const RunSummary& run, do
   const TrainerSummary* fastest = Fastest(run);
   if (!fastest) {
     return absl::InvalidArgumentError(
-        "no trainer took a step: give the probe longer (--time-limit), or see its logs");
+        "no trainer has taken a step yet (a probe: give it longer with --time-limit, or see "
+        "its logs)");
   }
   const double step = *SecondsPerStep(*fastest);
   base.trainers = 0;

@@ -11,7 +11,8 @@
 // steps stale is worth 1 / (1 + staleness / tolerance) of a fresh one). The tolerance is the
 // model's one parameter: how well the user's model takes stale deltas, in steps of the job. The
 // peer-to-peer modes average models instead of applying deltas; their staleness is not modelled,
-// so they are simulated and shown but not predicted.
+// so they are simulated and shown but not predicted. The profile comes from flags, from a running
+// coordinator, or from a probe: short runs of the job itself, which also fit the tolerance.
 #ifndef SYNCOPATE_CLI_ADVISE_COMMAND_H_
 #define SYNCOPATE_CLI_ADVISE_COMMAND_H_
 
@@ -31,8 +32,8 @@ struct AdviseOptions {
   // The cluster: trainers, their slowdowns, the step, the model's size, the links (its policy is
   // set per candidate; its seed is every candidate's).
   sync::ClusterSimOptions cluster;
-  // How well the model takes stale deltas, in steps of the job (> 0); 0.84 fits our MLP's measured
-  // times to 0.85 (docs/advise.md).
+  // How well the model takes stale deltas, in steps of the job (> 0): a delta this stale is worth
+  // half a fresh one. A probe fits it to the job (FitToProbe).
   double staleness_tolerance = 1;
   // Steps of the job that fresh SGD needs to reach the target; 0: times relative to the best only.
   int64_t target_steps = 0;

@@ -56,7 +56,6 @@ absl::StatusOr<std::unique_ptr<syncopate::v1::Coordinator::Stub>> CoordinatorStu
       syncopate::rpc::MakeChannel(address, *credentials, syncopate::rpc::Role::kCoordinator));
 }
 
-// Exit code 1 with the coordinator's refusal.
 // A failed call to the coordinator at `address`, naming it.
 absl::Status CallError(const std::string& address, const grpc::Status& s) {
   const absl::Status error = syncopate::rpc::FromGrpcStatus(s);
@@ -65,6 +64,7 @@ absl::Status CallError(const std::string& address, const grpc::Status& s) {
                                    absl::StatusCodeToString(error.code()), ": ", error.message()));
 }
 
+// Exit code 1 with the coordinator's refusal.
 int FailCall(const std::string& address, const grpc::Status& s) {
   return Fail(CallError(address, s));
 }
@@ -452,7 +452,7 @@ int main(int argc, char** argv) {
   advise_cmd
       ->add_option("--staleness-tolerance", advise.staleness_tolerance,
                    "How well the model takes stale deltas, in steps of the job: a delta "
-                   "this stale counts half (0.84 fits the MLP; docs/advise.md)")
+                   "this stale counts half (`advise probe` fits it to the job; docs/advise.md)")
       ->check(CLI::PositiveNumber);
   advise_cmd
       ->add_option("--target-steps", advise.target_steps,

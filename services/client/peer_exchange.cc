@@ -200,7 +200,9 @@ std::map<uint64_t, PeerModel> ExchangeInbox::Collect(int64_t round,
     }
     return true;
   };
+  ++waiting_;
   mu_.AwaitWithDeadline(absl::Condition(&all_arrived), deadline);
+  --waiting_;
   collecting_.reset();
   std::map<uint64_t, PeerModel> out;
   if (auto it = rounds_.find(round); it != rounds_.end()) {
@@ -231,7 +233,10 @@ void ExchangeInbox::MarkGone(uint64_t sender) {
 std::map<uint64_t, PeerModel> ExchangeInbox::TakeLatest(absl::Time wait_until) {
   absl::MutexLock lock(&mu_);
   auto arrived = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return pending_ > 0; };
+  const int waits = wait_until > absl::InfinitePast() ? 1 : 0;  // the default takes, never waits
+  waiting_ += waits;
   mu_.AwaitWithDeadline(absl::Condition(&arrived), wait_until);
+  waiting_ -= waits;
   std::map<uint64_t, PeerModel> latest;
   for (auto& [round, models] : rounds_) {  // ascending rounds: newer models replace older ones
     for (auto& [sender, arrival] : models) {
@@ -244,6 +249,12 @@ std::map<uint64_t, PeerModel> ExchangeInbox::TakeLatest(absl::Time wait_until) {
   pending_by_sender_.clear();
   pending_ = 0;
   return latest;
+}
+
+bool ExchangeInbox::AwaitWaiter(absl::Time deadline) {
+  absl::MutexLock lock(&mu_);
+  auto waiting = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return waiting_ > 0; };
+  return mu_.AwaitWithDeadline(absl::Condition(&waiting), deadline);
 }
 
 void AddNewer(std::map<uint64_t, PeerModel>& models, uint64_t sender, PeerModel model) {

@@ -147,6 +147,9 @@ class ExchangeInbox {
   // mass of all its models that arrived (none is lost); the inbox is emptied. Waits until a model
   // arrived or until `wait_until` (by default, not at all).
   std::map<uint64_t, PeerModel> TakeLatest(absl::Time wait_until = absl::InfinitePast());
+  // Waits until a thread waits in Collect or TakeLatest for models to arrive, or until
+  // `deadline`; whether one does. For tests that deliver a model to a receiver already waiting.
+  bool AwaitWaiter(absl::Time deadline);
 
  private:
   const int max_per_sender_;
@@ -186,6 +189,7 @@ class ExchangeInbox {
   std::map<std::pair<uint64_t, uint64_t>, double> credited_ ABSL_GUARDED_BY(mu_);
   std::map<uint64_t, int> pending_by_sender_ ABSL_GUARDED_BY(mu_);  // models in rounds_
   int pending_ ABSL_GUARDED_BY(mu_) = 0;
+  int waiting_ ABSL_GUARDED_BY(mu_) = 0;  // threads in Collect or TakeLatest
 };
 
 // The model a validated peer stream carries (PushAssembler's output), as the inbox keeps it.

@@ -558,6 +558,8 @@ TEST_F(SessionTest, AfterTheFinalAverageOthersLeaveWithoutAnAccuracy) {
 TEST_F(SessionTest, AShareThatDoesNotArriveDoesNotComeBack) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.mutable_welcome().set_peer_to_peer(true);
+  // The send to nobody is retried until the exchange's deadline: keep it short.
+  coordinator.mutable_welcome().set_exchange_timeout_seconds(1);
   v1::Proceed grant = Exchange(0, 0, 9);
   v1::PeerRef* nobody = grant.mutable_exchange()->add_send_to();
   nobody->set_trainer_id(5);
@@ -660,9 +662,9 @@ TEST_F(SessionTest, ABackgroundJoinerWaitsForAPeersModelBeforeItsFirstStep) {
   Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
                   &peers.link);
   std::thread sender([&] {
-    // Not synchronisation: the test passes however late this comes (within the minute). Coming
-    // late, it fails a session that stops waiting at the fellow joiner's model.
-    absl::SleepFor(absl::Milliseconds(100));
+    // Once the session waits for a model with mass (it took the fellow joiner's already): a
+    // session that stopped at the fellow joiner's model would never wait, and fail below.
+    EXPECT_TRUE(peers.inbox.AwaitWaiter(absl::Now() + absl::Seconds(30)));
     ASSERT_TRUE(peers.inbox.Deposit(5, 9, {{"w", {8, 8}}}, "", /*mass=*/0.5).ok());
   });
   ASSERT_TRUE(session.Start().ok());

@@ -200,7 +200,7 @@ TEST(LocalE2E, AdviseProbeMeasuresTheClusterItAdvisesOn) {
   const std::string log = dir + ".out";
   const int status = RunBinary("syncopate",
                                {"advise", "probe", "--report-dir=" + dir, "--trainers=2",
-                                "--slowdown=1,3", "--step-time=20ms", "--time-limit=3s"},
+                                "--slowdown=1,3", "--step-time=20ms", "--time-limit=2s"},
                                log, absl::Minutes(2));
   const std::string out = Read(log);
   ASSERT_EQ(ExitCode(status), 0) << out;
