@@ -96,6 +96,10 @@ class Coordinator {
   void RunActions() ABSL_LOCKS_EXCLUDED(mu_);
   // Stops it; closes every outbox. Idempotent.
   void Stop();
+  // Waits, up to `timeout` of real time, until the pause watchdog (or a turn of the action thread)
+  // has beaten at `at` or later on this coordinator's clock; whether it has. For tests that run
+  // the background threads on a fake clock.
+  bool AwaitBeat(absl::Time at, absl::Duration timeout) ABSL_LOCKS_EXCLUDED(mu_);
 
   // A trainer opened a session. Its Welcome, then Proceed directives, go to `outbox`.
   // INVALID_ARGUMENT for a join without a name; UNAVAILABLE (retry) before the stores answered or

@@ -27,6 +27,12 @@ void Coordinator::WatchForPauses() {
   }
 }
 
+bool Coordinator::AwaitBeat(absl::Time at, absl::Duration timeout) {
+  absl::MutexLock lock(&mu_);
+  auto beaten = [this, at]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return last_beat_ >= at; };
+  return mu_.AwaitWithTimeout(absl::Condition(&beaten), timeout);
+}
+
 void Coordinator::Enqueue(Action action) {
   // Nothing to wait for (nothing queued or in flight before it, the stores' membership current):
   // delivered at once, on this thread, sparing a hand-off to the action thread per report in the

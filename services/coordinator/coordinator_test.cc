@@ -1110,7 +1110,8 @@ TEST_F(CoordinatorTest, AHungStoreCallIsNotAPause) {
   for (int i = 0; i < 35; ++i) {  // 7 s of fake time: the next probe hangs on the way
     coordinator_->Heartbeat(a, v1::Heartbeat());
     clock_.Advance(absl::Milliseconds(200));
-    absl::SleepFor(absl::Milliseconds(10));  // lets the watchdog beat (a bounded wait)
+    ASSERT_TRUE(coordinator_->AwaitBeat(clock_.Now(), absl::Seconds(10)))
+        << "the watchdog stopped beating while the action thread hung";
   }
   stores_.HoldProbes(false);
   v1::Directive d;
