@@ -51,6 +51,16 @@ absl::StatusOr<double> ParseRate(const std::string& text) {
   return value * scale;
 }
 
+absl::Status ParseDurations(
+    std::initializer_list<std::pair<const std::string*, absl::Duration*>> pairs) {
+  for (const auto& [text, out] : pairs) {
+    absl::StatusOr<absl::Duration> d = ParseDuration(*text);
+    if (!d.ok()) return d.status();
+    *out = *d;
+  }
+  return absl::OkStatus();
+}
+
 absl::StatusOr<std::vector<double>> ParseDoubleList(const std::string& text) {
   std::vector<double> values;
   for (absl::string_view item : absl::StrSplit(text, ',')) {

@@ -3,7 +3,9 @@
 #ifndef SYNCOPATE_BASE_FLAGS_H_
 #define SYNCOPATE_BASE_FLAGS_H_
 
+#include <initializer_list>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -17,6 +19,11 @@ inline constexpr double kMaxSlowdown = 1000.0;
 // Accepts Go-style durations ("90s", "1m30s", "250ms"); a bare number means seconds.
 // INVALID_ARGUMENT for anything else or for negative durations.
 absl::StatusOr<absl::Duration> ParseDuration(const std::string& text);
+
+// ParseDuration of each (text, out) pair, in order, into its `out`; the first error stops it (the
+// pairs before it are parsed already).
+absl::Status ParseDurations(
+    std::initializer_list<std::pair<const std::string*, absl::Duration*>> pairs);
 
 // "1,1,2,4" -> {1,1,2,4}. INVALID_ARGUMENT on an empty item or a non-number.
 absl::StatusOr<std::vector<double>> ParseDoubleList(const std::string& text);

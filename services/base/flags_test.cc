@@ -25,4 +25,15 @@ TEST(ParseDoubleList, ParsesAndRejects) {
 }
 
 }  // namespace
+TEST(FlagsTest, ParseDurationsFillsEachOrStopsAtTheFirstError) {
+  const std::string a = "2s", b = "250ms", bad = "soon";
+  absl::Duration x, y;
+  ASSERT_TRUE(ParseDurations({{&a, &x}, {&b, &y}}).ok());
+  EXPECT_EQ(x, absl::Seconds(2));
+  EXPECT_EQ(y, absl::Milliseconds(250));
+  absl::Duration z = absl::ZeroDuration();
+  EXPECT_EQ(ParseDurations({{&bad, &x}, {&a, &z}}).code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(z, absl::ZeroDuration()) << "nothing after the error is parsed";
+}
+
 }  // namespace syncopate::base

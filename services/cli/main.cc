@@ -163,12 +163,12 @@ struct ClusterProfileFlags {
 
   // Parses the text flags into `o`.
   absl::Status Finish(syncopate::sync::ClusterSimOptions* o) const {
-    for (auto [text, out] :
-         {std::pair{&step, &o->step}, std::pair{&directive_latency, &o->directive_latency},
-          std::pair{&close_latency, &o->close_latency}}) {
-      absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
-      if (!d.ok()) return d.status();
-      *out = *d;
+    if (absl::Status parsed =
+            syncopate::base::ParseDurations({{&step, &o->step},
+                                             {&directive_latency, &o->directive_latency},
+                                             {&close_latency, &o->close_latency}});
+        !parsed.ok()) {
+      return parsed;
     }
     if (!profile.empty()) {
       absl::StatusOr<std::vector<double>> slowdowns = syncopate::base::ParseDoubleList(profile);
@@ -300,18 +300,18 @@ struct ScenarioFlags {
 
   // Parses the text flags into `run`.
   absl::Status Finish() {
-    for (auto [text, out] : {std::pair{&time_limit, &run.time_limit},
-                             std::pair{&eviction_timeout, &run.cluster.eviction_timeout},
-                             std::pair{&progress_timeout, &run.cluster.progress_timeout},
-                             std::pair{&recovery_window, &run.cluster.recovery_window},
-                             std::pair{&eval_interval, &run.cluster.eval_interval},
-                             std::pair{&step_time, &run.cluster.step_time},
-                             std::pair{&alert_for, &run.prometheus_options.alert_for},
-                             std::pair{&exchange_timeout, &run.cluster.exchange_timeout},
-                             std::pair{&checkpoint_interval, &run.cluster.checkpoint_interval}}) {
-      absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
-      if (!d.ok()) return d.status();
-      *out = *d;
+    if (absl::Status parsed = syncopate::base::ParseDurations(
+            {{&time_limit, &run.time_limit},
+             {&eviction_timeout, &run.cluster.eviction_timeout},
+             {&progress_timeout, &run.cluster.progress_timeout},
+             {&recovery_window, &run.cluster.recovery_window},
+             {&eval_interval, &run.cluster.eval_interval},
+             {&step_time, &run.cluster.step_time},
+             {&alert_for, &run.prometheus_options.alert_for},
+             {&exchange_timeout, &run.cluster.exchange_timeout},
+             {&checkpoint_interval, &run.cluster.checkpoint_interval}});
+        !parsed.ok()) {
+      return parsed;
     }
     if (target_option->count() > 0) run.target_accuracy = target_accuracy;
     absl::StatusOr<std::vector<double>> slowdowns = syncopate::base::ParseDoubleList(slowdown);

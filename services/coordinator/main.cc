@@ -95,16 +95,16 @@ int main(int argc, char** argv) {
   CLI11_PARSE(app, argc, argv);
   syncopate::base::InitLogging("coordinator", log_level);
 
-  for (auto [text, out] : {std::pair{&eviction_timeout, &options.eviction_timeout},
-                           std::pair{&progress_timeout, &options.progress_timeout},
-                           std::pair{&recovery_window, &options.recovery_window},
-                           std::pair{&heartbeat_interval, &options.heartbeat_interval},
-                           std::pair{&start_timeout, &policy_options.start_timeout},
-                           std::pair{&exchange_timeout, &options.exchange_timeout},
-                           std::pair{&join_timeout, &join_deadline}}) {
-    absl::StatusOr<absl::Duration> d = syncopate::base::ParseDuration(*text);
-    if (!d.ok()) return Fail(d.status());
-    *out = *d;
+  if (absl::Status parsed =
+          syncopate::base::ParseDurations({{&eviction_timeout, &options.eviction_timeout},
+                                           {&progress_timeout, &options.progress_timeout},
+                                           {&recovery_window, &options.recovery_window},
+                                           {&heartbeat_interval, &options.heartbeat_interval},
+                                           {&start_timeout, &policy_options.start_timeout},
+                                           {&exchange_timeout, &options.exchange_timeout},
+                                           {&join_timeout, &join_deadline}});
+      !parsed.ok()) {
+    return Fail(parsed);
   }
   absl::StatusOr<syncopate::rpc::Credentials> credentials =
       syncopate::rpc::CredentialsFromFlags(tls_dir, insecure, syncopate::rpc::Role::kCoordinator);
