@@ -1,6 +1,7 @@
 #include "base/clock.h"
 
 #include <chrono>
+#include <vector>
 
 #include "absl/time/clock.h"
 
@@ -11,6 +12,15 @@ absl::Time MonotonicClock::Now() const {
 }
 
 void MonotonicClock::SleepFor(absl::Duration d) const { absl::SleepFor(d); }
+
+bool MonotonicClock::AwaitUntil(absl::Mutex& mu, const absl::Condition& condition,
+                                absl::Time deadline) const {
+  if (deadline == absl::InfiniteFuture()) {
+    mu.Await(condition);
+    return true;
+  }
+  return mu.AwaitWithTimeout(condition, deadline - Now());
+}
 
 MonotonicClock& MonotonicClock::Get() {
   static auto* clock = new MonotonicClock();
@@ -23,8 +33,46 @@ absl::Time FakeClock::Now() const {
 }
 
 void FakeClock::SleepFor(absl::Duration d) const {
+  std::vector<absl::Mutex*> waiting_on;
+  {
+    absl::MutexLock lock(&mu_);
+    now_ += d;
+    waiting_on.assign(waiting_on_.begin(), waiting_on_.end());
+  }
+  // Releasing a mutex makes absl::Mutex evaluate its waiters' conditions again: each waiter then
+  // sees the new time. A waiter that registers after the copy reads the new time itself.
+  for (absl::Mutex* mu : waiting_on) {
+    mu->Lock();
+    mu->Unlock();
+  }
+}
+
+bool FakeClock::AwaitUntil(absl::Mutex& mu, const absl::Condition& condition,
+                           absl::Time deadline) const {
+  {
+    absl::MutexLock lock(&mu_);
+    waiting_on_.insert(&mu);
+  }
+  struct Wait {
+    const FakeClock* clock;
+    const absl::Condition* condition;
+    absl::Time deadline;
+    bool Over() const { return condition->Eval() || clock->Now() >= deadline; }
+  } wait{this, &condition, deadline};
+  mu.Await(absl::Condition(&wait, &Wait::Over));
+  {
+    absl::MutexLock lock(&mu_);
+    waiting_on_.erase(waiting_on_.find(&mu));
+  }
+  return condition.Eval();
+}
+
+bool FakeClock::AwaitWaiters(int threads, absl::Duration timeout) const {
   absl::MutexLock lock(&mu_);
-  now_ += d;
+  auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
+    return static_cast<int>(waiting_on_.size()) >= threads;
+  };
+  return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
 }
 
 void FakeClock::Advance(absl::Duration d) { SleepFor(d); }

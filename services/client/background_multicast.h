@@ -14,6 +14,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "client/peer_exchange.h"
+#include "client/peer_link.h"
 
 namespace syncopate::client {
 
@@ -23,11 +24,7 @@ class BackgroundMulticast {
   ~BackgroundMulticast();  // cancels what still runs and waits for it
 
   // What became of the transfers that ended since the last Take.
-  struct Outcomes {
-    int delivered = 0;
-    int failed = 0;     // a dead or slow peer (the deadline), a refused stream
-    int cancelled = 0;  // preempted or superseded
-  };
+  using Outcomes = MulticastOutcomes;
 
   // Cancels the earlier transfers to any of `peers`, then sends `model`, carrying push-sum mass
   // `mass` to each, as round `round` from `from` to every peer, each stream until `deadline`. The

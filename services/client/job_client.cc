@@ -82,7 +82,7 @@ absl::Status JobClient::Connect() {
     limits.max_steps = std::max<int64_t>(1, limits.max_steps - steps_before_);
   auto session =
       std::make_unique<Session>(limits, *coordinator, *store, *parameters_, *trainer_metrics_,
-                                *trace_, base::MonotonicClock::Get(), &peers_->link());
+                                *trace_, base::MonotonicClock::Get(), peers_.get());
   store->set_interrupt([s = session.get()] { return s->stopping(); });
   absl::MutexLock lock(&session_mu_);
   // The old ones (after an eviction: Rejoin closed that session, so it calls its link no more) go

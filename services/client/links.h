@@ -1,7 +1,7 @@
-// The client library's two transports, as interfaces: the session with the coordinator (the
-// control plane) and the store shards (the data plane). The library's protocol logic takes them by
-// reference, so it runs against the real gRPC clients (client/session_client.h,
-// client/store_client.h) in a process and against fakes in unit tests.
+// The client library's transports to the coordinator (the control plane) and the store shards (the
+// data plane), as interfaces; the third, to the peers, is client/peer_link.h. The library's
+// protocol logic takes them by reference, so it runs against the real gRPC clients
+// (client/session_client.h, client/store_client.h) in a process and against fakes in unit tests.
 #ifndef SYNCOPATE_CLIENT_LINKS_H_
 #define SYNCOPATE_CLIENT_LINKS_H_
 

@@ -201,7 +201,7 @@ std::map<uint64_t, PeerModel> ExchangeInbox::Collect(int64_t round,
     return true;
   };
   ++waiting_;
-  mu_.AwaitWithDeadline(absl::Condition(&all_arrived), deadline);
+  clock_.AwaitUntil(mu_, absl::Condition(&all_arrived), deadline);
   --waiting_;
   collecting_.reset();
   std::map<uint64_t, PeerModel> out;
@@ -235,7 +235,7 @@ std::map<uint64_t, PeerModel> ExchangeInbox::TakeLatest(absl::Time wait_until) {
   auto arrived = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return pending_ > 0; };
   const int waits = wait_until > absl::InfinitePast() ? 1 : 0;  // the default takes, never waits
   waiting_ += waits;
-  mu_.AwaitWithDeadline(absl::Condition(&arrived), wait_until);
+  clock_.AwaitUntil(mu_, absl::Condition(&arrived), wait_until);
   waiting_ -= waits;
   std::map<uint64_t, PeerModel> latest;
   for (auto& [round, models] : rounds_) {  // ascending rounds: newer models replace older ones
@@ -251,10 +251,10 @@ std::map<uint64_t, PeerModel> ExchangeInbox::TakeLatest(absl::Time wait_until) {
   return latest;
 }
 
-bool ExchangeInbox::AwaitWaiter(absl::Time deadline) {
+bool ExchangeInbox::AwaitWaiter(absl::Duration timeout) {
   absl::MutexLock lock(&mu_);
   auto waiting = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return waiting_ > 0; };
-  return mu_.AwaitWithDeadline(absl::Condition(&waiting), deadline);
+  return mu_.AwaitWithTimeout(absl::Condition(&waiting), timeout);
 }
 
 void AddNewer(std::map<uint64_t, PeerModel>& models, uint64_t sender, PeerModel model) {
@@ -330,11 +330,12 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* PeerService::Exchange(grpc::CallbackS
 }
 
 PeerSender::PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Credentials credentials,
-                       uint32_t chunk_bytes)
+                       uint32_t chunk_bytes, const base::Clock& clock)
     : egress_(egress),
       sent_(sent),
       credentials_(std::move(credentials)),
       chunk_bytes_(chunk_bytes),
+      clock_(clock),
       ledger_([] {
         std::random_device device;
         const uint64_t ledger = (uint64_t{device()} << 32) | device();
@@ -394,17 +395,17 @@ bool PeerSender::AwaitIdleUpload(size_t bytes, TransferCancel* cancel, absl::Tim
   auto idle = [this]() ABSL_SHARED_LOCKS_REQUIRED(mu_) { return required_running_ == 0; };
   for (;;) {
     if (cancel != nullptr && cancel->cancelled()) return false;
-    const absl::Time now = absl::Now();
+    const absl::Time now = clock_.Now();
     if (now >= deadline) return false;
     const absl::Duration poll = std::min(kIdlePoll, deadline - now);
     if (egress_ == nullptr) {
       absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(absl::Condition(&idle), poll)) return true;
+      if (clock_.AwaitUntil(mu_, absl::Condition(&idle), now + poll)) return true;
       continue;
     }
     const absl::Duration wait = egress_->TakeIdle(bytes);
     if (wait == absl::ZeroDuration()) return true;
-    absl::SleepFor(std::min(wait, poll));
+    clock_.SleepFor(std::min(wait, poll));
   }
 }
 
@@ -456,7 +457,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
   };
   // Timed from here, the wait for the first chunk included: a stream's bytes over its time must
   // not exceed what the link carried (the coordinator's samples are lower bounds).
-  const absl::Time start = absl::Now();
+  const absl::Time start = clock_.Now();
   if (low) {
     if (!await_idle(chunk_bytes)) return failed(stopped);
     credit = chunk_bytes;
@@ -474,7 +475,8 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
   base::Backoff setup_backoff(kSetupBackoff);
   while (true) {
     grpc::ClientContext ctx;
-    ctx.set_deadline(absl::ToChronoTime(deadline));
+    // gRPC's deadlines are wall-clock times.
+    ctx.set_deadline(absl::ToChronoTime(absl::Now() + (deadline - clock_.Now())));
     if (cancel != nullptr) cancel->Attach(&ctx);
     // Detaches before `ctx` goes away, whichever way this attempt ends.
     struct Detach {
@@ -507,7 +509,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
     writer->WritesDone();
     const grpc::Status status = writer->Finish();
     if (status.ok()) {
-      sent_.Record(peer.trainer_id(), bytes, start, absl::Now());
+      sent_.Record(peer.trainer_id(), bytes, start, clock_.Now());
       absl::MutexLock lock(&mu_);
       double& confirmed = confirmed_total_[{peer.trainer_id(), peer.incarnation()}];
       confirmed = std::max(confirmed, booked.sent_total);
@@ -518,11 +520,11 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
     // deadline leaves time. Anything else is the transfer's outcome.
     const absl::Duration wait = setup_backoff.Next();
     if (opened || status.error_code() != grpc::StatusCode::UNAVAILABLE ||
-        (cancel != nullptr && cancel->cancelled()) || absl::Now() + wait >= deadline) {
+        (cancel != nullptr && cancel->cancelled()) || clock_.Now() + wait >= deadline) {
       return failed(rpc::FromGrpcStatus(status));
     }
     setup_retries_.fetch_add(1, std::memory_order_relaxed);
-    absl::SleepFor(wait);
+    clock_.SleepFor(wait);
   }
 }
 

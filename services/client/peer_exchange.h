@@ -21,6 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "base/backoff.h"
+#include "base/clock.h"
 #include "base/token_bucket.h"
 #include "rpc/authorizer.h"
 #include "rpc/credentials.h"
@@ -104,9 +105,13 @@ class ExchangeInbox {
   static constexpr int kMaxPendingPerSender = 8;
   static constexpr int kMaxPending = 512;
 
-  // At least one model of each kind may wait.
-  explicit ExchangeInbox(int max_per_sender = kMaxPendingPerSender, int max_pending = kMaxPending)
-      : max_per_sender_(std::max(1, max_per_sender)), max_pending_(std::max(1, max_pending)) {}
+  // At least one model of each kind may wait. The deadlines of Collect and TakeLatest are times
+  // of `clock`.
+  explicit ExchangeInbox(int max_per_sender = kMaxPendingPerSender, int max_pending = kMaxPending,
+                         const base::Clock& clock = base::MonotonicClock::Get())
+      : max_per_sender_(std::max(1, max_per_sender)),
+        max_pending_(std::max(1, max_pending)),
+        clock_(clock) {}
 
   // This trainer's incarnation (its Welcome's): a model addressed to another one is refused.
   void SetIncarnation(uint64_t incarnation);
@@ -147,13 +152,14 @@ class ExchangeInbox {
   // mass of all its models that arrived (none is lost); the inbox is emptied. Waits until a model
   // arrived or until `wait_until` (by default, not at all).
   std::map<uint64_t, PeerModel> TakeLatest(absl::Time wait_until = absl::InfinitePast());
-  // Waits until a thread waits in Collect or TakeLatest for models to arrive, or until
-  // `deadline`; whether one does. For tests that deliver a model to a receiver already waiting.
-  bool AwaitWaiter(absl::Time deadline);
+  // Waits in real time until a thread waits in Collect or TakeLatest for models to arrive, or for
+  // `timeout`; whether one does. For tests that deliver a model to a receiver already waiting.
+  bool AwaitWaiter(absl::Duration timeout = absl::Seconds(30));
 
  private:
   const int max_per_sender_;
   const int max_pending_;
+  const base::Clock& clock_;
   absl::Mutex mu_;
   int64_t done_round_ ABSL_GUARDED_BY(mu_) = -1;
   uint64_t incarnation_ ABSL_GUARDED_BY(mu_) = 0;
@@ -260,9 +266,11 @@ class PeerSender {
   static constexpr base::BackoffOptions kSetupBackoff{absl::Milliseconds(50), absl::Seconds(1),
                                                       2.0};
 
-  // `credentials`: this trainer's certificate (or none).
+  // `credentials`: this trainer's certificate (or none). Deadlines are times of `clock`, which
+  // also times the transfers and paces the retries.
   PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Credentials credentials,
-             uint32_t chunk_bytes = tensor::kDefaultChunkBytes);
+             uint32_t chunk_bytes = tensor::kDefaultChunkBytes,
+             const base::Clock& clock = base::MonotonicClock::Get());
 
   // Sends `model`, carrying push-sum mass `mass` to each, as round `round` from `sender` to every
   // peer, each at its priority; returns each peer's outcome in order (a dead or slow peer fails
@@ -315,6 +323,7 @@ class PeerSender {
   TransferMeter& sent_;
   const rpc::Credentials credentials_;
   const uint32_t chunk_bytes_;
+  const base::Clock& clock_;
   absl::Mutex mu_;
   std::map<std::string, std::unique_ptr<rpc::RawClientStream>> exchanges_ ABSL_GUARDED_BY(mu_);
   const uint64_t ledger_;  // random, not 0

@@ -323,10 +323,19 @@ TEST(ExchangeInbox, ADroppedModelLeavesItsShareToTheNext) {
 
 // A joiner's first background exchange waits for a peer's model, up to its deadline.
 TEST(ExchangeInbox, TakeLatestWaitsForAModelUntilItsDeadline) {
-  ExchangeInbox inbox;
-  EXPECT_TRUE(inbox.TakeLatest(absl::Now() + absl::Milliseconds(20)).empty());
-  std::thread sender([&] { ASSERT_TRUE(inbox.Deposit(3, 7, {{"w", {5}}}).ok()); });
-  auto latest = inbox.TakeLatest(absl::Now() + absl::Minutes(1));
+  base::FakeClock clock;
+  ExchangeInbox inbox(ExchangeInbox::kMaxPendingPerSender, ExchangeInbox::kMaxPending, clock);
+  std::thread time([&] {
+    ASSERT_TRUE(clock.AwaitWaiters(1));
+    clock.Advance(absl::Seconds(20));
+  });
+  EXPECT_TRUE(inbox.TakeLatest(clock.Now() + absl::Seconds(20)).empty());
+  time.join();
+  std::thread sender([&] {
+    ASSERT_TRUE(inbox.AwaitWaiter());
+    ASSERT_TRUE(inbox.Deposit(3, 7, {{"w", {5}}}).ok());
+  });
+  auto latest = inbox.TakeLatest(clock.Now() + absl::Minutes(1));
   sender.join();
   ASSERT_EQ(latest.size(), 1u);
   EXPECT_EQ(latest[7].model.at("w"), (std::vector<float>{5}));

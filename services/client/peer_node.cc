@@ -35,8 +35,6 @@ absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions&
       rpc::Authorizer(options.credentials, options.on_refusal), node->watchdog_.get());
   node->sender_ = std::make_unique<PeerSender>(limits.egress, node->sent_, options.credentials);
   node->multicast_ = std::make_unique<BackgroundMulticast>(*node->sender_);
-  node->link_ = std::make_unique<PeerLink>(
-      PeerLink{node->inbox_, *node->sender_, *node->multicast_, node->sent_, node->received_});
   int port = 0;
   RETURN_IF_ERROR(rpc::StartServer(options.listen, {node->service_.get()}, options.credentials,
                                    &node->server_, &port));

@@ -13,6 +13,7 @@
 #include "base/token_bucket.h"
 #include "client/background_multicast.h"
 #include "client/peer_exchange.h"
+#include "client/peer_link.h"
 #include "client/store_client.h"
 #include "grpcpp/server.h"
 #include "rpc/authorizer.h"
@@ -21,15 +22,6 @@
 #include "tensor/tensor.h"
 
 namespace syncopate::client {
-
-// The peer-to-peer data plane as a session uses it (owned by a PeerNode, or by a test).
-struct PeerLink {
-  ExchangeInbox& inbox;
-  PeerSender& sender;
-  BackgroundMulticast& multicast;  // selmcast-ssp
-  TransferMeter& sent;
-  TransferMeter& received;
-};
 
 struct PeerNodeOptions {
   std::string listen = "127.0.0.1:0";  // port 0 picks one
@@ -50,7 +42,9 @@ struct PeerNodeOptions {
   int inbox_models = ExchangeInbox::kMaxPending;
 };
 
-class PeerNode {
+// The peer-to-peer data plane over gRPC, as a session uses it (PeerLink). Its deadlines are times
+// of base::MonotonicClock.
+class PeerNode final : public PeerLink {
  public:
   // `shapes`: this trainer's model, whose tensors received models must match. INVALID_ARGUMENT
   // for a bad rate; the server's error when it cannot listen.
@@ -59,12 +53,35 @@ class PeerNode {
   ~PeerNode();  // stops the Peer service
 
   const std::string& address() const { return address_; }
-  PeerLink& link() { return *link_; }
   ExchangeInbox& inbox() { return inbox_; }
   // A peer directive from the coordinator: PeerLeft (the exchange stops waiting for that peer) or
   // StopSending (the multicast's transfers to those receivers are preempted).
   void HandleDirective(const v1::Directive& directive);
   LinkLimits limits() { return {egress_ ? &*egress_ : nullptr, ingress_ ? &*ingress_ : nullptr}; }
+
+  // PeerLink.
+  void SetIncarnation(uint64_t incarnation) override { inbox_.SetIncarnation(incarnation); }
+  void PlanRound(const v1::PeerExchange& exchange) override { inbox_.PlanRound(exchange); }
+  std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t sender,
+                                      int64_t round, const tensor::SharedTensorMap& model,
+                                      double mass, absl::Time deadline) override {
+    return sender_->SendToAll(peers, sender, round, model, mass, deadline);
+  }
+  std::map<uint64_t, PeerModel> Collect(int64_t round, const std::vector<uint64_t>& senders,
+                                        absl::Time deadline) override {
+    return inbox_.Collect(round, senders, deadline);
+  }
+  void NamePeers(const v1::PeerExchange& exchange) override { inbox_.NamePeers(exchange); }
+  std::map<uint64_t, PeerModel> TakeLatest(absl::Time wait_until) override {
+    return inbox_.TakeLatest(wait_until);
+  }
+  double StartMulticast(const std::vector<v1::PeerRef>& peers, uint64_t from, int64_t round,
+                        tensor::TensorMap model, double mass, absl::Time deadline) override {
+    return multicast_->Start(peers, from, round, std::move(model), mass, deadline);
+  }
+  MulticastOutcomes TakeMulticastOutcomes() override { return multicast_->Take(); }
+  TransferTotals TakeSent() override { return sent_.Take(); }
+  TransferTotals TakeReceived() override { return received_.Take(); }
 
  private:
   explicit PeerNode(const PeerNodeOptions& options)
@@ -81,7 +98,6 @@ class PeerNode {
   std::unique_ptr<BackgroundMulticast> multicast_;  // uses sender_
   std::unique_ptr<grpc::Server> server_;
   std::string address_;
-  std::unique_ptr<PeerLink> link_;
 };
 
 }  // namespace syncopate::client

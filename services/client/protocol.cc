@@ -46,7 +46,7 @@ absl::Status Protocol::Begin(const tensor::TensorMap& initial) {
   // store's initial one, which these modes never update): it holds no mass, so that its exchanges
   // take its peers' trained models instead of averaging the untrained one in (MixInto).
   if (welcome().peer_to_peer()) {
-    if (peers_ != nullptr) peers_->inbox.SetIncarnation(welcome().incarnation());
+    if (peers_ != nullptr) peers_->SetIncarnation(welcome().incarnation());
     if (welcome().start_clock() > 0) {
       mass_ = 0;
       await_peers_model_ = true;
@@ -300,8 +300,8 @@ absl::Status Protocol::Exchange(const v1::Proceed& proceed, tensor::TensorMap& o
   ASSIGN_OR_RETURN(const ExchangeOutcome outcome, w.exchange_in_background()
                                                       ? ExchangeInBackground(exchange, own)
                                                       : ExchangeInRound(exchange, own, deadline));
-  const TransferTotals sent = peers_->sent.Take();
-  const TransferTotals got = peers_->received.Take();
+  const TransferTotals sent = peers_->TakeSent();
+  const TransferTotals got = peers_->TakeReceived();
   transfers_.set_sent_bytes(sent.bytes);
   transfers_.set_send_seconds(sent.seconds);
   transfers_.set_models_sent(sent.transfers);
@@ -362,7 +362,7 @@ double Protocol::OwnMass(double kept, const std::map<uint64_t, PeerModel>& recei
 
 absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
     const v1::PeerExchange& exchange, tensor::TensorMap& own, absl::Time deadline) {
-  peers_->inbox.PlanRound(exchange);
+  peers_->PlanRound(exchange);
   const std::vector<v1::PeerRef> receivers(exchange.send_to().begin(), exchange.send_to().end());
   std::vector<uint64_t> senders;
   for (const v1::PeerRef& peer : exchange.receive_from()) senders.push_back(peer.trainer_id());
@@ -373,11 +373,11 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInRound(
   // average below, copied only if gRPC still holds some of it.
   auto sending = std::make_shared<tensor::TensorMap>(std::move(own));
   std::thread send([&] {
-    sent = peers_->sender.SendToAll(receivers, welcome().trainer_id(), exchange.round(), sending,
-                                    share, deadline);
+    sent = peers_->SendToAll(receivers, welcome().trainer_id(), exchange.round(), sending, share,
+                             deadline);
   });
   const std::map<uint64_t, PeerModel> received =
-      peers_->inbox.Collect(exchange.round(), senders, deadline);
+      peers_->Collect(exchange.round(), senders, deadline);
   send.join();
   if (sending.use_count() == 1) {
     std::atomic_thread_fence(std::memory_order_acquire);  // gRPC's reads are done (as Writable)
@@ -408,8 +408,8 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
     const v1::PeerExchange& exchange, tensor::TensorMap& own) {
   // Average in what has arrived; the multicast follows the next step (StartPlannedMulticast),
   // while the iteration after it computes.
-  peers_->inbox.NamePeers(exchange);
-  std::map<uint64_t, PeerModel> received = peers_->inbox.TakeLatest();
+  peers_->NamePeers(exchange);
+  std::map<uint64_t, PeerModel> received = peers_->TakeLatest(absl::InfinitePast());
   if (std::exchange(await_peers_model_, false)) {
     // A joiner: until a model with mass arrives (a fellow joiner's holds none), or the deadline.
     const absl::Time deadline = ExchangeDeadline();
@@ -417,14 +417,14 @@ absl::StatusOr<Protocol::ExchangeOutcome> Protocol::ExchangeInBackground(
       return std::any_of(received.begin(), received.end(),
                          [](const auto& r) { return r.second.mass > 0; });
     };
-    while (!holds_mass() && absl::Now() < deadline) {
-      for (auto& [sender, newer] : peers_->inbox.TakeLatest(deadline)) {
+    while (!holds_mass() && clock_.Now() < deadline) {
+      for (auto& [sender, newer] : peers_->TakeLatest(deadline)) {
         AddNewer(received, sender, std::move(newer));
       }
     }
   }
   ASSIGN_OR_RETURN(const double mass, MixInto(own, OwnMass(mass_, received), received));
-  const BackgroundMulticast::Outcomes ended = peers_->multicast.Take();
+  const MulticastOutcomes ended = peers_->TakeMulticastOutcomes();
   mass_ = mass;
   planned_multicast_ = exchange;
   return ExchangeOutcome{static_cast<int>(received.size()), ended.failed, ended.cancelled};
@@ -435,9 +435,9 @@ void Protocol::StartPlannedMulticast(tensor::TensorMap own) {
   const v1::PeerExchange exchange = std::move(*planned_multicast_);
   planned_multicast_.reset();
   const double share = PushSumShare(mass_, exchange.send_to_size());
-  const double kept = peers_->multicast.Start(
-      {exchange.send_to().begin(), exchange.send_to().end()}, welcome().trainer_id(),
-      exchange.round(), std::move(own), share, ExchangeDeadline());
+  const double kept = peers_->StartMulticast({exchange.send_to().begin(), exchange.send_to().end()},
+                                             welcome().trainer_id(), exchange.round(),
+                                             std::move(own), share, ExchangeDeadline());
   mass_ -= share * exchange.send_to_size() - kept;
   metrics_.mixing_mass.Set(mass_);
   // The mass the exchange recorded went partly with these models: what stays is recorded too, so
@@ -449,7 +449,7 @@ void Protocol::StartPlannedMulticast(tensor::TensorMap own) {
 
 absl::Time Protocol::ExchangeDeadline() const {
   const double seconds = welcome().exchange_timeout_seconds();
-  return absl::Now() + absl::Seconds(seconds > 0 ? seconds : 10.0);
+  return clock_.Now() + absl::Seconds(seconds > 0 ? seconds : 10.0);
 }
 
 }  // namespace syncopate::client

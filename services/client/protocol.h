@@ -19,7 +19,7 @@
 #include "base/clock.h"
 #include "client/background_evaluator.h"
 #include "client/links.h"
-#include "client/peer_node.h"
+#include "client/peer_link.h"
 #include "client/session_options.h"
 #include "client/trace_writer.h"
 #include "client/trainer_metrics.h"
@@ -41,7 +41,8 @@ class Protocol {
   // before the mixing starts afresh: one such exchange may only mean that this round's senders
   // were other joiners (a trained sender's transfer missed the deadline, a group of joiners).
   static constexpr int kMasslessExchangesBeforeRestart = 3;
-  // Every reference must outlive this; `peers` may be null where no peer-to-peer mode runs.
+  // Every reference must outlive this; `peers` may be null where no peer-to-peer mode runs, and
+  // its deadlines are times of `clock` (peer_link.h).
   Protocol(const SessionOptions& options, CoordinatorLink& coordinator, StoreLink& store,
            TrainerMetrics& metrics, TraceWriter& trace, const base::Clock& clock, PeerLink* peers);
 

@@ -39,7 +39,7 @@
 #include "client/local_model.h"
 #include "client/overlapped_communicator.h"
 #include "client/parameters.h"
-#include "client/peer_node.h"
+#include "client/peer_link.h"
 #include "client/protocol.h"
 #include "client/session_options.h"
 #include "client/trace_writer.h"

@@ -13,11 +13,10 @@
 
 #include "absl/synchronization/notification.h"
 #include "base/status_macros.h"
-#include "client/background_multicast.h"
+#include "client/fake_peer_link.h"
 #include "client/peer_exchange.h"
 #include "gtest/gtest.h"
 #include "prometheus/registry.h"
-#include "rpc/grpc_util.h"
 
 namespace syncopate::client {
 namespace {
@@ -443,15 +442,6 @@ void ScriptFinalAverage(FakeCoordinator& coordinator, bool evaluate) {
   coordinator.Script({last, absl::ZeroDuration()});
 }
 
-// The peers' side of a session: an inbox the test fills, a sender with nowhere to send.
-struct FakePeers {
-  TransferMeter sent, received;
-  ExchangeInbox inbox;
-  PeerSender sender{nullptr, sent, rpc::Credentials::Insecure()};
-  BackgroundMulticast multicast{sender};
-  PeerLink link{inbox, sender, multicast, sent, received};
-};
-
 // dssync, selmcast: nothing goes to the store; each grant's exchange mixes the peers' models of
 // that round into the local model, weighed by mass (push-sum), which is what the next step starts
 // from.
@@ -460,11 +450,10 @@ TEST_F(SessionTest, PeerRoundsAverageThePeersModelsIn) {
   coordinator.mutable_welcome().set_peer_to_peer(true);
   coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
   coordinator.Script({Exchange(1, 1, 9), absl::ZeroDuration()});
-  FakePeers peers;
+  FakePeerLink peers(clock_);
   ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {4, 4}}}).ok());
   ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {0.25f, 0.25f}}}, "", /*mass=*/2).ok());
-  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
-                  &peers.link);
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, &peers);
   ASSERT_TRUE(session.Start().ok());
   EXPECT_EQ(w_, (std::vector<float>{2, 2}));  // (1 x 0 + 1 x 4) / 2: its mass is now 2
   for (float& v : w_) v += 0.25f;
@@ -494,10 +483,10 @@ TEST_F(SessionTest, AfterTheFinalAverageTheEvaluatorLeavesWithItsAccuracy) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   ScriptFinalAverage(coordinator, /*evaluate=*/true);
   coordinator.Script({Exchange(2, 2, 9), absl::ZeroDuration()});  // never reached
-  FakePeers peers;
+  FakePeerLink peers(clock_);
   ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {0, 0}}}).ok());
   ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {0.75f, 0.75f}}}, "", /*mass=*/2).ok());
-  ASSERT_TRUE(Run(coordinator, &peers.link).ok());
+  ASSERT_TRUE(Run(coordinator, &peers).ok());
   EXPECT_EQ(steps_taken_, 1) << "no step after the final average";
   EXPECT_EQ(w_, (std::vector<float>{0.5f, 0.5f}));  // (2 x 0.25 + 2 x 0.75) / 4
   EXPECT_EQ(evaluated, (std::vector<float>{0.5f}));
@@ -513,11 +502,10 @@ TEST_F(SessionTest, AfterTheFinalAverageALibraryEvaluatorLeavesWithTheAccuracyIt
   for (bool reports : {true, false}) {
     FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
     ScriptFinalAverage(coordinator, /*evaluate=*/true);
-    FakePeers peers;
+    FakePeerLink peers(clock_);
     ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {0, 0}}}).ok());
     ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {1, 1}}}).ok());
-    Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
-                    &peers.link);
+    Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, &peers);
     ASSERT_TRUE(session.Start().ok());
     EXPECT_FALSE(*session.Step(0.5f)) << "training is over";
     EXPECT_TRUE(session.final_accuracy_due());
@@ -542,37 +530,63 @@ TEST_F(SessionTest, AfterTheFinalAverageOthersLeaveWithoutAnAccuracy) {
   };
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   ScriptFinalAverage(coordinator, /*evaluate=*/false);
-  FakePeers peers;
+  FakePeerLink peers(clock_);
   ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {0, 0}}}).ok());
   ASSERT_TRUE(peers.inbox.Deposit(1, 9, {{"w", {1, 1}}}).ok());
-  ASSERT_TRUE(Run(coordinator, &peers.link).ok());
+  ASSERT_TRUE(Run(coordinator, &peers).ok());
   EXPECT_FALSE(evaluated);
   EXPECT_EQ(coordinator.left, Protocol::kFinalAverageDone);
   EXPECT_FALSE(coordinator.left_with_accuracy.has_value());
 }
 
-// Push-sum's bookkeeping: a share sent with a model that did not arrive (here, to a port nobody
-// listens on) does not come back, since as far as a sender can tell such a model may have been
-// taken: it stays on the sender's running sums for that receiver, and the next model that reaches
-// the receiver carries it (tests/integration/peer_exchange_test.cc).
+// Push-sum's bookkeeping: a share sent with a model that did not arrive (its transfer failed) does
+// not come back, since as far as a sender can tell such a model may have been taken: it stays on
+// the sender's running sums for that receiver, and the next model that reaches the receiver
+// carries it (PeerSender, tests/integration/peer_exchange_test.cc).
 TEST_F(SessionTest, AShareThatDoesNotArriveDoesNotComeBack) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.mutable_welcome().set_peer_to_peer(true);
-  // The send to nobody is retried until the exchange's deadline: keep it short.
-  coordinator.mutable_welcome().set_exchange_timeout_seconds(1);
   v1::Proceed grant = Exchange(0, 0, 9);
-  v1::PeerRef* nobody = grant.mutable_exchange()->add_send_to();
-  nobody->set_trainer_id(5);
-  nobody->set_address("127.0.0.1:1");
+  grant.mutable_exchange()->add_send_to()->set_trainer_id(5);
   coordinator.Script({grant, absl::ZeroDuration()});
-  FakePeers peers;
+  FakePeerLink peers(clock_);
+  peers.FailSendsTo(5, absl::UnavailableError("peer 5 is gone"));
   ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {4, 4}}}).ok());
-  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
-                  &peers.link);
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, &peers);
   ASSERT_TRUE(session.Start().ok());
+  ASSERT_EQ(peers.sent().size(), 1u);
+  EXPECT_EQ(peers.sent()[0].mass, 0.5);
   // (0.5 x 0 + 1 x 4) / 1.5: the share sent (1/2) is gone.
   for (float v : w_) EXPECT_FLOAT_EQ(v, 4 / 1.5f);
   EXPECT_EQ(metrics_.mixing_mass.Value(), 1.5);
+  EXPECT_EQ(metrics_.exchange_peers_missed.Value(), 1);
+}
+
+// dssync: a round's exchange waits, on the session's clock, for the models of every sender the
+// round names, until the exchange deadline the coordinator set; what did not come by then is
+// missed, and the exchange averages in what did.
+TEST_F(SessionTest, ARoundExchangeWaitsForItsSendersUntilTheExchangeDeadline) {
+  FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+  coordinator.mutable_welcome().set_peer_to_peer(true);
+  coordinator.mutable_welcome().set_exchange_timeout_seconds(5);
+  v1::Proceed grant = Exchange(0, 0, 9);
+  grant.mutable_exchange()->add_receive_from()->set_trainer_id(8);
+  coordinator.Script({grant, absl::ZeroDuration()});
+  FakePeerLink peers(clock_);
+  ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {4, 4}}}).ok());
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, &peers);
+  const absl::Time began = clock_.Now();
+  std::thread time([&] {
+    ASSERT_TRUE(clock_.AwaitWaiters(1)) << "the exchange waits for trainer 8";
+    clock_.Advance(absl::Seconds(4));
+    ASSERT_TRUE(clock_.AwaitWaiters(1)) << "4 s of 5: it still waits";
+    clock_.Advance(absl::Seconds(1));
+  });
+  ASSERT_TRUE(session.Start().ok());
+  time.join();
+  EXPECT_EQ(clock_.Now() - began, absl::Seconds(5));
+  EXPECT_EQ(w_, (std::vector<float>{2, 2})) << "trainer 9's model, averaged in without 8's";
+  EXPECT_EQ(metrics_.exchange_peers_missed.Value(), 1);
 }
 
 // A trainer joining a peer-to-peer job under way (welcomed at clock 5; its first grant pulls the
@@ -590,10 +604,9 @@ TEST_F(SessionTest, AJoinerTakesItsPeersModelsAndStartsAfreshWhenNobodyHoldsMass
   coordinator.Script({Exchange(6, 6, 9), absl::ZeroDuration()});
   coordinator.Script({Exchange(7, 7, 9), absl::ZeroDuration()});
   store_.models[-1] = {{"w", {0, 0}}};
-  FakePeers peers;
+  FakePeerLink peers(clock_);
   ASSERT_TRUE(peers.inbox.Deposit(6, 9, {{"w", {8, 8}}}, "", /*mass=*/0.5).ok());
-  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
-                  &peers.link);
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, &peers);
   ASSERT_TRUE(session.Start().ok());
   EXPECT_EQ(w_, (std::vector<float>{0, 0}));
   EXPECT_EQ(metrics_.mixing_mass.Value(), 0);
@@ -607,7 +620,7 @@ TEST_F(SessionTest, AJoinerTakesItsPeersModelsAndStartsAfreshWhenNobodyHoldsMass
   again.mutable_welcome().set_peer_to_peer(true);
   again.mutable_welcome().set_start_clock(5);
   again.Script({live, absl::ZeroDuration()});
-  FakePeers joiners;
+  FakePeerLink joiners(clock_);
   const int rounds = Protocol::kMasslessExchangesBeforeRestart;
   for (int r = 6; r < 6 + rounds; ++r) {
     again.Script({Exchange(r, r, 9), absl::ZeroDuration()});
@@ -616,7 +629,7 @@ TEST_F(SessionTest, AJoinerTakesItsPeersModelsAndStartsAfreshWhenNobodyHoldsMass
   prometheus::Registry registry;
   TrainerMetrics metrics(registry);
   w_ = {0, 0};
-  Session alone(options_, again, store_, parameters_, metrics, trace_, clock_, &joiners.link);
+  Session alone(options_, again, store_, parameters_, metrics, trace_, clock_, &joiners);
   ASSERT_TRUE(alone.Start().ok());
   for (int r = 1; r < rounds; ++r) {
     ASSERT_TRUE(alone.Step(0.5f).ok());
@@ -637,10 +650,9 @@ TEST_F(SessionTest, AJoinerWhoseFirstGrantIsAnExchangeStartsFromItsPeersModels) 
   coordinator.mutable_welcome().set_start_clock(6);
   coordinator.Script({Exchange(6, 6, 9), absl::ZeroDuration()});
   coordinator.Script({Exchange(7, 7, 9), absl::ZeroDuration()});
-  FakePeers peers;
+  FakePeerLink peers(clock_);
   ASSERT_TRUE(peers.inbox.Deposit(6, 9, {{"w", {8, 8}}}, "", /*mass=*/0.5).ok());
-  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
-                  &peers.link);
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, &peers);
   ASSERT_TRUE(session.Start().ok());
   EXPECT_EQ(w_, (std::vector<float>{8, 8})) << "its peer's model, before any step of its own";
   EXPECT_EQ(metrics_.mixing_mass.Value(), 0.5);
@@ -657,14 +669,13 @@ TEST_F(SessionTest, ABackgroundJoinerWaitsForAPeersModelBeforeItsFirstStep) {
   coordinator.mutable_welcome().set_start_clock(6);
   coordinator.Script({Exchange(6, 6, 9), absl::ZeroDuration()});
   coordinator.Script({Exchange(7, 7, 9), absl::ZeroDuration()});
-  FakePeers peers;
+  FakePeerLink peers(clock_);
   ASSERT_TRUE(peers.inbox.Deposit(5, 8, {{"w", {6, 6}}}, "", /*mass=*/0).ok());  // a joiner's
-  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
-                  &peers.link);
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, &peers);
   std::thread sender([&] {
     // Once the session waits for a model with mass (it took the fellow joiner's already): a
     // session that stopped at the fellow joiner's model would never wait, and fail below.
-    EXPECT_TRUE(peers.inbox.AwaitWaiter(absl::Now() + absl::Seconds(30)));
+    EXPECT_TRUE(peers.inbox.AwaitWaiter());
     ASSERT_TRUE(peers.inbox.Deposit(5, 9, {{"w", {8, 8}}}, "", /*mass=*/0.5).ok());
   });
   ASSERT_TRUE(session.Start().ok());
@@ -685,10 +696,9 @@ TEST_F(SessionTest, BackgroundExchangesTakeWhatHasArrived) {
   coordinator.mutable_welcome().set_exchange_in_background(true);
   coordinator.Script({Exchange(0, 0, 9), absl::ZeroDuration()});
   coordinator.Script({Exchange(1, 1, 9), absl::ZeroDuration()});
-  FakePeers peers;
+  FakePeerLink peers(clock_);
   ASSERT_TRUE(peers.inbox.Deposit(0, 9, {{"w", {4, 4}}}).ok());
-  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
-                  &peers.link);
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, &peers);
   ASSERT_TRUE(session.Start().ok());
   EXPECT_EQ(w_, (std::vector<float>{2, 2}));
   for (float& v : w_) v += 0.25f;
@@ -702,57 +712,47 @@ TEST_F(SessionTest, BackgroundExchangesTakeWhatHasArrived) {
 // step in the model (push-sum SGD: the step counts at the trainer's whole mass) and the receiver's
 // share of the mass.
 TEST_F(SessionTest, ABackgroundMulticastCarriesTheStepThatFollowedItsExchange) {
-  ExchangeInbox inbox;
-  TransferMeter received;
-  PeerService service(inbox, ShapeLookup({{"w", {0, 0}}}), nullptr, received,
-                      rpc::Authorizer(rpc::Credentials::Insecure(), nullptr));
-  std::unique_ptr<grpc::Server> server;
-  int port = 0;
-  ASSERT_TRUE(
-      rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(), &server, &port)
-          .ok());
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.mutable_welcome().set_peer_to_peer(true);
   coordinator.mutable_welcome().set_exchange_in_background(true);
   v1::Proceed grant = Exchange(0, 0, 9);
-  v1::PeerRef* to = grant.mutable_exchange()->add_send_to();
-  to->set_trainer_id(5);
-  to->set_address("127.0.0.1:" + std::to_string(port));
+  grant.mutable_exchange()->add_send_to()->set_trainer_id(5);
   coordinator.Script({grant, absl::ZeroDuration()});
   coordinator.Script({Exchange(1, 1, 9), absl::ZeroDuration()});
-  FakePeers peers;
-  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
-                  &peers.link);
+  FakePeerLink peers(clock_);
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, &peers);
   ASSERT_TRUE(session.Start().ok());
+  EXPECT_TRUE(peers.sent().empty()) << "nothing leaves before the step";
   for (float& v : w_) v += 0.25f;  // the step
   EXPECT_EQ(session.Step(0.5f).value_or(false), true);
-  std::map<uint64_t, PeerModel> got = inbox.Collect(0, {7}, absl::Now() + absl::Seconds(10));
-  ASSERT_EQ(got.size(), 1u);
-  EXPECT_EQ(got[7].model["w"], (std::vector<float>{0.25f, 0.25f}));
-  EXPECT_EQ(got[7].mass, 0.5);
-  server->Shutdown();
+  ASSERT_EQ(peers.sent().size(), 1u);
+  const FakePeerLink::Sent sent = peers.sent()[0];
+  EXPECT_TRUE(sent.multicast);
+  EXPECT_EQ(sent.to, 5u);
+  EXPECT_EQ(sent.round, 0);
+  EXPECT_EQ(sent.model.at("w"), (std::vector<float>{0.25f, 0.25f}));
+  EXPECT_EQ(sent.mass, 0.5);
+  EXPECT_EQ(metrics_.mixing_mass.Value(), 0.5);
 }
 
-// selmcast-ssp: while a share may still be on its way to a receiver (here nobody listens, so none
-// is ever answered OK), the next multicast to it carries no new share, and the trainer keeps it.
-TEST_F(SessionTest, ABackgroundMulticastKeepsTheShareOfAReceiverOneIsOnItsWayTo) {
+// selmcast-ssp: the mass a multicast did not send (BackgroundMulticast::Start: a share still on
+// its way to the receiver, a receiver preempted before it started) stays with the trainer.
+TEST_F(SessionTest, ABackgroundMulticastKeepsTheMassItDidNotSend) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
   coordinator.mutable_welcome().set_peer_to_peer(true);
   coordinator.mutable_welcome().set_exchange_in_background(true);
   for (int64_t clock : {0, 1, 2}) {
     v1::Proceed grant = Exchange(clock, clock, 9);
-    v1::PeerRef* nobody = grant.mutable_exchange()->add_send_to();
-    nobody->set_trainer_id(5);
-    nobody->set_address("127.0.0.1:1");
+    grant.mutable_exchange()->add_send_to()->set_trainer_id(5);
     coordinator.Script({grant, absl::ZeroDuration()});
   }
-  FakePeers peers;
-  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_,
-                  &peers.link);
+  FakePeerLink peers(clock_);
+  Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_, &peers);
   ASSERT_TRUE(session.Start().ok());
   EXPECT_EQ(session.Step(0.5f).value_or(false), true);  // sends 1/2 of its mass
   EXPECT_EQ(metrics_.mixing_mass.Value(), 0.5);
-  EXPECT_EQ(session.Step(0.5f).value_or(false), true);  // the half is on its way: keeps the rest
+  peers.KeepOnNextMulticast(0.25);  // the half is on its way: the next share stays
+  EXPECT_EQ(session.Step(0.5f).value_or(false), true);
   EXPECT_EQ(metrics_.mixing_mass.Value(), 0.5);
 }
 
@@ -851,7 +851,7 @@ TEST_P(ComputeAccountingTest, ComputeIsExactlyTheStepsAndApplyingIsNot) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND, path.overlap);
   coordinator.mutable_welcome().set_peer_to_peer(path.peer_to_peer);
   coordinator.mutable_welcome().set_exchange_in_background(path.background);
-  FakePeers peers;
+  FakePeerLink peers(clock_);
   store_.any_round = {{"w", {0, 0}}};
   for (int64_t c = 0; c < 50; ++c) {
     if (path.peer_to_peer) {
@@ -864,7 +864,7 @@ TEST_P(ComputeAccountingTest, ComputeIsExactlyTheStepsAndApplyingIsNot) {
       coordinator.Script({Grant(c, c, c), path.overlap ? absl::ZeroDuration() : absl::Seconds(1)});
     }
   }
-  ASSERT_TRUE(Run(coordinator, &peers.link).ok());
+  ASSERT_TRUE(Run(coordinator, &peers).ok());
   EXPECT_EQ(steps_taken_, 4);
   EXPECT_EQ(timings_.compute_seconds(), 4 * 2.0);
   EXPECT_EQ(timings_.emulated_compute_seconds(), 4 * 1.0);

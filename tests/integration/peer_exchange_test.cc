@@ -46,7 +46,9 @@ struct Receiver {
   int port = 0;
 };
 
-absl::Time In(absl::Duration d) { return absl::Now() + d; }
+// The peer data plane's deadlines are times of base::MonotonicClock (client/peer_link.h).
+absl::Time Now() { return base::MonotonicClock::Get().Now(); }
+absl::Time In(absl::Duration d) { return Now() + d; }
 
 TEST(PeerExchangeTest, ModelsArriveByRoundAndSender) {
   Receiver r(Model(0));
@@ -106,11 +108,11 @@ TEST(PeerExchangeTest, ADeadPeerCostsAtMostTheDeadline) {
   auto results = sender.SendToAll({dead, r.Ref(1)}, 7, 1, tensor::Share(Model(1)), 1.0, deadline);
   EXPECT_FALSE(results[0].ok());
   EXPECT_TRUE(results[1].ok()) << results[1];
-  EXPECT_LE(absl::Now(), deadline + absl::Seconds(1));
+  EXPECT_LE(Now(), deadline + absl::Seconds(1));
   // The receiver waits for a sender that never sends only until the deadline.
   const absl::Time collect_deadline = In(absl::Milliseconds(300));
   auto got = r.inbox.Collect(1, {7, 99}, collect_deadline);
-  EXPECT_GE(absl::Now(), collect_deadline);
+  EXPECT_GE(Now(), collect_deadline);
   EXPECT_EQ(got.size(), 1u);
 }
 
@@ -132,7 +134,7 @@ TEST(PeerExchangeTest, ASendRefusedAtConnectionSetUpIsRetriedWithinItsDeadline) 
   });
   // The first attempt is refused; the receiver comes up only after it.
   const absl::Time give_up = In(absl::Seconds(10));
-  while (sender.setup_retries() == 0 && absl::Now() < give_up) {
+  while (sender.setup_retries() == 0 && Now() < give_up) {
     absl::SleepFor(absl::Milliseconds(5));  // polls a counter, within a deadline
   }
   EXPECT_GE(sender.setup_retries(), 1) << "the first connection was not refused";
@@ -156,17 +158,17 @@ TEST(PeerExchangeTest, AGoneSenderIsNotWaitedFor) {
   });
   auto got = inbox.Collect(5, {7, 8}, deadline);
   leaver.join();
-  EXPECT_LT(absl::Now(), deadline) << "waited out the deadline for a trainer that left";
+  EXPECT_LT(Now(), deadline) << "waited out the deadline for a trainer that left";
   EXPECT_EQ(got.size(), 1u);
   // A round planned later waits for the id again (it may have rejoined).
   const absl::Time short_deadline = In(absl::Milliseconds(200));
   EXPECT_TRUE(inbox.Collect(7, {8}, short_deadline).empty());
-  EXPECT_GE(absl::Now(), short_deadline);
+  EXPECT_GE(Now(), short_deadline);
   // Gone between rounds: the next round does not wait for it.
   inbox.MarkGone(9);
   const absl::Time next_deadline = In(absl::Seconds(60));
   EXPECT_TRUE(inbox.Collect(8, {9}, next_deadline).empty());
-  EXPECT_LT(absl::Now(), next_deadline);
+  EXPECT_LT(Now(), next_deadline);
 }
 
 TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
@@ -198,7 +200,7 @@ TEST(PeerExchangeTest, LinkRatesHoldTheTransfersBack) {
 BackgroundMulticast::Outcomes WaitOutcomes(BackgroundMulticast& multicast, int count) {
   BackgroundMulticast::Outcomes all;
   const absl::Time deadline = In(absl::Seconds(10));
-  while (all.delivered + all.failed + all.cancelled < count && absl::Now() < deadline) {
+  while (all.delivered + all.failed + all.cancelled < count && Now() < deadline) {
     absl::SleepFor(absl::Milliseconds(10));
     const BackgroundMulticast::Outcomes more = multicast.Take();
     all.delivered += more.delivered;

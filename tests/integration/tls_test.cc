@@ -9,6 +9,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/clock.h"
 #include "base/files.h"
 #include "cli/certificates.h"
 #include "client/peer_exchange.h"
@@ -457,7 +458,7 @@ class PeerTlsTest : public ::testing::Test {
 };
 
 TEST_F(PeerTlsTest, OnlyTrainersSendModelsEachUnderItsOwnId) {
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  const absl::Time deadline = base::MonotonicClock::Get().Now() + absl::Seconds(10);
   client::TransferMeter sent;
   client::PeerSender from_store(nullptr, sent, Certificates::Get().Of("store"));
   absl::Status refused =
@@ -492,7 +493,7 @@ TEST_F(PeerTlsTest, AnUnannouncedSenderIsRefused) {
   named->set_trainer_id(kAlice);
   named->set_name("alice");
   inbox.PlanRound(exchange);
-  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  const absl::Time deadline = base::MonotonicClock::Get().Now() + absl::Seconds(10);
   client::TransferMeter sent;
   client::PeerSender from_bob(nullptr, sent, Certificates::Get().Of("bob"));
   const absl::Status refused =
@@ -502,7 +503,7 @@ TEST_F(PeerTlsTest, AnUnannouncedSenderIsRefused) {
   client::PeerSender from_alice(nullptr, sent, Certificates::Get().Of("alice"));
   ASSERT_TRUE(
       from_alice.SendOne(bob, kAlice, 4, tensor::Share({{"w", {1, 2}}}), 1.0, deadline).ok());
-  auto got = inbox.Collect(4, {kAlice, kBob}, absl::Now());
+  auto got = inbox.Collect(4, {kAlice, kBob}, base::MonotonicClock::Get().Now());
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[kAlice].model.at("w"), (std::vector<float>{1, 2}));
 }
