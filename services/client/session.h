@@ -14,16 +14,15 @@
 // rebase the local model onto it (client/local_model.h), or exchange models with peers. When it
 // returns true the parameters hold the synchronised model (under wbsp-overlap: the latest model the
 // background thread pulled, rebased); when it returns false, this trainer's last model (its last
-// steps pushed). One strategy per mode family:
-//   - sequential store modes (bsp, asp, ssp, dssp, wbsp, hybrid): all of it inside Step;
+// steps pushed). One strategy per mode family (step_strategy.h):
+//   - store modes (bsp, asp, ssp, dssp, wbsp, hybrid): all of it inside Step;
 //   - overlapped (wbsp-overlap): pushes, reports and pulls run on the session's own thread
 //     (overlapped_communicator.h) while the caller steps; Step only hands over the delta and
 //     applies the pulled model between steps, and never waits for the coordinator;
-//   - peer-to-peer in rounds (dssync, selmcast): Step exchanges models with the peers the
-//     directive names and averages them in;
-//   - peer-to-peer in the background (selmcast-ssp, orpheus-ssp): Step starts the multicast the
-//     last grant planned, of the model with the step just taken, then averages in what has
-//     arrived while the caller computes on.
+//   - peer-to-peer: in rounds (dssync, selmcast), Step exchanges models with the peers the
+//     directive names and averages them in; in the background (selmcast-ssp, orpheus-ssp), Step
+//     starts the multicast the last grant planned, of the model with the step just taken, then
+//     averages in what has arrived while the caller computes on.
 // Time between Steps is the caller's compute; time inside them is wait and communication.
 #ifndef SYNCOPATE_CLIENT_SESSION_H_
 #define SYNCOPATE_CLIENT_SESSION_H_
@@ -37,11 +36,11 @@
 #include "base/clock.h"
 #include "client/links.h"
 #include "client/local_model.h"
-#include "client/overlapped_communicator.h"
 #include "client/parameters.h"
 #include "client/peer_link.h"
 #include "client/protocol.h"
 #include "client/session_options.h"
+#include "client/step_strategy.h"
 #include "client/trace_writer.h"
 #include "client/trainer_metrics.h"
 
@@ -108,24 +107,12 @@ class Session {
   const v1::Welcome& welcome() const { return protocol_.welcome(); }
 
  private:
-  absl::StatusOr<bool> StepSequential(float loss);
-  absl::StatusOr<bool> StepOverlapped(float loss);
-  // Loads what `proceed` names into the parameters: the pulled model, rebased, or the average of
-  // the peers' models.
-  absl::Status Apply(const v1::Proceed& proceed);
-  // The delta to push as clock `clock`, kept pending until a round holds it where the mode pushes
-  // to rounds.
-  absl::StatusOr<tensor::SharedTensorMap> TakeDelta(int64_t clock);
-  // Applies the model the communication thread pulled, and hands it the next delta when it waits.
-  absl::Status TradeWithCommunicator(float loss);
   // Ends the session: false (and a Leave with `reason`) for OK, the error otherwise. A store call
   // given up for the stop (IsGivenUpForStop) is OK, "shutdown".
   absl::StatusOr<bool> End(absl::Status status, std::string reason);
   // Leaves without an error: first re-sends what a store restart lost of this trainer's pushes
   // (Protocol::ResendWhatRestartsLost), then leaves.
   void LeaveCleanly(const std::string& reason, std::optional<double> final_accuracy);
-  // Why a session that did not fail ends without a step limit: "training is done" or "shutdown".
-  std::string EndReason() const;
   bool StepLimitReached() const { return options_.max_steps > 0 && steps_ >= options_.max_steps; }
 
   const SessionOptions options_;
@@ -134,9 +121,9 @@ class Session {
   Protocol protocol_;
   const base::Clock& clock_;
   std::atomic<bool> stop_requested_{false};
-  std::unique_ptr<OverlappedCommunicator> communicator_;
-  int64_t clock_of_grant_ = 0;  // sequential modes: the clock the last Proceed granted
   std::atomic<int64_t> steps_{0};
+  // This mode family's way through a step (step_strategy.h); declared after what it works on.
+  std::unique_ptr<StepStrategy> strategy_;
   absl::Time step_began_;  // when the caller's current step began (the last Start/Step return)
   bool started_ = false;
   std::optional<absl::Status> ended_;  // OK: over without an error
