@@ -43,11 +43,6 @@ absl::StatusOr<base::ReadyInfo> AwaitReady(const std::string& path, ChildProcess
 
 std::string Seconds(absl::Duration d) { return absl::StrCat(absl::ToDoubleSeconds(d), "s"); }
 
-// Whether `host` is this machine's loopback: trainers that reach a server there run on its host.
-bool IsLoopback(const std::string& host) {
-  return host == "localhost" || host == "::1" || absl::StartsWith(host, "127.");
-}
-
 // A (flag name, value) setting as a command-line flag: --name=value.
 std::string AsFlag(const std::pair<std::string, std::string>& setting) {
   return absl::StrCat("--", setting.first, "=", setting.second);
@@ -483,16 +478,16 @@ absl::Status LocalCluster::PrepareExternalTrainers() {
             ? "export SYNCOPATE_INSECURE=1\nunset SYNCOPATE_TLS_DIR\n"
             : absl::StrCat("export SYNCOPATE_TLS_DIR=", quoted(credentials.second),
                            "\nunset SYNCOPATE_INSECURE\n"));
-    // Peer-to-peer modes: trainer 0 writes the job's model where the summary looks for it, when
-    // it runs on this host (trainers reach this one by a loopback address); elsewhere the folder
-    // may not exist, and the user says where (the line, commented).
+    // Peer-to-peer modes: trainer 0 writes the job's model where the summary looks for it. A
+    // trainer on another host reads its env file where it was copied, at the same path (or from a
+    // shared filesystem), so the folder exists there too; the summary says when the files are not
+    // on this host.
     std::string save_model = "unset SYNCOPATE_SAVE_MODEL\n";
     if (WritesRunModel(options_, r)) {
-      const std::string files = quoted(absl::StrJoin(RunModelFiles(options_.run_dir), ","));
-      save_model = IsLoopback(advertised_host())
-                       ? absl::StrCat("export SYNCOPATE_SAVE_MODEL=", files, "\n")
-                       : absl::StrCat("# The job's model, written by this trainer as it ends:\n",
-                                      "# export SYNCOPATE_SAVE_MODEL=", files, "\n");
+      save_model = absl::StrCat(
+          "# The job's model, written by this trainer as it ends (peer-to-peer modes):\n",
+          "export SYNCOPATE_SAVE_MODEL=",
+          quoted(absl::StrJoin(RunModelFiles(options_.run_dir), ",")), "\n");
     }
     RETURN_IF_ERROR(base::WriteFileAtomically(
         absl::StrCat(options_.run_dir, "/trainer-", r, ".env"), env + save_model));

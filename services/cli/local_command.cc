@@ -227,8 +227,9 @@ void ExportFinalModel(const LocalRunOptions& options, RunSummary* summary) {
     summary->model_error =
         options.cluster.external_trainers
             ? absl::StrCat(
-                  "peer-to-peer modes keep the model in the trainers: start trainer 0 "
-                  "with --save-model=",
+                  "peer-to-peer modes keep the model in the trainers: trainer 0 writes it as "
+                  "it ends cleanly (SYNCOPATE_SAVE_MODEL in trainer-0.env), on the host it ran "
+                  "on, as ",
                   absl::StrJoin(paths, ","))
         : RunsCommand(options.cluster, 0)
             ? "trainer 0's script wrote no model: its session writes one at a clean end, where "
