@@ -155,6 +155,7 @@ absl::StatusOr<std::unique_ptr<LocalCluster>> LocalCluster::Start(
         coordinator_args.end(),
         {AsFlag(credentials), absl::StrCat("--stores=", absl::StrJoin(stores, ",")),
          absl::StrCat("--exchange-timeout=", Seconds(options.exchange_timeout)),
+         absl::StrCat("--compression=", options.compression),
          absl::StrCat("--min-trainers=", options.trainers),
          absl::StrCat("--eviction-timeout=", Seconds(options.eviction_timeout)),
          absl::StrCat("--progress-timeout=", Seconds(options.progress_timeout)),

@@ -50,6 +50,9 @@ struct LocalClusterOptions {
   std::vector<std::string> egress_rates;
   std::vector<std::string> ingress_rates;
   absl::Duration exchange_timeout = absl::Seconds(5);
+  // How the trainers compress their pushes (tensor::ParseCompression's names): "none", "bf16",
+  // "fp16", "topk:RATIO".
+  std::string compression = "none";
   absl::Duration eval_interval = absl::Seconds(1);
   // Emulated accelerator step of every trainer (client/session_options.h); 0: real compute only.
   absl::Duration step_time = absl::ZeroDuration();

@@ -24,9 +24,11 @@
 #include "rpc/grpc_util.h"
 #include "spdlog/sinks/stdout_color_sinks.h"
 #include "spdlog/spdlog.h"
+#include "sync/modes.h"
 #include "sync/policy_factory.h"
 #include "sync/policy_flags.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
+#include "tensor/compression.h"
 
 namespace {
 
@@ -212,6 +214,7 @@ struct ScenarioFlags {
     syncopate::sync::AddPolicyFlags(cmd, &p, {"mode", "seed"});
     cmd->add_option("--exchange-timeout", exchange_timeout,
                     "Peer-to-peer: how long an exchange waits for its peers");
+    cmd->add_option("--compression", c.compression, syncopate::tensor::kCompressionHelp);
     cmd->add_option("--trainers", c.trainers, "Number of trainers")->check(CLI::Range(1, 64));
     cmd->add_option("--store-shards", c.store_shards, "Parameter store shards")
         ->check(CLI::Range(1, 16));
@@ -314,6 +317,12 @@ struct ScenarioFlags {
       return parsed;
     }
     if (target_option->count() > 0) run.target_accuracy = target_accuracy;
+    // Refused here, before any process starts, as the coordinator would refuse it.
+    if (const syncopate::sync::Mode* mode = syncopate::sync::FindMode(run.cluster.policy.mode)) {
+      absl::StatusOr<syncopate::tensor::Compression> compression =
+          syncopate::tensor::ParseCompression(run.cluster.compression, mode->peer_to_peer());
+      if (!compression.ok()) return compression.status();
+    }
     absl::StatusOr<std::vector<double>> slowdowns = syncopate::base::ParseDoubleList(slowdown);
     if (!slowdowns.ok()) return slowdowns.status();
     if (slowdowns->size() == 1) slowdowns->assign(run.cluster.trainers, slowdowns->front());

@@ -23,10 +23,13 @@ using TensorEntries = std::vector<const tensor::TensorMap::value_type*>;
 // them) in order. `before(bytes)`, when given, runs before each chunk of `bytes` payload bytes goes
 // (pacing, a cancel check); false stops the writing. False when `before` stopped it or a write
 // failed (the stream broke: its Finish says why). The payload bytes written go to `written`.
+// Under a `codec` other than CODEC_NONE each chunk is encoded (tensor/compression.h) from values
+// already quantized for it, into a buffer of its own; CODEC_NONE writes the model's memory as it
+// is.
 bool WriteChunks(grpc::ClientWriterInterface<grpc::ByteBuffer>& writer,
                  const tensor::SharedTensorMap& model, const TensorEntries& tensors,
                  uint32_t chunk_bytes, const std::function<bool(size_t bytes)>& before,
-                 uint64_t* written = nullptr);
+                 uint64_t* written = nullptr, v1::Codec codec = v1::CODEC_NONE);
 
 // Every entry of `model`, in its order.
 TensorEntries AllEntries(const tensor::TensorMap& model);

@@ -89,11 +89,12 @@ class StoreLink {
   // finite); UNAVAILABLE when a shard stays unreachable.
   virtual absl::Status Initialize(const v1::PushHeader& header,
                                   const tensor::TensorMap& values) = 0;
-  // Pushes a delta (the header's sequence makes a retry apply at most once). Returns the bytes
-  // sent. The store's refusal as it is (NOT_FOUND for a tensor the store does not hold in that
-  // shape; INVALID_ARGUMENT for a wrong length or a value that is not finite; FAILED_PRECONDITION
-  // for a trainer that left, was evicted or has a stale incarnation); UNAVAILABLE when a shard
-  // stays unreachable. The link may keep `delta` until the push's bytes are sent.
+  // Pushes a delta (the header's sequence makes a retry apply at most once), in the header's
+  // codec. Returns the payload bytes sent (compressed ones under a codec). The store's refusal as
+  // it is (NOT_FOUND for a tensor the store does not hold in that shape; INVALID_ARGUMENT for a
+  // wrong length or a value that is not finite; FAILED_PRECONDITION for a trainer that left, was
+  // evicted or has a stale incarnation); UNAVAILABLE when a shard stays unreachable. The link may
+  // keep `delta` until the push's bytes are sent.
   virtual absl::StatusOr<uint64_t> Push(const v1::PushHeader& header,
                                         tensor::SharedTensorMap delta) = 0;
   // Pulls the live model (round < 0) or round `round`. A round the store no longer keeps is

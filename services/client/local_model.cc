@@ -29,6 +29,7 @@ absl::StatusOr<tensor::SharedTensorMap> LocalModel::TakeDelta(
   }
   base_is_current_ = true;
   unpushed_steps_ = 0;
+  if (feedback_) feedback_->Compress(delta);
   tensor::SharedTensorMap shared = tensor::Share(std::move(delta));
   if (pending_clock) pending_.push_back({*pending_clock, shared});
   return shared;

@@ -16,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "client/parameters.h"
+#include "tensor/compression.h"
 #include "tensor/tensor_spec.h"
 
 namespace syncopate::client {
@@ -25,6 +26,10 @@ class LocalModel {
  public:
   // `parameters` must outlive this. Call Begin before anything else.
   explicit LocalModel(Parameters& parameters) : parameters_(parameters) {}
+  // The job compresses its pushes (tensor/compression.h): each delta TakeDelta gives is the
+  // compressed one, and what compression left out of it comes with the next (error feedback).
+  // Call before the first TakeDelta.
+  void Compress(const tensor::Compression& compression) { feedback_.emplace(compression); }
   // The parameters' current values become the base. The parameters' read error as it is.
   absl::Status Begin();
 
@@ -36,7 +41,8 @@ class LocalModel {
     base_is_current_ = false;
   }
 
-  // The change since the last TakeDelta or Rebase; the base moves to the current model. With a
+  // The change since the last TakeDelta or Rebase (compressed, under Compress); the base moves to
+  // the current model. With a
   // `pending_clock` (round pushes) the delta is also kept until a pulled round includes it. The
   // parameters' read error as it is, and INTERNAL when the parameters no longer have the base's
   // tensors and sizes (nothing changes either way). The delta is shared, not copied, with the
@@ -72,6 +78,7 @@ class LocalModel {
   absl::Status WriteAndRebase(const tensor::TensorMap* local, tensor::TensorMap new_base);
 
   Parameters& parameters_;
+  std::optional<tensor::ErrorFeedback> feedback_;
   tensor::TensorMap base_;
   std::deque<Pending> pending_;
   int64_t unpushed_steps_ = 0;

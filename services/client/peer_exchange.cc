@@ -297,6 +297,10 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* PeerService::Exchange(grpc::CallbackS
       [this, start, caller = *std::move(caller)](absl::StatusOr<rpc::StagedPush> push,
                                                  grpc::ByteBuffer* response) {
         if (!push.ok()) return rpc::ToGrpcStatus(push.status());
+        if (push->header.codec() != v1::CODEC_NONE) {
+          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                              "a peer's model carries float32 values, not compressed ones");
+        }
         const uint64_t sender = push->header.trainer_id();
         // A sender the coordinator named already is checked now; one named later, when its model
         // is taken (ExchangeInbox::Deposit).

@@ -254,7 +254,11 @@ absl::Status Protocol::Push(tensor::SharedTensorMap delta, int64_t clock) {
   // count once, and their round applies the rule.
   header.set_weight(push_weight_ > 0 ? static_cast<float>(push_weight_) : 1.0f);
   header.set_clock(clock);
+  header.set_codec(w.codec());  // the delta is compressed already (LocalModel::Compress)
+  uint64_t raw_bytes = 0;
+  for (const auto& [name, values] : *delta) raw_bytes += values.size() * sizeof(float);
   ASSIGN_OR_RETURN(uint64_t bytes, store_.Push(header, std::move(delta)));
+  metrics_.push_raw_bytes.Increment(static_cast<double>(raw_bytes));
   const absl::Duration took = clock_.Now() - start;
   AddTime(&SessionTimings::push, took);
   metrics_.push_seconds.Increment(absl::ToDoubleSeconds(took));
@@ -262,7 +266,9 @@ absl::Status Protocol::Push(tensor::SharedTensorMap delta, int64_t clock) {
   metrics_.push_bytes.Increment(static_cast<double>(bytes));
   trace_.Record("pushed", {{"clock", clock},
                            {"compute_us", last_compute_us_.load()},
-                           {"push_us", absl::ToInt64Microseconds(took)}});
+                           {"push_us", absl::ToInt64Microseconds(took)},
+                           {"bytes", bytes},
+                           {"raw_bytes", raw_bytes}});
   return absl::OkStatus();
 }
 

@@ -17,7 +17,12 @@ Session::Session(SessionOptions options, CoordinatorLink& coordinator, StoreLink
       clock_(clock),
       strategy_(
           MakeStepStrategy({options_, model_, protocol_, clock_, [this] { return stopping(); },
-                            [this] { return StepLimitReached(); }})) {}
+                            [this] { return StepLimitReached(); }})) {
+  const v1::Welcome& welcome = protocol_.welcome();
+  if (welcome.codec() != v1::CODEC_NONE) {
+    model_.Compress({welcome.codec(), welcome.topk_ratio()});
+  }
+}
 
 Session::~Session() { Close(); }
 

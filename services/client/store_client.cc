@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cstring>
+#include <numeric>
 #include <thread>
 
 #include "absl/strings/str_cat.h"
@@ -116,7 +117,7 @@ std::unique_ptr<grpc::ClientContext> StoreClient::Context(absl::Time give_up_at)
 
 absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
                                  const tensor::SharedTensorMap& model, const TensorEntries& tensors,
-                                 v1::PushReply* reply, absl::Time give_up_at) {
+                                 v1::PushReply* reply, absl::Time give_up_at, uint64_t* written) {
   auto ctx = Context(give_up_at);
   auto writer = (initialize ? initializes_ : pushes_)[shard].Start(ctx.get(), reply);
   v1::PushMessage first;
@@ -124,10 +125,13 @@ absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHe
   if (!initialize) first.mutable_header()->set_shard_incarnation(shard_incarnation_[shard]);
   AddSpecs(tensors, first.mutable_header());
   if (writer->Write(rpc::EncodeMessage(first))) {
-    WriteChunks(*writer, model, tensors, chunk_bytes_, [&](size_t bytes) {
-      base::PaceThrough(limits_.egress, bytes);
-      return true;
-    });
+    WriteChunks(
+        *writer, model, tensors, chunk_bytes_,
+        [&](size_t bytes) {
+          base::PaceThrough(limits_.egress, bytes);
+          return true;
+        },
+        written, header.codec());
   }
   writer->WritesDone();
   grpc::Status status = writer->Finish();
@@ -254,12 +258,14 @@ absl::Status StoreClient::ResendLost(size_t shard, const v1::PushHeader& header,
 }
 
 absl::Status StoreClient::PushTo(size_t shard, const v1::PushHeader& header,
-                                 const TensorEntries& tensors,
-                                 const tensor::SharedTensorMap& delta) {
+                                 const TensorEntries& tensors, const tensor::SharedTensorMap& delta,
+                                 uint64_t* written) {
   RETURN_IF_ERROR(ResendLost(shard, header));
+  *written = 0;
   if (tensors.empty()) return absl::OkStatus();
   v1::PushReply reply;
-  const absl::Status sent = SendTo(shard, false, header, delta, tensors, &reply);
+  const absl::Status sent =
+      SendTo(shard, false, header, delta, tensors, &reply, absl::InfiniteFuture(), written);
   return Took(shard, header, *delta, tensors, sent, reply);
 }
 
@@ -279,15 +285,14 @@ absl::Status StoreClient::ResendWhatRestartsLost(const v1::PushHeader& identity)
 absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
                                            tensor::SharedTensorMap delta) {
   std::vector<TensorEntries> by_shard(stubs_.size());
-  uint64_t bytes = 0;
   for (const auto& entry : *delta) {
     by_shard[tensor::ShardOf(entry.first, stubs_.size())].push_back(&entry);
-    bytes += entry.second.size() * sizeof(float);
   }
-  absl::Status status =
-      ForEachShard("push", [&](size_t s) { return PushTo(s, header, by_shard[s], delta); });
+  std::vector<uint64_t> written(stubs_.size(), 0);  // one per shard's thread
+  absl::Status status = ForEachShard(
+      "push", [&](size_t s) { return PushTo(s, header, by_shard[s], delta, &written[s]); });
   if (!status.ok()) return status;
-  return bytes;
+  return std::accumulate(written.begin(), written.end(), uint64_t{0});
 }
 
 absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out) {

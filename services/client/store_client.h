@@ -89,14 +89,17 @@ class StoreClient final : public StoreLink {
  private:
   // A call's context: its deadline is `timeout_` from now, or `give_up_at` if sooner.
   std::unique_ptr<grpc::ClientContext> Context(absl::Time give_up_at) const;
-  // One Initialize or Push stream: the header, then `tensors` (entries of `model`) in chunks.
+  // One Initialize or Push stream: the header, then `tensors` (entries of `model`) in chunks, in
+  // the header's codec. The payload bytes written are added to `written` (may be null).
   absl::Status SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
                       const tensor::SharedTensorMap& model, const TensorEntries& tensors,
-                      v1::PushReply* reply, absl::Time give_up_at = absl::InfiniteFuture());
+                      v1::PushReply* reply, absl::Time give_up_at = absl::InfiniteFuture(),
+                      uint64_t* written = nullptr);
   // Pushes to one shard: first what a restart of it lost, then this push; keeps what the shard
-  // has not checkpointed yet. A restart found on the way is UNAVAILABLE (retried).
+  // has not checkpointed yet. A restart found on the way is UNAVAILABLE (retried). `written`:
+  // the payload bytes of this push's last attempt.
   absl::Status PushTo(size_t shard, const v1::PushHeader& header, const TensorEntries& tensors,
-                      const tensor::SharedTensorMap& delta);
+                      const tensor::SharedTensorMap& delta, uint64_t* written);
   // Re-sends the pushes shard `shard` lost in a restart, oldest first.
   absl::Status ResendLost(size_t shard, const v1::PushHeader& header,
                           absl::Time give_up_at = absl::InfiniteFuture());

@@ -36,8 +36,10 @@ TrainerMetrics::TrainerMetrics(prometheus::Registry& r)
       test_accuracy(
           metrics::AddGauge(r, "syncopate_trainer_test_accuracy",
                             "Test accuracy of the last evaluated model (evaluator trainer only).")),
-      push_bytes(
-          metrics::AddCounter(r, "syncopate_trainer_push_bytes_total", "Delta bytes pushed.")),
+      push_bytes(metrics::AddCounter(r, "syncopate_trainer_push_bytes_total",
+                                     "Delta bytes pushed, as sent (compressed under a codec).")),
+      push_raw_bytes(metrics::AddCounter(r, "syncopate_trainer_push_raw_bytes_total",
+                                         "Delta bytes pushed, as float32 before compression.")),
       pull_bytes(
           metrics::AddCounter(r, "syncopate_trainer_pull_bytes_total", "Model bytes pulled.")),
       push_duration(Seconds(r, "syncopate_trainer_push_duration_seconds",

@@ -25,6 +25,7 @@ struct TrainerMetrics {
   prometheus::Gauge& loss;
   prometheus::Gauge& test_accuracy;
   prometheus::Counter& push_bytes;
+  prometheus::Counter& push_raw_bytes;
   prometheus::Counter& pull_bytes;
   prometheus::Histogram& push_duration;
   prometheus::Histogram& pull_duration;

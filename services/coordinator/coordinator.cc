@@ -173,6 +173,8 @@ SessionKey Coordinator::Admit(const sync::Member& member, const v1::Join& join,
   w->set_peer_to_peer(policy_->push_mode() == sync::PushMode::kNone);
   w->set_exchange_timeout_seconds(absl::ToDoubleSeconds(options_.exchange_timeout));
   w->set_exchange_in_background(policy_->exchange_in_background());
+  w->set_codec(options_.codec);
+  w->set_topk_ratio(options_.topk_ratio);
   Action action;
   action.sends.emplace_back(outbox, std::move(welcome));
   Enqueue(std::move(action));

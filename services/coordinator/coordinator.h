@@ -49,6 +49,10 @@ struct CoordinatorOptions {
   double target_accuracy = 0;
   // Peer-to-peer modes: how long one exchange may wait for its peers (told to trainers).
   absl::Duration exchange_timeout = absl::Seconds(10);
+  // Store modes: how trainers compress their pushes (told to trainers, and to the stores, which
+  // refuse another codec), and for top-k the share of each tensor a push carries.
+  v1::Codec codec = v1::CODEC_NONE;
+  double topk_ratio = 1;
   // How often the stores are asked who they are, to notice a shard that restarted while nothing
   // needed it; and how failed store calls are retried.
   absl::Duration store_probe_interval = absl::Seconds(1);

@@ -245,6 +245,7 @@ void Coordinator::RunPending() {
         membership.round = last_round;
         membership.apply_mode = ApplyModeOf(policy_->push_mode());
         membership.immediate_weight = static_cast<float>(policy_->PushWeight(JobSize()));
+        membership.codec = options_.codec;
         membership.job_end = JobEndToKeep();
         stores_queue_.SendingMembership();
         sync_members = true;

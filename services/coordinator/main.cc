@@ -19,6 +19,7 @@
 #include "rpc/stream_watchdog.h"
 #include "sync/policy_factory.h"
 #include "sync/policy_flags.h"
+#include "tensor/compression.h"
 
 namespace {
 
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   std::string heartbeat_interval = "1s";
   std::string start_timeout = "30s";
   std::string exchange_timeout = "10s";
+  std::string compression = "none";
   std::string join_timeout = "60s";
   absl::Duration join_deadline;
   std::string ready_file;
@@ -59,6 +61,7 @@ int main(int argc, char** argv) {
   syncopate::sync::AddPolicyFlags(&app, &policy_options);
   app.add_option("--exchange-timeout", exchange_timeout,
                  "Peer-to-peer modes: how long an exchange waits for its peers");
+  app.add_option("--compression", compression, syncopate::tensor::kCompressionHelp);
   app.add_option("--min-trainers", policy_options.min_trainers,
                  "Hold the first grants until this many trainers joined");
   app.add_option("--start-timeout", start_timeout, "...or until this long after the first join");
@@ -111,6 +114,11 @@ int main(int argc, char** argv) {
   if (!credentials.ok()) return Fail(credentials.status());
   auto policy = syncopate::sync::MakePolicy(policy_options);
   if (!policy.ok()) return Fail(policy.status());
+  absl::StatusOr<syncopate::tensor::Compression> codec = syncopate::tensor::ParseCompression(
+      compression, (*policy)->push_mode() == syncopate::sync::PushMode::kNone);
+  if (!codec.ok()) return Fail(codec.status());
+  options.codec = codec->codec;
+  options.topk_ratio = codec->topk_ratio;
   std::vector<std::string> store_addresses = syncopate::base::SplitList(stores);
   if (store_addresses.empty()) return Fail(absl::InvalidArgumentError("--stores is empty"));
 

@@ -43,6 +43,7 @@ absl::StatusOr<std::vector<ShardState>> GrpcStoreControl::SetMembership(
   request.set_round(membership.round);
   request.set_apply_mode(membership.apply_mode);
   request.set_immediate_weight(membership.immediate_weight);
+  request.set_codec(membership.codec);
   if (membership.job_end) *request.mutable_job_end() = *membership.job_end;
   std::vector<ShardState> shards(stubs_.size());
   RETURN_IF_ERROR(OnEveryShard(

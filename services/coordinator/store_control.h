@@ -48,6 +48,8 @@ struct StoreMembership {
   // what a push states.
   v1::ApplyMode apply_mode = v1::APPLY_MODE_NONE;
   float immediate_weight = 1;
+  // How the job's pushes carry their values: the shards refuse another codec.
+  v1::Codec codec = v1::CODEC_NONE;
   // Once training began ending with a final average: kept by the shards for a coordinator that
   // takes the job over.
   std::optional<v1::JobEnd> job_end;

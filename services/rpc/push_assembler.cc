@@ -9,15 +9,35 @@
 namespace syncopate::rpc {
 
 void StagedChunk::AddTo(float* values, float scale) const {
+  if (encoded) return encoded->AddTo(values + offset, scale);
   payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
     tensor::ScaledAdd(values + offset + first, run, scale);
   });
 }
 
 void StagedChunk::ScaledCopyTo(float* values, float scale) const {
+  if (encoded) return encoded->ScaledCopyTo(values + offset, scale);
   payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
     tensor::ScaledCopy(values + offset + first, run, scale);
   });
+}
+
+bool StagedChunk::ScaledSumIsFinite(const float* values, float scale) const {
+  if (encoded) return encoded->ScaledSumIsFinite(values + offset, scale);
+  bool finite = true;
+  payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
+    finite = finite && tensor::ScaledSumIsFinite(
+                           absl::MakeConstSpan(values + offset + first, run.size), run, scale);
+  });
+  return finite;
+}
+
+void StagedChunk::AppendPayloadTo(std::string* out) const {
+  if (encoded) {
+    out->append(encoded->bytes());
+  } else {
+    payload.AppendTo(out);
+  }
 }
 
 absl::Status PushAssembler::Add(const grpc::ByteBuffer& message) {
@@ -57,6 +77,12 @@ absl::Status PushAssembler::Add(v1::PushMessage& message) {
 absl::Status PushAssembler::AddHeader(v1::PushHeader& header) {
   if (have_header_) return absl::InvalidArgumentError("second header in one push stream");
   if (header.tensors().empty()) return absl::InvalidArgumentError("push header names no tensors");
+  if (!v1::Codec_IsValid(header.codec())) {
+    return absl::InvalidArgumentError(absl::StrCat("unknown codec ", header.codec()));
+  }
+  if (!lookup_ && header.codec() != v1::CODEC_NONE) {
+    return absl::InvalidArgumentError("an Initialize carries float32 values, not compressed ones");
+  }
   for (const v1::TensorSpec& proto : header.tensors()) {
     tensor::TensorSpec spec = tensor::FromProto(proto);
     RETURN_IF_ERROR(tensor::ValidateSpec(spec));
@@ -92,33 +118,55 @@ absl::Status PushAssembler::AddChunk(const std::string& name, uint64_t offset,
         absl::StrCat("chunk for tensor '", name, "' that the header does not name"));
   }
   const size_t index = named->second;
-  RETURN_IF_ERROR(tensor::CheckWholeFloats(name, payload.bytes()));
+  StagedChunk chunk{index, offset, {}, std::nullopt};
+  if (push_.header.codec() != v1::CODEC_NONE) {
+    std::string bytes;
+    payload.AppendTo(&bytes);  // a compressed chunk is small: kept in one piece
+    absl::StatusOr<tensor::EncodedChunk> encoded =
+        tensor::EncodedChunk::Parse(push_.header.codec(), std::move(bytes));
+    if (!encoded.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("tensor '", name, "': ", encoded.status().message()));
+    }
+    chunk.encoded = *std::move(encoded);
+  } else {
+    RETURN_IF_ERROR(tensor::CheckWholeFloats(name, payload.bytes()));
+    chunk.payload = std::move(payload);
+  }
   const uint64_t total = push_.tensors[index].NumElements();
   if (offset != filled_[index]) {
     return absl::InvalidArgumentError(
         absl::StrCat("chunk of '", name, "' at offset ", offset, ", expected ", filled_[index]));
   }
-  if (offset + payload.size() > total) {
+  if (offset + chunk.size() > total) {
     return absl::InvalidArgumentError(absl::StrCat("tensor '", name,
                                                    "' has the wrong length: data runs to ",
-                                                   offset + payload.size(), " of ", total));
+                                                   offset + chunk.size(), " of ", total));
   }
+  if (chunk.encoded) {
+    push_.max_magnitude = std::max(push_.max_magnitude, chunk.encoded->largest());
+    filled_[index] += chunk.size();
+    push_.payload_bytes += chunk.bytes();
+    push_.chunks.push_back(std::move(chunk));
+    return absl::OkStatus();
+  }
+  const rpc::ChunkPayload& values = chunk.payload;
   float largest = 0;
   absl::Status finite;
-  payload.ForEachRun([&](size_t first, tensor::UnalignedFloats values) {
+  values.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
     if (!finite.ok()) return;
     float run_largest = 0;
-    if (absl::Status run = tensor::CheckFinite(values, &run_largest, first); !run.ok()) {
-      finite = absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", run.message()));
+    if (absl::Status checked = tensor::CheckFinite(run, &run_largest, first); !checked.ok()) {
+      finite = absl::InvalidArgumentError(absl::StrCat("tensor '", name, "': ", checked.message()));
       return;
     }
     largest = std::max(largest, run_largest);
   });
   RETURN_IF_ERROR(finite);
   push_.max_magnitude = std::max(push_.max_magnitude, largest);
-  filled_[index] += payload.size();
-  push_.payload_bytes += payload.bytes();
-  push_.chunks.push_back(StagedChunk{index, offset, std::move(payload)});
+  filled_[index] += chunk.size();
+  push_.payload_bytes += chunk.bytes();
+  push_.chunks.push_back(std::move(chunk));
   return absl::OkStatus();
 }
 

@@ -16,22 +16,33 @@
 #include "rpc/chunk_frames.h"
 #include "rpc/chunk_payload.h"
 #include "syncopate/v1/store.pb.h"
+#include "tensor/compression.h"
 #include "tensor/tensor.h"
 
 namespace syncopate::rpc {
 
-// A chunk whose payload stays where it arrived (rpc/chunk_payload.h): no copy until the apply.
+// A chunk whose payload stays where it arrived (rpc/chunk_payload.h): no copy until the apply. A
+// compressed push's chunk (PushHeader.codec) is kept as it came, in its codec's form
+// (tensor/compression.h), and applied from it.
 struct StagedChunk {
   size_t tensor_index = 0;    // into StagedPush::tensors
   uint64_t offset = 0;        // elements
-  rpc::ChunkPayload payload;  // float32 values, a whole number of them
+  rpc::ChunkPayload payload;  // CODEC_NONE: float32 values, a whole number of them
+  std::optional<tensor::EncodedChunk> encoded;  // another codec's chunk (`payload` is empty)
 
-  size_t size() const { return payload.size(); }
-  // values[offset + i] += scale * payload[i], read from where the chunk arrived (`values`: the
+  // The elements the chunk covers from `offset`.
+  size_t size() const { return encoded ? encoded->elements() : payload.size(); }
+  // Its payload's bytes on the wire.
+  size_t bytes() const { return encoded ? encoded->bytes().size() : payload.bytes(); }
+  // values[offset + i] += scale * chunk[i], read from where the chunk arrived (`values`: the
   // whole tensor's).
   void AddTo(float* values, float scale) const;
-  // values[offset + i] = scale * payload[i], the same way.
+  // values[offset + i] = scale * chunk[i], the same way.
   void ScaledCopyTo(float* values, float scale) const;
+  // Whether values[offset + i] + scale * chunk[i] stays finite for every i.
+  bool ScaledSumIsFinite(const float* values, float scale) const;
+  // Appends the payload as it came on the wire (a checkpoint keeps it so).
+  void AppendPayloadTo(std::string* out) const;
 };
 
 // A complete, validated push: every tensor of the header covered exactly once by finite values.
@@ -61,7 +72,8 @@ class PushAssembler {
   // unless under `copy_below` bytes).
   // INVALID_ARGUMENT for: bytes that protobuf would not parse, a first message that is not a
   // header, a second header, an unknown tensor (NOT_FOUND), a shape mismatch, a chunk out of order
-  // or past the tensor's end, a ragged byte length, NaN or infinity.
+  // or past the tensor's end, a ragged byte length, NaN or infinity, a compressed chunk its codec
+  // refuses (tensor::EncodedChunk::Parse), an unknown codec, a compressed Initialize.
   absl::Status Add(const grpc::ByteBuffer& message);
   // The same for a parsed message (a checkpoint's pending push); its chunk payload is moved out.
   absl::Status Add(v1::PushMessage& message);

@@ -78,7 +78,7 @@ absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, 
       v1::TensorChunk* c = p->add_chunks();
       c->set_tensor(push->tensors[chunk.tensor_index].name);
       c->set_offset(chunk.offset);
-      chunk.payload.AppendTo(c->mutable_data());
+      chunk.AppendPayloadTo(c->mutable_data());
     }
   }
   for (const auto& [trainer, pushes] : state.taken) {

@@ -323,6 +323,12 @@ absl::Status ParameterTable::TakeJobsWeight(v1::PushHeader& h) const {
                                                       v1::ApplyMode_Name(job), ", not ",
                                                       v1::ApplyMode_Name(h.apply_mode())));
   }
+  // A re-sent sum of lost pushes is not a value the codec holds: it comes as float32.
+  if (h.codec() != rule_->codec && !(h.resent() && h.codec() == v1::CODEC_NONE)) {
+    return absl::InvalidArgumentError(absl::StrCat("this job's pushes are ",
+                                                   v1::Codec_Name(rule_->codec), ", not ",
+                                                   v1::Codec_Name(h.codec())));
+  }
   const float carried = static_cast<float>(std::max<uint32_t>(1, h.pushes()));
   if (job == v1::APPLY_MODE_IMMEDIATE) {
     h.set_weight(h.resent() ? 1.0f : rule_->immediate_weight);
@@ -349,13 +355,7 @@ double ParameterTable::ExactMagnitude() const {
 absl::Status ParameterTable::CheckStaysFinite(const rpc::StagedPush& push, float weight) const {
   for (const rpc::StagedChunk& chunk : push.chunks) {
     const std::string& name = push.tensors[chunk.tensor_index].name;
-    const float* values = tensors_.at(name).values->data() + chunk.offset;
-    bool finite = true;
-    chunk.payload.ForEachRun([&](size_t first, tensor::UnalignedFloats run) {
-      finite = finite && tensor::ScaledSumIsFinite(absl::MakeConstSpan(values + first, run.size),
-                                                   run, weight);
-    });
-    if (!finite) {
+    if (!chunk.ScaledSumIsFinite(tensors_.at(name).values->data(), weight)) {
       return absl::InvalidArgumentError(absl::StrCat("the push would make tensor '", name,
                                                      "' non-finite (from element ", chunk.offset,
                                                      "): refused whole"));

@@ -138,6 +138,8 @@ struct PushRule {
   // models).
   v1::ApplyMode apply_mode = v1::APPLY_MODE_NONE;
   float immediate_weight = 1;
+  // How the job's pushes carry their values: a push with another codec is refused.
+  v1::Codec codec = v1::CODEC_NONE;
 };
 
 struct CloseRequest {

@@ -365,6 +365,10 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
     return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
                         absl::StrCat("an immediate push weight must be in (0, 1], got ", weight));
   }
+  if (!v1::Codec_IsValid(request.codec())) {
+    return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                        absl::StrCat("unknown codec ", request.codec()));
+  }
   if (request.has_job_end()) {
     if (absl::Status s = CheckJobEnd(request.job_end()); !s.ok()) {
       return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT, std::string(s.message()));
@@ -388,7 +392,7 @@ grpc::Status StoreService::ChangeMembership(const v1::Membership& request,
                  rpc::Quoted(rename.from), rpc::Quoted(rename.to));
   }
   const MembershipResult result = table_.SetMembers(
-      members, request.round(), PushRule{request.apply_mode(), weight},
+      members, request.round(), PushRule{request.apply_mode(), weight, request.codec()},
       request.has_job_end() ? std::optional<v1::JobEnd>(request.job_end()) : std::nullopt);
   if (result.rounds_skipped > 0) {
     spdlog::warn("caught up with the job's round {}: rounds {} to {} are lost on this shard",

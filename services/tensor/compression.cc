@@ -35,9 +35,14 @@ constexpr size_t kTopkPairBytes = sizeof(uint32_t) + sizeof(float);  // index, v
 
 }  // namespace
 
-absl::StatusOr<Compression> ParseCompression(absl::string_view text) {
+absl::StatusOr<Compression> ParseCompression(absl::string_view text, bool peer_to_peer) {
   Compression c;
   if (text == "none") return c;
+  if (peer_to_peer) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--compression=", text,
+        ": the peer-to-peer modes exchange whole models; compression is for the store modes"));
+  }
   if (text == "bf16" || text == "fp16") {
     c.codec = text == "bf16" ? v1::CODEC_BF16 : v1::CODEC_FP16;
     return c;

@@ -26,9 +26,16 @@ struct Compression {
   double topk_ratio = 1;  // CODEC_TOPK: the share of each tensor's values a push carries, (0, 1]
 };
 
+// The --compression flag's help, in every binary that takes it.
+inline constexpr char kCompressionHelp[] =
+    "Store modes: how trainers compress their pushes: none, bf16, fp16, or topk:RATIO (each push "
+    "carries that share of each tensor's largest values); what a push leaves out comes with the "
+    "next (docs/compression.md)";
+
 // "none", "bf16", "fp16" or "topk:RATIO" (RATIO in (0, 1], e.g. topk:0.01); INVALID_ARGUMENT
-// naming the choices otherwise.
-absl::StatusOr<Compression> ParseCompression(absl::string_view text);
+// naming the choices otherwise, and for any but "none" in a `peer_to_peer` mode (its trainers
+// exchange whole models).
+absl::StatusOr<Compression> ParseCompression(absl::string_view text, bool peer_to_peer = false);
 // The inverse: "bf16", "topk:0.01".
 std::string CompressionName(const Compression& compression);
 // INVALID_ARGUMENT unless `compression` is one ParseCompression gives (a known codec; a top-k

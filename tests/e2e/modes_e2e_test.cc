@@ -52,6 +52,42 @@ TEST_P(RoundMode, ReachesTargetWithIdenticalRoundSnapshots) {
 
 INSTANTIATE_TEST_SUITE_P(Modes, RoundMode, ::testing::Values("wbsp", "wbsp_overlap", "hybrid"));
 
+// --compression in a round mode and an immediate mode: the job trains to the target on
+// compressed pushes (error feedback keeps what each leaves out), and the trainers' traces show the
+// bytes they sent against the float32 deltas.
+struct Compressed {
+  const char* mode;
+  const char* compression;
+  double max_sent_share;  // of the float32 bytes
+};
+class CompressedPushes : public ::testing::TestWithParam<Compressed> {};
+
+TEST_P(CompressedPushes, ReachTheTargetWithFewerBytes) {
+  const Compressed c = GetParam();
+  const std::string dir = MakeTempDir(std::string(c.mode) + "-compressed");
+  const int status =
+      RunLocal(dir, {std::string("--mode=") + c.mode, std::string("--compression=") + c.compression,
+                     "--trainers=3", "--target-accuracy=0.80", "--time-limit=120s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  EXPECT_TRUE(ReadJson(dir + "/summary.json")["reached_target"].get<bool>());
+  double sent = 0, raw = 0;
+  for (int rank = 0; rank < 3; ++rank) {
+    for (const nlohmann::json& e : ReadTrace(dir, rank)) {
+      if (e["event"] != "pushed") continue;
+      sent += e["bytes"].get<double>();
+      raw += e["raw_bytes"].get<double>();
+    }
+  }
+  ASSERT_GT(raw, 0) << "no push traced; see " << dir;
+  EXPECT_LE(sent / raw, c.max_sent_share) << c.compression << "; see " << dir;
+}
+
+INSTANTIATE_TEST_SUITE_P(Codecs, CompressedPushes,
+                         ::testing::Values(Compressed{"bsp", "bf16", 0.5},
+                                           Compressed{"ssp", "fp16", 0.5},
+                                           Compressed{"bsp", "topk:0.01", 0.03},
+                                           Compressed{"asp", "topk:0.01", 0.03}));
+
 TEST(ModesE2E, DsspStaysWithinItsUpperBoundAndUsesTheRange) {
   const std::string dir = MakeTempDir("dssp");
   const int status =

@@ -5,7 +5,8 @@
 // payloads stay in the slices, as a large model's do (1), or are copied out, as small ones are),
 // then the stream's messages (fuzz_input.h), which reach the assembler raw, as the services read
 // them.
-// Beyond not crashing: a stream it accepts is whole.
+// Beyond not crashing: a stream it accepts is whole. The seeds include compressed pushes in every
+// codec (tensor/compression.h).
 
 #include <algorithm>
 #include <cmath>
@@ -29,12 +30,17 @@ void RequireWhole(const rpc::StagedPush& push) {
   float largest = 0;
   for (const rpc::StagedChunk& chunk : push.chunks) {
     Require(chunk.tensor_index < push.tensors.size(), "a chunk names a tensor of the push");
-    Require(chunk.payload.bytes() % sizeof(float) == 0, "a chunk holds whole floats");
+    Require(chunk.encoded.has_value() == (push.header.codec() != v1::CODEC_NONE),
+            "a compressed push's chunks, and only those, are kept encoded");
+    Require(chunk.encoded || chunk.payload.bytes() % sizeof(float) == 0,
+            "a chunk holds whole floats");
     Require(chunk.offset == filled[chunk.tensor_index], "a tensor's chunks follow each other");
     filled[chunk.tensor_index] += chunk.size();
-    bytes += chunk.payload.bytes();
-    std::vector<float> values(chunk.size());
-    chunk.payload.CopyTo(reinterpret_cast<char*>(values.data()));
+    bytes += chunk.bytes();
+    // The values the chunk adds, decoded as the store applies them.
+    std::vector<float> values(chunk.offset + chunk.size());
+    chunk.ScaledCopyTo(values.data(), 1.0f);
+    values.erase(values.begin(), values.begin() + static_cast<std::ptrdiff_t>(chunk.offset));
     for (float value : values) {
       Require(std::isfinite(value), "every value is finite");
       largest = std::max(largest, std::fabs(value));

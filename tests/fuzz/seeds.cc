@@ -8,6 +8,7 @@
 #include "fuzz_input.h"
 #include "rpc/test_pushes.h"
 #include "store/checkpoint.h"
+#include "tensor/compression.h"
 
 namespace syncopate::fuzz {
 namespace {
@@ -64,6 +65,26 @@ void WritePushSeeds(SeedWriter& out) {
   std::vector<v1::PushMessage> truncated = ChunkedStream(Header(2, 1, 8), model, 16);
   truncated.pop_back();
   out.Write("push_assembler_fuzz", "truncated", '\0' + EncodeStream(truncated));
+  // Compressed pushes (tensor/compression.h), chunks of 16 elements in each codec.
+  for (const char* name : {"bf16", "fp16", "topk:0.25"}) {
+    const tensor::Compression compression = *tensor::ParseCompression(name);
+    tensor::TensorMap quantized = model;
+    for (auto& [tensor, values] : quantized) tensor::Quantize(compression, values);
+    v1::PushHeader header = Header(3, 1, 9);
+    header.set_codec(compression.codec);
+    std::vector<v1::PushMessage> stream(1, PushStream(header, quantized)[0]);
+    for (const auto& [tensor, values] : quantized) {
+      for (size_t offset = 0; offset < values.size(); offset += 16) {
+        v1::TensorChunk* chunk = stream.emplace_back().mutable_chunk();
+        chunk->set_tensor(tensor);
+        chunk->set_offset(offset);
+        tensor::EncodeChunk(compression.codec, values.data() + offset,
+                            std::min<size_t>(16, values.size() - offset), chunk->mutable_data());
+      }
+    }
+    out.Write("push_assembler_fuzz", std::string("compressed-") + std::string(name).substr(0, 4),
+              '\0' + EncodeStream(stream));
+  }
 }
 
 void WriteCheckpointSeeds(SeedWriter& out) {

@@ -22,6 +22,7 @@
 #include "rpc/stream_watchdog.h"
 #include "store/parameter_table.h"
 #include "store/store_metrics.h"
+#include "tensor/compression.h"
 #include "tensor/tensor.h"
 #include "thread_count.h"
 
@@ -405,6 +406,67 @@ TEST_F(StoreServiceTest, TheJobsRuleNotThePushDecidesHowItIsApplied) {
   EXPECT_EQ(immediate.status().code(), absl::StatusCode::kFailedPrecondition) << immediate.status();
   EXPECT_EQ(Live()["small"], (std::vector<float>{2, 3, 4}));
   EXPECT_EQ(Live()["big"], before.at("big"));
+}
+
+// A job that compresses its pushes (Membership.codec): a push in the job's codec is applied as the
+// values it carries, in fewer bytes; one in another codec is refused and changes nothing, but for a
+// re-sent sum, which comes as float32.
+TEST_F(StoreServiceTest, CompressedPushesAreAppliedAsTheyCameAndOtherCodecsRefused) {
+  auto set_codec = [&](v1::Codec codec) {
+    v1::Membership m;
+    v1::Member* member = m.add_members();
+    member->set_trainer_id(kTrainer);
+    member->set_incarnation(1);
+    m.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+    m.set_immediate_weight(1);
+    m.set_codec(codec);
+    grpc::ClientContext ctx;
+    v1::SetMembershipReply reply;
+    return stub_->SetMembership(&ctx, m, &reply).error_code();
+  };
+  uint64_t sequence = 0;
+  for (const char* name : {"bf16", "fp16", "topk:0.01"}) {
+    const tensor::Compression compression = *tensor::ParseCompression(name);
+    ASSERT_EQ(set_codec(compression.codec), grpc::StatusCode::OK);
+    tensor::TensorMap delta = {{"big", std::vector<float>(model_["big"].size())},
+                               {"small", {0.1f, -0.2f, 0.3f}}};
+    for (size_t i = 0; i < delta["big"].size(); ++i) delta["big"][i] = 1e-3f * ((i * 7) % 13);
+    tensor::ErrorFeedback feedback(compression);
+    feedback.Compress(delta);  // as a trainer's LocalModel does
+    const tensor::TensorMap before = Live();
+    v1::PushHeader header = Header(++sequence);
+    header.set_codec(compression.codec);
+    absl::StatusOr<uint64_t> sent = client_->Push(header, tensor::Share(delta));
+    ASSERT_TRUE(sent.ok()) << name << ": " << sent.status();
+    const uint64_t raw = (delta["big"].size() + 3) * sizeof(float);
+    EXPECT_LE(*sent, compression.codec == v1::CODEC_TOPK ? raw / 40 : raw / 2 + 64) << name;
+    const tensor::TensorMap after = Live();
+    for (const auto& [tensor, values] : delta) {
+      for (size_t i = 0; i < values.size(); ++i) {
+        ASSERT_EQ(after.at(tensor)[i], before.at(tensor)[i] + values[i]) << name << " " << tensor;
+      }
+    }
+    // Another codec, or none, is refused whole.
+    v1::PushHeader other = Header(++sequence);
+    other.set_codec(compression.codec == v1::CODEC_BF16 ? v1::CODEC_FP16 : v1::CODEC_BF16);
+    EXPECT_EQ(client_->Push(other, tensor::Share(delta)).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << name;
+    EXPECT_EQ(client_->Push(Header(++sequence), tensor::Share(delta)).status().code(),
+              absl::StatusCode::kInvalidArgument)
+        << name;
+    EXPECT_EQ(Live(), after) << name;
+    // A re-sent sum of lost pushes comes as float32, whatever the job's codec.
+    v1::PushHeader resent = Header(++sequence);
+    resent.set_resent(true);
+    ASSERT_TRUE(client_->Push(resent, tensor::Share({{"small", {1, 1, 1}}})).ok()) << name;
+  }
+  ASSERT_EQ(set_codec(v1::CODEC_NONE), grpc::StatusCode::OK);
+  v1::PushHeader compressed = Header(++sequence);
+  compressed.set_codec(v1::CODEC_BF16);
+  EXPECT_EQ(client_->Push(compressed, tensor::Share({{"small", {1, 1, 1}}})).status().code(),
+            absl::StatusCode::kInvalidArgument)
+      << "a job without compression takes none";
 }
 
 TEST_F(StoreServiceTest, TruncatedAndMalformedStreamsAreRejected) {
