@@ -163,10 +163,25 @@ int main(int argc, char** argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string arg = argv[i];
     auto value = [&](const char* flag) { return arg.substr(std::strlen(flag)); };
-    if (arg.rfind("--mib=", 0) == 0) mib = std::stoul(value("--mib="));
-    if (arg.rfind("--tensors=", 0) == 0) tensors = std::stoul(value("--tensors="));
-    if (arg.rfind("--repeats=", 0) == 0) repeats = std::stoi(value("--repeats="));
-    if (arg.rfind("--dir=", 0) == 0) dir = value("--dir=");
+    const char* usage =
+        "usage: syncopate-checkpoint-bench [--mib=1024] [--tensors=256] [--repeats=3] "
+        "[--dir=/tmp]\n"
+        "  how long pushes wait while a checkpoint of the model is taken (bench/README.md)\n";
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s", usage);
+      return 0;
+    } else if (arg.rfind("--mib=", 0) == 0) {
+      mib = std::stoul(value("--mib="));
+    } else if (arg.rfind("--tensors=", 0) == 0) {
+      tensors = std::stoul(value("--tensors="));
+    } else if (arg.rfind("--repeats=", 0) == 0) {
+      repeats = std::stoi(value("--repeats="));
+    } else if (arg.rfind("--dir=", 0) == 0) {
+      dir = value("--dir=");
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n%s", arg.c_str(), usage);
+      return 2;
+    }
   }
   dir = absl::StrCat(dir, "/syncopate-checkpoint-bench-", getpid());
   if (std::system(absl::StrCat("mkdir -p '", dir, "'").c_str()) != 0) return 1;

@@ -4,6 +4,8 @@
 #define SYNCOPATE_BENCH_DATA_PLANE_H_
 
 #include <algorithm>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <string>
 #include <vector>
@@ -26,14 +28,25 @@ struct DataPlaneFlags {
   size_t bytes() const { return floats() * sizeof(float); }
 };
 
-inline DataPlaneFlags ParseDataPlaneFlags(int argc, char** argv) {
+// Parses the flags; --help prints `usage` and exits 0, anything else unknown exits 2 with it.
+inline DataPlaneFlags ParseDataPlaneFlags(int argc, char** argv, const char* usage) {
   DataPlaneFlags flags;
   for (int i = 1; i < argc; ++i) {
-    if (std::strncmp(argv[i], "--mib=", 6) == 0) flags.mib = std::stoul(argv[i] + 6);
-    if (std::strncmp(argv[i], "--repeats=", 10) == 0) flags.repeats = std::stoi(argv[i] + 10);
-    if (std::strcmp(argv[i], "--transfer-only") == 0) flags.transfer_only = true;
-    if (std::strncmp(argv[i], "--round-trainers=", 17) == 0) {
-      flags.round_trainers = std::max(1, std::stoi(argv[i] + 17));
+    const char* arg = argv[i];
+    if (std::strcmp(arg, "--help") == 0 || std::strcmp(arg, "-h") == 0) {
+      std::printf("%s", usage);
+      std::exit(0);
+    } else if (std::strncmp(arg, "--mib=", 6) == 0) {
+      flags.mib = std::stoul(arg + 6);
+    } else if (std::strncmp(arg, "--repeats=", 10) == 0) {
+      flags.repeats = std::stoi(arg + 10);
+    } else if (std::strcmp(arg, "--transfer-only") == 0) {
+      flags.transfer_only = true;
+    } else if (std::strncmp(arg, "--round-trainers=", 17) == 0) {
+      flags.round_trainers = std::max(1, std::stoi(arg + 17));
+    } else {
+      std::fprintf(stderr, "unknown argument %s\n%s", arg, usage);
+      std::exit(2);
     }
   }
   return flags;

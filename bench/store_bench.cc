@@ -105,7 +105,12 @@ rpc::StagedPush StagedModel(const v1::PushHeader& header, const tensor::TensorMa
 
 int main(int argc, char** argv) {
   base::TuneAllocatorForLargeBuffers();
-  const bench::DataPlaneFlags flags = bench::ParseDataPlaneFlags(argc, argv);
+  const bench::DataPlaneFlags flags = bench::ParseDataPlaneFlags(
+      argc, argv,
+      "usage: syncopate-store-bench [--mib=64] [--repeats=5] [--transfer-only] "
+      "[--round-trainers=5]\n"
+      "  push+pull of a model through one store shard over loopback against raw loopback TCP,\n"
+      "  a delta's apply against an in-place float add, and a round's close (bench/README.md)\n");
   const size_t mib = flags.mib, floats = flags.floats(), bytes = flags.bytes();
   const int repeats = flags.repeats;
 

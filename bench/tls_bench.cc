@@ -112,7 +112,10 @@ std::string NegotiatedCipher(const std::string& address, const std::string& tls)
 
 int main(int argc, char** argv) {
   base::TuneAllocatorForLargeBuffers();
-  const bench::DataPlaneFlags flags = bench::ParseDataPlaneFlags(argc, argv);
+  const bench::DataPlaneFlags flags = bench::ParseDataPlaneFlags(
+      argc, argv,
+      "usage: syncopate-tls-bench [--mib=64] [--repeats=5]\n"
+      "  push+pull through one store shard with mutual TLS against plaintext (bench/README.md)\n");
   const size_t mib = flags.mib, bytes = flags.bytes();
   const int repeats = flags.repeats;
 

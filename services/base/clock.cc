@@ -1,7 +1,6 @@
 #include "base/clock.h"
 
 #include <chrono>
-#include <vector>
 
 #include "absl/time/clock.h"
 
@@ -33,48 +32,58 @@ absl::Time FakeClock::Now() const {
 }
 
 void FakeClock::SleepFor(absl::Duration d) const {
-  std::vector<absl::Mutex*> waiting_on;
   {
     absl::MutexLock lock(&mu_);
     now_ += d;
-    waiting_on.assign(waiting_on_.begin(), waiting_on_.end());
   }
   // Releasing a mutex makes absl::Mutex evaluate its waiters' conditions again: each waiter then
-  // sees the new time. A waiter that registers after the copy reads the new time itself.
-  for (absl::Mutex* mu : waiting_on) {
-    mu->Lock();
-    mu->Unlock();
+  // sees the new time. A mutex held by another thread now is released by it later, to the same
+  // effect; one registered after this looks at the new time itself.
+  absl::MutexLock lock(&registry_mu_);
+  for (absl::Mutex* mu : waiting_on_) {
+    if (mu->TryLock()) mu->Unlock();
   }
 }
+
+void FakeClock::Advance(absl::Duration d) { SleepFor(d); }
 
 bool FakeClock::AwaitUntil(absl::Mutex& mu, const absl::Condition& condition,
                            absl::Time deadline) const {
   {
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&registry_mu_);
     waiting_on_.insert(&mu);
   }
+  // Evaluated under `mu` only, by whichever thread releases it.
   struct Wait {
     const FakeClock* clock;
     const absl::Condition* condition;
     absl::Time deadline;
-    bool Over() const { return condition->Eval() || clock->Now() >= deadline; }
+    bool blocked = false;
+    bool Over() {
+      const bool over = condition->Eval() || clock->Now() >= deadline;
+      if (blocked == over) {
+        blocked = !over;
+        clock->blocked_.fetch_add(blocked ? 1 : -1);
+      }
+      return over;
+    }
   } wait{this, &condition, deadline};
   mu.Await(absl::Condition(&wait, &Wait::Over));
   {
-    absl::MutexLock lock(&mu_);
+    absl::MutexLock lock(&registry_mu_);
     waiting_on_.erase(waiting_on_.find(&mu));
   }
   return condition.Eval();
 }
 
 bool FakeClock::AwaitWaiters(int threads, absl::Duration timeout) const {
-  absl::MutexLock lock(&mu_);
-  auto enough = [&]() ABSL_SHARED_LOCKS_REQUIRED(mu_) {
-    return static_cast<int>(waiting_on_.size()) >= threads;
-  };
-  return mu_.AwaitWithTimeout(absl::Condition(&enough), timeout);
+  // The waiters' state changes under their own mutexes, which this cannot wait on: it looks.
+  const absl::Time give_up = absl::Now() + timeout;
+  while (blocked_.load() < threads) {
+    if (absl::Now() >= give_up) return false;
+    absl::SleepFor(absl::Microseconds(200));
+  }
+  return true;
 }
-
-void FakeClock::Advance(absl::Duration d) { SleepFor(d); }
 
 }  // namespace syncopate::base

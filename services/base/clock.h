@@ -3,6 +3,7 @@
 #ifndef SYNCOPATE_BASE_CLOCK_H_
 #define SYNCOPATE_BASE_CLOCK_H_
 
+#include <atomic>
 #include <set>
 
 #include "absl/synchronization/mutex.h"
@@ -50,15 +51,20 @@ class FakeClock final : public Clock {
   bool AwaitUntil(absl::Mutex& mu, const absl::Condition& condition,
                   absl::Time deadline) const override ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu);
   void Advance(absl::Duration d);
-  // Waits in real time, up to `timeout`, until `threads` threads wait in AwaitUntil; whether they
-  // do. For tests that move the clock once the code under test waits.
+  // Waits in real time, up to `timeout`, until `threads` threads wait in AwaitUntil, each blocked
+  // (its condition false and its deadline ahead); whether they do. For tests that move the clock
+  // once the code under test waits.
   bool AwaitWaiters(int threads, absl::Duration timeout = absl::Seconds(30)) const;
 
  private:
   mutable absl::Mutex mu_;
   mutable absl::Time now_ ABSL_GUARDED_BY(mu_);
-  // The mutexes threads wait on in AwaitUntil, each as often as threads wait on it.
-  mutable std::multiset<absl::Mutex*> waiting_on_ ABSL_GUARDED_BY(mu_);
+  // The mutexes threads wait on in AwaitUntil, each as often as threads wait on it. A waiter
+  // leaves only under registry_mu_, which the clock holds while it wakes them: a mutex it wakes is
+  // still alive. Lock order: a waiter's mutex, then registry_mu_, then mu_.
+  mutable absl::Mutex registry_mu_ ;
+  mutable std::multiset<absl::Mutex*> waiting_on_ ABSL_GUARDED_BY(registry_mu_);
+  mutable std::atomic<int> blocked_{0};  // waiters whose last look found nothing to end the wait
 };
 
 }  // namespace syncopate::base

@@ -301,8 +301,8 @@ struct ScenarioFlags {
         "the run)");
   }
 
-  // Parses the text flags into `run`.
-  absl::Status Finish() {
+  // Parses the text flags into `run`; `modes`: the modes the job runs under (default: --mode).
+  absl::Status Finish(std::vector<std::string> modes = {}) {
     if (absl::Status parsed = syncopate::base::ParseDurations(
             {{&time_limit, &run.time_limit},
              {&eviction_timeout, &run.cluster.eviction_timeout},
@@ -318,9 +318,12 @@ struct ScenarioFlags {
     }
     if (target_option->count() > 0) run.target_accuracy = target_accuracy;
     // Refused here, before any process starts, as the coordinator would refuse it.
-    if (const syncopate::sync::Mode* mode = syncopate::sync::FindMode(run.cluster.policy.mode)) {
+    if (modes.empty()) modes = {run.cluster.policy.mode};
+    for (const std::string& name : modes) {
+      const syncopate::sync::Mode* mode = syncopate::sync::FindMode(name);
       absl::StatusOr<syncopate::tensor::Compression> compression =
-          syncopate::tensor::ParseCompression(run.cluster.compression, mode->peer_to_peer());
+          syncopate::tensor::ParseCompression(run.cluster.compression,
+                                              mode != nullptr && mode->peer_to_peer());
       if (!compression.ok()) return compression.status();
     }
     absl::StatusOr<std::vector<double>> slowdowns = syncopate::base::ParseDoubleList(slowdown);
@@ -642,10 +645,10 @@ int main(int argc, char** argv) {
   }
 
   if (compare_cmd->parsed()) {
-    if (absl::Status s = compare.Finish(); !s.ok()) return Fail(s, 2);
     syncopate::cli::CompareOptions options;
-    options.run = compare.run;
     options.modes = syncopate::base::SplitList(compare_modes);
+    if (absl::Status s = compare.Finish(options.modes); !s.ok()) return Fail(s, 2);
+    options.run = compare.run;
     options.report_dir = compare.run.report_dir;
     options.repeats = compare_repeats;
     if (!lr_sweep.empty()) {

@@ -24,8 +24,7 @@ tensor::TensorMap ToTensorMap(const rpc::StagedPush& push) {
     model[spec.name].resize(spec.NumElements());
   }
   for (const rpc::StagedChunk& chunk : push.chunks) {
-    std::vector<float>& values = model[push.tensors[chunk.tensor_index].name];
-    chunk.payload.CopyTo(reinterpret_cast<char*>(values.data() + chunk.offset));
+    chunk.ScaledCopyTo(model[push.tensors[chunk.tensor_index].name].data(), 1.0f);
   }
   return model;
 }

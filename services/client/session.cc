@@ -17,12 +17,7 @@ Session::Session(SessionOptions options, CoordinatorLink& coordinator, StoreLink
       clock_(clock),
       strategy_(
           MakeStepStrategy({options_, model_, protocol_, clock_, [this] { return stopping(); },
-                            [this] { return StepLimitReached(); }})) {
-  const v1::Welcome& welcome = protocol_.welcome();
-  if (welcome.codec() != v1::CODEC_NONE) {
-    model_.Compress({welcome.codec(), welcome.topk_ratio()});
-  }
-}
+                            [this] { return StepLimitReached(); }})) {}
 
 Session::~Session() { Close(); }
 
@@ -34,6 +29,12 @@ absl::Status Session::Start() {
   if (started_) return absl::FailedPreconditionError("the session has already started");
   started_ = true;
   absl::StatusOr<bool> begun = [&]() -> absl::StatusOr<bool> {
+    const v1::Welcome& welcome = protocol_.welcome();
+    if (welcome.codec() != v1::CODEC_NONE) {
+      const tensor::Compression compression{welcome.codec(), welcome.topk_ratio()};
+      RETURN_IF_ERROR(tensor::CheckCompression(compression));
+      model_.Compress(compression);
+    }
     RETURN_IF_ERROR(model_.Begin());
     tensor::TensorMap initial;
     RETURN_IF_ERROR(model_.Read(&initial));

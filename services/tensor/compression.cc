@@ -173,7 +173,8 @@ void ErrorFeedback::Compress(TensorMap& delta) {
     std::copy(values.begin(), values.end(), residual.begin());
     Quantize(compression_, values);
     // What the quantized delta left out; exact: a value and its rounding are close enough that
-    // their difference is a float (Sterbenz), and top-k leaves a value whole or not at all.
+    // their difference is a float (Sterbenz; but for fp16's saturation of values beyond twice
+    // 65504, off by a rounding), and top-k leaves a value whole or not at all.
     for (size_t i = 0; i < values.size(); ++i) residual[i] -= values[i];
   }
 }

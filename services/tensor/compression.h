@@ -54,14 +54,16 @@ float FromFp16(uint16_t bits);
 void Quantize(const Compression& compression, std::vector<float>& values);
 
 // A trainer's error feedback: what its pushes left out is added to its next delta, so that no
-// part of a step is lost, only delayed. Not thread-safe.
+// part of a step is lost while it trains, only delayed (what is still waiting when the trainer
+// leaves is not sent). Not thread-safe.
 class ErrorFeedback {
  public:
   explicit ErrorFeedback(Compression compression) : compression_(compression) {}
 
   // Adds what earlier deltas left out to `delta`, quantizes it (Quantize, tensor by tensor) and
-  // keeps what that left out: afterwards the new `delta` plus residual() is exactly the old
-  // `delta` plus the old residual. A no-op without compression.
+  // keeps what that left out: afterwards the new `delta` plus residual() is the old `delta` plus
+  // the old residual, exactly (but for fp16's saturation, by one rounding). A no-op without
+  // compression.
   void Compress(TensorMap& delta);
   // What is still to be sent, by tensor.
   const TensorMap& residual() const { return residual_; }

@@ -10,6 +10,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/files.h"
 #include "base/status_macros.h"
 
 namespace syncopate::tensor {
@@ -179,6 +180,9 @@ absl::Status CheckModelPath(const std::string& path) {
 
 absl::Status WriteModel(const Model& model, const std::string& path) {
   RETURN_IF_ERROR(CheckModelPath(path));
+  if (const size_t slash = path.rfind('/'); slash != std::string::npos && slash > 0) {
+    RETURN_IF_ERROR(base::MakeDirectories(path.substr(0, slash)));
+  }
   const bool npz = absl::EndsWith(path, ".npz");
   // Written beside, then renamed: a reader never sees a partial file.
   const std::string partial = path + ".partial";

@@ -37,8 +37,10 @@ absl::StatusOr<Model> ModelOf(const std::vector<TensorSpec>& specs, const Tensor
 // saying so otherwise.
 absl::Status CheckModelPath(const std::string& path);
 
-// Writes `model` to `path` atomically, as .npz or .pt by the path's extension; INVALID_ARGUMENT
-// for another extension, UNAVAILABLE when the file cannot be written.
+// Writes `model` to `path` atomically, as .npz or .pt by the path's extension, making the folders
+// it names where they are missing (a trainer on another host writes the job's model into its copy
+// of the run directory); INVALID_ARGUMENT for another extension, UNAVAILABLE when the file cannot
+// be written.
 absl::Status WriteModel(const Model& model, const std::string& path);
 
 // The bytes of an .npy file of one float32 tensor (format 1.0).

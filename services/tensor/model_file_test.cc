@@ -39,6 +39,16 @@ TEST(ModelFileTest, WritesOnlyNpzOrPt) {
   EXPECT_FALSE(Exists(dir + "/model.pt.partial"));
 }
 
+// A folder the path names that does not exist yet is made (a trainer on another host writes the
+// job's model into its copy of the run directory).
+TEST(ModelFileTest, MakesTheFoldersThePathNames) {
+  const std::string dir = TempDir();
+  Model model;
+  model.tensors.push_back({{"w", {2}}, {1, 2}});
+  ASSERT_TRUE(WriteModel(model, dir + "/srv/job-1/model.npz").ok());
+  EXPECT_TRUE(Exists(dir + "/srv/job-1/model.npz"));
+}
+
 TEST(ModelFileTest, ModelOfTakesEverySpecInNameOrder) {
   const std::vector<TensorSpec> specs = {{"w", {2, 2}}, {"b", {2}}};
   absl::StatusOr<Model> model = ModelOf(specs, {{"b", {5, 6}}, {"w", {1, 2, 3, 4}}, {"x", {0}}});
