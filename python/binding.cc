@@ -24,6 +24,7 @@
 #include "absl/status/status.h"
 #include "client/job_client.h"
 #include "rpc/poll_engine.h"
+#include "tensor/compression.h"
 #include "tensor/model_file.h"
 
 namespace py = pybind11;
@@ -248,6 +249,7 @@ class PySession {
     d["trainer_id"] = w.trainer_id();
     d["incarnation"] = w.incarnation();
     d["stores"] = w.store_addresses_size();
+    d["compression"] = tensor::CompressionName({w.codec(), w.topk_ratio()});
     return d;
   }
   py::dict Timings() {

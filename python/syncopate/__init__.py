@@ -326,6 +326,12 @@ class Session:
     def trainer_id(self) -> int:
         return self._session.welcome()["trainer_id"]
 
+    @property
+    def compression(self) -> str:
+        """How the job compresses pushes ("none", "bf16", "fp16", "topk:0.01"): the coordinator's
+        --compression, which this session applies to every push (docs/compression.md)."""
+        return self._session.welcome()["compression"]
+
     def timings(self) -> Dict[str, float]:
         """Seconds since joining: compute, wait, communication, wall."""
         return self._session.timings()

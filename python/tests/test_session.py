@@ -188,6 +188,27 @@ def test_bsp_writes_the_round_into_the_callers_own_arrays_and_releases_the_gil(c
     b.close()
 
 
+def test_a_job_that_compresses_pushes_compresses_a_python_trainers(cluster):
+    cluster.start(mode="bsp", trainers=2, extra=["--compression=bf16"])
+    wa, wb = w(0, 0), w(0, 0)
+    a = syncopate.Session({"w": wa}, coordinator=cluster.coordinator, rank=0)
+    b = syncopate.Session({"w": wb}, coordinator=cluster.coordinator, rank=1)
+    _start_both(a, b)
+    assert a.compression == "bf16"
+    wa += 1.001  # bfloat16 holds 1 (8 bits of mantissa), not 1.001
+    wb += 3
+    ta = threading.Thread(target=lambda: a.step(0.5))
+    ta.start()
+    assert b.step(0.5) is True
+    ta.join(timeout=60)
+    assert not ta.is_alive()
+    # Round 1 = the mean of the two deltas as bfloat16 carried them: (1 + 3) / 2.
+    np.testing.assert_array_equal(wa, w(2, 2))
+    np.testing.assert_array_equal(wb, w(2, 2))
+    a.close()
+    b.close()
+
+
 def _train_dssync_to_its_final_average(cluster, wa, wb, **a_options):
     """Two dssync trainers on `wa` and `wb`, trained until the coordinator ends training (the
     evaluator, a, reports 0.9 against a target of 0.5) and both averaged their models in the final
