@@ -31,8 +31,25 @@ namespace {
 
 constexpr uint64_t kTrainer = 7;
 
+// A membership of trainer `trainer` (incarnation 1) alone, under `mode`.
+v1::Membership OneTrainer(v1::ApplyMode mode, uint64_t trainer = kTrainer) {
+  v1::Membership m;
+  v1::Member* member = m.add_members();
+  member->set_trainer_id(trainer);
+  member->set_incarnation(1);
+  m.set_apply_mode(mode);
+  return m;
+}
+
 class StoreServiceTest : public ::testing::Test {
  protected:
+  // Sends `membership` to the shard; the status code.
+  grpc::StatusCode SetMembership(const v1::Membership& membership) {
+    grpc::ClientContext ctx;
+    v1::SetMembershipReply reply;
+    return stub_->SetMembership(&ctx, membership, &reply).error_code();
+  }
+
   void SetUp() override {
     ASSERT_TRUE(store_.Start().ok());
     address_ = store_.address();
@@ -329,15 +346,9 @@ TEST_F(StoreServiceTest, EveryBadPushGetsItsErrorAndLeavesTheModelUntouched) {
 // (GetSchema); a bad one is refused and changes nothing, and a membership without one clears it.
 TEST_F(StoreServiceTest, TheJobsEndIsKeptWithTheMembership) {
   auto set_membership = [&](std::optional<v1::JobEnd> end, uint64_t trainer = kTrainer) {
-    v1::Membership m;
-    v1::Member* member = m.add_members();
-    member->set_trainer_id(trainer);
-    member->set_incarnation(1);
-    m.set_apply_mode(v1::APPLY_MODE_NONE);
+    v1::Membership m = OneTrainer(v1::APPLY_MODE_NONE, trainer);
     if (end) *m.mutable_job_end() = *end;
-    grpc::ClientContext ctx;
-    v1::SetMembershipReply reply;
-    return stub_->SetMembership(&ctx, m, &reply).error_code();
+    return SetMembership(m);
   };
   auto schema = [&]() {
     grpc::ClientContext ctx;
@@ -378,15 +389,9 @@ TEST_F(StoreServiceTest, TheJobsEndIsKeptWithTheMembership) {
 // The coordinator states the job's push rule with the membership; pushes are weighed by it.
 TEST_F(StoreServiceTest, TheJobsRuleNotThePushDecidesHowItIsApplied) {
   auto set_membership = [&](v1::ApplyMode mode, float weight) {
-    v1::Membership m;
-    v1::Member* member = m.add_members();
-    member->set_trainer_id(kTrainer);
-    member->set_incarnation(1);
-    m.set_apply_mode(mode);
+    v1::Membership m = OneTrainer(mode);
     m.set_immediate_weight(weight);
-    grpc::ClientContext ctx;
-    v1::SetMembershipReply reply;
-    return stub_->SetMembership(&ctx, m, &reply).error_code();
+    return SetMembership(m);
   };
   const tensor::TensorMap before = Live();
   for (float bad : {0.0f, 2.0f, std::numeric_limits<float>::quiet_NaN()}) {
@@ -413,16 +418,10 @@ TEST_F(StoreServiceTest, TheJobsRuleNotThePushDecidesHowItIsApplied) {
 // re-sent sum, which comes as float32.
 TEST_F(StoreServiceTest, CompressedPushesAreAppliedAsTheyCameAndOtherCodecsRefused) {
   auto set_codec = [&](v1::Codec codec) {
-    v1::Membership m;
-    v1::Member* member = m.add_members();
-    member->set_trainer_id(kTrainer);
-    member->set_incarnation(1);
-    m.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+    v1::Membership m = OneTrainer(v1::APPLY_MODE_IMMEDIATE);
     m.set_immediate_weight(1);
     m.set_codec(codec);
-    grpc::ClientContext ctx;
-    v1::SetMembershipReply reply;
-    return stub_->SetMembership(&ctx, m, &reply).error_code();
+    return SetMembership(m);
   };
   uint64_t sequence = 0;
   for (const char* name : {"bf16", "fp16", "topk:0.01"}) {
@@ -595,11 +594,7 @@ TEST_F(WaitingPullTest, ACatchUpServesThePullsWaiting) {
   auto ctx = rpc::ContextWithTimeout(absl::Seconds(20));
   grpc::Status status;
   std::thread puller = PullWhileItWaits(2, ctx.get(), &status);
-  v1::Membership m;
-  v1::Member* member = m.add_members();
-  member->set_trainer_id(kTrainer);
-  member->set_incarnation(1);
-  m.set_apply_mode(v1::APPLY_MODE_ROUND);
+  v1::Membership m = OneTrainer(v1::APPLY_MODE_ROUND);
   m.set_round(2);
   grpc::ClientContext membership_ctx;
   v1::SetMembershipReply reply;
