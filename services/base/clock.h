@@ -62,7 +62,7 @@ class FakeClock final : public Clock {
   // The mutexes threads wait on in AwaitUntil, each as often as threads wait on it. A waiter
   // leaves only under registry_mu_, which the clock holds while it wakes them: a mutex it wakes is
   // still alive. Lock order: a waiter's mutex, then registry_mu_, then mu_.
-  mutable absl::Mutex registry_mu_ ;
+  mutable absl::Mutex registry_mu_;
   mutable std::multiset<absl::Mutex*> waiting_on_ ABSL_GUARDED_BY(registry_mu_);
   mutable std::atomic<int> blocked_{0};  // waiters whose last look found nothing to end the wait
 };
