@@ -15,6 +15,7 @@ IFS=, read -r -a rates <<<"${3:-100mbit,unlimited}"
 out=${OUT:-/tmp/syncopate-compression-bench}
 syncopate=${BIN_DIR:-build/bin}/syncopate
 [[ -x $syncopate ]] || { echo "build first: ./scripts/build.sh" >&2; exit 1; }
+mkdir -p "$out"
 
 # The median time to target of a compare report (compare.csv's 6th column), or "-" if none.
 median() { awk -F, 'NR == 2 { print ($6 == "" ? "-" : $6) }' "$1/compare.csv"; }
