@@ -115,8 +115,16 @@ int main(int argc, char** argv) {
   absl::Duration quiet = absl::Seconds(8);
   std::string store = absl::StrCat(
       std::string(argv[0]).substr(0, std::string(argv[0]).rfind('/') + 1), "syncopate-store");
+  const char* usage =
+      "usage: syncopate-flood-bench [--mib=64] [--streams=8] [--rounds=4] [--quiet=8s] "
+      "[--store=PATH]\n"
+      "  what a flood of refused and abandoned pushes leaves in a store's memory\n";
   for (int i = 1; i < argc; ++i) {
     absl::string_view arg = argv[i];
+    if (arg == "--help" || arg == "-h") {
+      std::printf("%s", usage);
+      return 0;
+    }
     if (absl::ConsumePrefix(&arg, "--mib=") && absl::SimpleAtoi(arg, &mib)) continue;
     if (absl::ConsumePrefix(&arg, "--streams=") && absl::SimpleAtoi(arg, &streams)) continue;
     if (absl::ConsumePrefix(&arg, "--rounds=") && absl::SimpleAtoi(arg, &rounds)) continue;
@@ -130,9 +138,8 @@ int main(int argc, char** argv) {
       quiet = *d;
       continue;
     }
-    Die(absl::StrCat("unknown argument ", argv[i],
-                     "; usage: syncopate-flood-bench [--mib=64] [--streams=8] [--rounds=4] "
-                     "[--quiet=8s] [--store=PATH]"));
+    std::fprintf(stderr, "unknown argument %s\n%s", argv[i], usage);
+    return 2;
   }
   std::printf("%d rounds of %d streams of %d MiB (every second one abandoned half-way)\n", rounds,
               streams, mib);

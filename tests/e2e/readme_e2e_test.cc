@@ -1,7 +1,7 @@
 // End-to-end: the command lines the README and docs/ quote, run as a user runs them. The README's
 // first command (scripts/demo.sh) from a fresh clone's state, `syncopate status` against a running
 // cluster, `syncopate sim multicast` as quoted, every flag of every quoted command line known to
-// its binary, and a --report-dir that cannot be made.
+// its binary, every benchmark's usage, and a --report-dir that cannot be made.
 #include <dirent.h>
 #include <signal.h>
 
@@ -341,6 +341,26 @@ TEST(ReadmeE2E, EveryQuotedFlagIsKnownToItsBinary) {
           << c.file << ": `" << c.binary << " " << c.subcommand << "` quotes " << flag
           << ", which its --help does not list";
     }
+  }
+}
+
+// Every benchmark the bench docs quote tells its usage for --help, and refuses an argument it does
+// not know (rather than running the benchmark).
+TEST(ReadmeE2E, EveryBenchPrintsItsUsage) {
+  const std::string dir = MakeTempDir("bench-help");
+  std::vector<std::string> benches;
+  for (const std::string& binary : Entries(BinDir())) {
+    if (absl::StartsWith(binary, "syncopate-") &&
+        (absl::EndsWith(binary, "-bench") || absl::EndsWith(binary, "-throughput"))) {
+      benches.push_back(binary);
+    }
+  }
+  EXPECT_GE(benches.size(), 6u) << "the benchmarks were not built into " << BinDir();
+  for (const std::string& bench : benches) {
+    const std::string log = absl::StrCat(dir, "/", bench, ".out");
+    EXPECT_EQ(ExitCode(RunBinary(bench, {"--help"}, log)), 0) << bench;
+    EXPECT_TRUE(absl::StrContains(absl::AsciiStrToLower(Read(log)), "usage")) << bench;
+    EXPECT_NE(ExitCode(RunBinary(bench, {"--no-such-flag"}, log)), 0) << bench;
   }
 }
 
