@@ -5,7 +5,9 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace syncopate::base {
@@ -20,6 +22,11 @@ std::string TempDir() {
 bool IsDirectory(const std::string& path) {
   struct stat info;
   return stat(path.c_str(), &info) == 0 && S_ISDIR(info.st_mode);
+}
+
+bool Exists(const std::string& path) {
+  struct stat info;
+  return stat(path.c_str(), &info) == 0;
 }
 
 TEST(MakeDirectories, CreatesEveryMissingParent) {
@@ -57,6 +64,63 @@ TEST(MakeDirectories, NamesThePathAndTheReason) {
   EXPECT_EQ(is_file.message(), "cannot create " + root + "/file: Not a directory");
   EXPECT_FALSE(IsDirectory(root + "/file/runs"));
   EXPECT_FALSE(MakeDirectories("").ok());
+}
+
+TEST(AtomicFileWriter, PublishesThePiecesWholeAtCommit) {
+  // Pieces smaller and larger than the direct writes' buffer, and a length that is no whole
+  // number of blocks; on the test's disk (direct writes), and on tmpfs where the machine has one
+  // (it refuses O_DIRECT: written through the page cache).
+  const std::string big(AtomicFileWriter::kDirectBufferBytes + 4097, 'x');
+  const std::string expected = "new " + big + big.substr(0, 10) + "end";
+  std::vector<std::string> folders = {TempDir()};
+  if (IsDirectory("/dev/shm")) {
+    std::string shm = "/dev/shm/files_test-XXXXXX";
+    if (mkdtemp(shm.data()) != nullptr) folders.push_back(shm);
+  }
+  for (const std::string& folder : folders) {
+    const std::string path = folder + "/model.ckpt";
+    for (AtomicFileWriter::Mode mode :
+         {AtomicFileWriter::Mode::kCached, AtomicFileWriter::Mode::kDirectDurable}) {
+      ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+      absl::StatusOr<std::unique_ptr<AtomicFileWriter>> file = AtomicFileWriter::Open(path, mode);
+      ASSERT_TRUE(file.ok()) << file.status();
+      for (absl::string_view piece :
+           {absl::string_view("new "), absl::string_view(big), absl::string_view(""),
+            absl::string_view(big).substr(0, 10), absl::string_view("end")}) {
+        ASSERT_TRUE((*file)->Append(piece).ok());
+      }
+      EXPECT_EQ(*ReadFile(path), "old") << "a reader sees the old file until the commit";
+      ASSERT_TRUE((*file)->Commit().ok());
+      EXPECT_EQ(ReadFile(path)->size(), expected.size()) << path;
+      EXPECT_TRUE(*ReadFile(path) == expected) << path;
+      EXPECT_FALSE(Exists(path + ".tmp"));
+      EXPECT_EQ((*file)->Commit().code(), absl::StatusCode::kFailedPrecondition);
+      EXPECT_EQ((*file)->Append("more").code(), absl::StatusCode::kFailedPrecondition);
+    }
+    unlink(path.c_str());
+  }
+  if (folders.size() > 1) rmdir(folders[1].c_str());
+}
+
+TEST(AtomicFileWriter, DroppedWithoutCommitLeavesThePathAsItWas) {
+  const std::string path = TempDir() + "/model.ckpt";
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  {
+    absl::StatusOr<std::unique_ptr<AtomicFileWriter>> file = AtomicFileWriter::Open(path);
+    ASSERT_TRUE(file.ok());
+    ASSERT_TRUE((*file)->Append("half of it").ok());
+  }
+  EXPECT_EQ(*ReadFile(path), "old");
+  EXPECT_FALSE(Exists(path + ".tmp"));
+}
+
+TEST(AtomicFileWriter, NamesTheFileItCannotWrite) {
+  const std::string path = TempDir() + "/no/such/folder/model.ckpt";
+  absl::StatusOr<std::unique_ptr<AtomicFileWriter>> file = AtomicFileWriter::Open(path);
+  ASSERT_FALSE(file.ok());
+  EXPECT_EQ(file.status().code(), absl::StatusCode::kUnavailable);
+  EXPECT_TRUE(absl::StrContains(file.status().message(), path + ".tmp")) << file.status();
+  EXPECT_FALSE(WriteFileAtomically(path, "x").ok());
 }
 
 }  // namespace

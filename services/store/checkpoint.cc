@@ -10,6 +10,8 @@
 #include "absl/time/clock.h"
 #include "base/files.h"
 #include "base/status_macros.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/wire_format_lite.h"
 #include "rpc/identity.h"
 #include "syncopate/v1/checkpoint.pb.h"
 #include "tensor/tensor.h"
@@ -25,6 +27,19 @@ std::string ChecksumField(uint32_t checksum) {
   return only.SerializeAsString();
 }
 
+// One length-delimited field of a v1::Checkpoint (`values`, `pending`) as it goes on the wire
+// after the message's other fields: its key and length, for `bytes` to follow. Protobuf reads it
+// as the message's own, and a repeated field's elements in the order they come.
+std::string FieldPrefix(int field_number, size_t bytes) {
+  using google::protobuf::internal::WireFormatLite;
+  using google::protobuf::io::CodedOutputStream;
+  uint8_t prefix[16];
+  uint8_t* end = CodedOutputStream::WriteTagToArray(
+      WireFormatLite::MakeTag(field_number, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), prefix);
+  end = CodedOutputStream::WriteVarint64ToArray(bytes, end);
+  return std::string(reinterpret_cast<const char*>(prefix), static_cast<size_t>(end - prefix));
+}
+
 }  // namespace
 
 std::string CheckpointPath(const std::string& dir, uint32_t shard) {
@@ -33,76 +48,121 @@ std::string CheckpointPath(const std::string& dir, uint32_t shard) {
 
 absl::Status WriteCheckpoint(const std::string& path, ShardCheckpoint checkpoint, uint32_t shard,
                              uint32_t shard_count) {
-  absl::StatusOr<std::string> bytes = EncodeCheckpoint(checkpoint, shard, shard_count);
-  checkpoint.state.model.reset();
-  if (!bytes.ok()) {
-    return absl::Status(bytes.status().code(), absl::StrCat(path, ": ", bytes.status().message()));
-  }
-  return base::WriteFileAtomically(path, *bytes);
+  auto in_path = [&](const absl::Status& s) {
+    return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
+  };
+  if (!checkpoint.state.model)
+    return in_path(absl::InvalidArgumentError("a checkpoint needs a model"));
+  ASSIGN_OR_RETURN(
+      std::unique_ptr<base::AtomicFileWriter> file,
+      base::AtomicFileWriter::Open(path, base::AtomicFileWriter::Mode::kDirectDurable));
+  absl::Status streamed =
+      StreamCheckpoint(std::move(checkpoint), shard, shard_count,
+                       [&](absl::string_view bytes) { return file->Append(bytes); });
+  if (!streamed.ok()) return in_path(streamed);
+  return file->Commit();
 }
 
-absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, uint32_t shard,
-                                             uint32_t shard_count) {
-  const DurableState& state = checkpoint.state;
+absl::Status StreamCheckpoint(ShardCheckpoint checkpoint, uint32_t shard, uint32_t shard_count,
+                              absl::FunctionRef<absl::Status(absl::string_view)> write) {
+  DurableState& state = checkpoint.state;
   if (!state.model) return absl::InvalidArgumentError("a checkpoint needs a model");
-  const ModelSnapshot& model = *state.model;
-  v1::Checkpoint out;
-  out.set_shard(shard);
-  out.set_shard_count(shard_count);
-  out.set_live_version(model.live_version);
-  for (size_t i = 0; i < model.specs.size(); ++i) {
-    tensor::ToProto(model.specs[i], out.add_tensors());
-    const std::vector<float>& values = model.tensor(i);
-    out.add_values(reinterpret_cast<const char*>(values.data()), values.size() * sizeof(float));
-  }
-  out.set_last_closed_round(state.last_closed_round);
+  // Everything but the pending pushes and the values, first; those follow field by field.
+  v1::Checkpoint head;
+  head.set_shard(shard);
+  head.set_shard_count(shard_count);
+  head.set_live_version(state.model->live_version);
+  for (const tensor::TensorSpec& spec : state.model->specs)
+    tensor::ToProto(spec, head.add_tensors());
+  head.set_last_closed_round(state.last_closed_round);
   for (const RoundCut& cut : state.cuts) {
-    v1::PushCut* c = out.add_cuts();
+    v1::PushCut* c = head.add_cuts();
     c->set_trainer_id(cut.trainer.id);
     c->set_incarnation(cut.trainer.incarnation);
     c->set_clock(cut.clock);
   }
   for (const auto& [trainer, sequence] : state.sequences) {
-    v1::AppliedSequence* a = out.add_sequences();
+    v1::AppliedSequence* a = head.add_sequences();
     a->set_trainer_id(trainer.id);
     a->set_incarnation(trainer.incarnation);
     a->set_sequence(sequence);
   }
-  for (const std::shared_ptr<const rpc::StagedPush>& push : state.pending) {
-    v1::PendingPush* p = out.add_pending();
-    *p->mutable_header() = push->header;
-    for (const tensor::TensorSpec& spec : push->tensors) {
-      tensor::ToProto(spec, p->mutable_header()->add_tensors());
-    }
-    for (const rpc::StagedChunk& chunk : push->chunks) {
-      v1::TensorChunk* c = p->add_chunks();
-      c->set_tensor(push->tensors[chunk.tensor_index].name);
-      c->set_offset(chunk.offset);
-      chunk.AppendPayloadTo(c->mutable_data());
-    }
-  }
   for (const auto& [trainer, pushes] : state.taken) {
-    v1::PushCount* count = out.add_taken();
+    v1::PushCount* count = head.add_taken();
     count->set_trainer_id(trainer.id);
     count->set_incarnation(trainer.incarnation);
     count->set_pushes(pushes);
   }
-  out.set_has_membership(state.has_membership);
+  head.set_has_membership(state.has_membership);
   for (const TrainerKey& m : state.members) {
-    v1::Member* member = out.add_members();
+    v1::Member* member = head.add_members();
     member->set_trainer_id(m.id);
     member->set_incarnation(m.incarnation);
   }
   for (const auto& [id, name] : state.names) {
-    v1::TrainerName* named = out.add_names();
+    v1::TrainerName* named = head.add_names();
     named->set_trainer_id(id);
     named->set_name(name);
   }
-  if (state.job_end) *out.mutable_job_end() = *state.job_end;
-  out.set_written_unix_seconds(absl::ToDoubleSeconds(checkpoint.written - absl::UnixEpoch()));
+  if (state.job_end) *head.mutable_job_end() = *state.job_end;
+  head.set_written_unix_seconds(absl::ToDoubleSeconds(checkpoint.written - absl::UnixEpoch()));
   std::string bytes;
-  if (!out.SerializeToString(&bytes)) return absl::InternalError("cannot serialize the checkpoint");
-  return SealCheckpoint(std::move(bytes));
+  if (!head.SerializeToString(&bytes))
+    return absl::InternalError("cannot serialize the checkpoint");
+  head.Clear();
+  uint32_t checksum = 0;
+  auto write_field = [&](int field_number, absl::string_view value) -> absl::Status {
+    const std::string prefix = FieldPrefix(field_number, value.size());
+    RETURN_IF_ERROR(write(prefix));
+    RETURN_IF_ERROR(write(value));
+    checksum = tensor::Crc32(value, tensor::Crc32(prefix, checksum));
+    return absl::OkStatus();
+  };
+  RETURN_IF_ERROR(write(bytes));
+  checksum = tensor::Crc32(absl::string_view(bytes), checksum);
+
+  // Each pending push, one at a time (a round's pushes may weigh as much as the model).
+  for (std::shared_ptr<const rpc::StagedPush>& push : state.pending) {
+    v1::PendingPush pending;
+    *pending.mutable_header() = push->header;
+    for (const tensor::TensorSpec& spec : push->tensors) {
+      tensor::ToProto(spec, pending.mutable_header()->add_tensors());
+    }
+    for (const rpc::StagedChunk& chunk : push->chunks) {
+      v1::TensorChunk* c = pending.add_chunks();
+      c->set_tensor(push->tensors[chunk.tensor_index].name);
+      c->set_offset(chunk.offset);
+      chunk.AppendPayloadTo(c->mutable_data());
+    }
+    push.reset();
+    bytes.clear();
+    if (!pending.SerializeToString(&bytes)) {
+      return absl::InternalError("cannot serialize a pending push");
+    }
+    RETURN_IF_ERROR(write_field(v1::Checkpoint::kPendingFieldNumber, bytes));
+  }
+  state.pending.clear();
+
+  // Each tensor's values go straight from the model to `write`, and are let go once written.
+  std::vector<std::shared_ptr<const std::vector<float>>> values = state.model->values;
+  state.model.reset();
+  for (std::shared_ptr<const std::vector<float>>& tensor : values) {
+    RETURN_IF_ERROR(write_field(v1::Checkpoint::kValuesFieldNumber,
+                                absl::string_view(reinterpret_cast<const char*>(tensor->data()),
+                                                  tensor->size() * sizeof(float))));
+    tensor.reset();
+  }
+  return write(ChecksumField(checksum));
+}
+
+absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, uint32_t shard,
+                                             uint32_t shard_count) {
+  std::string bytes;
+  RETURN_IF_ERROR(StreamCheckpoint(checkpoint, shard, shard_count, [&](absl::string_view piece) {
+    bytes.append(piece.data(), piece.size());
+    return absl::OkStatus();
+  }));
+  return bytes;
 }
 
 std::string SealCheckpoint(std::string body) {

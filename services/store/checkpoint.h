@@ -8,6 +8,7 @@
 #include <optional>
 #include <string>
 
+#include "absl/functional/function_ref.h"
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
@@ -26,14 +27,23 @@ struct ShardCheckpoint {
   absl::Time written;
 };
 
-// Writes `checkpoint` (state from ParameterTable::Durable) to `path` atomically: a reader or a
-// restart never sees a partial file. The model is let go once encoded, before the file is
-// written: while a cut holds a table's tensors, each push to one of them copies it
-// (ModelSnapshot).
+// Writes `checkpoint` (state from ParameterTable::Durable) to `path` atomically and durably: a
+// reader or a restart never sees a partial file, and the file is on disk when this returns. The
+// values go to the file straight from the model, each tensor let go once written (while a cut
+// holds a table's tensor, each push to it copies it: ModelSnapshot), so a checkpoint allocates no
+// copy of the model and holds each tensor only for the time it takes to write it.
 absl::Status WriteCheckpoint(const std::string& path, ShardCheckpoint checkpoint, uint32_t shard,
                              uint32_t shard_count);
 
-// The bytes of `checkpoint`'s file (WriteCheckpoint writes them).
+// The bytes of `checkpoint`'s file, piece by piece through `write` (which stops it with an error),
+// as WriteCheckpoint writes them: a serialized v1::Checkpoint of everything but the pending pushes
+// and the tensors' values, then each pending push and each tensor's values as the same message's
+// next `pending` and `values` fields, then the checksum (SealCheckpoint). Lets each push and each
+// tensor go once `write` has taken it.
+absl::Status StreamCheckpoint(ShardCheckpoint checkpoint, uint32_t shard, uint32_t shard_count,
+                              absl::FunctionRef<absl::Status(absl::string_view)> write);
+
+// The bytes of `checkpoint`'s file, in one string (StreamCheckpoint).
 absl::StatusOr<std::string> EncodeCheckpoint(const ShardCheckpoint& checkpoint, uint32_t shard,
                                              uint32_t shard_count);
 
