@@ -196,7 +196,8 @@ absl::StatusOr<ApplyResult> ParameterTable::Initialize(const rpc::StagedPush& pu
     const tensor::TensorSpec& spec = push.tensors[i];
     if (tensors_.count(spec.name) > 0) continue;
     fresh[i] = true;
-    auto values = std::make_shared<std::vector<float>>(spec.NumElements(), 0.0f);
+    TensorBuffers::Buffer values = buffers_.Take(static_cast<size_t>(spec.NumElements()));
+    std::fill(values->begin(), values->end(), 0.0f);
     tensors_[spec.name] = Tensor{spec, std::move(values)};
   }
   for (const rpc::StagedChunk& chunk : push.chunks) {
@@ -205,6 +206,7 @@ absl::StatusOr<ApplyResult> ParameterTable::Initialize(const rpc::StagedPush& pu
     chunk.payload.CopyTo(reinterpret_cast<char*>(t.values->data() + chunk.offset));
   }
   model_bound_ = std::max<double>(model_bound_, push.max_magnitude);
+  KeepOneModelOfBuffers();
   ++live_version_;
   last_closed_round_ = 0;
   snapshots_.clear();
@@ -252,8 +254,7 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
   }
   for (size_t i = 0; i < model.specs.size(); ++i) {
     // Copied: the table writes its tensors in place while nothing else holds them.
-    tensors_[model.specs[i].name] =
-        Tensor{model.specs[i], std::make_shared<std::vector<float>>(model.tensor(i))};
+    tensors_[model.specs[i].name] = Tensor{model.specs[i], buffers_.Copy(model.tensor(i))};
   }
   live_version_ = model.live_version;
   last_closed_round_ = std::max<int64_t>(0, state.last_closed_round);
@@ -274,6 +275,7 @@ absl::Status ParameterTable::Restore(const DurableState& state) {
   names_ = {state.names.begin(), state.names.end()};
   job_end_ = state.job_end;
   model_bound_ = ExactMagnitude();
+  KeepOneModelOfBuffers();
   snapshots_.clear();
   Publish(MakeSnapshot(last_closed_round_));
   return absl::OkStatus();
@@ -523,18 +525,13 @@ absl::StatusOr<CloseResult> ParameterTable::CloseRound(const CloseRequest& reque
   double grows = 0;
   if (summed) {
     // Each summed tensor's new values are written over its sum, which then replaces them: no copy
-    // of the old values, which the round snapshots that share them keep. Every allocation first,
-    // so the model changes whole or not at all.
-    std::vector<std::pair<Tensor*, std::shared_ptr<std::vector<float>>>> summed_tensors;
+    // of the old values, which the round snapshots that share them keep. Nothing is allocated, so
+    // the model changes whole.
     for (auto& [name, t] : tensors_) {
-      if (round_sum_.Of(name) != nullptr) {
-        summed_tensors.emplace_back(&t, std::make_shared<std::vector<float>>());
-      }
-    }
-    for (auto& [t, values] : summed_tensors) {
-      *values = round_sum_.Take(t->spec.name);
-      tensor::ScaleThenAdd(values->data(), *t->values, static_cast<float>(factor));
-      t->values = std::move(values);
+      TensorBuffers::Buffer values = round_sum_.Take(name);
+      if (!values) continue;
+      tensor::ScaleThenAdd(values->data(), *t.values, static_cast<float>(factor));
+      t.values = std::move(values);
     }
     grows = std::fabs(factor) * round_sum_.bound();
   } else {
@@ -604,11 +601,17 @@ std::shared_ptr<const ModelSnapshot> ParameterTable::MakeSnapshot(int64_t round)
   return s;
 }
 
+void ParameterTable::KeepOneModelOfBuffers() {
+  size_t bytes = 0;
+  for (const auto& [name, t] : tensors_) bytes += t.values->size() * sizeof(float);
+  buffers_.SetMaxKeptBytes(bytes);
+}
+
 float* ParameterTable::Writable(Tensor& t) {
   // Every reference besides the table's was copied from a snapshot's, and snapshots take theirs
   // only under mu_: with mu_ held exclusively and a count of one, none exists to copy from.
   if (t.values.use_count() > 1) {
-    t.values = std::make_shared<std::vector<float>>(*t.values);
+    t.values = buffers_.Copy(*t.values);
   } else {
     // The last snapshot to let go may have done so on another thread: its reads of these values
     // happen before the writes that follow (use_count() reads the count relaxed).

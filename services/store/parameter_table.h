@@ -18,6 +18,7 @@
 #include "absl/synchronization/mutex.h"
 #include "rpc/push_assembler.h"
 #include "store/round_sum.h"
+#include "store/tensor_buffers.h"
 #include "tensor/tensor.h"
 
 namespace syncopate::store {
@@ -29,8 +30,8 @@ namespace syncopate::store {
 // is held (a pull streaming, a checkpoint encoding, a kept round: in round modes the newest round
 // always shares the live tensors, so a close that adds push by push copies the tensors it
 // changes), the next write to each of its tensors copies that tensor under the table's exclusive
-// lock. A close from the pushes' sum (RoundSum) copies nothing: the sum's buffer becomes the new
-// values.
+// lock, into a recycled buffer (TensorBuffers). A close from the pushes' sum (RoundSum) copies
+// nothing: the sum's buffer becomes the new values.
 struct ModelSnapshot {
   int64_t round = -1;  // -1 for the live model
   int64_t live_version = 0;
@@ -261,7 +262,7 @@ class ParameterTable {
  private:
   struct Tensor {
     tensor::TensorSpec spec;
-    std::shared_ptr<std::vector<float>> values;  // shared with snapshots until written
+    TensorBuffers::Buffer values;  // shared with snapshots until written
   };
   struct PendingPush {
     int64_t clock = 0;
@@ -285,6 +286,9 @@ class ParameterTable {
   int64_t DurableVersionLocked() const ABSL_SHARED_LOCKS_REQUIRED(mu_);
   std::shared_ptr<const ModelSnapshot> MakeSnapshot(int64_t round) const
       ABSL_SHARED_LOCKS_REQUIRED(mu_);
+  // Lets buffers_ keep as many bytes as the model has: a checkpoint's copies on write, or a round's
+  // sums, at most.
+  void KeepOneModelOfBuffers() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The tensor's values to change in place: copied first while a snapshot shares them.
   float* Writable(Tensor& t) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   void Publish(std::shared_ptr<const ModelSnapshot> snapshot) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
@@ -294,6 +298,9 @@ class ParameterTable {
 
   const int snapshots_kept_;
   const size_t max_pending_pushes_;
+  // Every tensor buffer the table makes, and takes back once nothing holds it: keeps up to one
+  // model's worth (set as tensors are created).
+  TensorBuffers buffers_;
   mutable absl::Mutex mu_;
   std::map<std::string, Tensor> tensors_ ABSL_GUARDED_BY(mu_);
   // At least the largest |value| of the live model, up to float rounding (which the margin of
@@ -307,7 +314,7 @@ class ParameterTable {
   std::map<TrainerKey, std::deque<PendingPush>> pending_ ABSL_GUARDED_BY(mu_);
   std::map<TrainerKey, int64_t> last_cut_ ABSL_GUARDED_BY(mu_);
   // The weighted sum of pending_, while it holds every pending push (RoundSum).
-  RoundSum round_sum_ ABSL_GUARDED_BY(mu_){kSafeMagnitude};
+  RoundSum round_sum_ ABSL_GUARDED_BY(mu_){kSafeMagnitude, buffers_};
   std::deque<std::shared_ptr<const ModelSnapshot>> snapshots_ ABSL_GUARDED_BY(mu_);
   std::map<int64_t, CloseResult> close_results_ ABSL_GUARDED_BY(mu_);
   bool membership_received_ ABSL_GUARDED_BY(mu_) = false;  // reconciled since this start

@@ -19,7 +19,10 @@ void RoundSum::Add(const rpc::StagedPush& push) {
     targets.reserve(push.tensors.size());
     for (const tensor::TensorSpec& spec : push.tensors) {
       Accumulator& accumulator = tensors_[spec.name];
-      if (!accumulator.holds) accumulator.values.resize(static_cast<size_t>(spec.NumElements()));
+      const size_t n = static_cast<size_t>(spec.NumElements());
+      if (!accumulator.holds && (!accumulator.values || accumulator.values->size() != n)) {
+        accumulator.values = buffers_.Take(n);
+      }
       targets.push_back(&accumulator);
     }
   } catch (const std::bad_alloc&) {
@@ -29,9 +32,9 @@ void RoundSum::Add(const rpc::StagedPush& push) {
   for (const rpc::StagedChunk& chunk : push.chunks) {
     Accumulator& accumulator = *targets[chunk.tensor_index];
     if (accumulator.holds) {
-      chunk.AddTo(accumulator.values.data(), weight);
+      chunk.AddTo(accumulator.values->data(), weight);
     } else {
-      chunk.ScaledCopyTo(accumulator.values.data(), weight);
+      chunk.ScaledCopyTo(accumulator.values->data(), weight);
     }
   }
   for (Accumulator* accumulator : targets) accumulator->holds = true;
@@ -53,12 +56,12 @@ void RoundSum::Invalidate() {
 
 const std::vector<float>* RoundSum::Of(const std::string& name) const {
   auto it = tensors_.find(name);
-  return it == tensors_.end() || !it->second.holds ? nullptr : &it->second.values;
+  return it == tensors_.end() || !it->second.holds ? nullptr : it->second.values.get();
 }
 
-std::vector<float> RoundSum::Take(const std::string& name) {
+TensorBuffers::Buffer RoundSum::Take(const std::string& name) {
   auto it = tensors_.find(name);
-  if (it == tensors_.end() || !it->second.holds) return {};
+  if (it == tensors_.end() || !it->second.holds) return nullptr;
   it->second.holds = false;
   return std::move(it->second.values);
 }

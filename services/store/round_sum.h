@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "rpc/push_assembler.h"
+#include "store/tensor_buffers.h"
 
 namespace syncopate::store {
 
@@ -27,7 +28,8 @@ class RoundSum {
  public:
   // Below `limit` on the sum of |weight| x the largest |value| of each push, no element of the sum
   // can overflow float.
-  explicit RoundSum(double limit) : limit_(limit) {}
+  // Its buffers come from `buffers` (which outlives it), and go back there.
+  RoundSum(double limit, TensorBuffers& buffers) : limit_(limit), buffers_(buffers) {}
 
   // Adds the push's values at its weight (header.weight(); a validated push: each of its tensors
   // covered once), when valid; nothing when not. A tensor the sum does not hold yet is written
@@ -48,18 +50,19 @@ class RoundSum {
   double bound() const { return bound_; }
   // The sum for a tensor; nullptr when no added push named it.
   const std::vector<float>* Of(const std::string& name) const;
-  // Moves a tensor's sum out (empty when no added push named it), for the close to make it the
+  // Moves a tensor's sum out (null when no added push named it), for the close to make it the
   // model's new values: the sum no longer holds the tensor, and the next push that names it writes
-  // a fresh buffer.
-  std::vector<float> Take(const std::string& name);
+  // another buffer.
+  TensorBuffers::Buffer Take(const std::string& name);
 
  private:
   struct Accumulator {
-    std::vector<float> values;  // sized when a push first names the tensor after a Take
-    bool holds = false;         // false: `values` are stale, the next push writes them
+    TensorBuffers::Buffer values;  // taken when a push first names the tensor after a Take
+    bool holds = false;            // false: `values` are stale, the next push writes them
   };
 
   const double limit_;
+  TensorBuffers& buffers_;
   bool valid_ = true;
   uint32_t pushes_ = 0;
   double bound_ = 0;
