@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cstdio>
+#include <limits>
 #include <set>
 #include <utility>
 
@@ -328,6 +329,48 @@ std::string FormatAdvice(const AdviseOptions& options, const Advice& advice) {
     absl::StrAppend(&out, Recommendation(options, advice));
   }
   return out;
+}
+
+std::string AdviceAfterRun(const LocalRunOptions& run, const RunSummary& summary) {
+  absl::StatusOr<tensor::Model> model = ReadCheckpointModel(run.report_dir + "/checkpoints");
+  if (!model.ok()) return "";
+  double model_bytes = 0;
+  for (const tensor::ModelTensor& t : model->tensors) model_bytes += 4.0 * t.values.size();
+  sync::ClusterSimOptions base;
+  base.policy = run.cluster.policy;
+  base.seed = run.cluster.seed;
+  absl::StatusOr<sync::ClusterSimOptions> profile = ProfileFromRun(summary, model_bytes, base);
+  if (!profile.ok()) return "";
+  AdviseOptions options;
+  options.cluster = *profile;
+  absl::StatusOr<Advice> advice = Advise(options);
+  sync::ClusterSimOptions own = *profile;
+  own.policy.seed = own.seed;
+  absl::StatusOr<sync::ClusterSimResult> ran = sync::SimulateCluster(own);
+  if (!advice.ok() || !ran.ok()) return "";
+  double least = std::numeric_limits<double>::infinity();
+  for (double tolerance : {0.25 * options.staleness_tolerance, options.staleness_tolerance,
+                           4 * options.staleness_tolerance}) {
+    const std::optional<double> rate = PredictedRate(*ran, tolerance);
+    const int winner = Winner(advice->rows, tolerance);
+    if (!rate || *rate <= 0 || winner < 0) return "";
+    least = std::min(least, *PredictedRate(advice->rows[winner].sim, tolerance) / *rate);
+  }
+  if (!(least > kWarnAbove)) return "";
+  const std::string& choice = advice->winners[1];
+  const std::string& mode = run.cluster.policy.mode;
+  const std::string choice_mode = choice.substr(0, choice.find(' '));
+  // The same mode with other options: compare takes one set of options for all its modes.
+  const std::string check =
+      choice_mode == mode
+          ? absl::StrCat("`syncopate local --mode=", choice, "` with this run's other flags")
+          : absl::StrCat("`syncopate compare --modes=", mode, ",", choice_mode,
+                         "` with this run's flags");
+  return absl::StrFormat(
+      "warning: on the cluster this run measured, `syncopate advise` predicts that %s takes %.1fx "
+      "or more the time of --mode=%s to reach a target, at every staleness tolerance from 0.25 to "
+      "4 steps (docs/advise.md). Check it on this cluster: %s.\n",
+      mode, least, choice, check);
 }
 
 }  // namespace syncopate::cli

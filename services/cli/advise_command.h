@@ -123,6 +123,16 @@ absl::StatusOr<Advice> Advise(const AdviseOptions& options);
 // The ranked table and the recommendation.
 std::string FormatAdvice(const AdviseOptions& options, const Advice& advice);
 
+// What `syncopate local` says after a run that ended normally: a warning when, on the cluster the
+// run measured (ProfileFromRun, the model's size from the run's checkpoint, the simulator's
+// default links), the advisor predicts the run's mode, with the run's options, to take more than
+// kWarnAbove times as long to a target as the mode it would choose, at every tolerance from a
+// quarter of the default to four times it (so not a guess that hangs on the tolerance). "" for
+// no warning: the mode is within that, is not predicted (peer-to-peer), or the run gave no profile
+// (no trainer's steps, no checkpoint).
+inline constexpr double kWarnAbove = 1.5;
+std::string AdviceAfterRun(const LocalRunOptions& run, const RunSummary& summary);
+
 }  // namespace syncopate::cli
 
 #endif  // SYNCOPATE_CLI_ADVISE_COMMAND_H_

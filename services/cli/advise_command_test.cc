@@ -1,7 +1,11 @@
 #include "cli/advise_command.h"
 
+#include <stdlib.h>
+
 #include "absl/strings/match.h"
+#include "base/files.h"
 #include "gtest/gtest.h"
+#include "store/checkpoint.h"
 #include "sync/modes.h"
 
 namespace syncopate::cli {
@@ -166,6 +170,51 @@ TEST(AdviseTest, BadOptionsAreRefused) {
   absl::Status refused = Advise(o).status();
   EXPECT_EQ(refused.code(), absl::StatusCode::kInvalidArgument);
   EXPECT_TRUE(absl::StartsWith(refused.message(), "the profile has 3 slowdowns")) << refused;
+}
+
+// A run directory whose checkpoint holds a model of `floats` values.
+std::string RunDirWithModel(size_t floats) {
+  char pattern[] = "/tmp/advise-test-XXXXXX";
+  EXPECT_NE(mkdtemp(pattern), nullptr);
+  const std::string dir = pattern;
+  auto model = std::make_shared<store::ModelSnapshot>();
+  model->specs.push_back({"w", {static_cast<int64_t>(floats)}});
+  model->values.push_back(std::make_shared<const std::vector<float>>(floats, 0.5f));
+  store::ShardCheckpoint checkpoint;
+  checkpoint.state.model = std::move(model);
+  EXPECT_TRUE(base::MakeDirectories(dir + "/checkpoints").ok());
+  EXPECT_TRUE(
+      store::WriteCheckpoint(store::CheckpointPath(dir + "/checkpoints", 0), checkpoint, 0, 1)
+          .ok());
+  return dir;
+}
+
+TEST(AdviseTest, ALocalRunIsWarnedWhenItsModeIsFarSlowerAtEveryTolerance) {
+  // 8 trainers, one 8x slower: 50 ms steps and one of 400 ms.
+  RunSummary run;
+  for (int rank = 0; rank < 8; ++rank) {
+    TrainerSummary t;
+    t.rank = rank;
+    t.clock = rank == 7 ? 25 : 200;
+    t.compute_seconds = 10;
+    t.wall_seconds = 10.5;
+    run.per_trainer.push_back(t);
+  }
+  LocalRunOptions options;
+  options.report_dir = RunDirWithModel(100000);
+  options.cluster.policy.mode = "bsp";
+  const std::string warning = AdviceAfterRun(options, run);
+  EXPECT_TRUE(absl::StartsWith(warning, "warning: ")) << warning;
+  EXPECT_TRUE(absl::StrContains(warning, "predicts that bsp takes")) << warning;
+  EXPECT_TRUE(absl::StrContains(warning, "syncopate compare --modes=bsp,")) << warning;
+  // asp wins at some tolerance; a peer-to-peer mode is not predicted; no checkpoint, no profile.
+  options.cluster.policy.mode = "asp";
+  EXPECT_EQ(AdviceAfterRun(options, run), "");
+  options.cluster.policy.mode = "dssync";
+  EXPECT_EQ(AdviceAfterRun(options, run), "");
+  options.cluster.policy.mode = "bsp";
+  options.report_dir += "/elsewhere";
+  EXPECT_EQ(AdviceAfterRun(options, run), "");
 }
 
 }  // namespace

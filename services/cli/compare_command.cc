@@ -210,6 +210,10 @@ absl::StatusOr<std::vector<CompareRow>> RunCompare(const CompareOptions& options
     if (interrupted) break;
   }
 
+  if (options.run.target_accuracy) {
+    RETURN_IF_ERROR(base::WriteFileAtomically(options.report_dir + "/verdict.txt",
+                                              CompareVerdict(rows, *options.run.target_accuracy)));
+  }
   const std::string script_path = options.report_dir + "/compare.gp";
   RETURN_IF_ERROR(
       base::WriteFileAtomically(script_path, PlotScript(rows, options.run.target_accuracy)));
@@ -281,6 +285,12 @@ std::string CompareRunsCsv(const std::vector<CompareRow>& rows) {
     }
   }
   return csv;
+}
+
+std::string CompareVerdict(const std::vector<CompareRow>& rows, double target_accuracy) {
+  std::vector<NamedTrials> modes;
+  for (const CompareRow& row : rows) modes.push_back({row.mode, &row.trials});
+  return Verdict(modes, target_accuracy) + "\n";
 }
 
 std::string FormatCompare(const std::vector<CompareRow>& rows) {

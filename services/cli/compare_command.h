@@ -7,6 +7,7 @@
 //   DIR/<mode>/band.csv   accuracy over time at the reported rate (median, min, max over seeds);
 //   DIR/compare.svg       accuracy over time per mode with min-max bands, and compute-time ratio
 //                         per mode with its range (gnuplot);
+//   DIR/verdict.txt       the fastest mode to the target, against bsp and asp (CompareVerdict);
 // and a printed table. A sweep reports each mode at its best rate (compare_stats.h), as the papers
 // tune each baseline; the table and compare.csv say which rate that was.
 #ifndef SYNCOPATE_CLI_COMPARE_COMMAND_H_
@@ -52,6 +53,8 @@ std::string CompareCsv(const std::vector<CompareRow>& rows);
 std::string CompareRunsCsv(const std::vector<CompareRow>& rows);
 // The printed table.
 std::string FormatCompare(const std::vector<CompareRow>& rows);
+// The line the printed report ends with (Verdict), also written to DIR/verdict.txt.
+std::string CompareVerdict(const std::vector<CompareRow>& rows, double target_accuracy);
 
 }  // namespace syncopate::cli
 

@@ -3,6 +3,9 @@
 #include <algorithm>
 #include <functional>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+
 namespace syncopate::cli {
 namespace {
 
@@ -64,6 +67,46 @@ const Trials& Best(const std::vector<Trials>& sweep) {
     if (Better(t, *best)) best = &t;
   }
   return *best;
+}
+
+namespace {
+
+bool MostlyReached(const Trials& t) { return 2 * t.reached() > static_cast<int>(t.runs.size()); }
+
+}  // namespace
+
+std::string Verdict(const std::vector<NamedTrials>& modes, double target_accuracy) {
+  const std::string target = absl::StrFormat("%g", target_accuracy);
+  const NamedTrials* best = nullptr;
+  for (const NamedTrials& m : modes) {
+    if (m.trials == nullptr || m.trials->runs.empty()) continue;
+    if (best == nullptr || Better(*m.trials, *best->trials)) best = &m;
+  }
+  if (best == nullptr) return "no mode ran to the end";
+  if (!MostlyReached(*best->trials)) {
+    std::string out = absl::StrCat("no mode reached ", target, " in most of its runs here");
+    if (std::optional<Spread> accuracy = best->trials->final_accuracy()) {
+      absl::StrAppendFormat(&out, "; the best final accuracy: %s (%.4f)", best->mode,
+                            accuracy->median);
+    }
+    return out;
+  }
+  const double fastest = best->trials->time_to_target()->median;
+  std::string out = absl::StrFormat("fastest to %s here: %s (%.1f s)", target, best->mode, fastest);
+  for (const char* reference : {"bsp", "asp"}) {
+    for (const NamedTrials& m : modes) {
+      if (m.mode != reference || &m == best || m.trials == nullptr || m.trials->runs.empty()) {
+        continue;
+      }
+      if (MostlyReached(*m.trials)) {
+        absl::StrAppendFormat(&out, ", %.2fx %s", fastest / m.trials->time_to_target()->median,
+                              reference);
+      } else {
+        absl::StrAppend(&out, ", ", reference, " did not reach ", target);
+      }
+    }
+  }
+  return out;
 }
 
 std::vector<BandPoint> AccuracyBand(const std::vector<RunSummary>& runs, double step) {

@@ -46,6 +46,20 @@ bool Better(const Trials& a, const Trials& b);
 // The best of a sweep's trials (see Better; the first of equals). Precondition: not empty.
 const Trials& Best(const std::vector<Trials>& sweep);
 
+// One mode's trials at its reported rate (CompareRow), for the verdict.
+struct NamedTrials {
+  std::string mode;
+  const Trials* trials = nullptr;
+};
+
+// The line `syncopate compare` ends with: the fastest mode to `target_accuracy` (the best by
+// Better, when it reached the target in most of its runs), its median time, and that time as a
+// multiple of bsp's and asp's where they ran ("fastest to 0.85 here: wbsp-overlap (12.3 s), 0.41x
+// bsp, 0.92x asp"; a reference that did not reach it in most runs: "bsp did not reach 0.85").
+// When no mode reached the target in most of its runs, says so and names the best final
+// accuracy. Modes with no run are left out.
+std::string Verdict(const std::vector<NamedTrials>& modes, double target_accuracy);
+
 // Accuracy over time across runs, sampled every `step` seconds from 0 to the longest run: each
 // run's accuracy at t is its last report at or before t. A row holds (t, median, min, max) over the
 // runs that have reported by t; rows before any report are left out.

@@ -70,5 +70,28 @@ TEST(AccuracyBand, HoldsEachRunsLastReportAndSpansTheRuns) {
   EXPECT_EQ(band[2].max, 0.6);
 }
 
+TEST(Verdict, NamesTheFastestAgainstBspAndAsp) {
+  const Trials bsp = Of(0.1, {Outcome(40.0, 0.86)});
+  const Trials asp = Of(0.1, {Outcome(20.0, 0.86), Outcome(22.0, 0.86)});
+  const Trials overlap = Of(0.1, {Outcome(16.0, 0.86), Outcome(18.4, 0.86)});
+  EXPECT_EQ(Verdict({{"bsp", &bsp}, {"asp", &asp}, {"wbsp-overlap", &overlap}}, 0.85),
+            "fastest to 0.85 here: wbsp-overlap (17.2 s), 0.43x bsp, 0.82x asp");
+  // The fastest is a reference itself; a reference that did not reach the target in most runs.
+  const Trials stuck =
+      Of(0.1, {Outcome(std::nullopt, 0.80), Outcome(50.0, 0.85), Outcome(std::nullopt, 0.81)});
+  EXPECT_EQ(Verdict({{"bsp", &stuck}, {"asp", &asp}}, 0.85),
+            "fastest to 0.85 here: asp (21.0 s), bsp did not reach 0.85");
+  EXPECT_EQ(Verdict({{"asp", &asp}}, 0.85), "fastest to 0.85 here: asp (21.0 s)");
+}
+
+TEST(Verdict, SaysWhenNoModeReachedTheTarget) {
+  const Trials low = Of(0.1, {Outcome(std::nullopt, 0.79)});
+  const Trials lower = Of(0.1, {Outcome(std::nullopt, 0.70)});
+  const Trials failed = Of(0.1, {});
+  EXPECT_EQ(Verdict({{"dssync", &lower}, {"asp", &low}, {"bsp", &failed}}, 0.8),
+            "no mode reached 0.8 in most of its runs here; the best final accuracy: asp (0.7900)");
+  EXPECT_EQ(Verdict({{"bsp", &failed}}, 0.8), "no mode ran to the end");
+}
+
 }  // namespace
 }  // namespace syncopate::cli

@@ -662,6 +662,10 @@ int main(int argc, char** argv) {
     std::printf("%s", syncopate::cli::FormatCompare(*rows).c_str());
     std::printf("report: %s/compare.csv, %s/compare-runs.csv, %s/compare.svg\n",
                 options.report_dir.c_str(), options.report_dir.c_str(), options.report_dir.c_str());
+    if (options.run.target_accuracy) {
+      std::printf("%s",
+                  syncopate::cli::CompareVerdict(*rows, *options.run.target_accuracy).c_str());
+    }
     bool faulty = false;
     for (const auto& row : *rows) {
       if (row.interrupted()) return 130;
@@ -684,6 +688,9 @@ int main(int argc, char** argv) {
   absl::StatusOr<syncopate::cli::RunSummary> summary = syncopate::cli::RunLocal(local.run);
   if (!summary.ok()) return Fail(summary.status(), ExitCodeOf(summary.status()));
   std::printf("%s", syncopate::cli::FormatSummary(*summary).c_str());
+  if (!summary->interrupted && !summary->faulty()) {
+    std::fprintf(stderr, "%s", syncopate::cli::AdviceAfterRun(local.run, *summary).c_str());
+  }
   // A run that survived faults did not finish normally: say so in the exit code too.
   return summary->interrupted ? 130 : summary->faulty() ? 4 : 0;
 }
