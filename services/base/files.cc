@@ -38,9 +38,10 @@ absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const s
   const std::string tmp = absl::StrCat(path, ".tmp");
   constexpr int kFlags = O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC;
   bool direct = mode == Mode::kDirectDurable;
-  int fd = direct ? open(tmp.c_str(), kFlags | O_DIRECT, 0644) : -1;
+  // 0666 less the umask, as any file the process creates.
+  int fd = direct ? open(tmp.c_str(), kFlags | O_DIRECT, 0666) : -1;
   if (fd < 0 && direct && errno == EINVAL) direct = false;  // a file system without O_DIRECT
-  if (!direct) fd = open(tmp.c_str(), kFlags, 0644);
+  if (!direct) fd = open(tmp.c_str(), kFlags, 0666);
   if (fd < 0) {
     return absl::UnavailableError(absl::StrCat("cannot write ", tmp, ": ", strerror(errno)));
   }
@@ -50,18 +51,22 @@ absl::StatusOr<std::unique_ptr<AtomicFileWriter>> AtomicFileWriter::Open(const s
 }
 
 AtomicFileWriter::AtomicFileWriter(std::string path, Mode mode, int fd, bool direct)
-    : path_(std::move(path)), tmp_(absl::StrCat(path_, ".tmp")), mode_(mode), fd_(fd) {
+    : path_(std::move(path)),
+      tmp_(absl::StrCat(path_, ".tmp")),
+      mode_(mode),
+      fd_(fd),
+      direct_(direct) {
   if (direct) {
     buffer_.reset(static_cast<char*>(std::aligned_alloc(kDirectAlignment, kDirectBufferBytes)));
   }
 }
 
 AtomicFileWriter::~AtomicFileWriter() {
-  if (fd_ >= 0) Failed("abandoned").IgnoreError();
+  if (fd_ >= 0) Failed("abandoned", 0).IgnoreError();
 }
 
-absl::Status AtomicFileWriter::Failed(const std::string& what) {
-  const std::string reason = strerror(errno);
+absl::Status AtomicFileWriter::Failed(const std::string& what, int error) {
+  const std::string reason = strerror(error);
   if (fd_ >= 0) {
     close(fd_);
     unlink(tmp_.c_str());
@@ -74,7 +79,18 @@ absl::Status AtomicFileWriter::WriteAll(absl::string_view bytes) {
   while (!bytes.empty()) {
     const ssize_t wrote = write(fd_, bytes.data(), bytes.size());
     if (wrote < 0 && errno == EINTR) continue;
-    if (wrote <= 0) return Failed("cannot write");
+    if (wrote < 0 && errno == EINVAL && direct_) {
+      // A file system that opens with O_DIRECT but refuses such writes (or a short direct write
+      // left the offset unaligned): the rest goes through the page cache, synced all the same.
+      const int flags = fcntl(fd_, F_GETFL);
+      if (flags < 0 || fcntl(fd_, F_SETFL, flags & ~O_DIRECT) != 0) {
+        return Failed("cannot write", errno);
+      }
+      direct_ = false;
+      continue;
+    }
+    if (wrote < 0) return Failed("cannot write", errno);
+    if (wrote == 0) return Failed("cannot write", EIO);
     bytes.remove_prefix(static_cast<size_t>(wrote));
   }
   return absl::OkStatus();
@@ -105,16 +121,17 @@ absl::Status AtomicFileWriter::Commit() {
     std::memset(buffer_.get() + buffered_, 0, padded - buffered_);
     RETURN_IF_ERROR(WriteAll(absl::string_view(buffer_.get(), padded)));
     buffered_ = 0;
-    if (ftruncate(fd_, static_cast<off_t>(written_)) != 0) return Failed("cannot truncate");
+    if (ftruncate(fd_, static_cast<off_t>(written_)) != 0) return Failed("cannot truncate", errno);
   }
   const bool durable = mode_ == Mode::kDirectDurable;
-  if (durable && fdatasync(fd_) != 0) return Failed("cannot sync");
-  if (close(fd_) != 0) {
-    fd_ = -1;
-    unlink(tmp_.c_str());
-    return absl::UnavailableError(absl::StrCat("cannot write ", tmp_, ": ", strerror(errno)));
-  }
+  if (durable && fdatasync(fd_) != 0) return Failed("cannot sync", errno);
+  const int closed = close(fd_);
+  const int error = errno;
   fd_ = -1;
+  if (closed != 0) {
+    unlink(tmp_.c_str());
+    return absl::UnavailableError(absl::StrCat("cannot write ", tmp_, ": ", strerror(error)));
+  }
   if (std::rename(tmp_.c_str(), path_.c_str()) != 0) {
     const std::string reason = strerror(errno);
     unlink(tmp_.c_str());
@@ -128,7 +145,8 @@ absl::Status AtomicFileWriter::Commit() {
     if (dir < 0 || fsync(dir) != 0) {
       const std::string reason = strerror(errno);
       if (dir >= 0) close(dir);
-      return absl::UnavailableError(absl::StrCat("cannot sync ", folder, ": ", reason));
+      return absl::DataLossError(absl::StrCat(path_, " is in place, but its folder ", folder,
+                                              " could not be synced: ", reason));
     }
     close(dir);
   }

@@ -43,9 +43,13 @@ class AtomicFileWriter {
   // Writes all of `bytes` after what was written before. UNAVAILABLE on a write error (a full
   // disk); the file is then abandoned.
   absl::Status Append(absl::string_view bytes);
-  // Publishes the file at `path`. At most once; UNAVAILABLE when a write, the sync or the rename
-  // failed (`path` keeps what it held).
+  // Publishes the file at `path`. At most once. UNAVAILABLE when a write, the sync or the rename
+  // failed: `path` keeps what it held. DATA_LOSS (kDirectDurable) when the file is in place at
+  // `path` but the sync of its folder failed: a crash of the machine may still lose it.
   absl::Status Commit();
+
+  // Whether the writes go around the page cache (kDirectDurable where the file system allows it).
+  bool direct() const { return direct_; }
 
  private:
   struct FreeBuffer {
@@ -54,13 +58,16 @@ class AtomicFileWriter {
 
   AtomicFileWriter(std::string path, Mode mode, int fd, bool direct);
   absl::Status WriteAll(absl::string_view bytes);  // to fd_, as they are
-  absl::Status Failed(const std::string& what);    // closes and removes the temporary file
+  // Closes and removes the temporary file; UNAVAILABLE naming `what` and errno `error`.
+  absl::Status Failed(const std::string& what, int error);
 
   const std::string path_;
   const std::string tmp_;
   const Mode mode_;
   int fd_;  // -1 once committed or abandoned
-  // O_DIRECT: whole blocks go out of `buffer_`; Commit pads the last one and truncates the file.
+  // O_DIRECT (until a write refuses it): whole blocks go out of `buffer_`; Commit pads the last
+  // one and truncates the file.
+  bool direct_;
   std::unique_ptr<char, FreeBuffer> buffer_;
   size_t buffered_ = 0;
   size_t written_ = 0;  // bytes of the file so far (direct: the buffered ones too)

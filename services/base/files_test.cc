@@ -1,9 +1,13 @@
 #include "base/files.h"
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <string>
 #include <vector>
 
@@ -100,6 +104,33 @@ TEST(AtomicFileWriter, PublishesThePiecesWholeAtCommit) {
     unlink(path.c_str());
   }
   if (folders.size() > 1) rmdir(folders[1].c_str());
+}
+
+// A write that fails (here the process's file-size limit: EFBIG) abandons the file, in either mode,
+// naming the reason; the path keeps what it held.
+TEST(AtomicFileWriter, AFailedWriteAbandonsTheFile) {
+  const std::string path = TempDir() + "/model.ckpt";
+  ASSERT_TRUE(WriteFileAtomically(path, "old").ok());
+  rlimit before;
+  ASSERT_EQ(getrlimit(RLIMIT_FSIZE, &before), 0);
+  void (*handler)(int) = signal(SIGXFSZ, SIG_IGN);
+  rlimit small = before;
+  small.rlim_cur = 1 << 20;
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &small), 0);
+  for (AtomicFileWriter::Mode mode :
+       {AtomicFileWriter::Mode::kCached, AtomicFileWriter::Mode::kDirectDurable}) {
+    absl::StatusOr<std::unique_ptr<AtomicFileWriter>> file = AtomicFileWriter::Open(path, mode);
+    ASSERT_TRUE(file.ok()) << file.status();
+    std::fprintf(stderr, "direct writes: %s\n", (*file)->direct() ? "yes" : "no");
+    absl::Status status = (*file)->Append(std::string((2 << 20) + 1, 'x'));
+    if (status.ok()) status = (*file)->Commit();  // the direct writer's buffer goes out here
+    EXPECT_EQ(status.code(), absl::StatusCode::kUnavailable);
+    EXPECT_TRUE(absl::StrContains(status.message(), strerror(EFBIG))) << status;
+    EXPECT_EQ(*ReadFile(path), "old");
+    EXPECT_FALSE(Exists(path + ".tmp"));
+  }
+  ASSERT_EQ(setrlimit(RLIMIT_FSIZE, &before), 0);
+  signal(SIGXFSZ, handler);
 }
 
 TEST(AtomicFileWriter, DroppedWithoutCommitLeavesThePathAsItWas) {

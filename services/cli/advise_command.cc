@@ -45,6 +45,14 @@ std::vector<Candidate> Candidates(const sync::PolicyOptions& base) {
   return candidates;
 }
 
+// The cluster `profile` under `policy`, seeded with the profile's seed.
+absl::StatusOr<sync::ClusterSimResult> Simulate(sync::ClusterSimOptions profile,
+                                                const sync::PolicyOptions& policy) {
+  profile.policy = policy;
+  profile.policy.seed = profile.seed;
+  return sync::SimulateCluster(profile);
+}
+
 // The index of the fastest predicted row at `tolerance`; -1 when none is predicted.
 int Winner(const std::vector<AdviceRow>& rows, double tolerance) {
   int best = -1;
@@ -199,10 +207,9 @@ absl::StatusOr<ToleranceFit> FitToProbe(const ProbeRuns& probe,
                                         const sync::ClusterSimOptions& profile) {
   double staleness[2];
   for (int i = 0; i < 2; ++i) {
-    sync::ClusterSimOptions sim = profile;
-    sim.policy.mode = i == 0 ? probe.asp.mode : probe.wbsp.mode;
-    sim.policy.seed = sim.seed;
-    ASSIGN_OR_RETURN(const sync::ClusterSimResult result, sync::SimulateCluster(sim));
+    sync::PolicyOptions policy = profile.policy;
+    policy.mode = i == 0 ? probe.asp.mode : probe.wbsp.mode;
+    ASSIGN_OR_RETURN(const sync::ClusterSimResult result, Simulate(profile, policy));
     staleness[i] = result.delta_staleness_mean;
   }
   return FitTolerance(probe.asp, staleness[0], probe.wbsp, staleness[1]);
@@ -236,10 +243,7 @@ absl::StatusOr<Advice> Advise(const AdviseOptions& options) {
   RETURN_IF_ERROR(sync::CheckClusterSimOptions(options.cluster));
   Advice advice;
   for (const Candidate& c : Candidates(options.cluster.policy)) {
-    sync::ClusterSimOptions sim = options.cluster;
-    sim.policy = c.policy;
-    sim.policy.seed = sim.seed;
-    absl::StatusOr<sync::ClusterSimResult> result = sync::SimulateCluster(sim);
+    absl::StatusOr<sync::ClusterSimResult> result = Simulate(options.cluster, c.policy);
     if (!result.ok()) {
       return absl::Status(result.status().code(),
                           absl::StrCat(c.mode, ": ", result.status().message()));
@@ -331,34 +335,40 @@ std::string FormatAdvice(const AdviseOptions& options, const Advice& advice) {
   return out;
 }
 
-std::string AdviceAfterRun(const LocalRunOptions& run, const RunSummary& summary) {
-  absl::StatusOr<tensor::Model> model = ReadCheckpointModel(run.report_dir + "/checkpoints");
+std::string AdviceAfterRun(const sync::PolicyOptions& policy, uint64_t seed,
+                           const RunSummary& summary) {
+  absl::StatusOr<tensor::Model> model = ReadCheckpointModel(summary.run_dir + "/checkpoints");
   if (!model.ok()) return "";
   double model_bytes = 0;
   for (const tensor::ModelTensor& t : model->tensors) model_bytes += 4.0 * t.values.size();
   sync::ClusterSimOptions base;
-  base.policy = run.cluster.policy;
-  base.seed = run.cluster.seed;
+  base.policy = policy;
+  base.seed = seed;
   absl::StatusOr<sync::ClusterSimOptions> profile = ProfileFromRun(summary, model_bytes, base);
   if (!profile.ok()) return "";
   AdviseOptions options;
   options.cluster = *profile;
   absl::StatusOr<Advice> advice = Advise(options);
-  sync::ClusterSimOptions own = *profile;
-  own.policy.seed = own.seed;
-  absl::StatusOr<sync::ClusterSimResult> ran = sync::SimulateCluster(own);
-  if (!advice.ok() || !ran.ok()) return "";
+  absl::StatusOr<sync::ClusterSimResult> ran = Simulate(*profile, policy);
+  if (!advice.ok() || !ran.ok() || advice->winners[1].empty()) return "";
+  // The choice at the tolerance, against the run's mode at a quarter of it, at it and at four
+  // times it: the ratio of two modes' predicted times is monotone in the tolerance, so these ends
+  // bound it over the whole range.
+  const AdviceRow* chosen = nullptr;
+  for (const AdviceRow& row : advice->rows) {
+    if (Name(row) == advice->winners[1]) chosen = &row;
+  }
   double least = std::numeric_limits<double>::infinity();
   for (double tolerance : {0.25 * options.staleness_tolerance, options.staleness_tolerance,
                            4 * options.staleness_tolerance}) {
     const std::optional<double> rate = PredictedRate(*ran, tolerance);
-    const int winner = Winner(advice->rows, tolerance);
-    if (!rate || *rate <= 0 || winner < 0) return "";
-    least = std::min(least, *PredictedRate(advice->rows[winner].sim, tolerance) / *rate);
+    const std::optional<double> best = PredictedRate(chosen->sim, tolerance);
+    if (!rate || !best || *rate <= 0) return "";
+    least = std::min(least, *best / *rate);
   }
   if (!(least > kWarnAbove)) return "";
   const std::string& choice = advice->winners[1];
-  const std::string& mode = run.cluster.policy.mode;
+  const std::string& mode = policy.mode;
   const std::string choice_mode = choice.substr(0, choice.find(' '));
   // The same mode with other options: compare takes one set of options for all its modes.
   const std::string check =

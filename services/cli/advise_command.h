@@ -124,14 +124,15 @@ absl::StatusOr<Advice> Advise(const AdviseOptions& options);
 std::string FormatAdvice(const AdviseOptions& options, const Advice& advice);
 
 // What `syncopate local` says after a run that ended normally: a warning when, on the cluster the
-// run measured (ProfileFromRun, the model's size from the run's checkpoint, the simulator's
-// default links), the advisor predicts the run's mode, with the run's options, to take more than
-// kWarnAbove times as long to a target as the mode it would choose, at every tolerance from a
-// quarter of the default to four times it (so not a guess that hangs on the tolerance). "" for
-// no warning: the mode is within that, is not predicted (peer-to-peer), or the run gave no profile
-// (no trainer's steps, no checkpoint).
+// run measured (ProfileFromRun, the model's size from the checkpoint in summary.run_dir, the
+// simulator's default links), the advisor predicts the run's mode with its options (`policy`) to
+// take more than kWarnAbove times as long to a target as the mode it would choose at the default
+// tolerance, at every tolerance from a quarter of the default to four times it (so not a guess
+// that hangs on the tolerance). "" for no warning: the mode is within that, is not predicted
+// (peer-to-peer), or the run gave no profile (no trainer's steps, no checkpoint).
 inline constexpr double kWarnAbove = 1.5;
-std::string AdviceAfterRun(const LocalRunOptions& run, const RunSummary& summary);
+std::string AdviceAfterRun(const sync::PolicyOptions& policy, uint64_t seed,
+                           const RunSummary& summary);
 
 }  // namespace syncopate::cli
 

@@ -2,6 +2,8 @@
 
 #include <stdlib.h>
 
+#include <cstdlib>
+
 #include "absl/strings/match.h"
 #include "base/files.h"
 #include "gtest/gtest.h"
@@ -200,21 +202,23 @@ TEST(AdviseTest, ALocalRunIsWarnedWhenItsModeIsFarSlowerAtEveryTolerance) {
     t.wall_seconds = 10.5;
     run.per_trainer.push_back(t);
   }
-  LocalRunOptions options;
-  options.report_dir = RunDirWithModel(100000);
-  options.cluster.policy.mode = "bsp";
-  const std::string warning = AdviceAfterRun(options, run);
+  run.run_dir = RunDirWithModel(100000);
+  sync::PolicyOptions policy;
+  policy.mode = "bsp";
+  const std::string warning = AdviceAfterRun(policy, 1, run);
   EXPECT_TRUE(absl::StartsWith(warning, "warning: ")) << warning;
   EXPECT_TRUE(absl::StrContains(warning, "predicts that bsp takes")) << warning;
   EXPECT_TRUE(absl::StrContains(warning, "syncopate compare --modes=bsp,")) << warning;
   // asp wins at some tolerance; a peer-to-peer mode is not predicted; no checkpoint, no profile.
-  options.cluster.policy.mode = "asp";
-  EXPECT_EQ(AdviceAfterRun(options, run), "");
-  options.cluster.policy.mode = "dssync";
-  EXPECT_EQ(AdviceAfterRun(options, run), "");
-  options.cluster.policy.mode = "bsp";
-  options.report_dir += "/elsewhere";
-  EXPECT_EQ(AdviceAfterRun(options, run), "");
+  policy.mode = "asp";
+  EXPECT_EQ(AdviceAfterRun(policy, 1, run), "");
+  policy.mode = "dssync";
+  EXPECT_EQ(AdviceAfterRun(policy, 1, run), "");
+  policy.mode = "bsp";
+  const std::string dir = run.run_dir;
+  run.run_dir += "/elsewhere";
+  EXPECT_EQ(AdviceAfterRun(policy, 1, run), "");
+  std::system(("rm -rf " + dir).c_str());
 }
 
 }  // namespace

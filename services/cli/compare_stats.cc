@@ -69,37 +69,43 @@ const Trials& Best(const std::vector<Trials>& sweep) {
   return *best;
 }
 
-namespace {
-
-bool MostlyReached(const Trials& t) { return 2 * t.reached() > static_cast<int>(t.runs.size()); }
-
-}  // namespace
-
 std::string Verdict(const std::vector<NamedTrials>& modes, double target_accuracy) {
   const std::string target = absl::StrFormat("%g", target_accuracy);
-  const NamedTrials* best = nullptr;
+  const NamedTrials* fastest = nullptr;
+  const NamedTrials* most_accurate = nullptr;
+  bool ran = false;
   for (const NamedTrials& m : modes) {
     if (m.trials == nullptr || m.trials->runs.empty()) continue;
-    if (best == nullptr || Better(*m.trials, *best->trials)) best = &m;
+    ran = true;
+    if (m.trials->mostly_reached() &&
+        (fastest == nullptr ||
+         m.trials->time_to_target()->median < fastest->trials->time_to_target()->median)) {
+      fastest = &m;
+    }
+    const std::optional<Spread> accuracy = m.trials->final_accuracy();
+    if (accuracy && (most_accurate == nullptr ||
+                     accuracy->median > most_accurate->trials->final_accuracy()->median)) {
+      most_accurate = &m;
+    }
   }
-  if (best == nullptr) return "no mode ran to the end";
-  if (!MostlyReached(*best->trials)) {
+  if (!ran) return "no mode ran to the end";
+  if (fastest == nullptr) {
     std::string out = absl::StrCat("no mode reached ", target, " in most of its runs here");
-    if (std::optional<Spread> accuracy = best->trials->final_accuracy()) {
-      absl::StrAppendFormat(&out, "; the best final accuracy: %s (%.4f)", best->mode,
-                            accuracy->median);
+    if (most_accurate != nullptr) {
+      absl::StrAppendFormat(&out, "; the best final accuracy: %s (%.4f)", most_accurate->mode,
+                            most_accurate->trials->final_accuracy()->median);
     }
     return out;
   }
-  const double fastest = best->trials->time_to_target()->median;
-  std::string out = absl::StrFormat("fastest to %s here: %s (%.1f s)", target, best->mode, fastest);
+  const double time = fastest->trials->time_to_target()->median;
+  std::string out = absl::StrFormat("fastest to %s here: %s (%.1f s)", target, fastest->mode, time);
   for (const char* reference : {"bsp", "asp"}) {
     for (const NamedTrials& m : modes) {
-      if (m.mode != reference || &m == best || m.trials == nullptr || m.trials->runs.empty()) {
+      if (m.mode != reference || &m == fastest || m.trials == nullptr || m.trials->runs.empty()) {
         continue;
       }
-      if (MostlyReached(*m.trials)) {
-        absl::StrAppendFormat(&out, ", %.2fx %s", fastest / m.trials->time_to_target()->median,
+      if (m.trials->mostly_reached()) {
+        absl::StrAppendFormat(&out, ", %.2fx %s", time / m.trials->time_to_target()->median,
                               reference);
       } else {
         absl::StrAppend(&out, ", ", reference, " did not reach ", target);

@@ -31,6 +31,8 @@ struct Trials {
 
   // Runs that reached the target.
   int reached() const;
+  // More than half the runs reached it (compare.csv's reached_target).
+  bool mostly_reached() const { return 2 * reached() > static_cast<int>(runs.size()); }
   // Time to target over the runs that reached it; nullopt when none did.
   std::optional<Spread> time_to_target() const;
   std::optional<Spread> final_accuracy() const;  // over runs that reported one
@@ -52,12 +54,11 @@ struct NamedTrials {
   const Trials* trials = nullptr;
 };
 
-// The line `syncopate compare` ends with: the fastest mode to `target_accuracy` (the best by
-// Better, when it reached the target in most of its runs), its median time, and that time as a
-// multiple of bsp's and asp's where they ran ("fastest to 0.85 here: wbsp-overlap (12.3 s), 0.41x
-// bsp, 0.92x asp"; a reference that did not reach it in most runs: "bsp did not reach 0.85").
-// When no mode reached the target in most of its runs, says so and names the best final
-// accuracy. Modes with no run are left out.
+// The line `syncopate compare` ends with: of the modes that reached `target_accuracy` in most of
+// their runs, the one with the shortest median time, and that time as a multiple of bsp's and
+// asp's where they ran ("fastest to 0.85 here: wbsp-overlap (12.3 s), 0.41x bsp, 0.92x asp"; a
+// reference that did not reach it in most runs: "bsp did not reach 0.85"). When no mode did, says
+// so and names the best median final accuracy. Modes with no run are left out.
 std::string Verdict(const std::vector<NamedTrials>& modes, double target_accuracy);
 
 // Accuracy over time across runs, sampled every `step` seconds from 0 to the longest run: each

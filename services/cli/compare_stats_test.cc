@@ -82,6 +82,13 @@ TEST(Verdict, NamesTheFastestAgainstBspAndAsp) {
   EXPECT_EQ(Verdict({{"bsp", &stuck}, {"asp", &asp}}, 0.85),
             "fastest to 0.85 here: asp (21.0 s), bsp did not reach 0.85");
   EXPECT_EQ(Verdict({{"asp", &asp}}, 0.85), "fastest to 0.85 here: asp (21.0 s)");
+  // Reaching in most runs qualifies; then the time decides, not how many runs reached.
+  const Trials slow_but_sure =
+      Of(0.1, {Outcome(40.0, 0.86), Outcome(41.0, 0.86), Outcome(39.0, 0.86)});
+  const Trials fast =
+      Of(0.1, {Outcome(20.0, 0.86), Outcome(std::nullopt, 0.84), Outcome(24.0, 0.86)});
+  EXPECT_EQ(Verdict({{"bsp", &slow_but_sure}, {"asp", &fast}}, 0.85),
+            "fastest to 0.85 here: asp (22.0 s), 0.55x bsp");
 }
 
 TEST(Verdict, SaysWhenNoModeReachedTheTarget) {

@@ -352,6 +352,7 @@ absl::StatusOr<RunSummary> RunLocal(LocalRunOptions options) {
   }
   RunSummary summary;
   summary.mode = options.cluster.policy.mode;
+  summary.run_dir = options.cluster.run_dir;
   summary.mode_parameters = sync::DescribeMode(options.cluster.policy);
   summary.staleness = sync::MakePolicy(options.cluster.policy).value()->staleness_bound();
   summary.trainers = options.cluster.trainers;

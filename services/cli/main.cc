@@ -660,16 +660,17 @@ int main(int argc, char** argv) {
         syncopate::cli::RunCompare(options);
     if (!rows.ok()) return Fail(rows.status(), ExitCodeOf(rows.status()));
     std::printf("%s", syncopate::cli::FormatCompare(*rows).c_str());
-    std::printf("report: %s/compare.csv, %s/compare-runs.csv, %s/compare.svg\n",
-                options.report_dir.c_str(), options.report_dir.c_str(), options.report_dir.c_str());
-    if (options.run.target_accuracy) {
-      std::printf("%s",
-                  syncopate::cli::CompareVerdict(*rows, *options.run.target_accuracy).c_str());
-    }
+    std::printf("report: %s/compare.csv, %s/compare-runs.csv, %s/compare.svg, %s/verdict.txt\n",
+                options.report_dir.c_str(), options.report_dir.c_str(), options.report_dir.c_str(),
+                options.report_dir.c_str());
     bool faulty = false;
     for (const auto& row : *rows) {
       if (row.interrupted()) return 130;
       faulty |= row.faulty();
+    }
+    if (options.run.target_accuracy) {
+      std::printf("%s",
+                  syncopate::cli::CompareVerdict(*rows, *options.run.target_accuracy).c_str());
     }
     // As for `local`: a comparison with a failed or faulty run did not finish normally.
     return faulty ? 4 : 0;
@@ -689,7 +690,10 @@ int main(int argc, char** argv) {
   if (!summary.ok()) return Fail(summary.status(), ExitCodeOf(summary.status()));
   std::printf("%s", syncopate::cli::FormatSummary(*summary).c_str());
   if (!summary->interrupted && !summary->faulty()) {
-    std::fprintf(stderr, "%s", syncopate::cli::AdviceAfterRun(local.run, *summary).c_str());
+    std::fprintf(
+        stderr, "%s",
+        syncopate::cli::AdviceAfterRun(local.run.cluster.policy, local.run.cluster.seed, *summary)
+            .c_str());
   }
   // A run that survived faults did not finish normally: say so in the exit code too.
   return summary->interrupted ? 130 : summary->faulty() ? 4 : 0;

@@ -33,6 +33,7 @@ struct TrainerSummary {
 struct RunSummary {
   std::string mode;
   std::string mode_parameters;  // e.g. "s=3..15"
+  std::string run_dir;          // where the run left its files (not in summary.json: it is there)
   int64_t staleness = 0;
   int trainers = 0;
   int store_shards = 1;

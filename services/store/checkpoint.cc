@@ -11,7 +11,6 @@
 #include "base/files.h"
 #include "base/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
-#include "google/protobuf/wire_format_lite.h"
 #include "rpc/identity.h"
 #include "syncopate/v1/checkpoint.pb.h"
 #include "tensor/tensor.h"
@@ -30,12 +29,12 @@ std::string ChecksumField(uint32_t checksum) {
 // One length-delimited field of a v1::Checkpoint (`values`, `pending`) as it goes on the wire
 // after the message's other fields: its key and length, for `bytes` to follow. Protobuf reads it
 // as the message's own, and a repeated field's elements in the order they come.
-std::string FieldPrefix(int field_number, size_t bytes) {
-  using google::protobuf::internal::WireFormatLite;
+std::string FieldPrefix(uint32_t field_number, size_t bytes) {
   using google::protobuf::io::CodedOutputStream;
+  constexpr uint32_t kLengthDelimited = 2;  // the wire type of bytes and messages
   uint8_t prefix[16];
-  uint8_t* end = CodedOutputStream::WriteTagToArray(
-      WireFormatLite::MakeTag(field_number, WireFormatLite::WIRETYPE_LENGTH_DELIMITED), prefix);
+  uint8_t* end =
+      CodedOutputStream::WriteVarint32ToArray((field_number << 3) | kLengthDelimited, prefix);
   end = CodedOutputStream::WriteVarint64ToArray(bytes, end);
   return std::string(reinterpret_cast<const char*>(prefix), static_cast<size_t>(end - prefix));
 }
@@ -51,8 +50,6 @@ absl::Status WriteCheckpoint(const std::string& path, ShardCheckpoint checkpoint
   auto in_path = [&](const absl::Status& s) {
     return absl::Status(s.code(), absl::StrCat(path, ": ", s.message()));
   };
-  if (!checkpoint.state.model)
-    return in_path(absl::InvalidArgumentError("a checkpoint needs a model"));
   ASSIGN_OR_RETURN(
       std::unique_ptr<base::AtomicFileWriter> file,
       base::AtomicFileWriter::Open(path, base::AtomicFileWriter::Mode::kDirectDurable));
@@ -110,16 +107,29 @@ absl::Status StreamCheckpoint(ShardCheckpoint checkpoint, uint32_t shard, uint32
   if (!head.SerializeToString(&bytes))
     return absl::InternalError("cannot serialize the checkpoint");
   head.Clear();
+
+  // Protobuf reads at most 2 GiB (ParseCheckpoint): a larger file would be written and then fail
+  // every restart, so it is refused, before anything is written where its size is known then.
+  constexpr size_t kMaxBytes = std::numeric_limits<int>::max();
+  const absl::Status too_large = absl::ResourceExhaustedError(
+      "a shard's checkpoint cannot pass 2 GiB (protobuf could not read it back): spread the model "
+      "over more store shards");
+  size_t model_bytes = 0;
+  for (const auto& values : state.model->values) model_bytes += values->size() * sizeof(float);
+  if (bytes.size() + model_bytes > kMaxBytes) return too_large;
+  size_t total = 0;
   uint32_t checksum = 0;
-  auto write_field = [&](int field_number, absl::string_view value) -> absl::Status {
-    const std::string prefix = FieldPrefix(field_number, value.size());
-    RETURN_IF_ERROR(write(prefix));
-    RETURN_IF_ERROR(write(value));
-    checksum = tensor::Crc32(value, tensor::Crc32(prefix, checksum));
-    return absl::OkStatus();
+  auto emit = [&](absl::string_view piece) -> absl::Status {
+    total += piece.size();
+    if (total > kMaxBytes) return too_large;
+    checksum = tensor::Crc32(piece, checksum);
+    return write(piece);
   };
-  RETURN_IF_ERROR(write(bytes));
-  checksum = tensor::Crc32(absl::string_view(bytes), checksum);
+  auto write_field = [&](uint32_t field_number, absl::string_view value) -> absl::Status {
+    RETURN_IF_ERROR(emit(FieldPrefix(field_number, value.size())));
+    return emit(value);
+  };
+  RETURN_IF_ERROR(emit(bytes));
 
   // Each pending push, one at a time (a round's pushes may weigh as much as the model).
   for (std::shared_ptr<const rpc::StagedPush>& push : state.pending) {
@@ -180,7 +190,7 @@ absl::StatusOr<ShardCheckpoint> ReadCheckpoint(const std::string& path, uint32_t
 absl::StatusOr<ShardCheckpoint> ParseCheckpoint(absl::string_view bytes, const std::string& path,
                                                 uint32_t shard, uint32_t shard_count) {
   v1::Checkpoint checkpoint;
-  // Protobuf reads at most 2 GiB, as it wrote.
+  // Protobuf reads at most 2 GiB (StreamCheckpoint writes no more).
   if (bytes.size() > static_cast<size_t>(std::numeric_limits<int>::max()) ||
       !checkpoint.ParseFromArray(bytes.data(), static_cast<int>(bytes.size())) ||
       checkpoint.tensors_size() != checkpoint.values_size()) {

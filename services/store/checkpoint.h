@@ -39,7 +39,9 @@ absl::Status WriteCheckpoint(const std::string& path, ShardCheckpoint checkpoint
 // as WriteCheckpoint writes them: a serialized v1::Checkpoint of everything but the pending pushes
 // and the tensors' values, then each pending push and each tensor's values as the same message's
 // next `pending` and `values` fields, then the checksum (SealCheckpoint). Lets each push and each
-// tensor go once `write` has taken it.
+// tensor go once `write` has taken it. INVALID_ARGUMENT without a model; RESOURCE_EXHAUSTED for a
+// file past 2 GiB, which protobuf could not read back (before anything is written when the model
+// alone passes it).
 absl::Status StreamCheckpoint(ShardCheckpoint checkpoint, uint32_t shard, uint32_t shard_count,
                               absl::FunctionRef<absl::Status(absl::string_view)> write);
 

@@ -7,6 +7,7 @@
 #include "base/files.h"
 #include "gtest/gtest.h"
 #include "rpc/test_pushes.h"
+#include "syncopate/v1/checkpoint.pb.h"
 
 namespace syncopate::store {
 namespace {
@@ -50,6 +51,76 @@ TEST_F(CheckpointTest, RoundTripsTheLiveModel) {
   EXPECT_EQ(Values(read->state.model), Values(Live()));
   EXPECT_EQ(read->state.model->live_version, Live()->live_version);
   EXPECT_EQ(read->written, absl::FromUnixSeconds(1700000000));
+}
+
+// The streamed file is one v1::Checkpoint: its pending pushes and values, written after the other
+// fields, read as that message's; and the message serialized whole (as checkpoints were written
+// before they were streamed) reads the same.
+TEST_F(CheckpointTest, TheStreamedLayoutIsOneMessageAndTheWholeLayoutStillReads) {
+  ParameterTable rounds;
+  rounds.SetMembers({{1, 1}, {2, 1}});
+  ASSERT_TRUE(rounds.Initialize(Stage(Header(1, 1, 0), {{"w", {1, 2}}, {"b", {3}}})).ok());
+  ASSERT_TRUE(rounds
+                  .Apply(Stage(Header(2, 1, 1, v1::APPLY_MODE_ROUND, 1, 1),
+                               {{"w", {0.5f, 0.25f}}, {"b", {1}}}))
+                  .ok());
+  const absl::StatusOr<std::string> streamed =
+      EncodeCheckpoint({rounds.Durable(), absl::FromUnixSeconds(1700000000)}, 1, 3);
+  ASSERT_TRUE(streamed.ok()) << streamed.status();
+  v1::Checkpoint message;
+  ASSERT_TRUE(message.ParseFromString(*streamed));
+  EXPECT_EQ(message.tensors_size(), 2);
+  EXPECT_EQ(message.values_size(), 2);
+  EXPECT_EQ(message.pending_size(), 1);
+  message.clear_checksum();
+  const std::string whole = SealCheckpoint(message.SerializeAsString());
+  EXPECT_NE(whole, *streamed) << "the layouts differ (values and pending pushes move)";
+  for (const std::string* bytes : {&*streamed, &whole}) {
+    absl::StatusOr<ShardCheckpoint> read = ParseCheckpoint(*bytes, "layout", 1, 3);
+    ASSERT_TRUE(read.ok()) << read.status();
+    EXPECT_EQ(Values(read->state.model), (std::vector<std::vector<float>>{{3}, {1, 2}}));
+    ASSERT_EQ(read->state.pending.size(), 1u);
+    EXPECT_EQ(read->state.pending[0]->header.trainer_id(), 2u);
+    EXPECT_EQ(read->written, absl::FromUnixSeconds(1700000000));
+  }
+}
+
+// Each tensor is let go as soon as `write` took it, while the later ones are written.
+TEST_F(CheckpointTest, EachTensorIsLetGoOnceWritten) {
+  auto model = std::make_shared<ModelSnapshot>();
+  model->specs = {{"b", {1}}, {"w", {3}}};
+  model->values = {std::make_shared<const std::vector<float>>(1, 1.0f),
+                   std::make_shared<const std::vector<float>>(3, 2.0f)};
+  std::vector<std::weak_ptr<const std::vector<float>>> tensors(model->values.begin(),
+                                                               model->values.end());
+  ShardCheckpoint checkpoint;
+  checkpoint.state.model = std::move(model);  // the only holder
+  std::vector<size_t> alive_when_written;     // live tensors of the cut as each one's bytes go out
+  absl::Status streamed =
+      StreamCheckpoint(std::move(checkpoint), 1, 3, [&](absl::string_view piece) {
+        for (size_t i = 0; i < tensors.size(); ++i) {
+          std::shared_ptr<const std::vector<float>> t = tensors[i].lock();
+          if (t && piece.data() == reinterpret_cast<const char*>(t->data())) {
+            size_t alive = 0;
+            for (const auto& w : tensors) alive += !w.expired();
+            alive_when_written.push_back(alive);
+          }
+        }
+        return absl::OkStatus();
+      });
+  ASSERT_TRUE(streamed.ok()) << streamed;
+  EXPECT_EQ(alive_when_written, (std::vector<size_t>{2, 1}));
+  EXPECT_TRUE(tensors[0].expired() && tensors[1].expired());
+  // A write that fails stops it there.
+  int writes = 0;
+  EXPECT_EQ(StreamCheckpoint(Now(), 1, 3,
+                             [&](absl::string_view) {
+                               return ++writes == 2 ? absl::UnavailableError("disk full")
+                                                    : absl::OkStatus();
+                             })
+                .code(),
+            absl::StatusCode::kUnavailable);
+  EXPECT_EQ(writes, 2);
 }
 
 // Found by checkpoint_fuzz: a file whose checksum holds but whose model is not finite (written by

@@ -217,6 +217,10 @@ class ParameterTable {
   // from a restart (ApplyResult::durable_epoch tells their trainers).
   void Saved(int64_t epoch);
 
+  // Bytes of tensor buffers let go and kept for the next copy on write or round sum
+  // (TensorBuffers): at most the model's size.
+  size_t kept_buffer_bytes() const { return buffers_.kept_bytes(); }
+
   // Who may push now (or could, before a restore), in id order, with their last cuts: what a
   // restarted coordinator resumes from.
   Roster Members() const;

@@ -77,6 +77,28 @@ TEST_F(ParameterTableTest, APushWritesInPlaceWhenNoSnapshotHoldsTheValues) {
   EXPECT_EQ((*table_.Snapshot(0))->tensor(0), (std::vector<float>{1, 2}));
 }
 
+// A buffer nothing holds any more comes back to the table, pages and all, and the next copy on
+// write of its size takes it (TensorBuffers): in steady state a push touches no fresh memory.
+TEST_F(ParameterTableTest, ACopyOnWriteTakesABufferLetGoBefore) {
+  auto push = [&](uint64_t sequence) {
+    return table_.Apply(
+        Stage(Header(1, 1, sequence, v1::APPLY_MODE_IMMEDIATE, 1.0f), {{"a", {1, 1}}}));
+  };
+  ASSERT_TRUE(push(1).ok());  // copies "a" away from round 0's snapshot, which keeps the first
+  EXPECT_EQ(table_.kept_buffer_bytes(), 0u);
+  std::shared_ptr<const ModelSnapshot> cut = *table_.Snapshot(-1);  // as a checkpoint's
+  const float* second = cut->tensor(0).data();
+  ASSERT_TRUE(push(2).ok());  // a third buffer: none was kept
+  cut.reset();
+  EXPECT_EQ(table_.kept_buffer_bytes(), 2 * sizeof(float)) << "the second came back";
+  cut = *table_.Snapshot(-1);
+  ASSERT_TRUE(push(3).ok());
+  EXPECT_EQ(table_.kept_buffer_bytes(), 0u);
+  EXPECT_EQ((*table_.Snapshot(-1))->tensor(0).data(), second) << "the copy took the kept buffer";
+  EXPECT_EQ(Live(table_, "a"), (std::vector<float>{4, 5}));
+  EXPECT_EQ(cut->tensor(0), (std::vector<float>{3, 4})) << "the cut keeps what it had";
+}
+
 TEST_F(ParameterTableTest, RetriedPushIsAppliedOnce) {
   rpc::StagedPush push = Stage(Header(1, 1, 5), {{"a", {1, 1}}});
   ASSERT_FALSE(table_.Apply(push)->duplicate);

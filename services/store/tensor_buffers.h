@@ -25,6 +25,8 @@ class TensorBuffers {
 
   // Keeps at most `max_kept_bytes` of buffers for reuse; a buffer that would pass it is freed.
   explicit TensorBuffers(size_t max_kept_bytes = 0);
+  TensorBuffers(const TensorBuffers&) = delete;
+  TensorBuffers& operator=(const TensorBuffers&) = delete;
 
   // A buffer of `n` floats, a kept one when there is one of that size (its values are then what
   // they were), else zeros. Throws std::bad_alloc as a vector does.
