@@ -53,18 +53,26 @@ absl::StatusOr<sync::ClusterSimResult> Simulate(sync::ClusterSimOptions profile,
   return sync::SimulateCluster(profile);
 }
 
-// The index of the fastest predicted row at `tolerance`; -1 when none is predicted.
+// Predicted rates within this share of the fastest are a tie: the model's error is larger
+// (docs/advise.md), and the candidate with the fresher deltas is the safer choice.
+constexpr double kTie = 0.05;
+
+// The index of the winning row at `tolerance`: of the rows predicted within kTie of the fastest,
+// the one whose deltas are the least stale; -1 when none is predicted.
 int Winner(const std::vector<AdviceRow>& rows, double tolerance) {
-  int best = -1;
-  double best_rate = 0;
+  double fastest = 0;
+  for (const AdviceRow& row : rows) {
+    fastest = std::max(fastest, PredictedRate(row.sim, tolerance).value_or(0));
+  }
+  int winner = -1;
   for (size_t i = 0; i < rows.size(); ++i) {
-    std::optional<double> rate = PredictedRate(rows[i].sim, tolerance);
-    if (rate && (best < 0 || *rate > best_rate)) {
-      best = static_cast<int>(i);
-      best_rate = *rate;
+    const std::optional<double> rate = PredictedRate(rows[i].sim, tolerance);
+    if (!rate || *rate < (1 - kTie) * fastest) continue;
+    if (winner < 0 || rows[i].sim.delta_staleness_mean < rows[winner].sim.delta_staleness_mean) {
+      winner = static_cast<int>(i);
     }
   }
-  return best;
+  return winner;
 }
 
 // A trainer's seconds per step, if it took steps and is still in the job.
@@ -307,6 +315,12 @@ std::string Recommendation(const AdviseOptions& options, const Advice& advice) {
   } else {
     absl::StrAppendFormat(&out, "at %.2f steps %s wins, at %.2f steps %s)\n", low,
                           advice.winners[0], high, advice.winners[2]);
+  }
+  if (!advice.rows.empty() && Name(advice.rows.front()) != advice.winners[1]) {
+    absl::StrAppendFormat(&out,
+                          "  (predicted within %.0f%% of %s, with fresher deltas: a tie for the "
+                          "model, which the fresher deltas win)\n",
+                          kTie * 100, Name(advice.rows.front()));
   }
   absl::StrAppend(&out,
                   "peer-to-peer modes are simulated, not predicted: their staleness is not "
