@@ -7,6 +7,7 @@
 #ifndef SYNCOPATE_CLIENT_FAKE_PEER_LINK_H_
 #define SYNCOPATE_CLIENT_FAKE_PEER_LINK_H_
 
+#include <atomic>
 #include <deque>
 #include <map>
 #include <utility>
@@ -50,6 +51,7 @@ class FakePeerLink final : public PeerLink {
   }
 
   void SetIncarnation(uint64_t incarnation) override { inbox.SetIncarnation(incarnation); }
+  void SetCodec(v1::Codec codec) override { this->codec = codec; }
   void PlanRound(const v1::PeerExchange& exchange) override { inbox.PlanRound(exchange); }
   std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t,
                                       int64_t round, const tensor::SharedTensorMap& model,
@@ -95,6 +97,7 @@ class FakePeerLink final : public PeerLink {
   TransferTotals TakeReceived() override { return {}; }
 
   ExchangeInbox inbox;
+  std::atomic<v1::Codec> codec{v1::CODEC_NONE};  // the last SetCodec's
 
  private:
   absl::Mutex mu_;

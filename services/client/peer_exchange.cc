@@ -296,9 +296,10 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* PeerService::Exchange(grpc::CallbackS
       [this, start, caller = *std::move(caller)](absl::StatusOr<rpc::StagedPush> push,
                                                  grpc::ByteBuffer* response) {
         if (!push.ok()) return rpc::ToGrpcStatus(push.status());
-        if (push->header.codec() != v1::CODEC_NONE) {
+        if (push->header.codec() == v1::CODEC_TOPK) {
           return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                              "a peer's model carries float32 values, not compressed ones");
+                              "a peer's model carries every value (float32, bf16 or fp16), not "
+                              "top-k");
         }
         const uint64_t sender = push->header.trainer_id();
         // A sender the coordinator named already is checked now; one named later, when its model
@@ -473,6 +474,8 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
   header->set_mass_ledger(ledger_);
   header->set_mass_sent_total(booked.sent_total);
   header->set_receiver_incarnation(peer.incarnation());
+  const v1::Codec codec = codec_.load(std::memory_order_relaxed);
+  header->set_codec(codec);
   const TensorEntries entries = AllEntries(*model);
   AddSpecs(entries, header);
   base::Backoff setup_backoff(kSetupBackoff);
@@ -502,7 +505,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
             base::PaceThrough(egress_, chunk);
             return true;
           },
-          &bytes);
+          &bytes, codec);
     }
     if (!stopped.ok()) {
       ctx.TryCancel();  // not a half-close: the receiver would see a cut model

@@ -304,6 +304,9 @@ class PeerSender {
                        TransferCancel* cancel = nullptr);
   // Sends tried again after a failure at connection set-up (kSetupBackoff), since construction.
   int64_t setup_retries() const { return setup_retries_.load(std::memory_order_relaxed); }
+  // How the models sent from now on carry their values: CODEC_NONE (float32, the default),
+  // CODEC_BF16 or CODEC_FP16 (each value rounded to the nearest the codec holds as it is written).
+  void SetCodec(v1::Codec codec) { codec_.store(codec, std::memory_order_relaxed); }
 
  private:
   // One Exchange method per peer address, written raw (rpc/chunk_frames.h), on one channel each.
@@ -333,6 +336,7 @@ class PeerSender {
   std::map<std::pair<uint64_t, uint64_t>, double> confirmed_total_ ABSL_GUARDED_BY(mu_);
   int required_running_ ABSL_GUARDED_BY(mu_) = 0;  // transfers not at low priority
   std::atomic<int64_t> setup_retries_{0};
+  std::atomic<v1::Codec> codec_{v1::CODEC_NONE};
 };
 
 // The exchange's mixing rule, push-sum (Kempe et al., 2003; as in Stochastic Gradient Push, Assran

@@ -34,6 +34,10 @@ class PeerLink {
 
   // This trainer's incarnation (its Welcome's): a model addressed to another one is refused.
   virtual void SetIncarnation(uint64_t incarnation) = 0;
+  // How the models this trainer sends carry their values (its Welcome's codec, the job's
+  // --compression): CODEC_NONE (float32, the default), CODEC_BF16 or CODEC_FP16 (each value the
+  // nearest the codec holds).
+  virtual void SetCodec(v1::Codec codec) = 0;
 
   // Exchanges in rounds (dssync, selmcast). Before the round's transfers: records the round's plan,
   // its senders and the names of its peers (ExchangeInbox::PlanRound).

@@ -61,6 +61,7 @@ class PeerNode final : public PeerLink {
 
   // PeerLink.
   void SetIncarnation(uint64_t incarnation) override { inbox_.SetIncarnation(incarnation); }
+  void SetCodec(v1::Codec codec) override { sender_->SetCodec(codec); }
   void PlanRound(const v1::PeerExchange& exchange) override { inbox_.PlanRound(exchange); }
   std::vector<absl::Status> SendToAll(const std::vector<v1::PeerRef>& peers, uint64_t sender,
                                       int64_t round, const tensor::SharedTensorMap& model,

@@ -46,7 +46,10 @@ absl::Status Protocol::Begin(const tensor::TensorMap& initial) {
   // store's initial one, which these modes never update): it holds no mass, so that its exchanges
   // take its peers' trained models instead of averaging the untrained one in (MixInto).
   if (welcome().peer_to_peer()) {
-    if (peers_ != nullptr) peers_->SetIncarnation(welcome().incarnation());
+    if (peers_ != nullptr) {
+      peers_->SetIncarnation(welcome().incarnation());
+      peers_->SetCodec(welcome().codec());
+    }
     if (welcome().start_clock() > 0) {
       mass_ = 0;
       await_peers_model_ = true;

@@ -33,7 +33,12 @@ absl::Status Session::Start() {
     if (welcome.codec() != v1::CODEC_NONE) {
       const tensor::Compression compression{welcome.codec(), welcome.topk_ratio()};
       RETURN_IF_ERROR(tensor::CheckCompression(compression));
-      model_.Compress(compression);
+      if (welcome.peer_to_peer() && compression.codec == v1::CODEC_TOPK) {
+        return absl::InvalidArgumentError("top-k compression in a peer-to-peer mode");
+      }
+      // Store modes push compressed deltas (error feedback); the peer link sends whole models in
+      // the codec (Protocol::Begin tells it).
+      if (!welcome.peer_to_peer()) model_.Compress(compression);
     }
     RETURN_IF_ERROR(model_.Begin());
     tensor::TensorMap initial;

@@ -5,6 +5,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -38,16 +39,17 @@ constexpr size_t kTopkPairBytes = sizeof(uint32_t) + sizeof(float);  // index, v
 absl::StatusOr<Compression> ParseCompression(absl::string_view text, bool peer_to_peer) {
   Compression c;
   if (text == "none") return c;
-  if (peer_to_peer) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--compression=", text,
-        ": the peer-to-peer modes exchange whole models; compression is for the store modes"));
-  }
   if (text == "bf16" || text == "fp16") {
     c.codec = text == "bf16" ? v1::CODEC_BF16 : v1::CODEC_FP16;
     return c;
   }
   absl::string_view ratio = text;
+  if (peer_to_peer && absl::StartsWith(text, "topk:")) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--compression=", text,
+        ": the peer-to-peer modes send whole models, not deltas, so there is nothing left out for "
+        "a later exchange to carry: use bf16 or fp16 there"));
+  }
   if (absl::ConsumePrefix(&ratio, "topk:") && absl::SimpleAtod(ratio, &c.topk_ratio)) {
     c.codec = v1::CODEC_TOPK;
     if (CheckCompression(c).ok()) return c;

@@ -28,13 +28,13 @@ struct Compression {
 
 // The --compression flag's help, in every binary that takes it.
 inline constexpr char kCompressionHelp[] =
-    "Store modes: how trainers compress their pushes: none, bf16, fp16, or topk:RATIO (each push "
-    "carries that share of each tensor's largest values); what a push leaves out comes with the "
-    "next (docs/compression.md)";
+    "How trainers compress what they send: none, bf16, fp16, or topk:RATIO (each push carries that "
+    "share of each tensor's largest values; store modes only); what a push leaves out comes with "
+    "the next. In the peer-to-peer modes the models go in bf16 or fp16 (docs/compression.md)";
 
 // "none", "bf16", "fp16" or "topk:RATIO" (RATIO in (0, 1], e.g. topk:0.01); INVALID_ARGUMENT
-// naming the choices otherwise, and for any but "none" in a `peer_to_peer` mode (its trainers
-// exchange whole models).
+// naming the choices otherwise, and for top-k in a `peer_to_peer` mode (its trainers exchange
+// whole models, each value sent in the half precision, not deltas with a residual).
 absl::StatusOr<Compression> ParseCompression(absl::string_view text, bool peer_to_peer = false);
 // The inverse: "bf16", "topk:0.01".
 std::string CompressionName(const Compression& compression);

@@ -4,6 +4,7 @@
 #include <limits>
 #include <random>
 
+#include "absl/strings/match.h"
 #include "gtest/gtest.h"
 
 namespace syncopate::tensor {
@@ -29,6 +30,12 @@ TEST(CompressionTest, ParsesTheNamesAndRefusesOthers) {
   for (const char* bad : {"", "int8", "topk", "topk:", "topk:0", "topk:1.5", "topk:-1", "topk:x"}) {
     EXPECT_TRUE(absl::IsInvalidArgument(ParseCompression(bad).status())) << bad;
   }
+  // The peer-to-peer modes send whole models: in a half precision, not as top-k deltas.
+  EXPECT_EQ(ParseCompression("bf16", /*peer_to_peer=*/true)->codec, v1::CODEC_BF16);
+  EXPECT_EQ(ParseCompression("fp16", /*peer_to_peer=*/true)->codec, v1::CODEC_FP16);
+  const absl::Status peer_topk = ParseCompression("topk:0.01", /*peer_to_peer=*/true).status();
+  EXPECT_TRUE(absl::IsInvalidArgument(peer_topk));
+  EXPECT_TRUE(absl::StrContains(peer_topk.message(), "use bf16 or fp16")) << peer_topk;
 }
 
 // Values a half holds come back as they were; others round to the nearest, ties to even.

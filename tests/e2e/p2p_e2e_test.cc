@@ -258,6 +258,25 @@ TEST(P2PE2E, BadLinkRatesAreClearErrors) {
                 dir, {"--mode=selmcast", "--trainers=2", "--ingress-rate=1mbit,1mbit,1mbit"})),
             2);
   EXPECT_EQ(ExitCode(RunLocal(dir, {"--mode=selmcast", "--trainers=2", "--p=0"})), 2);
+  // Top-k needs deltas, which these modes do not send.
+  EXPECT_EQ(ExitCode(RunLocal(dir, {"--mode=dssync", "--trainers=2", "--compression=topk:0.01"})),
+            2);
+}
+
+// Models exchanged in bf16 (docs/compression.md): the job still reaches its target, and its final
+// average is as good.
+TEST(P2PE2E, ADsSyncJobExchangingHalvesReachesTheTarget) {
+  const std::string dir = MakeTempDir("p2p-bf16");
+  const int status = RunLocal(dir, {"--mode=dssync", "--compression=bf16", "--trainers=3",
+                                    "--target-accuracy=0.80", "--time-limit=120s"});
+  ASSERT_EQ(ExitCode(status), 0) << cli::DescribeExit(status) << "; see " << dir;
+  nlohmann::json summary = ReadJson(dir + "/summary.json");
+  EXPECT_TRUE(summary["reached_target"].get<bool>()) << "see " << dir;
+  ASSERT_FALSE(summary["final_average"]["accuracy"].is_null()) << "see " << dir;
+  EXPECT_GE(summary["final_average"]["accuracy"].get<double>(), 0.75) << "see " << dir;
+  for (int rank = 0; rank < 3; ++rank) {
+    EXPECT_GT(ReadExchanges(dir, rank).received, 20) << "trainer " << rank << "; see " << dir;
+  }
 }
 
 }  // namespace

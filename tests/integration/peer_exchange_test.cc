@@ -15,6 +15,7 @@
 #include "gtest/gtest.h"
 #include "held_port.h"
 #include "rpc/grpc_util.h"
+#include "tensor/compression.h"
 
 namespace syncopate::client {
 namespace {
@@ -68,6 +69,29 @@ TEST(PeerExchangeTest, ModelsArriveByRoundAndSender) {
   EXPECT_EQ(totals.bytes, 2 * 1010 * 4.0);
   EXPECT_EQ(totals.transfers, 2);
   EXPECT_EQ(r.received.Take().bytes, 2 * 1010 * 4.0);
+}
+
+// Under --compression=bf16 (or fp16) a model travels in half the bytes, each value the nearest the
+// codec holds; top-k (deltas, not models) is refused.
+TEST(PeerExchangeTest, AModelGoesInTheJobsHalfPrecision) {
+  Receiver r(Model(0));
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
+  sender.SetCodec(v1::CODEC_BF16);
+  const float value = 1.001f;  // bf16 holds 1.0 and 1.0078125 near it
+  auto results = sender.SendToAll({r.Ref(1)}, 7, /*round=*/1, tensor::Share(Model(value)), 1.0,
+                                  In(absl::Seconds(10)));
+  ASSERT_TRUE(results[0].ok()) << results[0];
+  auto got = r.inbox.Collect(1, {7}, In(absl::Seconds(10)));
+  ASSERT_EQ(got.size(), 1u);
+  EXPECT_EQ(got[7].model, Model(tensor::FromBf16(tensor::ToBf16(value))));
+  EXPECT_EQ(got[7].model.at("w")[0], 1.0f);
+  EXPECT_EQ(sent.Take().bytes, 1010 * 2.0) << "two bytes a value";
+  sender.SetCodec(v1::CODEC_TOPK);
+  results = sender.SendToAll({r.Ref(1)}, 7, /*round=*/2, tensor::Share(Model(value)), 1.0,
+                             In(absl::Seconds(10)));
+  EXPECT_EQ(results[0].code(), absl::StatusCode::kInvalidArgument) << results[0];
+  EXPECT_TRUE(absl::StrContains(results[0].message(), "not top-k")) << results[0];
 }
 
 TEST(PeerExchangeTest, WrongShapesAndRepeatsAreRefused) {
