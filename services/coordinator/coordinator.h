@@ -49,8 +49,9 @@ struct CoordinatorOptions {
   double target_accuracy = 0;
   // Peer-to-peer modes: how long one exchange may wait for its peers (told to trainers).
   absl::Duration exchange_timeout = absl::Seconds(10);
-  // Store modes: how trainers compress their pushes (told to trainers, and to the stores, which
-  // refuse another codec), and for top-k the share of each tensor a push carries.
+  // How trainers compress what they send (told to trainers, and to the stores, which refuse another
+  // codec): store modes' pushes, and for top-k the share of each tensor a push carries; the
+  // peer-to-peer modes' exchanged models (bf16 or fp16 only).
   v1::Codec codec = v1::CODEC_NONE;
   double topk_ratio = 1;
   // How often the stores are asked who they are, to notice a shard that restarted while nothing
