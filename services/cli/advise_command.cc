@@ -75,6 +75,14 @@ int Winner(const std::vector<AdviceRow>& rows, double tolerance) {
   return winner;
 }
 
+// The bytes of the model a run left in its checkpoints (RUN_DIR/checkpoints): float32 values.
+absl::StatusOr<double> ModelBytesOfRun(const std::string& run_dir) {
+  ASSIGN_OR_RETURN(const tensor::Model model, ReadCheckpointModel(run_dir + "/checkpoints"));
+  double bytes = 0;
+  for (const tensor::ModelTensor& t : model.tensors) bytes += 4.0 * t.values.size();
+  return bytes;
+}
+
 // A trainer's seconds per step, if it took steps and is still in the job.
 std::optional<double> SecondsPerStep(const TrainerSummary& t) {
   if (t.clock <= 0 || t.compute_seconds <= 0 || t.state == "left" || t.state == "evicted") {
@@ -148,8 +156,7 @@ absl::StatusOr<ProbeRuns> Probe(LocalRunOptions run) {
                        run.report_dir, ")"));
     }
   }
-  ASSIGN_OR_RETURN(const tensor::Model model, ReadCheckpointModel(dir + "/asp/checkpoints"));
-  for (const tensor::ModelTensor& t : model.tensors) probe.model_bytes += 4.0 * t.values.size();
+  ASSIGN_OR_RETURN(probe.model_bytes, ModelBytesOfRun(dir + "/asp"));
   return probe;
 }
 
@@ -351,14 +358,12 @@ std::string FormatAdvice(const AdviseOptions& options, const Advice& advice) {
 
 std::string AdviceAfterRun(const sync::PolicyOptions& policy, uint64_t seed,
                            const RunSummary& summary) {
-  absl::StatusOr<tensor::Model> model = ReadCheckpointModel(summary.run_dir + "/checkpoints");
-  if (!model.ok()) return "";
-  double model_bytes = 0;
-  for (const tensor::ModelTensor& t : model->tensors) model_bytes += 4.0 * t.values.size();
+  absl::StatusOr<double> model_bytes = ModelBytesOfRun(summary.run_dir);
+  if (!model_bytes.ok()) return "";
   sync::ClusterSimOptions base;
   base.policy = policy;
   base.seed = seed;
-  absl::StatusOr<sync::ClusterSimOptions> profile = ProfileFromRun(summary, model_bytes, base);
+  absl::StatusOr<sync::ClusterSimOptions> profile = ProfileFromRun(summary, *model_bytes, base);
   if (!profile.ok()) return "";
   AdviseOptions options;
   options.cluster = *profile;

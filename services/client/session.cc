@@ -33,9 +33,7 @@ absl::Status Session::Start() {
     if (welcome.codec() != v1::CODEC_NONE) {
       const tensor::Compression compression{welcome.codec(), welcome.topk_ratio()};
       RETURN_IF_ERROR(tensor::CheckCompression(compression));
-      if (welcome.peer_to_peer() && compression.codec == v1::CODEC_TOPK) {
-        return absl::InvalidArgumentError("top-k compression in a peer-to-peer mode");
-      }
+      RETURN_IF_ERROR(tensor::CheckCompressionForMode(compression, welcome.peer_to_peer()));
       // Store modes push compressed deltas (error feedback); the peer link sends whole models in
       // the codec (Protocol::Begin tells it).
       if (!welcome.peer_to_peer()) model_.Compress(compression);

@@ -5,7 +5,6 @@
 #include <cstring>
 #include <numeric>
 
-#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
@@ -44,18 +43,24 @@ absl::StatusOr<Compression> ParseCompression(absl::string_view text, bool peer_t
     return c;
   }
   absl::string_view ratio = text;
-  if (peer_to_peer && absl::StartsWith(text, "topk:")) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "--compression=", text,
-        ": the peer-to-peer modes send whole models, not deltas, so there is nothing left out for "
-        "a later exchange to carry: use bf16 or fp16 there"));
-  }
   if (absl::ConsumePrefix(&ratio, "topk:") && absl::SimpleAtod(ratio, &c.topk_ratio)) {
     c.codec = v1::CODEC_TOPK;
-    if (CheckCompression(c).ok()) return c;
+    if (CheckCompression(c).ok()) {
+      absl::Status for_mode = CheckCompressionForMode(c, peer_to_peer);
+      if (!for_mode.ok()) return for_mode;
+      return c;
+    }
   }
   return absl::InvalidArgumentError(
       absl::StrCat("unknown compression '", text, "' (", kChoices, ")"));
+}
+
+absl::Status CheckCompressionForMode(const Compression& compression, bool peer_to_peer) {
+  if (!peer_to_peer || compression.codec != v1::CODEC_TOPK) return absl::OkStatus();
+  return absl::InvalidArgumentError(absl::StrCat(
+      "--compression=", CompressionName(compression),
+      ": the peer-to-peer modes send whole models, not deltas, so there is nothing left out for "
+      "a later exchange to carry: use bf16 or fp16 there"));
 }
 
 std::string CompressionName(const Compression& compression) {

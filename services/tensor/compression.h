@@ -33,14 +33,16 @@ inline constexpr char kCompressionHelp[] =
     "the next. In the peer-to-peer modes the models go in bf16 or fp16 (docs/compression.md)";
 
 // "none", "bf16", "fp16" or "topk:RATIO" (RATIO in (0, 1], e.g. topk:0.01); INVALID_ARGUMENT
-// naming the choices otherwise, and for top-k in a `peer_to_peer` mode (its trainers exchange
-// whole models, each value sent in the half precision, not deltas with a residual).
+// naming the choices otherwise, and for top-k in a `peer_to_peer` mode (CheckCompressionForMode).
 absl::StatusOr<Compression> ParseCompression(absl::string_view text, bool peer_to_peer = false);
 // The inverse: "bf16", "topk:0.01".
 std::string CompressionName(const Compression& compression);
 // INVALID_ARGUMENT unless `compression` is one ParseCompression gives (a known codec; a top-k
 // ratio in (0, 1]).
 absl::Status CheckCompression(const Compression& compression);
+// INVALID_ARGUMENT for top-k in a `peer_to_peer` mode, whose trainers send whole models (each value
+// in the half precision), not deltas with a residual: the one rule between codecs and modes.
+absl::Status CheckCompressionForMode(const Compression& compression, bool peer_to_peer);
 
 // The nearest bfloat16 and half-precision values, rounding to even. ToFp16 saturates a finite
 // value at +-65504, so a finite delta stays finite.
