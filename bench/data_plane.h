@@ -15,16 +15,20 @@
 
 namespace syncopate::bench {
 
-// --mib=N (model size, default 64), --repeats=N (default 5), --round-trainers=N (default 5).
+// --mib=N or --kib=N (model size, default 64 MiB), --repeats=N (default 5), --round-trainers=N
+// (default 5), --transport=stream|call, --transfer-only.
 struct DataPlaneFlags {
-  size_t mib = 64;
+  size_t kib = 64 << 10;
   int repeats = 5;
   // Trainers whose ROUND pushes one round closes (store_bench.cc's round section).
   int round_trainers = 5;
   // Only push+pull in the timed repeats (after one untimed warm-up), the other measurements after
   // them: the work a peer's bench does, for side-by-side comparisons (bench/pslite/compare.sh).
   bool transfer_only = false;
-  size_t floats() const { return mib * (1 << 20) / sizeof(float); }
+  // Pushes and pulls on the trainer's Transfer stream (default), or a call each (--transport=call).
+  bool call_per_transfer = false;
+  double mib() const { return kib / 1024.0; }
+  size_t floats() const { return kib * 1024 / sizeof(float); }
   size_t bytes() const { return floats() * sizeof(float); }
 };
 
@@ -37,9 +41,15 @@ inline DataPlaneFlags ParseDataPlaneFlags(int argc, char** argv, const char* usa
       std::printf("%s", usage);
       std::exit(0);
     } else if (std::strncmp(arg, "--mib=", 6) == 0) {
-      flags.mib = std::stoul(arg + 6);
+      flags.kib = std::stoul(arg + 6) << 10;
+    } else if (std::strncmp(arg, "--kib=", 6) == 0) {
+      flags.kib = std::max<size_t>(1, std::stoul(arg + 6));
     } else if (std::strncmp(arg, "--repeats=", 10) == 0) {
       flags.repeats = std::stoi(arg + 10);
+    } else if (std::strcmp(arg, "--transport=call") == 0) {
+      flags.call_per_transfer = true;
+    } else if (std::strcmp(arg, "--transport=stream") == 0) {
+      flags.call_per_transfer = false;
     } else if (std::strcmp(arg, "--transfer-only") == 0) {
       flags.transfer_only = true;
     } else if (std::strncmp(arg, "--round-trainers=", 17) == 0) {

@@ -5,7 +5,8 @@
 // The references are measured in the same run, interleaved with the measurement (after it, with
 // --transfer-only, which also leaves the round out), because the machine is shared and noisy.
 // Prints a table and one JSON line. Usage:
-//   syncopate-store-bench [--mib=64] [--repeats=5] [--transfer-only] [--round-trainers=5]
+//   syncopate-store-bench [--mib=64|--kib=N] [--repeats=5] [--transfer-only] [--round-trainers=5]
+//                         [--transport=stream|call]
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -107,11 +108,12 @@ int main(int argc, char** argv) {
   base::TuneAllocatorForLargeBuffers();
   const bench::DataPlaneFlags flags = bench::ParseDataPlaneFlags(
       argc, argv,
-      "usage: syncopate-store-bench [--mib=64] [--repeats=5] [--transfer-only] "
-      "[--round-trainers=5]\n"
+      "usage: syncopate-store-bench [--mib=64|--kib=N] [--repeats=5] [--transfer-only] "
+      "[--round-trainers=5] [--transport=stream|call]\n"
       "  push+pull of a model through one store shard over loopback against raw loopback TCP,\n"
       "  a delta's apply against an in-place float add, and a round's close (bench/README.md)\n");
-  const size_t mib = flags.mib, floats = flags.floats(), bytes = flags.bytes();
+  const double mib = flags.mib();
+  const size_t floats = flags.floats(), bytes = flags.bytes();
   const int repeats = flags.repeats;
 
   prometheus::Registry registry;
@@ -127,6 +129,8 @@ int main(int argc, char** argv) {
   table.SetMembers({{1, 1}});
   client::StoreClient client({"127.0.0.1:" + std::to_string(port)}, rpc::Credentials::Insecure(),
                              absl::Minutes(2));
+  client.set_transport(flags.call_per_transfer ? client::StoreTransport::kCall
+                                               : client::StoreTransport::kStream);
 
   const tensor::SharedTensorMap shared = tensor::Share(bench::FourTensorModel(floats));
   const tensor::TensorMap& model = *shared;
@@ -187,7 +191,7 @@ int main(int argc, char** argv) {
 
     add_gbps.push_back(bytes / in_place_add_seconds() / 1e9);
   }
-  server->Shutdown();
+  rpc::StopServer(*server);
 
   // A round: every trainer's ROUND push staged into the table (their arrival), then the close that
   // takes them all (BSP's round, on every trainer's critical path), against one in-place add timed
@@ -232,12 +236,16 @@ int main(int argc, char** argv) {
 
   const double store = Median(store_gbps), tcp = Median(tcp_gbps);
   const double apply = Median(apply_gbps), add = Median(add_gbps) + 0 * a[floats / 2];
-  std::printf("model %zu MiB, %d repeats (medians)\n", mib, repeats);
+  std::printf("model %.4g MiB, %d repeats (medians), pushes and pulls %s\n", mib, repeats,
+              flags.call_per_transfer ? "a call each" : "on one Transfer stream");
   std::printf("  push+pull through the store   %6.2f GB/s\n", store);
   std::printf("  raw loopback TCP (both ways)  %6.2f GB/s   ratio %.2f (target >= 0.70)\n", tcp,
               store / tcp);
-  std::printf("    push alone                  %6.2f GB/s\n", Median(push_gbps));
-  std::printf("    live pull alone             %6.2f GB/s\n", Median(pull_gbps));
+  // Per transfer, too: what a small model's push and pull cost is latency more than throughput.
+  std::printf("    push alone                  %6.2f GB/s   %.3f ms\n", Median(push_gbps),
+              1e3 * bytes / 1e9 / Median(push_gbps));
+  std::printf("    live pull alone             %6.2f GB/s   %.3f ms\n", Median(pull_gbps),
+              1e3 * bytes / 1e9 / Median(pull_gbps));
   std::printf("    round pull alone            %6.2f GB/s\n", Median(round_pull_gbps));
   std::printf("  store apply of a delta        %6.2f GB/s\n", apply);
   std::printf("  in-place float add            %6.2f GB/s   ratio %.2f (target >= 0.80)\n", add,
@@ -249,7 +257,7 @@ int main(int argc, char** argv) {
     std::printf("    the close in in-place adds of the model  %.2f\n", Median(round_close_adds));
   }
   std::printf(
-      "{\"model_mib\":%zu,\"store_gbps\":%.3f,\"tcp_gbps\":%.3f,\"transfer_ratio\":%.3f,"
+      "{\"model_mib\":%.4g,\"store_gbps\":%.3f,\"tcp_gbps\":%.3f,\"transfer_ratio\":%.3f,"
       "\"apply_gbps\":%.3f,\"add_gbps\":%.3f,\"apply_ratio\":%.3f,\"push_gbps\":%.3f,"
       "\"pull_gbps\":%.3f,\"round_pull_gbps\":%.3f",
       mib, store, tcp, store / tcp, apply, add, apply / add, Median(push_gbps), Median(pull_gbps),

@@ -3,7 +3,7 @@
 // authorizing every call) against plaintext, alternating run by run in one process so both see the
 // same machine. Target: TLS keeps >= 0.85 of plaintext's throughput at 64 MiB. Prints a table, the
 // cipher openssl s_client negotiates with the TLS shard, and one JSON line. Usage:
-//   syncopate-tls-bench [--mib=64] [--repeats=5]
+//   syncopate-tls-bench [--mib=64|--kib=N] [--repeats=5]
 #include <stdlib.h>
 
 #include <algorithm>
@@ -66,7 +66,7 @@ class Shard {
     client_ = std::make_unique<client::StoreClient>(std::vector<std::string>{address_}, trainer,
                                                     absl::Minutes(2));
   }
-  ~Shard() { server_->Shutdown(); }
+  ~Shard() { rpc::StopServer(*server_); }
 
   const std::string& address() const { return address_; }
   client::StoreClient& client() { return *client_; }
@@ -114,9 +114,10 @@ int main(int argc, char** argv) {
   base::TuneAllocatorForLargeBuffers();
   const bench::DataPlaneFlags flags = bench::ParseDataPlaneFlags(
       argc, argv,
-      "usage: syncopate-tls-bench [--mib=64] [--repeats=5]\n"
+      "usage: syncopate-tls-bench [--mib=64|--kib=N] [--repeats=5]\n"
       "  push+pull through one store shard with mutual TLS against plaintext (bench/README.md)\n");
-  const size_t mib = flags.mib, bytes = flags.bytes();
+  const double mib = flags.mib();
+  const size_t bytes = flags.bytes();
   const int repeats = flags.repeats;
 
   char pattern[] = "/tmp/syncopate-tls-bench-XXXXXX";
@@ -159,7 +160,7 @@ int main(int argc, char** argv) {
     ratios.push_back(s / p);
   }
   const std::string cipher = NegotiatedCipher(secure.address(), tls);
-  std::printf("model %zu MiB, %d alternating repeats (medians)\n", mib, repeats);
+  std::printf("model %.4g MiB, %d alternating repeats (medians)\n", mib, repeats);
   std::printf("  push+pull, plaintext          %6.2f GB/s\n", Median(plain_gbps));
   std::printf("  push+pull, mutual TLS         %6.2f GB/s\n", Median(secure_gbps));
   std::printf("  TLS / plaintext, per repeat   %6.2f [%.2f-%.2f] (target >= 0.85)\n",
@@ -167,7 +168,7 @@ int main(int argc, char** argv) {
               *std::max_element(ratios.begin(), ratios.end()));
   std::printf("  %s (openssl s_client against the TLS shard)\n", cipher.c_str());
   std::printf(
-      "{\"model_mib\":%zu,\"plain_gbps\":%.3f,\"tls_gbps\":%.3f,\"tls_ratio\":%.3f,"
+      "{\"model_mib\":%.4g,\"plain_gbps\":%.3f,\"tls_gbps\":%.3f,\"tls_ratio\":%.3f,"
       "\"tls_ratio_min\":%.3f,\"tls_ratio_max\":%.3f}\n",
       mib, Median(plain_gbps), Median(secure_gbps), Median(ratios),
       *std::min_element(ratios.begin(), ratios.end()),

@@ -7,7 +7,7 @@
 
 namespace syncopate::client {
 
-bool WriteChunks(grpc::ClientWriterInterface<grpc::ByteBuffer>& writer,
+bool WriteChunks(grpc::internal::WriterInterface<grpc::ByteBuffer>& writer,
                  const tensor::SharedTensorMap& model, const TensorEntries& tensors,
                  uint32_t chunk_bytes, const std::function<bool(size_t bytes)>& before,
                  uint64_t* written, v1::Codec codec) {

@@ -26,7 +26,7 @@ using TensorEntries = std::vector<const tensor::TensorMap::value_type*>;
 // Under a `codec` other than CODEC_NONE each chunk is encoded (tensor/compression.h) from values
 // already quantized for it, into a buffer of its own; CODEC_NONE writes the model's memory as it
 // is.
-bool WriteChunks(grpc::ClientWriterInterface<grpc::ByteBuffer>& writer,
+bool WriteChunks(grpc::internal::WriterInterface<grpc::ByteBuffer>& writer,
                  const tensor::SharedTensorMap& model, const TensorEntries& tensors,
                  uint32_t chunk_bytes, const std::function<bool(size_t bytes)>& before,
                  uint64_t* written = nullptr, v1::Codec codec = v1::CODEC_NONE);

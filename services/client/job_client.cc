@@ -76,6 +76,7 @@ absl::Status JobClient::Connect() {
       std::vector<std::string>(welcome.store_addresses().begin(), welcome.store_addresses().end()),
       options_.credentials, options_.rpc_timeout, tensor::kDefaultChunkBytes, peers_->limits());
   store->set_metrics(trainer_metrics_.get());
+  store->set_transport(options_.store_transport);
   SessionOptions limits = options_.session;
   // The step limit counts every session of this trainer.
   if (limits.max_steps > 0)

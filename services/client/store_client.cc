@@ -42,6 +42,7 @@ StoreClient::StoreClient(std::vector<std::string> addresses, const rpc::Credenti
     initializes_.emplace_back("/syncopate.v1.ParameterStore/Initialize", channel);
     pushes_.emplace_back("/syncopate.v1.ParameterStore/Push", channel);
     pulls_.emplace_back("/syncopate.v1.ParameterStore/Pull", channel);
+    streams_.push_back(std::make_unique<StoreStream>(channel, address));
   }
   shard_incarnation_.assign(stubs_.size(), 0);
   unsaved_.resize(stubs_.size());
@@ -118,21 +119,27 @@ std::unique_ptr<grpc::ClientContext> StoreClient::Context(absl::Time give_up_at)
 absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHeader& header,
                                  const tensor::SharedTensorMap& model, const TensorEntries& tensors,
                                  v1::PushReply* reply, absl::Time give_up_at, uint64_t* written) {
-  auto ctx = Context(give_up_at);
-  auto writer = (initialize ? initializes_ : pushes_)[shard].Start(ctx.get(), reply);
   v1::PushMessage first;
   *first.mutable_header() = header;
   if (!initialize) first.mutable_header()->set_shard_incarnation(shard_incarnation_[shard]);
   AddSpecs(tensors, first.mutable_header());
-  if (writer->Write(rpc::EncodeMessage(first))) {
-    WriteChunks(
-        *writer, model, tensors, chunk_bytes_,
+  auto write_chunks = [&](grpc::internal::WriterInterface<grpc::ByteBuffer>& writer) {
+    return WriteChunks(
+        writer, model, tensors, chunk_bytes_,
         [&](size_t bytes) {
           base::PaceThrough(limits_.egress, bytes);
           return true;
         },
         written, header.codec());
+  };
+  if (!initialize && transport_ == StoreTransport::kStream) {
+    return streams_[shard]->Push(
+        rpc::EncodeMessage(first), write_chunks,
+        std::max(std::min(timeout_, give_up_at - absl::Now()), absl::Milliseconds(1)), reply);
   }
+  auto ctx = Context(give_up_at);
+  auto writer = (initialize ? initializes_ : pushes_)[shard].Start(ctx.get(), reply);
+  if (writer->Write(rpc::EncodeMessage(first))) write_chunks(*writer);
   writer->WritesDone();
   grpc::Status status = writer->Finish();
   if (!status.ok()) {
@@ -296,7 +303,6 @@ absl::StatusOr<uint64_t> StoreClient::Push(const v1::PushHeader& header,
 }
 
 absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out) {
-  auto ctx = rpc::ContextWithTimeout(timeout_);
   v1::PullRequest request;
   if (round < 0) {
     request.set_live(true);
@@ -305,8 +311,17 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
     request.set_newest_if_dropped(true);
   }
   request.set_chunk_bytes(chunk_bytes_);
-  auto reader = pulls_[shard].Start(ctx.get(), request);
   PullDecoder decoder;
+  if (transport_ == StoreTransport::kStream) {
+    RETURN_IF_ERROR(streams_[shard]->Pull(request, timeout_, [&](const grpc::ByteBuffer& message) {
+      RETURN_IF_ERROR(decoder.Add(message));
+      base::PaceThrough(limits_.ingress, decoder.last_payload());
+      return absl::OkStatus();
+    }));
+    return decoder.Finish(out);
+  }
+  auto ctx = rpc::ContextWithTimeout(timeout_);
+  auto reader = pulls_[shard].Start(ctx.get(), request);
   grpc::ByteBuffer message;
   absl::Status bad;
   while (bad.ok() && reader->Read(&message)) {

@@ -14,6 +14,7 @@
 #include "base/token_bucket.h"
 #include "client/chunk_writer.h"
 #include "client/links.h"
+#include "client/store_stream.h"
 #include "client/trainer_metrics.h"
 #include "client/unsaved_pushes.h"
 #include "rpc/grpc_util.h"
@@ -27,6 +28,10 @@ struct LinkLimits {
   base::TokenBucket* egress = nullptr;   // pushes
   base::TokenBucket* ingress = nullptr;  // pulls
 };
+
+// How pushes and pulls travel to a shard (docs/transport.md): each on a long-lived Transfer
+// stream of the trainer's (the default), or each as a call of its own (Push, Pull).
+enum class StoreTransport { kStream, kCall };
 
 // Thread-compatible: one trainer thread uses it. Calls to several shards run in parallel.
 //
@@ -61,6 +66,8 @@ class StoreClient final : public StoreLink {
   // ResendWhatRestartsLost, which a stopping trainer calls on its way out. Set before the first
   // call.
   void set_interrupt(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
+  // Set before the first call.
+  void set_transport(StoreTransport transport) { transport_ = transport; }
 
   // Creates the tensors on their shards (no-op where they exist). Sends a copy of `values` (one
   // model's worth of memory while it is sent).
@@ -131,6 +138,9 @@ class StoreClient final : public StoreLink {
   std::vector<rpc::RawClientStream> initializes_;
   std::vector<rpc::RawClientStream> pushes_;
   std::vector<rpc::RawServerStream> pulls_;
+  // Per shard: the Transfer stream, touched only by the thread calling that shard.
+  std::vector<std::unique_ptr<StoreStream>> streams_;
+  StoreTransport transport_ = StoreTransport::kStream;
   absl::Duration timeout_;
   uint32_t chunk_bytes_;
   LinkLimits limits_;

@@ -23,6 +23,11 @@ constexpr int kMessageChunk = v1::PushMessage::kChunkFieldNumber;
 static_assert(v1::PullMessage::kChunkFieldNumber == kMessageChunk &&
                   v1::PullMessage::kHeaderFieldNumber == kMessageHeader,
               "Push and Pull messages carry a header and a chunk under the same fields");
+static_assert(v1::TransferRequest::kPushFieldNumber == kMessageHeader &&
+                  v1::TransferRequest::kChunkFieldNumber == kMessageChunk &&
+                  v1::TransferReply::kPullHeaderFieldNumber == kMessageHeader &&
+                  v1::TransferReply::kChunkFieldNumber == kMessageChunk,
+              "a Transfer stream carries pushes and pulls as Push and Pull streams do");
 constexpr int kChunkTensor = v1::TensorChunk::kTensorFieldNumber;
 constexpr int kChunkOffset = v1::TensorChunk::kOffsetFieldNumber;
 constexpr int kChunkData = v1::TensorChunk::kDataFieldNumber;
@@ -234,6 +239,25 @@ grpc::ByteBuffer EncodeChunkMessage(std::string_view tensor, uint64_t offset,
 grpc::ByteBuffer EncodeMessage(const google::protobuf::MessageLite& message) {
   grpc::Slice slice(message.SerializeAsString());
   return grpc::ByteBuffer(&slice, 1);
+}
+
+absl::StatusOr<int> OneofMember(const grpc::ByteBuffer& message, absl::string_view kind, int first,
+                                int last) {
+  std::vector<grpc::Slice> slices;
+  if (!message.Dump(&slices).ok()) return Malformed(kind, "unreadable buffer");
+  SliceReader in(slices);
+  int member = 0;
+  while (in.left() > 0) {
+    uint32_t field, type;
+    Span span;
+    uint64_t varint;
+    RETURN_IF_ERROR(NextField(in, kind, &field, &type, &span, &varint));
+    if (type == kLengthDelimited && static_cast<int>(field) >= first &&
+        static_cast<int>(field) <= last) {
+      member = static_cast<int>(field);
+    }
+  }
+  return member;
 }
 
 absl::StatusOr<StreamMessage> DecodeStreamMessage(const grpc::ByteBuffer& message,

@@ -58,6 +58,13 @@ inline constexpr size_t kCopyKeptPayloadsBelow = 64 << 10;
 absl::StatusOr<StreamMessage> DecodeStreamMessage(const grpc::ByteBuffer& message,
                                                   absl::string_view kind, size_t copy_below = 0);
 
+// Which member of a message's oneof of messages is set, as protobuf parses it: the number of its
+// last length-delimited field among `first`..`last` (0: none), read without copying anything (a
+// Transfer stream's TransferRequest or TransferReply, whose push and pull members share the
+// numbers of PushMessage's and PullMessage's). DATA_LOSS as DecodeStreamMessage.
+absl::StatusOr<int> OneofMember(const grpc::ByteBuffer& message, absl::string_view kind, int first,
+                                int last);
+
 }  // namespace syncopate::rpc
 
 #endif  // SYNCOPATE_RPC_CHUNK_FRAMES_H_

@@ -111,6 +111,19 @@ std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> RawClientStream::Start(
                                                                     response));
 }
 
+RawBidiStream::RawBidiStream(const char* name, std::shared_ptr<grpc::Channel> channel)
+    : channel_(std::move(channel)),
+      method_(name, grpc::internal::RpcMethod::BIDI_STREAMING, channel_) {}
+
+std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> RawBidiStream::Start(
+    grpc::ClientContext* ctx) const {
+  return std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>>(
+      grpc::internal::ClientReaderWriterFactory<grpc::ByteBuffer, grpc::ByteBuffer>::Create(
+          channel_.get(), method_, ctx));
+}
+
+void StopServer(grpc::Server& server) { server.Shutdown(std::chrono::system_clock::now()); }
+
 absl::Status CheckHealth(grpc::Channel& channel, absl::Duration timeout) {
   auto stub = grpc::health::v1::Health::NewStub(
       std::shared_ptr<grpc::Channel>(&channel, [](grpc::Channel*) {}));

@@ -62,6 +62,20 @@ class RawClientStream {
   grpc::internal::RpcMethod method_;
 };
 
+// A bidirectional-streaming method whose messages a client writes and reads as raw bytes
+// (a store's Transfer). As RawServerStream: `name` must be a string literal; create once per
+// channel and reuse.
+class RawBidiStream {
+ public:
+  RawBidiStream(const char* name, std::shared_ptr<grpc::Channel> channel);
+  std::unique_ptr<grpc::ClientReaderWriter<grpc::ByteBuffer, grpc::ByteBuffer>> Start(
+      grpc::ClientContext* ctx) const;
+
+ private:
+  std::shared_ptr<grpc::Channel> channel_;
+  grpc::internal::RpcMethod method_;
+};
+
 // What one client connection may hold of a server.
 struct ServerLimits {
   // Streams open at once on one connection (HTTP/2 SETTINGS_MAX_CONCURRENT_STREAMS): further ones
@@ -79,6 +93,11 @@ struct ServerLimits {
 absl::Status StartServer(const std::string& address, const std::vector<grpc::Service*>& services,
                          const Credentials& credentials, std::unique_ptr<grpc::Server>* server,
                          int* port, const ServerLimits& limits = ServerLimits());
+
+// Stops `server` at once: calls in progress are cancelled, as when its process ends. (Shutdown()
+// without a deadline would wait for every call to end, and a trainer's Transfer stream stays open
+// between its transfers.)
+void StopServer(grpc::Server& server);
 
 // A callback-API streaming call refused before anything was read or written: `Reactor` is the
 // method's reactor type (grpc::ServerReadReactor<T>, ServerWriteReactor<T>, ServerBidiReactor<I,

@@ -41,8 +41,9 @@ StoreMetrics::StoreMetrics(prometheus::Registry& r)
                                           "Last published round snapshot (0: initial model).")),
       model_bytes(metrics::AddGauge(r, "syncopate_store_model_bytes",
                                     "Bytes of float32 parameters held by this shard.")),
-      streams_open(metrics::AddGauge(r, "syncopate_store_streams_open",
-                                     "Push and pull streams being served.")),
+      streams_open(metrics::AddGauge(
+          r, "syncopate_store_streams_open",
+          "Push and pull streams, and transfers on Transfer streams, being served.")),
       idle_streams_cancelled(metrics::AddCounter(
           r, "syncopate_store_idle_streams_cancelled_total",
           "Push and pull streams cancelled after --stream-idle-timeout without a message.")),

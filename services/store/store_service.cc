@@ -12,6 +12,7 @@
 #include "rpc/push_reactor.h"
 #include "spdlog/spdlog.h"
 #include "store/pull_frames.h"
+#include "store/transfer_reactor.h"
 
 namespace syncopate::store {
 
@@ -288,8 +289,7 @@ using RefusedPull = rpc::Refused<grpc::ServerWriteReactor<grpc::ByteBuffer>>;
 
 }  // namespace
 
-absl::StatusOr<std::shared_ptr<const ModelSnapshot>> StoreService::PullSnapshot(
-    const v1::PullRequest& request) {
+SnapshotOr StoreService::PullSnapshot(const v1::PullRequest& request) {
   switch (request.selector_case()) {
     case v1::PullRequest::kLive:
       return table_.Snapshot(-1, false);
@@ -315,42 +315,87 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* StoreService::Pull(grpc::CallbackSer
   auto* reactor = new PullReactor(
       request.chunk_bytes(),
       [this, start](const absl::Status& status, uint64_t bytes) {
-        if (status.ok()) {
-          metrics_.pull_bytes.Increment(static_cast<double>(bytes));
-          metrics_.pull_duration.Observe(absl::ToDoubleSeconds(absl::Now() - start));
-        }
+        if (status.ok()) Pulled(bytes, start);
         return Finish(status);
       },
       metrics_.streams_open, watchdog_, ctx);
-  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> snapshot = PullSnapshot(request);
+  // Answered (UNAVAILABLE, retried) a little before the caller's own deadline would end it.
+  const absl::Duration patience =
+      absl::FromChrono(ctx->deadline()) - absl::Now() - absl::Milliseconds(500);
+  ServePull(
+      request, patience, reactor, [this, reactor] { reactor->MayPark(waiters_); },
+      [reactor](SnapshotOr snapshot) { reactor->Serve(std::move(snapshot)); });
+  return reactor;
+}
+
+void StoreService::Pulled(uint64_t bytes, absl::Time start) {
+  metrics_.pull_bytes.Increment(static_cast<double>(bytes));
+  metrics_.pull_duration.Observe(absl::ToDoubleSeconds(absl::Now() - start));
+}
+
+void StoreService::ServePull(const v1::PullRequest& request, absl::Duration patience,
+                             RoundWaiters::Ticket ticket, const std::function<void()>& before_park,
+                             std::function<void(SnapshotOr)> serve) {
+  SnapshotOr snapshot = PullSnapshot(request);
   // A round granted while it closes (pipelined grants): the pull waits for it. (A round pull's
   // only FAILED_PRECONDITION is a round not closed yet: ParameterTable::Snapshot.)
   if (waiters_ != nullptr && request.selector_case() == v1::PullRequest::kRound &&
       absl::IsFailedPrecondition(snapshot.status())) {
-    // Answered (UNAVAILABLE, retried) a little before the caller's own deadline would end it.
-    const absl::Duration patience =
-        absl::FromChrono(ctx->deadline()) - absl::Now() - absl::Milliseconds(500);
-    reactor->MayPark(waiters_);
+    before_park();
     absl::StatusOr<bool> parked = waiters_->Park(
-        reactor, request.round(), patience, [this] { return table_.last_closed_round(); },
-        [this, reactor, request](const absl::Status& woken) {
-          if (woken.ok()) {
-            reactor->Serve(PullSnapshot(request));
-          } else {
-            reactor->Serve(woken);
-          }
+        ticket, request.round(), patience, [this] { return table_.last_closed_round(); },
+        [this, serve, request](const absl::Status& woken) {
+          serve(woken.ok() ? PullSnapshot(request) : SnapshotOr(woken));
         });
     if (!parked.ok()) {
       snapshot = parked.status();
     } else if (*parked) {
       metrics_.pulls_parked.Increment();
-      return reactor;
+      return;
     } else {
       snapshot = PullSnapshot(request);  // closed in the meantime
     }
   }
-  reactor->Serve(std::move(snapshot));
-  return reactor;
+  serve(std::move(snapshot));
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StoreService::Transfer(
+    grpc::CallbackServerContext* ctx) {
+  // Any process of the job may pull; each push is the caller's own trainer's (take_push).
+  absl::StatusOr<std::optional<rpc::Identity>> caller =
+      authorizer_.Require(*ctx, "Transfer", kAnyRole);
+  if (!caller.ok()) {
+    return new rpc::Refused<grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>>(
+        Finish(caller.status()));
+  }
+  TransferCalls calls;
+  calls.lookup = [this](const std::string& name) { return table_.Spec(name); };
+  calls.take_push = [this, caller = *std::move(caller)](
+                        absl::StatusOr<rpc::StagedPush> push,
+                        absl::Time start) -> absl::StatusOr<v1::PushReply> {
+    if (!push.ok()) return push.status();
+    if (caller && caller->role != Role::kTrainer) {
+      return authorizer_.Refuse(
+          "Transfer", absl::PermissionDeniedError(absl::StrCat(
+                          "Transfer refused: ", caller->ToString(), " may pull but not push")));
+    }
+    RETURN_IF_ERROR(CheckPusher(caller, push->header.trainer_id(), "Transfer"));
+    v1::PushReply reply;
+    RETURN_IF_ERROR(TakePush(*std::move(push), /*initialize=*/false, start, &reply));
+    return reply;
+  };
+  calls.start_pull = [this](const v1::PullRequest& request, const void* ticket,
+                            std::function<void(SnapshotOr)> serve) {
+    // The stream has no deadline of its own: the waiters' longest wait bounds it.
+    ServePull(
+        request, absl::InfiniteDuration(), ticket, [] {}, std::move(serve));
+  };
+  calls.withdraw_pull = [this](const void* ticket) {
+    return waiters_ != nullptr && waiters_->Withdraw(ticket);
+  };
+  calls.pulled = [this](uint64_t bytes, absl::Time start) { Pulled(bytes, start); };
+  calls.finish = [this](const absl::Status& status) { return Finish(status); };
+  return new TransferReactor(std::move(calls), metrics_.streams_open, watchdog_, ctx);
 }
 
 grpc::Status StoreService::ChangeMembership(const v1::Membership& request,

@@ -4,6 +4,7 @@
 #define SYNCOPATE_STORE_STORE_SERVICE_H_
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -16,9 +17,20 @@
 #include "store/parameter_table.h"
 #include "store/round_waiters.h"
 #include "store/store_metrics.h"
+#include "store/transfer_reactor.h"
 #include "syncopate/v1/store.grpc.pb.h"
 
 namespace syncopate::store {
+
+// The service's methods: the streams raw (their chunks are not copied), the rest typed.
+using StoreServiceBase = v1::ParameterStore::WithCallbackMethod_GetSchema<
+    v1::ParameterStore::WithRawCallbackMethod_Initialize<
+        v1::ParameterStore::WithRawCallbackMethod_Push<
+            v1::ParameterStore::WithRawCallbackMethod_Pull<
+                v1::ParameterStore::WithRawCallbackMethod_Transfer<
+                    v1::ParameterStore::WithCallbackMethod_SetMembership<
+                        v1::ParameterStore::WithCallbackMethod_CloseRound<
+                            v1::ParameterStore::Service>>>>>>>;
 
 // Thread-safe (the table is); `table` and `metrics` must outlive the service. Every method is
 // served with gRPC's callback API, on gRPC's own threads: no thread is held per call or stream,
@@ -28,11 +40,9 @@ namespace syncopate::store {
 // `authorizer` allows each call by the caller's certificate (when the server runs TLS;
 // docs/security.md): SetMembership and CloseRound only to the coordinator; Initialize and Push only
 // to trainers, each only under the caller's own trainer id (the membership names each member);
-// GetSchema and Pull to any process of the job. A refusal changes nothing.
-class StoreService final : public v1::ParameterStore::WithRawCallbackMethod_Initialize<
-                               v1::ParameterStore::WithRawCallbackMethod_Push<
-                                   v1::ParameterStore::WithRawCallbackMethod_Pull<
-                                       v1::ParameterStore::CallbackService>>> {
+// GetSchema, Pull and Transfer to any process of the job, but a push on a Transfer stream only to
+// a trainer under its own trainer id. A refusal changes nothing.
+class StoreService final : public StoreServiceBase {
  public:
   // `incarnation` identifies this process's life of the shard (non-zero, new at every start): the
   // coordinator tells a restart by it.
@@ -54,6 +64,10 @@ class StoreService final : public v1::ParameterStore::WithRawCallbackMethod_Init
   // A v1::PullRequest in, a stream of v1::PullMessage out (as raw bytes: see pull_frames.h).
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Pull(grpc::CallbackServerContext* ctx,
                                                    const grpc::ByteBuffer* request) override;
+  // A trainer's pushes and pulls on one long-lived stream (transfer_reactor.h), read and written
+  // raw, each push authorized by its trainer id.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Transfer(
+      grpc::CallbackServerContext* ctx) override;
   grpc::ServerUnaryReactor* SetMembership(grpc::CallbackServerContext* ctx,
                                           const v1::Membership* request,
                                           v1::SetMembershipReply* reply) override;
@@ -75,7 +89,15 @@ class StoreService final : public v1::ParameterStore::WithRawCallbackMethod_Init
   grpc::Status ChangeMembership(const v1::Membership& request, v1::SetMembershipReply* reply);
   grpc::Status Close(const v1::CloseRoundRequest& request, v1::CloseRoundReply* reply);
   // The snapshot a pull asks for.
-  absl::StatusOr<std::shared_ptr<const ModelSnapshot>> PullSnapshot(const v1::PullRequest& request);
+  SnapshotOr PullSnapshot(const v1::PullRequest& request);
+  // Hands `serve` the snapshot `request` names: now, or, for a round granted while it closes,
+  // once it closes, on that thread (parked on the waiters under `ticket` for up to `patience`,
+  // after `before_park` ran).
+  void ServePull(const v1::PullRequest& request, absl::Duration patience,
+                 RoundWaiters::Ticket ticket, const std::function<void()>& before_park,
+                 std::function<void(SnapshotOr)> serve);
+  // Counts a pull served, started at `start`.
+  void Pulled(uint64_t bytes, absl::Time start);
   // Counts a failure and converts it for the wire.
   grpc::Status Finish(const absl::Status& status);
   // OK when `caller` may push (or initialize, `rpc_name`) as trainer `trainer_id`: a member a

@@ -109,6 +109,11 @@ int main(int argc, char** argv) {
                  "Rejoin the job under a new incarnation after an eviction at most this often");
   app.add_option("--seed", options.seed, "Seed of the model initialisation and batch order");
   app.add_option("--rpc-timeout", rpc_timeout, "Deadline of each store RPC");
+  std::string store_transport = "stream";
+  app.add_option("--store-transport", store_transport,
+                 "Pushes and pulls on one long-lived stream per store shard (stream), or a call "
+                 "each (call)")
+      ->check(CLI::IsMember({"stream", "call"}));
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address")
       ->envname("SYNCOPATE_METRICS_LISTEN");
   app.add_option("--peer-listen", peer_listen,
@@ -208,6 +213,9 @@ int main(int argc, char** argv) {
   job_options.name = name;
   job_options.rank = rank;
   job_options.rpc_timeout = *timeout;
+  job_options.store_transport = store_transport == "call"
+                                    ? syncopate::client::StoreTransport::kCall
+                                    : syncopate::client::StoreTransport::kStream;
   job_options.metrics_listen = metrics_listen;
   job_options.peer.listen = peer_listen;
   job_options.peer.advertise = peer_address;

@@ -31,7 +31,7 @@ struct LocalStore {
   }
   void Stop() {
     waiters.Stop();
-    if (server) server->Shutdown();
+    if (server) rpc::StopServer(*server);
   }
   std::string address() const { return "127.0.0.1:" + std::to_string(port); }
 

@@ -108,7 +108,7 @@ class StoreServiceTest : public ::testing::Test {
   };
   // Stops the shard's process and returns its successor, not serving yet (Serve).
   RestartedShard& Restart() {
-    store_.server->Shutdown();
+    rpc::StopServer(*store_.server);
     restarted_ = std::make_unique<RestartedShard>();
     return *restarted_;
   }
@@ -173,7 +173,7 @@ struct LimitedStore {
     table.SetMembers({{kTrainer, 1}});
   }
   ~LimitedStore() {
-    if (server) server->Shutdown();
+    if (server) rpc::StopServer(*server);
   }
   absl::Status Start(const rpc::ServerLimits& limits = {}) {
     RETURN_IF_ERROR(rpc::StartServer("127.0.0.1:0", {&service}, rpc::Credentials::Insecure(),
@@ -780,7 +780,7 @@ TEST_F(StoreServiceTest, AShardUnreachableAsTheTrainerLeavesIsGivenUpInTime) {
   std::unique_ptr<client::StoreClient> frozen = client();
   ASSERT_TRUE(stopped->Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
   ASSERT_TRUE(frozen->Push(Header(2), tensor::Share({{"small", {1, 1, 1}}})).ok());
-  store_.server->Shutdown();
+  rpc::StopServer(*store_.server);
   EXPECT_LT(leave(*stopped), absl::Seconds(10));
 
   // Frozen: the port takes connections and never answers.
@@ -804,7 +804,7 @@ TEST_F(StoreServiceTest, AStoppingTrainerGivesUpAPushWaitingForTheStore) {
   std::atomic<bool> stopping{false};
   client_->set_interrupt([&] { return stopping.load(); });
   ASSERT_TRUE(client_->Push(Header(1), tensor::Share({{"small", {1, 1, 1}}})).ok());
-  store_.server->Shutdown();
+  rpc::StopServer(*store_.server);
   absl::Status pushed;
   std::thread trainer([&] {
     pushed = client_->Push(Header(2), tensor::Share({{"small", {1, 1, 1}}})).status();
@@ -901,7 +901,7 @@ class PullWindowTest : public ::testing::Test {
   }
   void TearDown() override {
     for (auto& shard : shards_) {
-      if (shard && shard->server) shard->server->Shutdown();
+      if (shard && shard->server) rpc::StopServer(*shard->server);
     }
   }
   // Closes rounds up to `round` on one shard.
@@ -963,7 +963,7 @@ TEST_F(PullWindowTest, AStoppingTrainerGivesUpCallsToSeveralShards) {
     if (std::this_thread::get_id() != caller) asked_elsewhere = true;
     return stopping.load();
   });
-  for (auto& shard : shards_) shard->server->Shutdown();
+  for (auto& shard : shards_) rpc::StopServer(*shard->server);
   std::thread stopper([&] { stopping = true; });
   const absl::Status pulled = client_->Pull(-1).status();
   stopper.join();

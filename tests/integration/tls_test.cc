@@ -103,7 +103,7 @@ struct TlsStore {
                     .ok());
     address = absl::StrCat("127.0.0.2:", bound);
   }
-  ~TlsStore() { server->Shutdown(); }
+  ~TlsStore() { rpc::StopServer(*server); }
 
   prometheus::Registry registry;
   store::StoreMetrics metrics{registry};
@@ -183,18 +183,21 @@ class StoreTlsTest : public ::testing::Test {
 };
 
 TEST_F(StoreTlsTest, ATrainerPushesOnlyUnderItsOwnId) {
-  ASSERT_TRUE(Client("alice")->Push(Header(kAlice, 1), tensor::Share({{"w", {1, 1, 1}}})).ok());
+  // Alice's pushes share one Transfer stream: each is authorized by its own trainer id.
+  std::unique_ptr<client::StoreClient> alice = Client("alice");
+  ASSERT_TRUE(alice->Push(Header(kAlice, 1), tensor::Share({{"w", {1, 1, 1}}})).ok());
   const tensor::TensorMap before = Model();
   EXPECT_EQ(before.at("w"), (std::vector<float>{2, 3, 4}));
 
-  absl::StatusOr<uint64_t> forged =
-      Client("alice")->Push(Header(kBob, 1), tensor::Share({{"w", {9, 9, 9}}}));
+  absl::StatusOr<uint64_t> forged = alice->Push(Header(kBob, 1), tensor::Share({{"w", {9, 9, 9}}}));
   EXPECT_EQ(forged.status().code(), absl::StatusCode::kPermissionDenied) << forged.status();
   EXPECT_NE(forged.status().message().find("trainer alice may not send a push for trainer id 2"),
             std::string::npos)
       << forged.status();
   EXPECT_EQ(Model(), before);
   EXPECT_EQ(Rejected("permission_denied"), 1);
+  // The refusal ended her stream; her next push goes on a new one.
+  EXPECT_TRUE(alice->Push(Header(kAlice, 2), tensor::Share({{"w", {0, 0, 0}}})).ok());
 
   // Bob's own certificate, and a trainer pool certificate, may push as bob.
   EXPECT_TRUE(Client("bob")->Push(Header(kBob, 1), tensor::Share({{"w", {1, 1, 1}}})).ok());
@@ -442,7 +445,7 @@ class PeerTlsTest : public ::testing::Test {
     bob.set_address(absl::StrCat("127.0.0.1:", port));
   }
   void TearDown() override {
-    if (server_) server_->Shutdown();
+    if (server_) rpc::StopServer(*server_);
   }
 
   client::ExchangeInbox inbox;

@@ -1,0 +1,150 @@
+// The Transfer stream (client/store_stream.h against store/transfer_reactor.h): one stream carries
+// a trainer's pushes and pulls; a refusal, a deadline or the store's restart ends it, and the next
+// transfer opens another.
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "base/status_macros.h"
+#include "client/chunk_writer.h"
+#include "client/pull_decoder.h"
+#include "client/store_client.h"
+#include "client/store_stream.h"
+#include "gtest/gtest.h"
+#include "local_store.h"
+#include "rpc/chunk_frames.h"
+#include "rpc/grpc_util.h"
+
+namespace syncopate {
+namespace {
+
+constexpr uint64_t kStreamTrainer = 5;
+
+v1::PushHeader StreamHeader(uint64_t sequence) {
+  v1::PushHeader h;
+  h.set_trainer_id(kStreamTrainer);
+  h.set_incarnation(1);
+  h.set_sequence(sequence);
+  h.set_apply_mode(v1::APPLY_MODE_IMMEDIATE);
+  h.set_weight(1);
+  return h;
+}
+
+// Serves `store` and gives it the model w = `values` (through a call, as a trainer initializes).
+void ServeWithModel(LocalStore& store, std::vector<float> values) {
+  store.table.SetMembers({{kStreamTrainer, 1}});
+  client::StoreClient client({store.address()}, rpc::Credentials::Insecure(), absl::Seconds(10));
+  ASSERT_TRUE(client.Initialize(StreamHeader(0), {{"w", std::move(values)}}).ok());
+}
+
+class TransferStreamTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_TRUE(store_.Start().ok());
+    ServeWithModel(store_, {1, 2, 3});
+    stream_ = std::make_unique<client::StoreStream>(
+        rpc::MakeChannel(store_.address(), rpc::Credentials::Insecure(), rpc::Role::kStore),
+        store_.address());
+  }
+  void TearDown() override {
+    stream_.reset();
+    store_.Stop();
+  }
+
+  // Pushes `values` as tensor `name` with `sequence` on the stream.
+  absl::Status Push(uint64_t sequence, std::vector<float> values, const std::string& name = "w",
+                    v1::PushReply* reply = nullptr) {
+    v1::PushMessage first;
+    *first.mutable_header() = StreamHeader(sequence);
+    const tensor::SharedTensorMap delta = tensor::Share({{name, std::move(values)}});
+    const client::TensorEntries entries = client::AllEntries(*delta);
+    client::AddSpecs(entries, first.mutable_header());
+    v1::PushReply ignored;
+    return stream_->Push(
+        rpc::EncodeMessage(first),
+        [&](client::StoreStream::Writer& writer) {
+          return client::WriteChunks(writer, delta, entries, tensor::kDefaultChunkBytes, nullptr);
+        },
+        absl::Seconds(10), reply != nullptr ? reply : &ignored);
+  }
+  // Pulls the live model (round < 0) or `round` on the stream.
+  absl::StatusOr<tensor::TensorMap> Pull(int64_t round = -1,
+                                         absl::Duration timeout = absl::Seconds(10)) {
+    v1::PullRequest request;
+    if (round < 0) {
+      request.set_live(true);
+    } else {
+      request.set_round(round);
+    }
+    client::PullDecoder decoder;
+    RETURN_IF_ERROR(
+        stream_->Pull(request, timeout, [&](const grpc::ByteBuffer& m) { return decoder.Add(m); }));
+    client::PulledModel model;
+    RETURN_IF_ERROR(decoder.Finish(&model));
+    return model.tensors;
+  }
+
+  LocalStore store_;
+  std::unique_ptr<client::StoreStream> stream_;
+};
+
+TEST_F(TransferStreamTest, OneStreamCarriesPushesAndPulls) {
+  EXPECT_FALSE(stream_->open());
+  ASSERT_TRUE(Push(1, {1, 1, 1}).ok());
+  EXPECT_TRUE(stream_->open());
+  v1::PushReply reply;
+  ASSERT_TRUE(Push(2, {1, 1, 1}, "w", &reply).ok());
+  EXPECT_FALSE(reply.duplicate());
+  ASSERT_TRUE(Push(2, {1, 1, 1}, "w", &reply).ok());  // a retry: taken once
+  EXPECT_TRUE(reply.duplicate());
+  absl::StatusOr<tensor::TensorMap> model = Pull();
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->at("w"), (std::vector<float>{3, 4, 5}));
+  ASSERT_TRUE(Pull(0).ok());  // the initial model's round
+  EXPECT_TRUE(stream_->open());
+  EXPECT_EQ(store_.metrics.pushes_applied.Value(), 2);
+}
+
+TEST_F(TransferStreamTest, ARefusalEndsTheStreamAndTheNextTransferOpensAnother) {
+  ASSERT_TRUE(Push(1, {1, 1, 1}).ok());
+  const absl::Status refused = Push(2, {9, 9, 9}, "unknown");
+  EXPECT_TRUE(absl::IsNotFound(refused)) << refused;
+  EXPECT_NE(refused.message().find("store 127.0.0.1:"), std::string::npos) << refused;
+  EXPECT_FALSE(stream_->open());
+  absl::StatusOr<tensor::TensorMap> model = Pull();
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->at("w"), (std::vector<float>{2, 3, 4}));  // the refused push changed nothing
+  EXPECT_TRUE(stream_->open());
+}
+
+TEST_F(TransferStreamTest, ATransferPastItsDeadlineIsCancelled) {
+  // Round 1 is not closed: its pull waits for it at the store (up to 5 s), past its deadline.
+  const absl::Time start = absl::Now();
+  const absl::StatusOr<tensor::TensorMap> late = Pull(1, absl::Milliseconds(200));
+  EXPECT_TRUE(absl::IsDeadlineExceeded(late.status())) << late.status();
+  EXPECT_LT(absl::Now() - start, absl::Seconds(3));
+  EXPECT_FALSE(stream_->open());
+  EXPECT_TRUE(Pull().ok());
+}
+
+TEST_F(TransferStreamTest, AStreamEndedWhileIdleIsReplacedAtOnce) {
+  ASSERT_TRUE(Push(1, {1, 1, 1}).ok());
+  // The store restarts between two transfers, on its port, with another model.
+  rpc::StopServer(*store_.server);
+  LocalStore restarted;
+  int port = 0;
+  ASSERT_TRUE(rpc::StartServer(store_.address(), {&restarted.service}, rpc::Credentials::Insecure(),
+                               &restarted.server, &port)
+                  .ok());
+  restarted.port = port;
+  ServeWithModel(restarted, {7, 8, 9});
+  // The next transfer finds its stream gone before it sent anything, and goes on a new one.
+  absl::StatusOr<tensor::TensorMap> model = Pull();
+  ASSERT_TRUE(model.ok()) << model.status();
+  EXPECT_EQ(model->at("w"), (std::vector<float>{7, 8, 9}));
+  stream_.reset();
+  restarted.Stop();
+}
+
+}  // namespace
+}  // namespace syncopate
