@@ -109,7 +109,8 @@ absl::Status StoreStream::Push(const grpc::ByteBuffer& header,
                                const std::function<bool(Writer&)>& write_chunks,
                                absl::Duration timeout, v1::PushReply* reply) {
   return Run("push", timeout, [&](bool* sent) -> std::optional<absl::Status> {
-    if (!stream_->Write(header)) return std::nullopt;
+    // The header may wait for the first chunk: they leave together.
+    if (!stream_->Write(header, grpc::WriteOptions().set_buffer_hint())) return std::nullopt;
     *sent = true;
     if (!write_chunks(*stream_) || !stream_->Write(PushEndMessage())) return std::nullopt;
     grpc::ByteBuffer message;
