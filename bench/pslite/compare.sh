@@ -1,6 +1,8 @@
 #!/bin/bash
 # Syncopate's store against ps-lite (dmlc/ps-lite), push+pull goodput on loopback, back to back.
 #   PSLITE_DIR=/path/to/ps-lite bench/pslite/compare.sh [SIZES_MIB] [ROUNDS]
+# TRANSPORT=call runs Syncopate's side with a call per push and pull (default: the Transfer
+# stream, docs/transport.md).
 # Builds ps-lite (CMake, Release; needs libzmq3-dev and libprotobuf-dev) and pslite_bench.cc in
 # $PSLITE_DIR/build, then for each round and size runs syncopate-store-bench --mib=SIZE
 # --transfer-only and ps-lite's scheduler, server and worker, alternating, and prints one line per
@@ -46,7 +48,8 @@ pslite() {
 
 for round in $(seq "$rounds"); do
   for mib in $sizes; do
-    ours="$("$store_bench" --mib="$mib" --repeats=5 --transfer-only | tail -1)"
+    ours="$("$store_bench" --mib="$mib" --repeats=5 --transfer-only \
+      --transport="${TRANSPORT:-stream}" | tail -1)"
     # This script draws ps-lite's port at random; one already taken fails the job, so draw again.
     for attempt in 1 2 3; do
       if theirs="$(pslite "$mib")"; then break; fi
