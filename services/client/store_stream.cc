@@ -1,5 +1,6 @@
 #include "client/store_stream.h"
 
+#include <algorithm>
 #include <atomic>
 #include <optional>
 #include <utility>
@@ -59,7 +60,8 @@ StoreStream::~StoreStream() {
 }
 
 absl::Status StoreStream::Run(absl::string_view what, absl::Duration timeout,
-                              const std::function<std::optional<absl::Status>(bool*)>& operation) {
+                              const std::function<std::optional<absl::Status>()>& operation) {
+  const absl::Time deadline = absl::Now() + timeout;
   for (int attempt = 0;; ++attempt) {
     const bool reused = stream_ != nullptr;
     if (!reused) {
@@ -68,15 +70,18 @@ absl::Status StoreStream::Run(absl::string_view what, absl::Duration timeout,
       context_->set_initial_metadata_corked(true);
       stream_ = method_.Start(context_.get());
     }
-    const Deadline deadline(context_, timeout);
-    bool sent = false;
-    const std::optional<absl::Status> outcome = operation(&sent);
+    const Deadline alarm(context_, std::max(deadline - absl::Now(), absl::ZeroDuration()));
+    const std::optional<absl::Status> outcome = operation();
     if (outcome && outcome->ok()) return absl::OkStatus();
-    if (!outcome && reused && !sent && attempt == 0) {
-      End(what, deadline, absl::OkStatus());  // it broke while idle: nothing of this was sent
+    const absl::Status ended = End(what, alarm, outcome.value_or(absl::OkStatus()));
+    // A stream that was open before this operation may have ended while idle (the store
+    // restarted, or cancelled it as quiet): once, the operation goes again on a new stream. A
+    // push sent twice is taken once (its sequence), a pull changes nothing.
+    if (!outcome && reused && attempt == 0 && absl::IsUnavailable(ended) &&
+        absl::Now() < deadline) {
       continue;
     }
-    return End(what, deadline, outcome.value_or(absl::OkStatus()));
+    return ended;
   }
 }
 
@@ -90,14 +95,16 @@ absl::Status StoreStream::End(absl::string_view what, const Deadline& deadline,
   if (!local.ok()) {
     return absl::Status(local.code(), absl::StrCat("store ", address_, ": ", local.message()));
   }
-  if (deadline.passed()) {
+  const bool cancelled = ended.error_code() == grpc::StatusCode::CANCELLED;
+  if (cancelled && deadline.passed()) {
     return absl::DeadlineExceededError(absl::StrCat("store ", address_, ": the ", what,
                                                     " took longer than its deadline of ",
                                                     absl::FormatDuration(deadline.timeout())));
   }
-  // Cancelled without this side asking (a stopping store ends its streams so), or ended without
-  // an error mid-operation: the store went away, and the caller retries.
-  if (ended.ok() || ended.error_code() == grpc::StatusCode::CANCELLED) {
+  // Cancelled without this side asking (a stopping store ends its streams so, and so does its
+  // watchdog a quiet one), or ended without an error mid-operation: the store went away, and the
+  // caller retries.
+  if (ended.ok() || cancelled) {
     return absl::UnavailableError(absl::StrCat("store ", address_, " ended the transfer stream: ",
                                                ended.ok() ? "no reply" : ended.error_message()));
   }
@@ -108,10 +115,9 @@ absl::Status StoreStream::End(absl::string_view what, const Deadline& deadline,
 absl::Status StoreStream::Push(const grpc::ByteBuffer& header,
                                const std::function<bool(Writer&)>& write_chunks,
                                absl::Duration timeout, v1::PushReply* reply) {
-  return Run("push", timeout, [&](bool* sent) -> std::optional<absl::Status> {
+  return Run("push", timeout, [&]() -> std::optional<absl::Status> {
     // The header may wait for the first chunk: they leave together.
     if (!stream_->Write(header, grpc::WriteOptions().set_buffer_hint())) return std::nullopt;
-    *sent = true;
     if (!write_chunks(*stream_) || !stream_->Write(PushEndMessage())) return std::nullopt;
     grpc::ByteBuffer message;
     if (!stream_->Read(&message)) return std::nullopt;
@@ -129,10 +135,13 @@ absl::Status StoreStream::Pull(const v1::PullRequest& request, absl::Duration ti
                                const std::function<absl::Status(const grpc::ByteBuffer&)>& take) {
   v1::TransferRequest pull;
   *pull.mutable_pull() = request;
+  // The store answers a round it is still closing a little before this side gives up.
+  const int64_t wait_ms = absl::ToInt64Milliseconds(timeout - absl::Milliseconds(500));
+  pull.mutable_pull()->set_max_wait_ms(
+      static_cast<uint32_t>(std::clamp<int64_t>(wait_ms, 1, 1 << 30)));
   const grpc::ByteBuffer encoded = rpc::EncodeMessage(pull);
-  return Run("pull", timeout, [&](bool* sent) -> std::optional<absl::Status> {
+  return Run("pull", timeout, [&]() -> std::optional<absl::Status> {
     if (!stream_->Write(encoded)) return std::nullopt;
-    *sent = true;
     grpc::ByteBuffer message;
     while (stream_->Read(&message)) {
       absl::StatusOr<int> kind = rpc::OneofMember(message, "transfer reply", kPullHeader, kPullEnd);

@@ -22,9 +22,9 @@ namespace syncopate::client {
 // failed: a failed operation ends the stream, as the store ends it for a refusal, and returns the
 // status a Push or Pull call would have (UNAVAILABLE when the store went away, so that the caller
 // retries). Each operation has a deadline, the stream's opening included; past it the stream is
-// cancelled and the operation is DEADLINE_EXCEEDED. An operation that finds the stream broken
-// since the last one (the store restarted in between) before anything of it was sent goes again,
-// once, on a new stream.
+// cancelled and the operation is DEADLINE_EXCEEDED. An operation whose stream, open before it,
+// turns out broken (the store restarted in between, or cancelled the stream as quiet) goes again,
+// once, on a new stream, within the same deadline.
 class StoreStream {
  public:
   using Writer = grpc::internal::WriterInterface<grpc::ByteBuffer>;
@@ -42,7 +42,9 @@ class StoreStream {
                     const std::function<bool(Writer&)>& write_chunks, absl::Duration timeout,
                     v1::PushReply* reply);
   // One pull: every message of its reply up to its end (the header, the chunks) goes to `take`,
-  // in order; an error from `take` cuts the pull, ends the stream, and is returned.
+  // in order; an error from `take` cuts the pull, ends the stream, and is returned. A pull of a
+  // round not closed yet waits for it at the store until a little before `timeout`, then is
+  // UNAVAILABLE (retried), as a Pull call is.
   absl::Status Pull(const v1::PullRequest& request, absl::Duration timeout,
                     const std::function<absl::Status(const grpc::ByteBuffer&)>& take);
 
@@ -53,11 +55,11 @@ class StoreStream {
   class Deadline;
 
   // Runs `operation` on the open stream, opening one first if none is; once more on a new stream
-  // when the first write of an operation on a stream it did not open fails. `operation` returns
-  // its outcome, or nullopt when a read or write failed (the stream broke, or the store ended
-  // it: End learns why), and sets `sent` once its first message is written.
+  // when a stream it did not open broke under it (UNAVAILABLE). `operation` returns its outcome,
+  // or nullopt when a read or write failed (the stream broke, or the store ended it: End learns
+  // why).
   absl::Status Run(absl::string_view what, absl::Duration timeout,
-                   const std::function<std::optional<absl::Status>(bool* sent)>& operation);
+                   const std::function<std::optional<absl::Status>()>& operation);
   // Ends the stream after a failure: the status it ended with (`local` when this side cut it).
   absl::Status End(absl::string_view what, const Deadline& deadline, const absl::Status& local);
 

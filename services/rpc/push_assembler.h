@@ -78,6 +78,8 @@ class PushAssembler {
   // The same for a parsed message (a checkpoint's pending push); its chunk payload is moved out.
   absl::Status Add(v1::PushMessage& message);
 
+  // The stream's header once it was taken (null before).
+  const v1::PushHeader* header() const { return have_header_ ? &push_.header : nullptr; }
   // Payload bytes of the chunks taken so far.
   uint64_t payload_bytes() const { return push_.payload_bytes; }
 

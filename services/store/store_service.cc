@@ -370,15 +370,19 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StoreService::Trans
   }
   TransferCalls calls;
   calls.lookup = [this](const std::string& name) { return table_.Spec(name); };
-  calls.take_push = [this, caller = *std::move(caller)](
-                        absl::StatusOr<rpc::StagedPush> push,
-                        absl::Time start) -> absl::StatusOr<v1::PushReply> {
-    if (!push.ok()) return push.status();
+  calls.may_push = [this, caller = *caller](uint64_t trainer_id) -> absl::Status {
     if (caller && caller->role != Role::kTrainer) {
       return authorizer_.Refuse(
           "Transfer", absl::PermissionDeniedError(absl::StrCat(
                           "Transfer refused: ", caller->ToString(), " may pull but not push")));
     }
+    return CheckPusher(caller, trainer_id, "Transfer");
+  };
+  calls.take_push = [this, caller = *std::move(caller)](
+                        absl::StatusOr<rpc::StagedPush> push,
+                        absl::Time start) -> absl::StatusOr<v1::PushReply> {
+    if (!push.ok()) return push.status();
+    // Again at the end, as a Push call checks it: the membership may have changed meanwhile.
     RETURN_IF_ERROR(CheckPusher(caller, push->header.trainer_id(), "Transfer"));
     v1::PushReply reply;
     RETURN_IF_ERROR(TakePush(*std::move(push), /*initialize=*/false, start, &reply));
@@ -386,9 +390,13 @@ grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* StoreService::Trans
   };
   calls.start_pull = [this](const v1::PullRequest& request, const void* ticket,
                             std::function<void(SnapshotOr)> serve) {
-    // The stream has no deadline of its own: the waiters' longest wait bounds it.
+    // The stream has no deadline of its own: the trainer says how long it waits (max_wait_ms),
+    // and the waiters' longest wait bounds that.
+    const absl::Duration patience = request.max_wait_ms() > 0
+                                        ? absl::Milliseconds(request.max_wait_ms())
+                                        : absl::InfiniteDuration();
     ServePull(
-        request, absl::InfiniteDuration(), ticket, [] {}, std::move(serve));
+        request, patience, ticket, [] {}, std::move(serve));
   };
   calls.withdraw_pull = [this](const void* ticket) {
     return waiters_ != nullptr && waiters_->Withdraw(ticket);

@@ -26,6 +26,9 @@ TransferReactor::TransferReactor(TransferCalls calls, prometheus::Gauge& open,
       open_(open),
       watchdog_(watchdog != nullptr && watchdog->Enabled() ? watchdog : nullptr),
       context_(context) {
+  if (watchdog_ != nullptr) {
+    watched_ = watchdog_->Watch([context = context_] { context->TryCancel(); });
+  }
   StartRead(&request_);
 }
 
@@ -33,6 +36,7 @@ void TransferReactor::OnReadDone(bool ok) {
   if (!ok) {
     // The trainer closed the stream, or it broke: a push cut short is dropped unapplied.
     EndOperation();
+    Unwatch();
     Finish(grpc::Status::OK);
     return;
   }
@@ -67,9 +71,15 @@ void TransferReactor::OnReadDone(bool ok) {
     return End(absl::InvalidArgumentError(
         "a push's messages are its header, its chunks and its end, nothing else"));
   }
+  const bool header = push_->header() == nullptr;
   absl::Status added = push_->Add(request_);
   request_.Clear();  // a chunk's payload holds its own references to the slices
   if (!added.ok()) return End(added);
+  if (header) {
+    if (absl::Status allowed = calls_.may_push(push_->header()->trainer_id()); !allowed.ok()) {
+      return End(allowed);
+    }
+  }
   StartRead(&request_);
 }
 
@@ -111,6 +121,7 @@ void TransferReactor::WriteNextFrame() {
 void TransferReactor::OnWriteDone(bool ok) {
   if (!ok) {  // the trainer went away
     EndOperation();
+    Unwatch();
     Finish(calls_.finish(absl::CancelledError("the transfer stream's reader went away")));
     return;
   }
@@ -128,13 +139,16 @@ void TransferReactor::Idle() {
 
 void TransferReactor::End(const absl::Status& status) {
   EndOperation();
+  Unwatch();
   push_.reset();
   Finish(calls_.finish(status));
 }
 
 void TransferReactor::OnCancel() {
   // Only a pull waiting for its round is ended here: anything else has a read or a write
-  // outstanding, which fails and ends the stream.
+  // outstanding, which fails and ends the stream. A cancel that comes while the pull is on its
+  // way to the waiters finds nothing to withdraw: that pull waits out its round or its max wait,
+  // then its first write fails.
   if (calls_.withdraw_pull(this)) {
     End(absl::CancelledError("the puller went away while it waited"));
   }
@@ -142,6 +156,7 @@ void TransferReactor::OnCancel() {
 
 void TransferReactor::OnDone() {
   EndOperation();
+  Unwatch();
   delete this;
 }
 
@@ -149,9 +164,6 @@ void TransferReactor::BeginOperation() {
   start_ = absl::Now();
   busy_ = true;
   open_.Increment();
-  if (watchdog_ != nullptr) {
-    watched_ = watchdog_->Watch([context = context_] { context->TryCancel(); });
-  }
 }
 
 void TransferReactor::Touch() {
@@ -162,6 +174,9 @@ void TransferReactor::EndOperation() {
   if (!busy_) return;
   busy_ = false;
   open_.Decrement();
+}
+
+void TransferReactor::Unwatch() {
   if (watched_) watchdog_->Forget(*std::exchange(watched_, std::nullopt));
 }
 

@@ -28,6 +28,9 @@ using SnapshotOr = absl::StatusOr<std::shared_ptr<const ModelSnapshot>>;
 struct TransferCalls {
   // The shard's shape of a tensor, for a push's header.
   rpc::SpecLookup lookup;
+  // Whether the caller may push as `trainer_id`: asked as a push's header arrives, before any of
+  // its chunks is taken in.
+  std::function<absl::Status(uint64_t trainer_id)> may_push;
   // Takes a whole push (or the assembler's refusal of it), started at `start`: its reply, or the
   // refusal that ends the stream. Authorizes the push's trainer id.
   std::function<absl::StatusOr<v1::PushReply>(absl::StatusOr<rpc::StagedPush>, absl::Time start)>
@@ -50,9 +53,10 @@ struct TransferCalls {
 // a write while a reply or a pull goes out. Deletes itself when gRPC is done with it.
 class TransferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer> {
  public:
-  // With a `watchdog`, an operation that neither reads nor writes a message for its idle time is
-  // cancelled; the stream is not watched between operations (a trainer held at a barrier is quiet
-  // by design). `open` counts the operations under way (as a Push or Pull stream would count).
+  // With a `watchdog`, a stream that neither reads nor writes a message for its idle time is
+  // cancelled, between operations too: a trainer held at a barrier for longer opens a new stream
+  // at its next transfer.
+  // `open` counts the operations under way (as a Push or Pull stream would count).
   TransferReactor(TransferCalls calls, prometheus::Gauge& open, rpc::StreamWatchdog* watchdog,
                   grpc::CallbackServerContext* context);
 
@@ -73,17 +77,18 @@ class TransferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
   void Idle();
   // Ends the stream with `status` (an operation's refusal).
   void End(const absl::Status& status);
-  // An operation starts (counted in `open`, watched) or is over.
+  // An operation starts (counted in `open`) or is over.
   void BeginOperation();
   void EndOperation();
   void Touch();
+  void Unwatch();
 
   const TransferCalls calls_;
   prometheus::Gauge& open_;
   rpc::StreamWatchdog* const watchdog_;  // null: never cancelled for quiet
   grpc::CallbackServerContext* const context_;
-  bool busy_ = false;  // an operation is under way
-  std::optional<rpc::StreamWatchdog::Id> watched_;
+  bool busy_ = false;                               // an operation is under way
+  std::optional<rpc::StreamWatchdog::Id> watched_;  // from construction to the end
 
   State state_ = State::kIdle;
   grpc::ByteBuffer request_;  // the message being read

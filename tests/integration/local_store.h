@@ -12,6 +12,7 @@
 #include "base/clock.h"
 #include "prometheus/registry.h"
 #include "rpc/grpc_util.h"
+#include "rpc/stream_watchdog.h"
 #include "store/parameter_table.h"
 #include "store/round_waiters.h"
 #include "store/store_metrics.h"
@@ -20,8 +21,12 @@
 namespace syncopate {
 
 struct LocalStore {
-  explicit LocalStore(absl::Duration pull_wait = absl::Seconds(5))
-      : waiters({pull_wait}, base::MonotonicClock::Get()) {
+  // With a `watchdog` (outliving the store), quiet streams are cancelled.
+  explicit LocalStore(absl::Duration pull_wait = absl::Seconds(5),
+                      rpc::StreamWatchdog* watchdog = nullptr)
+      : waiters({pull_wait}, base::MonotonicClock::Get()),
+        service(table, metrics, /*shard=*/0, /*shard_count=*/1, /*incarnation=*/1,
+                rpc::Authorizer(rpc::Credentials::Insecure(), nullptr), watchdog, &waiters) {
     waiters.Start();
   }
   // Serves the shard; its address is then address().
@@ -39,14 +44,7 @@ struct LocalStore {
   store::StoreMetrics metrics{registry};
   store::ParameterTable table;
   store::RoundWaiters waiters;
-  store::StoreService service{table,
-                              metrics,
-                              /*shard=*/0,
-                              /*shard_count=*/1,
-                              /*incarnation=*/1,
-                              rpc::Authorizer(rpc::Credentials::Insecure(), nullptr),
-                              /*watchdog=*/nullptr,
-                              &waiters};
+  store::StoreService service;
   std::unique_ptr<grpc::Server> server;
   int port = 0;
 };
