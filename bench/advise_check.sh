@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
-# `syncopate advise` against reality (docs/advise.md): for each cluster profile below, the advisor's
-# recommendation twice, from a probe of the job (`advise probe`, its tolerance fitted to two short
-# runs) and from the profile's flags at the default tolerance (1 step), then every store mode the
-# advisor predicts, measured with `syncopate compare` (the same work for every mode: the MLP on
-# Fashion-MNIST, the profile's learning rate, the default step-size rule, emulated steps, seed 1).
+# `syncopate advise` against reality (docs/advise.md): for each cluster profile
+# (bench/advise_profiles.sh), the advisor's recommendation twice, from a probe of the job
+# (`advise probe`, its tolerance fitted to two short runs) and from the profile's flags at the
+# default tolerance (1 step), then every store mode the advisor predicts, measured with
+# `syncopate compare` (the same work for every mode: the MLP on Fashion-MNIST, the profile's
+# learning rate, the default step-size rule, emulated steps, seed 1).
 # A recommendation with options (ssp --staleness=9) that compare did not run as such runs on its
 # own. Per profile: each recommendation's measured time to the target over the best measured
 # mode's (a recommendation that did not reach the target in the time limit: "miss").
 #   bench/advise_check.sh [PROFILES]
-# PROFILES: which rows of the list below, e.g. 1,2,5 (default: all). Runs go to OUT (default
+# PROFILES: which profiles, e.g. 1,2,5 (default: all). Runs go to OUT (default
 # /tmp/syncopate-advise-check); TIME_LIMIT (default 90s) caps each run, PROBE (default 15s) each
 # probe run. REUSE=1 runs nothing but the advisor: it asks it again on the probes and the
 # measurements an earlier run left in OUT. BIN_DIR (default build/bin) holds syncopate.
@@ -21,31 +22,10 @@ syncopate=${BIN_DIR:-build/bin}/syncopate
 [[ -x $syncopate ]] || { echo "build first: ./scripts/build.sh" >&2; exit 1; }
 mkdir -p "$out"
 
-# trainers | slowdowns | emulated step | learning rate | target accuracy
-profiles=(
-  "4|1,2,4,6|100ms|0.4|0.80"
-  "8|1,1,1,1,1,1,1,8|50ms|0.1|0.80"
-  "16|1,1,1,1,1.5,1.5,1.5,1.5,2,2,2,2,3,3,3,3|50ms|0.1|0.80"
-  "4|1,1,1,1|50ms|0.2|0.80"
-  "8|1,1.15,1.3,1.45,1.6,1.75,1.9,2|50ms|0.2|0.80"
-  "4|1,1,1,3|100ms|0.2|0.80"
-  "8|1,1,1,1,1,1,4,4|50ms|0.2|0.80"
-  "6|1,1,2,2,4,4|50ms|0.2|0.80"
-)
+source bench/advise_profiles.sh
 modes=asp,bsp,ssp,dssp,wbsp,wbsp-overlap,hybrid
-IFS=, read -r -a chosen <<<"${1:-$(seq -s, 1 ${#profiles[@]})}"
-for n in "${chosen[@]}"; do
-  [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= ${#profiles[@]})) ||
-    { echo "no profile '$n': give numbers from 1 to ${#profiles[@]}" >&2; exit 2; }
-done
+choose_profiles "${1:-}"
 
-# The median time to target of `mode` in a compare report, or "-" when it did not reach it (or
-# has no row, or the report is missing).
-time_of() {
-  [[ -f $1/compare.csv ]] || { echo -; return; }
-  awk -F, -v m="$2" 'NR > 1 && $1 == m && $5 == "true" { t = $6 } END { print (t == "" ? "-" : t) }' \
-    "$1/compare.csv"
-}
 # A recommendation's measured time over the best measured time, or "miss".
 ratio() {
   local t=-

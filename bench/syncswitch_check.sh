@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # `syncopate advise` against Sync-Switch (Li et al., ICDCS 2021), which trains under BSP first and
-# switches once to ASP at a time it finds offline (docs/advise.md). For each cluster profile below
-# (advise_check.sh's): the advisor's recommendation from a probe of the job (`advise probe`);
+# switches once to ASP at a time it finds offline (docs/advise.md). For each cluster profile
+# (bench/advise_profiles.sh): the advisor's recommendation from a probe of the job (`advise probe`);
 # asp, bsp and the recommended mode measured with `syncopate compare`; then Sync-Switch emulated
 # with two runs, `syncopate local --mode=bsp --time-limit=S` and `--mode=asp --resume-from` its
 # model, for S at each of FRACTIONS of bsp's own time to target, and the best of those switch
@@ -10,7 +10,7 @@
 # seed 1). Sync-Switch's time is S plus the asp run's time to target (or bsp's own, when it gets
 # there before S); the asp run starts from the bsp run's model with fresh rounds.
 #   bench/syncswitch_check.sh [PROFILES]
-# PROFILES: which rows of the list, e.g. 1,4,6 (default: all). OUT (default
+# PROFILES: which profiles, e.g. 1,4,6 (default: all). OUT (default
 # /tmp/syncopate-syncswitch), TIME_LIMIT (default 90s, each run), PROBE (default 15s, each probe
 # run), FRACTIONS (default "0.25 0.5 0.75"), BIN_DIR (default build/bin).
 set -euo pipefail
@@ -22,28 +22,9 @@ fractions=${FRACTIONS:-0.25 0.5 0.75}
 syncopate=${BIN_DIR:-build/bin}/syncopate
 [[ -x $syncopate ]] || { echo "build first: ./scripts/build.sh" >&2; exit 1; }
 mkdir -p "$out"
-# trainers | slowdowns | emulated step | learning rate | target accuracy (advise_check.sh's)
-profiles=(
-  "4|1,2,4,6|100ms|0.4|0.80"
-  "8|1,1,1,1,1,1,1,8|50ms|0.1|0.80"
-  "16|1,1,1,1,1.5,1.5,1.5,1.5,2,2,2,2,3,3,3,3|50ms|0.1|0.80"
-  "4|1,1,1,1|50ms|0.2|0.80"
-  "8|1,1.15,1.3,1.45,1.6,1.75,1.9,2|50ms|0.2|0.80"
-  "4|1,1,1,3|100ms|0.2|0.80"
-  "8|1,1,1,1,1,1,4,4|50ms|0.2|0.80"
-  "6|1,1,2,2,4,4|50ms|0.2|0.80"
-)
-IFS=, read -r -a chosen <<<"${1:-$(seq -s, 1 ${#profiles[@]})}"
-for n in "${chosen[@]}"; do
-  [[ $n =~ ^[0-9]+$ ]] && ((n >= 1 && n <= ${#profiles[@]})) ||
-    { echo "no profile '$n': give numbers from 1 to ${#profiles[@]}" >&2; exit 2; }
-done
-# The median time to target of `mode` in a compare report, or "-".
-time_of() {
-  [[ -f $1/compare.csv ]] || { echo -; return; }
-  awk -F, -v m="$2" 'NR > 1 && $1 == m && $5 == "true" { t = $6 } END { print (t == "" ? "-" : t) }' \
-    "$1/compare.csv"
-}
+
+source bench/advise_profiles.sh
+choose_profiles "${1:-}"
 # A run's time to target from its summary.json, or "-".
 summary_time() {
   python3 -c 'import json, sys
