@@ -49,7 +49,7 @@ void TransferReactor::OnReadDone(bool ok) {
       state_ = State::kPushing;
     } else if (*kind == kPull) {
       BeginOperation();
-      return Begin();
+      return BeginPull();
     } else {
       return End(
           absl::InvalidArgumentError("a transfer begins with a push's header or a pull request"));
@@ -83,7 +83,7 @@ void TransferReactor::OnReadDone(bool ok) {
   StartRead(&request_);
 }
 
-void TransferReactor::Begin() {
+void TransferReactor::BeginPull() {
   v1::TransferRequest request;
   grpc::ByteBuffer bytes = request_;  // shares the slices; Deserialize consumes its argument
   if (!grpc::SerializationTraits<v1::TransferRequest>::Deserialize(&bytes, &request).ok()) {

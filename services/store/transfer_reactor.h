@@ -68,8 +68,8 @@ class TransferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
  private:
   enum class State { kIdle, kPushing, kReplying, kWaitingForRound, kPulling, kEndingPull };
 
-  // Starts the operation `request_` begins.
-  void Begin();
+  // Starts the pull `request_` asks for.
+  void BeginPull();
   // Serves the pull under way from `snapshot` (or ends the stream with its error).
   void Serve(SnapshotOr snapshot);
   void WriteNextFrame();
