@@ -124,6 +124,7 @@ absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHe
   if (!initialize) first.mutable_header()->set_shard_incarnation(shard_incarnation_[shard]);
   AddSpecs(tensors, first.mutable_header());
   auto write_chunks = [&](grpc::internal::WriterInterface<grpc::ByteBuffer>& writer) {
+    if (written != nullptr) *written = 0;  // the last attempt's bytes
     return WriteChunks(
         writer, model, tensors, chunk_bytes_,
         [&](size_t bytes) {

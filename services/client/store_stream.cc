@@ -60,7 +60,7 @@ StoreStream::~StoreStream() {
 }
 
 absl::Status StoreStream::Run(absl::string_view what, absl::Duration timeout,
-                              const std::function<std::optional<absl::Status>()>& operation) {
+                              const std::function<std::optional<absl::Status>(bool*)>& operation) {
   const absl::Time deadline = absl::Now() + timeout;
   for (int attempt = 0;; ++attempt) {
     const bool reused = stream_ != nullptr;
@@ -71,13 +71,15 @@ absl::Status StoreStream::Run(absl::string_view what, absl::Duration timeout,
       stream_ = method_.Start(context_.get());
     }
     const Deadline alarm(context_, std::max(deadline - absl::Now(), absl::ZeroDuration()));
-    const std::optional<absl::Status> outcome = operation();
+    bool delivered = false;
+    const std::optional<absl::Status> outcome = operation(&delivered);
     if (outcome && outcome->ok()) return absl::OkStatus();
     const absl::Status ended = End(what, alarm, outcome.value_or(absl::OkStatus()));
     // A stream that was open before this operation may have ended while idle (the store
     // restarted, or cancelled it as quiet): once, the operation goes again on a new stream. A
-    // push sent twice is taken once (its sequence), a pull changes nothing.
-    if (!outcome && reused && attempt == 0 && absl::IsUnavailable(ended) &&
+    // push sent twice is taken once (its sequence), a pull changes nothing, unless it already
+    // handed part of a model to its caller.
+    if (!outcome && reused && !delivered && attempt == 0 && absl::IsUnavailable(ended) &&
         absl::Now() < deadline) {
       continue;
     }
@@ -115,7 +117,7 @@ absl::Status StoreStream::End(absl::string_view what, const Deadline& deadline,
 absl::Status StoreStream::Push(const grpc::ByteBuffer& header,
                                const std::function<bool(Writer&)>& write_chunks,
                                absl::Duration timeout, v1::PushReply* reply) {
-  return Run("push", timeout, [&]() -> std::optional<absl::Status> {
+  return Run("push", timeout, [&](bool*) -> std::optional<absl::Status> {
     // The header may wait for the first chunk: they leave together.
     if (!stream_->Write(header, grpc::WriteOptions().set_buffer_hint())) return std::nullopt;
     if (!write_chunks(*stream_) || !stream_->Write(PushEndMessage())) return std::nullopt;
@@ -140,7 +142,7 @@ absl::Status StoreStream::Pull(const v1::PullRequest& request, absl::Duration ti
   pull.mutable_pull()->set_max_wait_ms(
       static_cast<uint32_t>(std::clamp<int64_t>(wait_ms, 1, 1 << 30)));
   const grpc::ByteBuffer encoded = rpc::EncodeMessage(pull);
-  return Run("pull", timeout, [&]() -> std::optional<absl::Status> {
+  return Run("pull", timeout, [&](bool* delivered) -> std::optional<absl::Status> {
     if (!stream_->Write(encoded)) return std::nullopt;
     grpc::ByteBuffer message;
     while (stream_->Read(&message)) {
@@ -150,6 +152,7 @@ absl::Status StoreStream::Pull(const v1::PullRequest& request, absl::Duration ti
       if (*kind != kPullHeader && *kind != kChunk) {
         return absl::DataLossError("the store answered a pull with something else than a model");
       }
+      *delivered = true;
       if (absl::Status taken = take(message); !taken.ok()) return taken;
     }
     return std::nullopt;

@@ -37,7 +37,8 @@ class StoreStream {
   StoreStream& operator=(const StoreStream&) = delete;
 
   // One push: `header` (a PushMessage holding the header), the chunks `write_chunks` writes (it
-  // returns false when a write failed), then its end; the store's reply in `reply`.
+  // returns false when a write failed; it may run twice, see above), then its end; the store's
+  // reply in `reply`.
   absl::Status Push(const grpc::ByteBuffer& header,
                     const std::function<bool(Writer&)>& write_chunks, absl::Duration timeout,
                     v1::PushReply* reply);
@@ -55,11 +56,12 @@ class StoreStream {
   class Deadline;
 
   // Runs `operation` on the open stream, opening one first if none is; once more on a new stream
-  // when a stream it did not open broke under it (UNAVAILABLE). `operation` returns its outcome,
-  // or nullopt when a read or write failed (the stream broke, or the store ended it: End learns
-  // why).
+  // when a stream it did not open broke under it (UNAVAILABLE) before the operation handed
+  // anything to its caller. `operation` returns its outcome, or nullopt when a read or write
+  // failed (the stream broke, or the store ended it: End learns why), and sets `delivered` once
+  // it handed something over.
   absl::Status Run(absl::string_view what, absl::Duration timeout,
-                   const std::function<std::optional<absl::Status>()>& operation);
+                   const std::function<std::optional<absl::Status>(bool* delivered)>& operation);
   // Ends the stream after a failure: the status it ended with (`local` when this side cut it).
   absl::Status End(absl::string_view what, const Deadline& deadline, const absl::Status& local);
 
