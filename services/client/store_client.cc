@@ -313,22 +313,20 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
   }
   request.set_chunk_bytes(chunk_bytes_);
   PullDecoder decoder;
+  auto take = [&](const grpc::ByteBuffer& message) {
+    RETURN_IF_ERROR(decoder.Add(message));
+    base::PaceThrough(limits_.ingress, decoder.last_payload());
+    return absl::OkStatus();
+  };
   if (transport_ == StoreTransport::kStream) {
-    RETURN_IF_ERROR(streams_[shard]->Pull(request, timeout_, [&](const grpc::ByteBuffer& message) {
-      RETURN_IF_ERROR(decoder.Add(message));
-      base::PaceThrough(limits_.ingress, decoder.last_payload());
-      return absl::OkStatus();
-    }));
+    RETURN_IF_ERROR(streams_[shard]->Pull(request, timeout_, take));
     return decoder.Finish(out);
   }
   auto ctx = rpc::ContextWithTimeout(timeout_);
   auto reader = pulls_[shard].Start(ctx.get(), request);
   grpc::ByteBuffer message;
   absl::Status bad;
-  while (bad.ok() && reader->Read(&message)) {
-    bad = decoder.Add(message);
-    base::PaceThrough(limits_.ingress, decoder.last_payload());
-  }
+  while (bad.ok() && reader->Read(&message)) bad = take(message);
   if (!bad.ok()) {
     ctx->TryCancel();
     reader->Finish();

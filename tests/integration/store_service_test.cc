@@ -244,16 +244,7 @@ TEST(StoreIdleStreamTest, AQuietStreamIsCancelled) {
   LimitedStore store(&watchdog);
   ASSERT_TRUE(store.Start().ok());
   auto quiet = store.Initialize(absl::Seconds(30));
-  // The stream and its header reach the store some time after the write: each sweep is a minute
-  // of the fake clock later, until one finds the stream quiet (polled, with a deadline).
-  int cancelled = 0;
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (cancelled == 0 && absl::Now() < deadline) {
-    clock.Advance(absl::Seconds(60));
-    cancelled = watchdog.CancelIdle();
-    if (cancelled == 0) absl::SleepFor(absl::Milliseconds(10));
-  }
-  EXPECT_EQ(cancelled, 1);
+  EXPECT_EQ(SweepUntilCancelled(clock, watchdog), 1);
   EXPECT_EQ(counted, 1);
   EXPECT_EQ(quiet->writer->Finish().error_code(), grpc::StatusCode::CANCELLED);
   EXPECT_TRUE(store.table.Specs().empty()) << "nothing was initialized";

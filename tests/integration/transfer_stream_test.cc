@@ -203,16 +203,7 @@ TEST(TransferStreamWatchdogTest, AQuietStreamIsCancelledAndTheNextTransferOpensA
   live.set_live(true);
   const auto ignore = [](const grpc::ByteBuffer&) { return absl::OkStatus(); };
   ASSERT_TRUE(stream.Pull(live, absl::Seconds(10), ignore).ok());
-  // Each sweep is a minute of the fake clock later, until one finds the stream quiet (polled,
-  // with a deadline: the stream's last write is touched a moment after the pull returns).
-  int cancelled = 0;
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (cancelled == 0 && absl::Now() < deadline) {
-    clock.Advance(absl::Seconds(60));
-    cancelled = watchdog.CancelIdle();
-    if (cancelled == 0) absl::SleepFor(absl::Milliseconds(10));
-  }
-  EXPECT_EQ(cancelled, 1);
+  EXPECT_EQ(SweepUntilCancelled(clock, watchdog), 1);
   const absl::Status again = stream.Pull(live, absl::Seconds(10), ignore);
   EXPECT_TRUE(again.ok()) << again;
   EXPECT_TRUE(stream.open());
