@@ -210,8 +210,12 @@ TEST(ReadmeE2E, StatusPrintsTheRunningCluster) {
                                 std::regex("^2 trainers, step .* x slowdowns ([0-9.]+),([0-9.]+), "
                                            "407080-byte model")))
       << advised_text;
-  // Trainer 1 is twice as slow (--slowdown=1,2), within the noise of steps a millisecond long.
-  EXPECT_NEAR(std::stod(profile[2]) / std::stod(profile[1]), 2, 0.6) << advised_text;
+  // Trainer 1 is twice as slow (--slowdown=1,2): measured slower, by roughly that. Its steps are
+  // a fraction of a millisecond, and a sleep that short overshoots on a loaded machine (3.0
+  // measured once in a fresh clone's suite), so only the direction and the order are checked.
+  const double measured = std::stod(profile[2]) / std::stod(profile[1]);
+  EXPECT_GT(measured, 1.3) << advised_text;
+  EXPECT_LT(measured, 5) << advised_text;
   EXPECT_NE(Read(refused_log).find("UNAVAILABLE"), std::string::npos) << Read(refused_log);
   const std::vector<std::string> lines = Lines(Read(log));
   ASSERT_EQ(lines.size(), 4u) << Read(log);
