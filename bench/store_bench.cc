@@ -129,8 +129,8 @@ int main(int argc, char** argv) {
   table.SetMembers({{1, 1}});
   client::StoreClient client({"127.0.0.1:" + std::to_string(port)}, rpc::Credentials::Insecure(),
                              absl::Minutes(2));
-  client.set_transport(flags.call_per_transfer ? client::StoreTransport::kCall
-                                               : client::StoreTransport::kStream);
+  client.set_transport(flags.call_per_transfer ? client::Transport::kCall
+                                               : client::Transport::kStream);
 
   const tensor::SharedTensorMap shared = tensor::Share(bench::FourTensorModel(floats));
   const tensor::TensorMap& model = *shared;

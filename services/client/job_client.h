@@ -30,7 +30,7 @@ struct JobOptions {
   int rank = 0;             // reported to the coordinator (the trainer's data shard, say)
   absl::Duration join_timeout = absl::Seconds(30);
   absl::Duration rpc_timeout = absl::Seconds(30);  // each store RPC
-  StoreTransport store_transport = StoreTransport::kStream;
+  Transport store_transport = Transport::kStream;
   // Prometheus /metrics address ("127.0.0.1:0" picks a port); empty: no metrics server.
   std::string metrics_listen;
   // This trainer's certificate for every channel and its Peer service (rpc/credentials.h); default:

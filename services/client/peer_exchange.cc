@@ -13,6 +13,7 @@
 #include "rpc/grpc_util.h"
 #include "rpc/identity.h"
 #include "rpc/push_reactor.h"
+#include "rpc/push_stream_reactor.h"
 #include "spdlog/spdlog.h"
 #include "tensor/tensor.h"
 
@@ -285,6 +286,44 @@ PeerService::PeerService(ExchangeInbox& inbox, rpc::SpecLookup lookup, base::Tok
       authorizer_(std::move(authorizer)),
       watchdog_(watchdog) {}
 
+absl::Status PeerService::MaySend(const std::optional<rpc::Identity>& caller, uint64_t sender) {
+  std::optional<std::string> name = inbox_.NameOf(sender);
+  if (!name) return absl::OkStatus();
+  return authorizer_.RequireName(caller, *name, "Exchange",
+                                 absl::StrCat("a model as trainer ", sender));
+}
+
+absl::Status PeerService::Deliver(const std::optional<rpc::Identity>& caller, absl::Time start,
+                                  absl::StatusOr<rpc::StagedPush> push) {
+  if (!push.ok()) return push.status();
+  if (push->header.codec() == v1::CODEC_TOPK) {
+    return absl::InvalidArgumentError(
+        "a peer's model carries every value (float32, bf16 or fp16), not top-k");
+  }
+  const uint64_t sender = push->header.trainer_id();
+  RETURN_IF_ERROR(MaySend(caller, sender));
+  const double mass = push->header.weight();
+  const LedgerTotal ledger{push->header.mass_ledger(), push->header.mass_sent_total(),
+                           push->header.receiver_incarnation()};
+  for (double m : {mass, ledger.sent_total}) {
+    if (!(std::isfinite(m) && m >= 0)) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("a peer model's mass must be finite and not negative, got ", m));
+    }
+  }
+  received_.Record(sender, push->payload_bytes, start, absl::Now());
+  absl::Status deposited = inbox_.Deposit(push->header.clock(), sender, ToTensorMap(*push),
+                                          caller ? caller->name : "", mass, ledger);
+  if (absl::IsPermissionDenied(deposited)) {
+    deposited = authorizer_.Refuse("Exchange", std::move(deposited));
+  }
+  return deposited;
+}
+
+absl::Duration PeerService::Pace(size_t payload) {
+  return ingress_ ? ingress_->Take(payload) : absl::ZeroDuration();
+}
+
 grpc::ServerReadReactor<grpc::ByteBuffer>* PeerService::Exchange(grpc::CallbackServerContext* ctx,
                                                                  grpc::ByteBuffer* response) {
   absl::StatusOr<std::optional<rpc::Identity>> caller =
@@ -295,42 +334,30 @@ grpc::ServerReadReactor<grpc::ByteBuffer>* PeerService::Exchange(grpc::CallbackS
       lookup_,
       [this, start, caller = *std::move(caller)](absl::StatusOr<rpc::StagedPush> push,
                                                  grpc::ByteBuffer* response) {
-        if (!push.ok()) return rpc::ToGrpcStatus(push.status());
-        if (push->header.codec() == v1::CODEC_TOPK) {
-          return grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
-                              "a peer's model carries every value (float32, bf16 or fp16), not "
-                              "top-k");
-        }
-        const uint64_t sender = push->header.trainer_id();
-        // A sender the coordinator named already is checked now; one named later, when its model
-        // is taken (ExchangeInbox::Deposit).
-        if (std::optional<std::string> name = inbox_.NameOf(sender); name) {
-          absl::Status allowed = authorizer_.RequireName(
-              caller, *name, "Exchange", absl::StrCat("a model as trainer ", sender));
-          if (!allowed.ok()) return rpc::ToGrpcStatus(allowed);
-        }
-        const double mass = push->header.weight();
-        const LedgerTotal ledger{push->header.mass_ledger(), push->header.mass_sent_total(),
-                                 push->header.receiver_incarnation()};
-        for (double m : {mass, ledger.sent_total}) {
-          if (!(std::isfinite(m) && m >= 0)) {
-            return grpc::Status(
-                grpc::StatusCode::INVALID_ARGUMENT,
-                absl::StrCat("a peer model's mass must be finite and not negative, got ", m));
-          }
-        }
-        received_.Record(sender, push->payload_bytes, start, absl::Now());
-        absl::Status deposited = inbox_.Deposit(push->header.clock(), sender, ToTensorMap(*push),
-                                                caller ? caller->name : "", mass, ledger);
-        if (absl::IsPermissionDenied(deposited)) {
-          deposited = authorizer_.Refuse("Exchange", std::move(deposited));
-        }
-        if (deposited.ok()) *response = rpc::EncodeMessage(v1::ExchangeReply());
-        return rpc::ToGrpcStatus(deposited);
+        const absl::Status delivered = Deliver(caller, start, std::move(push));
+        if (delivered.ok()) *response = rpc::EncodeMessage(v1::ExchangeReply());
+        return rpc::ToGrpcStatus(delivered);
       },
-      response, /*open=*/nullptr,
-      [this](size_t payload) { return ingress_ ? ingress_->Take(payload) : absl::ZeroDuration(); },
-      watchdog_, ctx);
+      response, /*open=*/nullptr, [this](size_t payload) { return Pace(payload); }, watchdog_, ctx);
+}
+
+grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* PeerService::Transfer(
+    grpc::CallbackServerContext* ctx) {
+  static_assert(v1::PeerTransferRequest::kModelEndFieldNumber == rpc::PushStreamReactor::kEndField);
+  absl::StatusOr<std::optional<rpc::Identity>> caller =
+      authorizer_.Require(*ctx, "Exchange", {rpc::Role::kTrainer});
+  if (!caller.ok()) return new rpc::RefusedPushStream(rpc::ToGrpcStatus(caller.status()));
+  return new rpc::PushStreamReactor(
+      lookup_,
+      [this, caller = *caller](const v1::PushHeader& header) {
+        return MaySend(caller, header.trainer_id());
+      },
+      [this, caller = *caller](absl::StatusOr<rpc::StagedPush> push,
+                               absl::Time start) -> absl::StatusOr<grpc::ByteBuffer> {
+        RETURN_IF_ERROR(Deliver(caller, start, std::move(push)));
+        return rpc::EncodeMessage(v1::ExchangeReply());
+      },
+      [this](size_t payload) { return Pace(payload); }, watchdog_, ctx);
 }
 
 PeerSender::PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Credentials credentials,
@@ -346,15 +373,33 @@ PeerSender::PeerSender(base::TokenBucket* egress, TransferMeter& sent, rpc::Cred
         return ledger != 0 ? ledger : 1;
       }()) {}
 
-const rpc::RawClientStream& PeerSender::StreamFor(const std::string& address) {
-  absl::MutexLock lock(&mu_);
-  std::unique_ptr<rpc::RawClientStream>& stream = exchanges_[address];
-  if (!stream) {
-    stream = std::make_unique<rpc::RawClientStream>(
-        "/syncopate.v1.Peer/Exchange",
-        rpc::MakeChannel(address, credentials_, rpc::Role::kTrainer));
+PeerSender::PeerChannel& PeerSender::ChannelTo(const std::string& address) {
+  PeerChannel& peer = channels_[address];
+  if (!peer.channel) {
+    peer.channel = rpc::MakeChannel(address, credentials_, rpc::Role::kTrainer);
+    peer.exchange =
+        std::make_unique<rpc::RawClientStream>("/syncopate.v1.Peer/Exchange", peer.channel);
   }
-  return *stream;
+  return peer;
+}
+
+std::unique_ptr<TransferStream> PeerSender::TakeStream(const std::string& address) {
+  absl::MutexLock lock(&mu_);
+  PeerChannel& peer = ChannelTo(address);
+  if (peer.idle) return std::move(peer.idle);
+  return std::make_unique<TransferStream>(peer.channel, "/syncopate.v1.Peer/Transfer",
+                                          absl::StrCat("peer ", address));
+}
+
+void PeerSender::ReturnStream(const std::string& address, std::unique_ptr<TransferStream> stream) {
+  std::unique_ptr<TransferStream> spare;  // cancelled outside the lock
+  absl::MutexLock lock(&mu_);
+  PeerChannel& peer = ChannelTo(address);
+  if (peer.idle) {
+    spare = std::move(stream);
+  } else {
+    peer.idle = std::move(stream);
+  }
 }
 
 PeerSender::Booked PeerSender::Book(const v1::PeerRef& receiver, double share,
@@ -370,23 +415,6 @@ PeerSender::Booked PeerSender::Book(const v1::PeerRef& receiver, double share,
   if (std::isfinite(booked.share) && booked.share > 0) sent += booked.share;
   booked.sent_total = sent;
   return booked;
-}
-
-void TransferCancel::Cancel() {
-  absl::MutexLock lock(&mu_);
-  cancelled_ = true;
-  if (context_ != nullptr) context_->TryCancel();
-}
-
-bool TransferCancel::cancelled() const {
-  absl::MutexLock lock(&mu_);
-  return cancelled_;
-}
-
-void TransferCancel::Attach(grpc::ClientContext* context) {
-  absl::MutexLock lock(&mu_);
-  context_ = context;
-  if (context_ != nullptr && cancelled_) context_->TryCancel();
 }
 
 absl::Status PeerSender::SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
@@ -435,9 +463,23 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
       if (sender != nullptr) sender->CountRequired(-1);
     }
   } uncount{low ? nullptr : this};
+  // Registered while it runs, so that PeerLeft can cancel it.
+  TransferCancel own_cancel;
+  if (cancel == nullptr) cancel = &own_cancel;
+  struct Running {
+    PeerSender* sender;
+    std::multimap<uint64_t, TransferCancel*>::iterator it;
+    ~Running() {
+      absl::MutexLock lock(&sender->mu_);
+      sender->running_.erase(it);
+    }
+  } running{this, [&] {
+              absl::MutexLock lock(&mu_);
+              return running_.emplace(peer.trainer_id(), cancel);
+            }()};
   auto failed = [&](const absl::Status& s) {
-    return absl::Status(s.code(), absl::StrCat("peer ", peer.trainer_id(), " at ", peer.address(),
-                                               ": ", s.message()));
+    return absl::Status(s.code(),
+                        absl::StrCat("to trainer ", peer.trainer_id(), ": ", s.message()));
   };
   const uint32_t chunk_bytes = low ? std::min(chunk_bytes_, kLowPriorityChunkBytes) : chunk_bytes_;
   // A low-priority transfer waits for an idle upload chunk by chunk; the bytes it was given ahead
@@ -478,60 +520,129 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
   header->set_codec(codec);
   const TensorEntries entries = AllEntries(*model);
   AddSpecs(entries, header);
+  const grpc::ByteBuffer header_bytes = rpc::EncodeMessage(message);
+  uint64_t bytes = 0;
+  const TransferStream::WriteChunks write_chunks =
+      [&](TransferStream::Writer& writer) -> std::optional<absl::Status> {
+    const bool written = WriteChunks(
+        writer, model, entries, chunk_bytes,
+        [&](size_t chunk) {
+          if (cancel != nullptr && cancel->cancelled()) return false;
+          if (low) return await_idle(chunk);
+          base::PaceThrough(egress_, chunk);
+          return true;
+        },
+        &bytes, codec);
+    // Stopped here (not a half-close: the receiver would see a cut model), or the stream broke.
+    if (!stopped.ok()) return stopped;
+    if (cancel != nullptr && cancel->cancelled()) {
+      return absl::CancelledError("the transfer was cancelled");
+    }
+    if (!written) return std::nullopt;
+    return absl::OkStatus();
+  };
+  const bool by_call = transport_.load(std::memory_order_relaxed) == Transport::kCall;
   base::Backoff setup_backoff(kSetupBackoff);
-  while (true) {
-    grpc::ClientContext ctx;
-    // gRPC's deadlines are wall-clock times.
-    ctx.set_deadline(absl::ToChronoTime(absl::Now() + (deadline - clock_.Now())));
-    if (cancel != nullptr) cancel->Attach(&ctx);
-    // Detaches before `ctx` goes away, whichever way this attempt ends.
-    struct Detach {
-      TransferCancel* cancel;
-      ~Detach() {
-        if (cancel != nullptr) cancel->Attach(nullptr);
-      }
-    } detach{cancel};
-    v1::ExchangeReply reply;
-    std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer =
-        StreamFor(peer.address()).Start(&ctx, &reply);
-    uint64_t bytes = 0;
-    const bool opened = writer->Write(rpc::EncodeMessage(message));
-    if (opened) {
-      WriteChunks(
-          *writer, model, entries, chunk_bytes,
-          [&](size_t chunk) {
-            if (cancel != nullptr && cancel->cancelled()) return false;
-            if (low) return await_idle(chunk);
-            base::PaceThrough(egress_, chunk);
-            return true;
+  for (bool retried = false;; retried = true) {
+    bool header_sent = false;
+    absl::Status status;
+    if (by_call) {
+      status =
+          SendByCall(peer.address(), header_bytes, write_chunks, deadline, cancel, &header_sent);
+    } else {
+      v1::PeerTransferRequest end;
+      end.mutable_model_end();
+      TransferStream::PushOptions options;
+      options.cork_header = false;  // its write says whether the stream was set up
+      options.cancel = cancel;
+      options.header_sent = &header_sent;
+      std::unique_ptr<TransferStream> stream = TakeStream(peer.address());
+      status = stream->Push(
+          header_bytes, write_chunks, rpc::EncodeMessage(end),
+          std::max(deadline - clock_.Now(), absl::ZeroDuration()),
+          [](grpc::ByteBuffer& reply) {
+            v1::ExchangeReply parsed;
+            if (!grpc::SerializationTraits<v1::ExchangeReply>::Deserialize(&reply, &parsed).ok()) {
+              return absl::DataLossError("the peer answered a model with something else");
+            }
+            return absl::OkStatus();
           },
-          &bytes, codec);
+          options);
+      ReturnStream(peer.address(), std::move(stream));
     }
-    if (!stopped.ok()) {
-      ctx.TryCancel();  // not a half-close: the receiver would see a cut model
-      writer->Finish();
-      return failed(stopped);
-    }
-    writer->WritesDone();
-    const grpc::Status status = writer->Finish();
-    if (status.ok()) {
+    // A model sent again after a failure the peer took it through (its reply was lost) is
+    // refused as a repeat of its round: it arrived.
+    if (status.ok() || (retried && absl::IsAlreadyExists(status))) {
       sent_.Record(peer.trainer_id(), bytes, start, clock_.Now());
       absl::MutexLock lock(&mu_);
+      gone_.erase(peer.trainer_id());
       double& confirmed = confirmed_total_[{peer.trainer_id(), peer.incarnation()}];
       confirmed = std::max(confirmed, booked.sent_total);
       return absl::OkStatus();
     }
-    // A stream that broke before its header went out failed at connection set-up (refused, its
+    // A send that broke before its header went out failed at connection set-up (refused, its
     // TLS handshake cut): nothing reached the peer, so it is tried again, with backoff, while the
     // deadline leaves time. Anything else is the transfer's outcome.
+    // A peer the coordinator said left is not waited for.
     const absl::Duration wait = setup_backoff.Next();
-    if (opened || status.error_code() != grpc::StatusCode::UNAVAILABLE ||
-        (cancel != nullptr && cancel->cancelled()) || clock_.Now() + wait >= deadline) {
-      return failed(rpc::FromGrpcStatus(status));
+    if (header_sent || !absl::IsUnavailable(status) || cancel->cancelled() ||
+        clock_.Now() + wait >= deadline || Gone(peer.trainer_id())) {
+      return failed(status);
     }
     setup_retries_.fetch_add(1, std::memory_order_relaxed);
     clock_.SleepFor(wait);
   }
+}
+
+absl::Status PeerSender::SendByCall(const std::string& address, const grpc::ByteBuffer& header,
+                                    const TransferStream::WriteChunks& write_chunks,
+                                    absl::Time deadline, TransferCancel* cancel,
+                                    bool* header_sent) {
+  grpc::ClientContext ctx;
+  // gRPC's deadlines are wall-clock times.
+  ctx.set_deadline(absl::ToChronoTime(absl::Now() + (deadline - clock_.Now())));
+  if (cancel != nullptr) cancel->Attach(&ctx);
+  // Detaches before `ctx` goes away, whichever way this attempt ends.
+  struct Detach {
+    TransferCancel* cancel;
+    ~Detach() {
+      if (cancel != nullptr) cancel->Attach(nullptr);
+    }
+  } detach{cancel};
+  v1::ExchangeReply reply;
+  std::unique_ptr<grpc::ClientWriter<grpc::ByteBuffer>> writer = [&] {
+    absl::MutexLock lock(&mu_);
+    return ChannelTo(address).exchange->Start(&ctx, &reply);
+  }();
+  *header_sent = writer->Write(header);
+  if (*header_sent) {
+    const std::optional<absl::Status> written = write_chunks(*writer);
+    if (written && !written->ok()) {
+      ctx.TryCancel();  // not a half-close: the receiver would see a cut model
+      writer->Finish();
+      return *written;
+    }
+  }
+  writer->WritesDone();
+  const grpc::Status status = writer->Finish();
+  if (status.ok()) return absl::OkStatus();
+  if (cancel != nullptr && cancel->cancelled()) {
+    return absl::CancelledError("the transfer was cancelled");
+  }
+  const absl::Status s = rpc::FromGrpcStatus(status);
+  return absl::Status(s.code(), absl::StrCat("peer ", address, ": ", s.message()));
+}
+
+void PeerSender::PeerLeft(uint64_t trainer_id) {
+  absl::MutexLock lock(&mu_);
+  gone_.insert(trainer_id);
+  auto [first, last] = running_.equal_range(trainer_id);
+  for (auto it = first; it != last; ++it) it->second->Cancel();
+}
+
+bool PeerSender::Gone(uint64_t trainer_id) {
+  absl::MutexLock lock(&mu_);
+  return gone_.count(trainer_id) > 0;
 }
 
 std::vector<absl::Status> PeerSender::SendToAll(const std::vector<v1::PeerRef>& peers,

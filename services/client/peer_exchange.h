@@ -23,6 +23,7 @@
 #include "base/backoff.h"
 #include "base/clock.h"
 #include "base/token_bucket.h"
+#include "client/transfer_stream.h"
 #include "rpc/authorizer.h"
 #include "rpc/credentials.h"
 #include "rpc/grpc_util.h"
@@ -204,15 +205,17 @@ tensor::TensorMap ToTensorMap(const rpc::StagedPush& push);
 // Looks tensors up in `model`'s shapes (each a vector of its element count), for PeerService.
 rpc::SpecLookup ShapeLookup(const tensor::TensorMap& model);
 
-// Receives peers' models into an inbox. `lookup` gives this trainer's tensor shapes; a stream whose
-// tensors do not match, or whose mass (PushHeader.weight) is negative or not finite, is refused
-// (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited; a model the inbox refuses by its sender
-// (another trainer's name, not a sender of the round's plan: PERMISSION_DENIED) is counted as a
-// refused call.
+// Receives peers' models into an inbox, each model on an Exchange call or one after another on a
+// sender's Transfer stream (docs/transport.md). `lookup` gives this trainer's tensor shapes; a
+// model whose tensors do not match, or whose mass (PushHeader.weight) is negative or not finite, is
+// refused (INVALID_ARGUMENT / NOT_FOUND) and nothing is deposited; a model the inbox refuses by its
+// sender (another trainer's name, not a sender of the round's plan: PERMISSION_DENIED) is counted
+// as a refused call. A refusal ends the call or the stream with its status.
 // Served with gRPC's callback API: a stream paced by `ingress` waits on a timer, not a thread. The
-// stream is read raw, its payloads decoded without a copy (rpc/push_reactor.h).
-class PeerService final
-    : public v1::Peer::WithRawCallbackMethod_Exchange<v1::Peer::CallbackService> {
+// stream is read raw, its payloads decoded without a copy (rpc/push_reactor.h,
+// rpc/push_stream_reactor.h).
+class PeerService final : public v1::Peer::WithRawCallbackMethod_Exchange<
+                              v1::Peer::WithRawCallbackMethod_Transfer<v1::Peer::Service>> {
  public:
   // `authorizer` allows a stream only from a trainer (docs/security.md). With a `watchdog`
   // (outliving the server), a stream quiet for its idle time is cancelled.
@@ -223,29 +226,26 @@ class PeerService final
   // A stream of v1::PushMessage in, a v1::ExchangeReply out.
   grpc::ServerReadReactor<grpc::ByteBuffer>* Exchange(grpc::CallbackServerContext* context,
                                                       grpc::ByteBuffer* response) override;
+  // v1::PeerTransferRequest in, a v1::ExchangeReply out per model.
+  grpc::ServerBidiReactor<grpc::ByteBuffer, grpc::ByteBuffer>* Transfer(
+      grpc::CallbackServerContext* context) override;
 
  private:
+  // Whether `caller` may send a model as `sender`: checked now when the coordinator named `sender`
+  // already, else when its model is taken (ExchangeInbox::Deposit).
+  absl::Status MaySend(const std::optional<rpc::Identity>& caller, uint64_t sender);
+  // Deposits a model from `caller` whose header arrived at `start`, or returns its refusal.
+  absl::Status Deliver(const std::optional<rpc::Identity>& caller, absl::Time start,
+                       absl::StatusOr<rpc::StagedPush> push);
+  // How long to wait before reading on after `payload` bytes (the ingress rate).
+  absl::Duration Pace(size_t payload);
+
   ExchangeInbox& inbox_;
   rpc::SpecLookup lookup_;
   base::TokenBucket* ingress_;  // null: unlimited
   TransferMeter& received_;
   const rpc::Authorizer authorizer_;
   rpc::StreamWatchdog* const watchdog_;
-};
-
-// Lets another thread cancel one transfer, before or while it runs. Thread-safe.
-class TransferCancel {
- public:
-  void Cancel();
-  bool cancelled() const;
-
- private:
-  friend class PeerSender;
-  void Attach(grpc::ClientContext* context);  // null: the transfer ended
-
-  mutable absl::Mutex mu_;
-  grpc::ClientContext* context_ ABSL_GUARDED_BY(mu_) = nullptr;
-  bool cancelled_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 // Streams this trainer's model to peers, each stream with its own deadline. A peer marked
@@ -302,18 +302,41 @@ class PeerSender {
   absl::Status SendOne(const v1::PeerRef& peer, uint64_t sender, int64_t round,
                        const tensor::SharedTensorMap& model, double mass, absl::Time deadline,
                        TransferCancel* cancel = nullptr);
+  // The coordinator said trainer `trainer_id` left the job: its transfers under way are cancelled,
+  // and a send to it that fails is not tried again, until a send reaches it (it rejoined).
+  void PeerLeft(uint64_t trainer_id);
   // Sends tried again after a failure at connection set-up (kSetupBackoff), since construction.
   int64_t setup_retries() const { return setup_retries_.load(std::memory_order_relaxed); }
   // How the models sent from now on carry their values: CODEC_NONE (float32, the default),
   // CODEC_BF16 or CODEC_FP16 (each value rounded to the nearest the codec holds as it is written).
   void SetCodec(v1::Codec codec) { codec_.store(codec, std::memory_order_relaxed); }
+  // How models travel to a peer: one after another on a long-lived Transfer stream per peer (the
+  // default), or each on an Exchange call of its own.
+  void SetTransport(Transport transport) { transport_.store(transport, std::memory_order_relaxed); }
 
  private:
-  // One Exchange method per peer address, written raw (rpc/chunk_frames.h), on one channel each.
-  const rpc::RawClientStream& StreamFor(const std::string& address);
+  // What this sender keeps per peer address: one channel, the Exchange method on it (written raw,
+  // rpc/chunk_frames.h), and the Transfer stream idle between two sends to it.
+  struct PeerChannel {
+    std::shared_ptr<grpc::Channel> channel;
+    std::unique_ptr<rpc::RawClientStream> exchange;
+    std::unique_ptr<TransferStream> idle;
+  };
+  PeerChannel& ChannelTo(const std::string& address) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // The stream idle to `address`, or a new one (another send to it holds the idle one).
+  std::unique_ptr<TransferStream> TakeStream(const std::string& address);
+  // `stream` is idle again: kept for the next send to `address`, unless another is kept already.
+  void ReturnStream(const std::string& address, std::unique_ptr<TransferStream> stream);
+  // One attempt to send the model whose header is `header` and whose chunks `write_chunks` writes,
+  // on a call of its own (Transport::kCall); `header_sent` as TransferStream::PushOptions.
+  absl::Status SendByCall(const std::string& address, const grpc::ByteBuffer& header,
+                          const TransferStream::WriteChunks& write_chunks, absl::Time deadline,
+                          TransferCancel* cancel, bool* header_sent);
   // Waits until a low-priority chunk of `bytes` may go (the class comment); false when `cancel`
   // fired or `deadline` passed first.
   bool AwaitIdleUpload(size_t bytes, TransferCancel* cancel, absl::Time deadline);
+  // Whether the coordinator said `trainer_id` left and no send reached it since.
+  bool Gone(uint64_t trainer_id);
   // Adds `transfers` (may be negative) to the required transfers running.
   void CountRequired(int transfers);
   // SendBooked without counting: a required transfer must be counted already (CountRequired),
@@ -328,7 +351,11 @@ class PeerSender {
   const uint32_t chunk_bytes_;
   const base::Clock& clock_;
   absl::Mutex mu_;
-  std::map<std::string, std::unique_ptr<rpc::RawClientStream>> exchanges_ ABSL_GUARDED_BY(mu_);
+  std::map<std::string, PeerChannel> channels_ ABSL_GUARDED_BY(mu_);
+  std::set<uint64_t> gone_ ABSL_GUARDED_BY(mu_);  // PeerLeft, and no send reached them since
+  // Transfers under way, by receiver: PeerLeft cancels them.
+  std::multimap<uint64_t, TransferCancel*> running_ ABSL_GUARDED_BY(mu_);
+  std::atomic<Transport> transport_{Transport::kStream};
   const uint64_t ledger_;  // random, not 0
   // (receiver, its incarnation) -> the mass sent to it so far, and the total as of the newest
   // transfer it answered OK.

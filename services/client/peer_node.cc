@@ -34,6 +34,7 @@ absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions&
       node->inbox_, ShapeLookup(shapes), limits.ingress, node->received_,
       rpc::Authorizer(options.credentials, options.on_refusal), node->watchdog_.get());
   node->sender_ = std::make_unique<PeerSender>(limits.egress, node->sent_, options.credentials);
+  node->sender_->SetTransport(options.transport);
   node->multicast_ = std::make_unique<BackgroundMulticast>(*node->sender_);
   int port = 0;
   RETURN_IF_ERROR(rpc::StartServer(options.listen, {node->service_.get()}, options.credentials,
@@ -48,7 +49,10 @@ absl::StatusOr<std::unique_ptr<PeerNode>> PeerNode::Start(const PeerNodeOptions&
 }
 
 void PeerNode::HandleDirective(const v1::Directive& directive) {
-  if (directive.has_peer_left()) inbox_.MarkGone(directive.peer_left().trainer_id());
+  if (directive.has_peer_left()) {
+    inbox_.MarkGone(directive.peer_left().trainer_id());
+    sender_->PeerLeft(directive.peer_left().trainer_id());
+  }
   if (directive.has_stop_sending()) {
     const v1::StopSending& stop = directive.stop_sending();
     multicast_->Stop(stop.round(), {stop.receivers().begin(), stop.receivers().end()});
@@ -56,7 +60,10 @@ void PeerNode::HandleDirective(const v1::Directive& directive) {
 }
 
 PeerNode::~PeerNode() {
-  if (server_) server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
+  if (!server_) return;
+  // Peers' streams idle between two models end now, the others as their model ends.
+  watchdog_->Drain();
+  server_->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(1)));
 }
 
 }  // namespace syncopate::client

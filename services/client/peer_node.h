@@ -40,6 +40,8 @@ struct PeerNodeOptions {
   // Peers' models that may wait for this trainer, per sender and in all (ExchangeInbox).
   int inbox_models_per_sender = ExchangeInbox::kMaxPendingPerSender;
   int inbox_models = ExchangeInbox::kMaxPending;
+  // How this trainer's models travel to each peer (PeerSender::SetTransport).
+  Transport transport = Transport::kStream;
 };
 
 // The peer-to-peer data plane over gRPC, as a session uses it (PeerLink). Its deadlines are times
@@ -54,7 +56,8 @@ class PeerNode final : public PeerLink {
 
   const std::string& address() const { return address_; }
   ExchangeInbox& inbox() { return inbox_; }
-  // A peer directive from the coordinator: PeerLeft (the exchange stops waiting for that peer) or
+  // A peer directive from the coordinator: PeerLeft (the exchange stops waiting for that peer, and
+  // stops sending to it) or
   // StopSending (the multicast's transfers to those receivers are preempted).
   void HandleDirective(const v1::Directive& directive);
   LinkLimits limits() { return {egress_ ? &*egress_ : nullptr, ingress_ ? &*ingress_ : nullptr}; }

@@ -42,7 +42,8 @@ StoreClient::StoreClient(std::vector<std::string> addresses, const rpc::Credenti
     initializes_.emplace_back("/syncopate.v1.ParameterStore/Initialize", channel);
     pushes_.emplace_back("/syncopate.v1.ParameterStore/Push", channel);
     pulls_.emplace_back("/syncopate.v1.ParameterStore/Pull", channel);
-    streams_.push_back(std::make_unique<StoreStream>(channel, address));
+    streams_.push_back(std::make_unique<TransferStream>(
+        channel, "/syncopate.v1.ParameterStore/Transfer", absl::StrCat("store ", address)));
   }
   shard_incarnation_.assign(stubs_.size(), 0);
   unsaved_.resize(stubs_.size());
@@ -133,9 +134,9 @@ absl::Status StoreClient::SendTo(size_t shard, bool initialize, const v1::PushHe
         },
         written, header.codec());
   };
-  if (!initialize && transport_ == StoreTransport::kStream) {
-    return streams_[shard]->Push(
-        rpc::EncodeMessage(first), write_chunks,
+  if (!initialize && transport_ == Transport::kStream) {
+    return PushOnStream(
+        *streams_[shard], rpc::EncodeMessage(first), write_chunks,
         std::max(std::min(timeout_, give_up_at - absl::Now()), absl::Milliseconds(1)), reply);
   }
   auto ctx = Context(give_up_at);
@@ -318,7 +319,7 @@ absl::Status StoreClient::PullFrom(size_t shard, int64_t round, PulledModel* out
     base::PaceThrough(limits_.ingress, decoder.last_payload());
     return absl::OkStatus();
   };
-  if (transport_ == StoreTransport::kStream) {
+  if (transport_ == Transport::kStream) {
     RETURN_IF_ERROR(streams_[shard]->Pull(request, timeout_, take));
     return decoder.Finish(out);
   }
@@ -385,6 +386,31 @@ absl::StatusOr<PulledModel> StoreClient::Pull(int64_t round) {
   }
   return absl::AbortedError(absl::StrCat("the store shards drop rounds faster than round ", round,
                                          "'s replacement can be pulled (raise --snapshots-kept)"));
+}
+
+absl::Status PushOnStream(TransferStream& stream, const grpc::ByteBuffer& header,
+                          const std::function<bool(TransferStream::Writer&)>& write_chunks,
+                          absl::Duration timeout, v1::PushReply* reply) {
+  v1::TransferRequest end;
+  end.mutable_push_end();
+  return stream.Push(
+      header,
+      [&](TransferStream::Writer& writer) -> std::optional<absl::Status> {
+        if (!write_chunks(writer)) return std::nullopt;
+        return absl::OkStatus();
+      },
+      rpc::EncodeMessage(end), timeout,
+      [reply](grpc::ByteBuffer& message) {
+        v1::TransferReply parsed;
+        if (!grpc::SerializationTraits<v1::TransferReply>::Deserialize(&message, &parsed).ok() ||
+            parsed.kind_case() != v1::TransferReply::kPushed) {
+          return absl::DataLossError(
+              "the store answered a push with something else than its reply");
+        }
+        *reply = std::move(*parsed.mutable_pushed());
+        return absl::OkStatus();
+      },
+      TransferStream::PushOptions());
 }
 
 }  // namespace syncopate::client

@@ -14,8 +14,8 @@
 #include "base/token_bucket.h"
 #include "client/chunk_writer.h"
 #include "client/links.h"
-#include "client/store_stream.h"
 #include "client/trainer_metrics.h"
+#include "client/transfer_stream.h"
 #include "client/unsaved_pushes.h"
 #include "rpc/grpc_util.h"
 #include "syncopate/v1/store.grpc.pb.h"
@@ -28,10 +28,6 @@ struct LinkLimits {
   base::TokenBucket* egress = nullptr;   // pushes
   base::TokenBucket* ingress = nullptr;  // pulls
 };
-
-// How pushes and pulls travel to a shard (docs/transport.md): each on a long-lived Transfer
-// stream of the trainer's (the default), or each as a call of its own (Push, Pull).
-enum class StoreTransport { kStream, kCall };
 
 // Thread-compatible: one trainer thread uses it. Calls to several shards run in parallel.
 //
@@ -66,8 +62,10 @@ class StoreClient final : public StoreLink {
   // ResendWhatRestartsLost, which a stopping trainer calls on its way out. Set before the first
   // call.
   void set_interrupt(std::function<bool()> interrupted) { interrupted_ = std::move(interrupted); }
-  // Set before the first call.
-  void set_transport(StoreTransport transport) { transport_ = transport; }
+  // How pushes and pulls travel to a shard (docs/transport.md): each on the trainer's long-lived
+  // Transfer stream to it (the default), or each as a call of its own (Push, Pull). Set before
+  // the first call.
+  void set_transport(Transport transport) { transport_ = transport; }
 
   // Creates the tensors on their shards (no-op where they exist). Sends a copy of `values` (one
   // model's worth of memory while it is sent).
@@ -139,8 +137,8 @@ class StoreClient final : public StoreLink {
   std::vector<rpc::RawClientStream> pushes_;
   std::vector<rpc::RawServerStream> pulls_;
   // Per shard: the Transfer stream, touched only by the thread calling that shard.
-  std::vector<std::unique_ptr<StoreStream>> streams_;
-  StoreTransport transport_ = StoreTransport::kStream;
+  std::vector<std::unique_ptr<TransferStream>> streams_;
+  Transport transport_ = Transport::kStream;
   absl::Duration timeout_;
   uint32_t chunk_bytes_;
   LinkLimits limits_;
@@ -152,6 +150,13 @@ class StoreClient final : public StoreLink {
   std::vector<uint64_t> shard_incarnation_;  // 0 until the shard first answered
   std::vector<UnsavedPushes> unsaved_;
 };
+
+// One push on a store's Transfer stream (docs/transport.md): `header` (a PushMessage holding the
+// push's header), the chunks `write_chunks` writes (false when a write failed), its end; the
+// store's reply in `reply`.
+absl::Status PushOnStream(TransferStream& stream, const grpc::ByteBuffer& header,
+                          const std::function<bool(TransferStream::Writer&)>& write_chunks,
+                          absl::Duration timeout, v1::PushReply* reply);
 
 }  // namespace syncopate::client
 

@@ -49,6 +49,32 @@ void StreamWatchdog::Touch(Id id) {
   if (auto it = streams_.find(id); it != streams_.end()) it->second.last_active = clock_.Now();
 }
 
+void StreamWatchdog::SetBusy(Id id, bool busy) {
+  absl::MutexLock lock(&mu_);
+  auto it = streams_.find(id);
+  if (it == streams_.end()) return;
+  it->second.busy = busy;
+  if (draining_ && !busy) CancelOnce(it->second);
+}
+
+void StreamWatchdog::CancelOnce(Stream& stream) {
+  if (stream.cancelled) return;
+  stream.cancelled = true;
+  stream.cancel();
+}
+
+int StreamWatchdog::Drain() {
+  absl::MutexLock lock(&mu_);
+  draining_ = true;
+  int cancelled = 0;
+  for (auto& [id, stream] : streams_) {
+    if (stream.busy || stream.cancelled) continue;
+    CancelOnce(stream);
+    ++cancelled;
+  }
+  return cancelled;
+}
+
 void StreamWatchdog::Forget(Id id) {
   absl::MutexLock lock(&mu_);
   streams_.erase(id);
@@ -62,8 +88,7 @@ int StreamWatchdog::CancelIdle() {
     const absl::Time now = clock_.Now();
     for (auto& [id, stream] : streams_) {
       if (stream.cancelled || now - stream.last_active < idle_) continue;
-      stream.cancelled = true;
-      stream.cancel();
+      CancelOnce(stream);
       ++cancelled;
     }
   }
@@ -72,7 +97,7 @@ int StreamWatchdog::CancelIdle() {
 }
 
 WatchedStream::WatchedStream(StreamWatchdog* watchdog, grpc::ServerContextBase* context)
-    : watchdog_(watchdog != nullptr && watchdog->Enabled() ? watchdog : nullptr),
+    : watchdog_(watchdog),
       id_(watchdog_ ? watchdog_->Watch([context] { context->TryCancel(); }) : 0) {}
 
 WatchedStream::~WatchedStream() {
@@ -81,6 +106,10 @@ WatchedStream::~WatchedStream() {
 
 void WatchedStream::Touch() {
   if (watchdog_) watchdog_->Touch(id_);
+}
+
+void WatchedStream::SetBusy(bool busy) {
+  if (watchdog_) watchdog_->SetBusy(id_, busy);
 }
 
 void WatchedStream::Stop() {

@@ -1,6 +1,8 @@
 // Deadlines on a server's streams: a stream that neither received nor sent a message for a while
 // is cancelled, so that a client cannot hold a stream (its buffers, and a place under the
-// per-connection stream limit) by opening it and going quiet (docs/security.md, "Limits").
+// per-connection stream limit) by opening it and going quiet (docs/security.md, "Limits"). And
+// the end of the long-lived ones when the server stops: a stream idle between two operations
+// (docs/transport.md) is cancelled then, so that the server's shutdown need not wait for it.
 #ifndef SYNCOPATE_RPC_STREAM_WATCHDOG_H_
 #define SYNCOPATE_RPC_STREAM_WATCHDOG_H_
 
@@ -18,7 +20,8 @@ namespace syncopate::rpc {
 
 // Thread-safe. A reactor Watches its stream when it starts, Touches it at every message read or
 // written, and Forgets it before it is deleted (OnDone); `cancel` is never called after Forget
-// returns.
+// returns. A stream is busy (in the middle of an operation) from Watch on; a long-lived one says
+// when it is idle between two operations (SetBusy).
 class StreamWatchdog {
  public:
   using Id = uint64_t;
@@ -41,9 +44,16 @@ class StreamWatchdog {
   Id Watch(std::function<void()> cancel);
   void Touch(Id id);
   void Forget(Id id);
+  // Whether the stream is in the middle of an operation; once the watchdog drains, a stream
+  // said idle is cancelled at once.
+  void SetBusy(Id id, bool busy);
 
-  // Cancels every stream quiet for `idle` or longer now, once each; returns how many.
+  // Cancels every stream quiet for `idle` or longer now, once each; returns how many. Does
+  // nothing when `idle` never cancels.
   int CancelIdle();
+  // The server stops: every stream idle between two operations is cancelled now, and every other
+  // one as soon as it is said idle. Returns how many were cancelled now.
+  int Drain();
 
   absl::Duration idle() const { return idle_; }
   // Whether it ever cancels (`idle` neither zero nor infinite).
@@ -53,8 +63,11 @@ class StreamWatchdog {
   struct Stream {
     std::function<void()> cancel;
     absl::Time last_active;
+    bool busy = true;
     bool cancelled = false;
   };
+  // Cancels `stream` once.
+  static void CancelOnce(Stream& stream);
 
   const absl::Duration idle_;
   const base::Clock& clock_;
@@ -63,12 +76,13 @@ class StreamWatchdog {
   Id next_id_ ABSL_GUARDED_BY(mu_) = 1;
   std::map<Id, Stream> streams_ ABSL_GUARDED_BY(mu_);
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool draining_ ABSL_GUARDED_BY(mu_) = false;
   std::thread sweeper_;
 };
 
 // One stream's registration, held by its reactor: watched from construction (when given a
-// watchdog that ever cancels) to destruction. Touch at every message read or written, and when a
-// pause of the server's own ends.
+// watchdog) to destruction. Touch at every message read or written, and when a pause of the
+// server's own ends.
 class WatchedStream {
  public:
   WatchedStream(StreamWatchdog* watchdog, grpc::ServerContextBase* context);
@@ -77,6 +91,7 @@ class WatchedStream {
   WatchedStream& operator=(const WatchedStream&) = delete;
 
   void Touch();
+  void SetBusy(bool busy);
   // Stops watching before the stream ends (it has another deadline from now on).
   void Stop();
 

@@ -197,6 +197,9 @@ int main(int argc, char** argv) {
   }
   spdlog::info("shutting down");
   waiters.Stop();
+  // Trainers' Transfer streams idle between two transfers end now, the others as their transfer
+  // ends: the grace below waits only for transfers under way.
+  watchdog.Drain();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(2)));
   checkpoint();
   return 0;

@@ -22,12 +22,10 @@ grpc::ByteBuffer Reply(v1::TransferReply reply) { return rpc::EncodeMessage(repl
 TransferReactor::TransferReactor(TransferCalls calls, prometheus::Gauge& open,
                                  rpc::StreamWatchdog* watchdog,
                                  grpc::CallbackServerContext* context)
-    : calls_(std::move(calls)),
-      open_(open),
-      watchdog_(watchdog != nullptr && watchdog->Enabled() ? watchdog : nullptr),
-      context_(context) {
+    : calls_(std::move(calls)), open_(open), watchdog_(watchdog), context_(context) {
   if (watchdog_ != nullptr) {
     watched_ = watchdog_->Watch([context = context_] { context->TryCancel(); });
+    watchdog_->SetBusy(*watched_, false);  // until its first operation
   }
   StartRead(&request_);
 }
@@ -135,6 +133,8 @@ void TransferReactor::Idle() {
   reply_.Clear();
   state_ = State::kIdle;
   StartRead(&request_);
+  // A stopping store (StreamWatchdog::Drain) cancels the stream now: the read fails.
+  if (watched_) watchdog_->SetBusy(*watched_, false);
 }
 
 void TransferReactor::End(const absl::Status& status) {
@@ -164,6 +164,7 @@ void TransferReactor::BeginOperation() {
   start_ = absl::Now();
   busy_ = true;
   open_.Increment();
+  if (watched_) watchdog_->SetBusy(*watched_, true);
 }
 
 void TransferReactor::Touch() {

@@ -55,7 +55,8 @@ class TransferReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer, g
  public:
   // With a `watchdog`, a stream that neither reads nor writes a message for its idle time is
   // cancelled, between operations too: a trainer held at a barrier for longer opens a new stream
-  // at its next transfer.
+  // at its next transfer. When the watchdog drains (the store stops), the stream is cancelled
+  // between two operations: an operation under way ends first.
   // `open` counts the operations under way (as a Push or Pull stream would count).
   TransferReactor(TransferCalls calls, prometheus::Gauge& open, rpc::StreamWatchdog* watchdog,
                   grpc::CallbackServerContext* context);

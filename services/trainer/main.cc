@@ -114,6 +114,11 @@ int main(int argc, char** argv) {
                  "Pushes and pulls on one long-lived stream per store shard (stream), or a call "
                  "each (call)")
       ->check(CLI::IsMember({"stream", "call"}));
+  std::string peer_transport = "stream";
+  app.add_option("--peer-transport", peer_transport,
+                 "Models to each peer on one long-lived stream (stream), or a call each (call); "
+                 "peer-to-peer modes")
+      ->check(CLI::IsMember({"stream", "call"}));
   app.add_option("--metrics-listen", metrics_listen, "Prometheus /metrics address")
       ->envname("SYNCOPATE_METRICS_LISTEN");
   app.add_option("--peer-listen", peer_listen,
@@ -213,15 +218,16 @@ int main(int argc, char** argv) {
   job_options.name = name;
   job_options.rank = rank;
   job_options.rpc_timeout = *timeout;
-  job_options.store_transport = store_transport == "call"
-                                    ? syncopate::client::StoreTransport::kCall
-                                    : syncopate::client::StoreTransport::kStream;
+  job_options.store_transport = store_transport == "call" ? syncopate::client::Transport::kCall
+                                                          : syncopate::client::Transport::kStream;
   job_options.metrics_listen = metrics_listen;
   job_options.peer.listen = peer_listen;
   job_options.peer.advertise = peer_address;
   job_options.peer.egress_rate = egress_rate;
   job_options.peer.ingress_rate = ingress_rate;
   job_options.peer.stream_idle_timeout = *peer_idle;
+  job_options.peer.transport = peer_transport == "call" ? syncopate::client::Transport::kCall
+                                                        : syncopate::client::Transport::kStream;
   job_options.ready_file = ready_file;
   job_options.trace_file = trace_file;
   job_options.max_rejoins = max_rejoins;

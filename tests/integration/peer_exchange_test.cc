@@ -27,19 +27,27 @@ tensor::TensorMap Model(float value, size_t n = 1000) {
 // One trainer's receiving side on `address` (default 127.0.0.1:0).
 struct Receiver {
   explicit Receiver(const tensor::TensorMap& shape, base::TokenBucket* ingress = nullptr,
-                    const std::string& address = "127.0.0.1:0")
-      : service(inbox, ShapeLookup(shape), ingress, received,
-                rpc::Authorizer(rpc::Credentials::Insecure(), nullptr)) {
+                    const std::string& address = "127.0.0.1:0",
+                    absl::Duration stream_idle_timeout = absl::ZeroDuration(),
+                    const base::Clock& clock = base::MonotonicClock::Get())
+      : watchdog(stream_idle_timeout, clock),
+        service(inbox, ShapeLookup(shape), ingress, received,
+                rpc::Authorizer(rpc::Credentials::Insecure(), nullptr), &watchdog) {
     EXPECT_TRUE(
         rpc::StartServer(address, {&service}, rpc::Credentials::Insecure(), &server, &port).ok());
   }
-  ~Receiver() { server->Shutdown(); }
+  // As a trainer stops (PeerNode): senders' streams idle between two models end at once.
+  ~Receiver() {
+    watchdog.Drain();
+    server->Shutdown();
+  }
   v1::PeerRef Ref(uint64_t id) const {
     v1::PeerRef ref;
     ref.set_trainer_id(id);
     ref.set_address("127.0.0.1:" + std::to_string(port));
     return ref;
   }
+  rpc::StreamWatchdog watchdog;
   ExchangeInbox inbox;
   TransferMeter received;
   PeerService service;
@@ -69,6 +77,59 @@ TEST(PeerExchangeTest, ModelsArriveByRoundAndSender) {
   EXPECT_EQ(totals.bytes, 2 * 1010 * 4.0);
   EXPECT_EQ(totals.transfers, 2);
   EXPECT_EQ(r.received.Take().bytes, 2 * 1010 * 4.0);
+}
+
+// A sender's models to one peer go one after another on one long-lived stream; with
+// Transport::kCall, each on an Exchange call of its own. Either way every model arrives.
+TEST(PeerExchangeTest, ModelsToAPeerShareOneStream) {
+  for (Transport transport : {Transport::kStream, Transport::kCall}) {
+    Receiver r(Model(0));
+    TransferMeter sent;
+    PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
+    sender.SetTransport(transport);
+    for (int64_t round : {1, 2, 3}) {
+      auto results = sender.SendToAll({r.Ref(1)}, 7, round, tensor::Share(Model(round)), 1.0,
+                                      In(absl::Seconds(10)));
+      ASSERT_TRUE(results[0].ok()) << results[0];
+      auto got = r.inbox.Collect(round, {7}, In(absl::Seconds(10)));
+      ASSERT_EQ(got.size(), 1u);
+      EXPECT_EQ(got[7].model, Model(round));
+    }
+    // The streams still open, idle between two models, end as the receiver stops.
+    EXPECT_EQ(r.watchdog.Drain(), transport == Transport::kStream ? 1 : 0);
+  }
+}
+
+// The receiver's watchdog cancels a stream quiet between two models, or the receiver restarts:
+// the next model goes on a new stream, within its deadline, without an error.
+TEST(PeerExchangeTest, AStreamEndedWhileIdleIsReplacedAtOnce) {
+  base::FakeClock clock;
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
+  auto r = std::make_unique<Receiver>(Model(0), nullptr, "127.0.0.1:0", absl::Seconds(60), clock);
+  const v1::PeerRef peer = r->Ref(1);
+  ASSERT_TRUE(
+      sender.SendToAll({peer}, 7, 1, tensor::Share(Model(1)), 1.0, In(absl::Seconds(10)))[0].ok());
+  int cancelled = 0;
+  for (const absl::Time give_up = In(absl::Seconds(20)); cancelled == 0 && Now() < give_up;) {
+    clock.Advance(absl::Seconds(60));
+    cancelled = r->watchdog.CancelIdle();
+    if (cancelled == 0) absl::SleepFor(absl::Milliseconds(10));  // the reply may still be in flight
+  }
+  ASSERT_EQ(cancelled, 1);
+  absl::Status second =
+      sender.SendToAll({peer}, 7, 2, tensor::Share(Model(2)), 1.0, In(absl::Seconds(10)))[0];
+  ASSERT_TRUE(second.ok()) << second;
+  EXPECT_EQ(r->inbox.Collect(2, {7}, In(absl::Seconds(10)))[7].model, Model(2));
+  // Restarted on its port, with the stream idle: the third model reaches the new receiver.
+  const std::string address = peer.address();
+  rpc::StopServer(*r->server);
+  r = std::make_unique<Receiver>(Model(0), nullptr, address);
+  absl::Status third =
+      sender.SendToAll({peer}, 7, 3, tensor::Share(Model(3)), 1.0, In(absl::Seconds(10)))[0];
+  ASSERT_TRUE(third.ok()) << third;
+  EXPECT_EQ(r->inbox.Collect(3, {7}, In(absl::Seconds(10)))[7].model, Model(3));
+  EXPECT_EQ(sender.setup_retries(), 0) << "the stream was replaced at once, not after a backoff";
 }
 
 // Under --compression=bf16 (or fp16) a model travels in half the bytes, each value the nearest the
@@ -170,6 +231,35 @@ TEST(PeerExchangeTest, ASendRefusedAtConnectionSetUpIsRetriedWithinItsDeadline) 
   auto got = r.inbox.Collect(1, {7}, In(absl::Seconds(10)));
   ASSERT_EQ(got.size(), 1u);
   EXPECT_EQ(got[7].model, Model(7));
+}
+
+// A peer the coordinator says left (PeerLeft) is not retried until the exchange's deadline: the
+// send to it ends at once.
+TEST(PeerExchangeTest, ASendToAPeerThatLeftStopsRetrying) {
+  int port = 0;
+  const int held = testing::HoldPort(&port);  // refuses every connection
+  ASSERT_GE(held, 0);
+  v1::PeerRef peer;
+  peer.set_trainer_id(1);
+  peer.set_address("127.0.0.1:" + std::to_string(port));
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
+  const absl::Time deadline = In(absl::Minutes(5));
+  std::vector<absl::Status> results;
+  std::thread sending([&] {
+    results = sender.SendToAll({peer}, 7, /*round=*/1, tensor::Share(Model(7)), 1.0, deadline);
+  });
+  const absl::Time give_up = In(absl::Seconds(10));
+  while (sender.setup_retries() == 0 && Now() < give_up) {
+    absl::SleepFor(absl::Milliseconds(5));  // polls a counter, within a deadline
+  }
+  EXPECT_GE(sender.setup_retries(), 1);
+  sender.PeerLeft(1);
+  sending.join();
+  close(held);
+  EXPECT_LT(Now(), deadline - absl::Minutes(4)) << "the send waited for its deadline";
+  ASSERT_EQ(results.size(), 1u);
+  EXPECT_FALSE(results[0].ok());
 }
 
 TEST(PeerExchangeTest, AGoneSenderIsNotWaitedFor) {

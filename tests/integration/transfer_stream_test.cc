@@ -1,6 +1,8 @@
-// The Transfer stream (client/store_stream.h against store/transfer_reactor.h): one stream carries
-// a trainer's pushes and pulls; a refusal, a deadline or the store's restart ends it, and the next
-// transfer opens another.
+// The Transfer stream (client/transfer_stream.h against store/transfer_reactor.h): one stream
+// carries a trainer's pushes and pulls; a refusal, a deadline or the store's restart ends it, and
+// the next transfer opens another.
+#include "client/transfer_stream.h"
+
 #include <string>
 #include <vector>
 
@@ -10,7 +12,6 @@
 #include "client/chunk_writer.h"
 #include "client/pull_decoder.h"
 #include "client/store_client.h"
-#include "client/store_stream.h"
 #include "grpcpp/generic/async_generic_service.h"
 #include "gtest/gtest.h"
 #include "local_store.h"
@@ -22,6 +23,7 @@ namespace syncopate {
 namespace {
 
 constexpr uint64_t kStreamTrainer = 5;
+constexpr char kStoreTransfer[] = "/syncopate.v1.ParameterStore/Transfer";
 
 v1::PushHeader StreamHeader(uint64_t sequence) {
   v1::PushHeader h;
@@ -45,9 +47,9 @@ class TransferStreamTest : public ::testing::Test {
   void SetUp() override {
     ASSERT_TRUE(store_.Start().ok());
     ServeWithModel(store_, {1, 2, 3});
-    stream_ = std::make_unique<client::StoreStream>(
+    stream_ = std::make_unique<client::TransferStream>(
         rpc::MakeChannel(store_.address(), rpc::Credentials::Insecure(), rpc::Role::kStore),
-        store_.address());
+        kStoreTransfer, "store " + store_.address());
   }
   void TearDown() override {
     stream_.reset();
@@ -63,9 +65,9 @@ class TransferStreamTest : public ::testing::Test {
     const client::TensorEntries entries = client::AllEntries(*delta);
     client::AddSpecs(entries, first.mutable_header());
     v1::PushReply ignored;
-    return stream_->Push(
-        rpc::EncodeMessage(first),
-        [&](client::StoreStream::Writer& writer) {
+    return client::PushOnStream(
+        *stream_, rpc::EncodeMessage(first),
+        [&](client::TransferStream::Writer& writer) {
           return client::WriteChunks(writer, delta, entries, tensor::kDefaultChunkBytes, nullptr);
         },
         absl::Seconds(10), reply != nullptr ? reply : &ignored);
@@ -88,7 +90,7 @@ class TransferStreamTest : public ::testing::Test {
   }
 
   LocalStore store_;
-  std::unique_ptr<client::StoreStream> stream_;
+  std::unique_ptr<client::TransferStream> stream_;
 };
 
 TEST_F(TransferStreamTest, OneStreamCarriesPushesAndPulls) {
@@ -157,8 +159,9 @@ TEST(TransferStreamDeadlineTest, ATransferPastItsDeadlineIsCancelled) {
   SilentServer silent;
   ASSERT_NE(silent.port, 0);
   const std::string address = "127.0.0.1:" + std::to_string(silent.port);
-  client::StoreStream stream(
-      rpc::MakeChannel(address, rpc::Credentials::Insecure(), rpc::Role::kStore), address);
+  client::TransferStream stream(
+      rpc::MakeChannel(address, rpc::Credentials::Insecure(), rpc::Role::kStore), kStoreTransfer,
+      address);
   v1::PullRequest request;
   request.set_live(true);
   const absl::Time start = absl::Now();
@@ -196,9 +199,9 @@ TEST(TransferStreamWatchdogTest, AQuietStreamIsCancelledAndTheNextTransferOpensA
   LocalStore store(absl::Seconds(5), &watchdog);
   ASSERT_TRUE(store.Start().ok());
   ServeWithModel(store, {1, 2, 3});
-  client::StoreStream stream(
+  client::TransferStream stream(
       rpc::MakeChannel(store.address(), rpc::Credentials::Insecure(), rpc::Role::kStore),
-      store.address());
+      kStoreTransfer, store.address());
   v1::PullRequest live;
   live.set_live(true);
   const auto ignore = [](const grpc::ByteBuffer&) { return absl::OkStatus(); };
@@ -207,6 +210,33 @@ TEST(TransferStreamWatchdogTest, AQuietStreamIsCancelledAndTheNextTransferOpensA
   const absl::Status again = stream.Pull(live, absl::Seconds(10), ignore);
   EXPECT_TRUE(again.ok()) << again;
   EXPECT_TRUE(stream.open());
+  store.Stop();
+}
+
+// A stopping store (its watchdog drains) ends a trainer's stream idle between two transfers at
+// once, so its graceful shutdown does not wait for it; the trainer's next transfer finds the
+// store gone and is UNAVAILABLE, which it retries.
+TEST(TransferStreamDrainTest, AStoppingStoreEndsAnIdleStreamAtOnce) {
+  base::FakeClock clock;
+  rpc::StreamWatchdog watchdog(absl::ZeroDuration(), clock);  // never cancels for quiet
+  LocalStore store(absl::Seconds(5), &watchdog);
+  ASSERT_TRUE(store.Start().ok());
+  ServeWithModel(store, {1, 2, 3});
+  client::TransferStream stream(
+      rpc::MakeChannel(store.address(), rpc::Credentials::Insecure(), rpc::Role::kStore),
+      kStoreTransfer, store.address());
+  v1::PullRequest live;
+  live.set_live(true);
+  const auto ignore = [](const grpc::ByteBuffer&) { return absl::OkStatus(); };
+  ASSERT_TRUE(stream.Pull(live, absl::Seconds(10), ignore).ok());
+  ASSERT_TRUE(stream.open());
+  EXPECT_EQ(watchdog.Drain(), 1);
+  // Without the drain, the idle stream would hold the shutdown until its deadline.
+  const absl::Time grace = absl::Now() + absl::Seconds(60);
+  store.server->Shutdown(absl::ToChronoTime(grace));
+  EXPECT_LT(absl::Now(), grace);
+  const absl::Status after = stream.Pull(live, absl::Seconds(2), ignore);
+  EXPECT_TRUE(absl::IsUnavailable(after)) << after;
   store.Stop();
 }
 
