@@ -1,5 +1,6 @@
 #include "client/local_model.h"
 
+#include <algorithm>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -93,6 +94,16 @@ absl::Status LocalModel::WriteAndRebase(const tensor::TensorMap* local,
   }
   base_ = std::move(new_base);
   return absl::OkStatus();
+}
+
+std::optional<tensor::SharedTensorMap> LocalModel::TakeResidual() {
+  if (!feedback_) return std::nullopt;
+  tensor::TensorMap residual = feedback_->TakeResidual();
+  const bool empty = std::all_of(residual.begin(), residual.end(), [](const auto& entry) {
+    return std::all_of(entry.second.begin(), entry.second.end(), [](float v) { return v == 0; });
+  });
+  if (empty) return std::nullopt;
+  return tensor::Share(std::move(residual));
 }
 
 }  // namespace syncopate::client

@@ -61,6 +61,11 @@ class LocalModel {
   // parameters' write error as it is.
   absl::Status Replace(const tensor::TensorMap& model);
 
+  // Under Compress: what the compressed deltas left out so far (error feedback), whole, for a last
+  // push as the trainer leaves; it is forgotten here. Nullopt when nothing is left out (no
+  // compression, or every value sent).
+  std::optional<tensor::SharedTensorMap> TakeResidual();
+
   // Steps since the last TakeDelta.
   int64_t unpushed_steps() const { return unpushed_steps_; }
   size_t pending_deltas() const { return pending_.size(); }

@@ -204,6 +204,15 @@ void Protocol::LeaveAfterFinalAverage(const v1::Proceed& proceed,
   coordinator_.Leave(kFinalAverageDone, accuracy, /*finished=*/true);
 }
 
+void Protocol::PushResidual(tensor::SharedTensorMap residual) {
+  if (welcome().peer_to_peer() || welcome().push_mode() != v1::APPLY_MODE_IMMEDIATE) return;
+  trace_.Record("residual", {{"clock", last_pushed_clock_}});
+  if (absl::Status pushed = Push(std::move(residual), last_pushed_clock_); !pushed.ok()) {
+    spdlog::warn("leaving without pushing what compression held back of this trainer's steps: {}",
+                 pushed.ToString());
+  }
+}
+
 void Protocol::ResendWhatRestartsLost() {
   if (welcome().peer_to_peer()) return;
   if (absl::Status resent = store_.ResendWhatRestartsLost(Identity()); !resent.ok()) {
@@ -257,6 +266,7 @@ absl::Status Protocol::Push(tensor::SharedTensorMap delta, int64_t clock) {
   // count once, and their round applies the rule.
   header.set_weight(push_weight_ > 0 ? static_cast<float>(push_weight_) : 1.0f);
   header.set_clock(clock);
+  last_pushed_clock_ = clock;
   header.set_codec(w.codec());  // the delta is compressed already (LocalModel::Compress)
   uint64_t raw_bytes = 0;
   for (const auto& [name, values] : *delta) raw_bytes += values.size() * sizeof(float);

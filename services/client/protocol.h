@@ -88,6 +88,11 @@ class Protocol {
   // share kept). Each receiver gets its share of the mass; the mass kept is traced ("multicast").
   // A no-op when none is planned. Call before reporting the step.
   void StartPlannedMulticast(tensor::TensorMap own);
+  // Before a clean Leave, under a compressed job whose pushes apply at once: pushes `residual`
+  // (what error feedback still holds, LocalModel::TakeResidual) as the trainer's last push, so
+  // that no part of its steps is lost. A failure is logged; the trainer leaves anyway. Round modes
+  // do not: a push outside the rounds would be late, so there the residual is not sent.
+  void PushResidual(tensor::SharedTensorMap residual);
   // Before a clean Leave: re-sends what a store shard's restart lost of this trainer's pushes,
   // where it has not pushed to that shard since (StoreLink::ResendWhatRestartsLost). A failure is
   // logged; the trainer leaves anyway. A no-op in peer-to-peer modes.
@@ -154,6 +159,7 @@ class Protocol {
   PeerLink* const peers_;
   const absl::Time joined_at_;
   uint64_t sequence_ = 0;
+  int64_t last_pushed_clock_ = 0;
   double push_weight_ = 0;  // of the last grant (0: none said)
   // Peer-to-peer modes: this trainer's push-sum mass (MixInto); 0 for a joiner until its peers'
   // models reach it.

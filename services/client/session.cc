@@ -102,6 +102,9 @@ void Session::Close(const std::string& reason, std::optional<double> final_accur
 }
 
 void Session::LeaveCleanly(const std::string& reason, std::optional<double> final_accuracy) {
+  if (std::optional<tensor::SharedTensorMap> residual = model_.TakeResidual()) {
+    protocol_.PushResidual(*std::move(residual));
+  }
   protocol_.ResendWhatRestartsLost();
   protocol_.Leave(reason, final_accuracy);
 }

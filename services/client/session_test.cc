@@ -289,6 +289,37 @@ TEST_F(SessionTest, ImmediateModePullsTheLiveModel) {
   EXPECT_EQ(w_, (std::vector<float>{1.25f, 2.25f}));
 }
 
+// Under top-k, each push carries part of its delta and error feedback holds the rest for the
+// next; a trainer that leaves cleanly pushes what is still held, so that the store got every
+// step whole. In a round mode the rest is not sent (a push outside the rounds would be late).
+TEST_F(SessionTest, ALeavingTrainerPushesWhatCompressionHeldBack) {
+  for (v1::ApplyMode mode : {v1::APPLY_MODE_IMMEDIATE, v1::APPLY_MODE_ROUND}) {
+    FakeCoordinator coordinator(clock_, mode);
+    coordinator.mutable_welcome().set_codec(v1::CODEC_TOPK);
+    coordinator.mutable_welcome().set_topk_ratio(0.5);  // one value of the two a push
+    for (int64_t c = 0; c < 3; ++c) coordinator.Script({Grant(c), absl::ZeroDuration()});
+    coordinator.Script({absl::OutOfRangeError("training is done"), absl::ZeroDuration()});
+    store_ = FakeStore();
+    w_ = {0, 0};
+    ASSERT_TRUE(Run(coordinator).ok());
+    std::vector<float> sent = {0, 0};
+    for (const FakeStore::Pushed& p : store_.pushes) {
+      EXPECT_EQ(p.header.codec(), v1::CODEC_TOPK);
+      for (size_t i = 0; i < 2; ++i) sent[i] += p.delta.at("w")[i];
+    }
+    if (mode == v1::APPLY_MODE_IMMEDIATE) {
+      ASSERT_EQ(store_.pushes.size(), 4u) << "three steps, then what they held back";
+      EXPECT_EQ(store_.pushes.back().header.sequence(), 4u);
+      EXPECT_EQ(store_.pushes.back().header.clock(), store_.pushes[2].header.clock());
+      EXPECT_EQ(sent, (std::vector<float>{0.75f, 0.75f})) << "three steps of 0.25, whole";
+    } else {
+      EXPECT_EQ(store_.pushes.size(), 3u);
+      EXPECT_LT(sent[0] + sent[1], 1.5f) << "the held-back part stays";
+    }
+    EXPECT_EQ(coordinator.left, "training is done");
+  }
+}
+
 // Compute is the time inside steps; the wait for a directive is wait, not compute.
 TEST_F(SessionTest, WaitingForTheCoordinatorIsNotCompute) {
   FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);

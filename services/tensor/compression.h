@@ -12,6 +12,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/statusor.h"
@@ -56,8 +57,8 @@ float FromFp16(uint16_t bits);
 void Quantize(const Compression& compression, std::vector<float>& values);
 
 // A trainer's error feedback: what its pushes left out is added to its next delta, so that no
-// part of a step is lost while it trains, only delayed (what is still waiting when the trainer
-// leaves is not sent). Not thread-safe.
+// part of a step is lost while it trains, only delayed; a trainer that leaves sends what is still
+// waiting with its last push (TakeResidual). Not thread-safe.
 class ErrorFeedback {
  public:
   explicit ErrorFeedback(Compression compression) : compression_(compression) {}
@@ -69,6 +70,8 @@ class ErrorFeedback {
   void Compress(TensorMap& delta);
   // What is still to be sent, by tensor.
   const TensorMap& residual() const { return residual_; }
+  // Hands over what is still to be sent, whole (not quantized), and forgets it.
+  TensorMap TakeResidual() { return std::exchange(residual_, {}); }
 
  private:
   const Compression compression_;
