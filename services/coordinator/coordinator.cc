@@ -154,7 +154,7 @@ SessionKey Coordinator::Admit(const sync::Member& member, const v1::Join& join,
                               std::shared_ptr<Outbox> outbox, int64_t start_clock,
                               sync::Decisions decisions) {
   sessions_[member.id] = Session{member.incarnation, outbox, join.peer_address(), join.rank()};
-  by_rank_.emplace(join.rank(), member.id);
+  by_rank_.Add(join.rank(), member.id);
   progress_.Admitted(member.id, clock_.Now(),
                      std::any_of(decisions.grants.begin(), decisions.grants.end(),
                                  [&](const sync::Grant& g) { return g.trainer == member.id; }));
@@ -268,8 +268,8 @@ absl::Status Coordinator::CheckNameAndRankFree(const v1::Join& join, absl::Time 
   const absl::Duration alive = 2 * options_.heartbeat_interval;
   std::optional<sync::Member> holder = membership_.FindByName(join.name());
   if (!holder) {
-    for (const auto& [rank, id] : by_rank_) {
-      if (rank == join.rank()) holder = membership_.Find(id);
+    if (std::optional<sync::TrainerId> id = by_rank_.AtRank(join.rank())) {
+      holder = membership_.Find(*id);
     }
   }
   if (!holder || now - holder->last_seen > alive) return absl::OkStatus();
@@ -333,7 +333,7 @@ void Coordinator::CloseSession(const SessionKey& key, const std::string& state,
       it->second.outbox->Send(std::move(evicted));
     }
     it->second.outbox->Close();
-    by_rank_.erase({it->second.rank, key.id});
+    by_rank_.Remove(it->second.rank, key.id);
     sessions_.erase(it);
   }
   progress_.Forget(key.id);

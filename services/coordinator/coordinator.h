@@ -22,6 +22,7 @@
 #include "coordinator/store_control.h"
 #include "coordinator/store_queue.h"
 #include "coordinator/trainer_book.h"
+#include "coordinator/world_ranks.h"
 #include "sync/membership.h"
 #include "sync/policy.h"
 #include "syncopate/v1/coordinator.pb.h"
@@ -261,8 +262,8 @@ class Coordinator {
   std::unique_ptr<sync::SyncPolicy> policy_ ABSL_GUARDED_BY(mu_);
   sync::Membership membership_ ABSL_GUARDED_BY(mu_);
   std::map<sync::TrainerId, Session> sessions_ ABSL_GUARDED_BY(mu_);
-  // The sessions by (rank, id): the first is the evaluator.
-  std::set<std::pair<uint32_t, sync::TrainerId>> by_rank_ ABSL_GUARDED_BY(mu_);
+  // The sessions by (rank, id): their world ranks; the first is the evaluator.
+  WorldRanks by_rank_ ABSL_GUARDED_BY(mu_);
   ProgressWatch progress_ ABSL_GUARDED_BY(mu_);
   // The store actions, the stores' membership's freshness, the backoff and the probe schedule.
   StoreQueue stores_queue_ ABSL_GUARDED_BY(mu_);

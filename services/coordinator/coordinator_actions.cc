@@ -311,9 +311,6 @@ void Coordinator::DeliverBeforeClosing(Action& action) {
 void Coordinator::Deliver(Action& action) {
   const sync::TrainerId evaluator = Evaluator();
   const absl::Time now = clock_.Now();
-  // Each session's place among the trainers in the job, by rank.
-  std::map<sync::TrainerId, uint32_t> world_rank;
-  for (const auto& [rank, id] : by_rank_) world_rank.emplace(id, world_rank.size());
   for (auto& [outbox, directive] : action.sends) outbox->Send(std::move(directive));
   for (const sync::Grant& g : action.grants) {
     auto it = sessions_.find(g.trainer);
@@ -338,8 +335,8 @@ void Coordinator::Deliver(Action& action) {
     p->set_group(g.group);
     p->set_evaluate(g.trainer == evaluator);
     p->set_final_average(g.final_average);
-    p->set_world_size(static_cast<uint32_t>(by_rank_.size()));
-    p->set_world_rank(world_rank[g.trainer]);
+    p->set_world_size(by_rank_.size());
+    p->set_world_rank(by_rank_.PlaceOf(g.trainer));
     if (g.final_average) final_granted_.insert(g.trainer);
     if (g.exchange) {
       *p->mutable_exchange() = ExchangeOf(*g.exchange);

@@ -62,7 +62,7 @@ std::vector<TrainerGauge> Coordinator::TrainerGauges() const {
 }
 
 sync::TrainerId Coordinator::Evaluator() const {
-  return by_rank_.empty() ? 0 : by_rank_.begin()->second;
+  return by_rank_.First();
 }
 
 v1::ClusterStatus Coordinator::Status() const {
