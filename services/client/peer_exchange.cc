@@ -496,7 +496,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
       credit = 0;
       return true;
     }
-    stopped = cancel != nullptr && cancel->cancelled()
+    stopped = cancel->cancelled()
                   ? absl::CancelledError("a low-priority transfer was cancelled")
                   : absl::DeadlineExceededError("no idle upload for a low-priority transfer");
     return false;
@@ -527,7 +527,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
     const bool written = WriteChunks(
         writer, model, entries, chunk_bytes,
         [&](size_t chunk) {
-          if (cancel != nullptr && cancel->cancelled()) return false;
+          if (cancel->cancelled()) return false;
           if (low) return await_idle(chunk);
           base::PaceThrough(egress_, chunk);
           return true;
@@ -535,7 +535,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
         &bytes, codec);
     // Stopped here (not a half-close: the receiver would see a cut model), or the stream broke.
     if (!stopped.ok()) return stopped;
-    if (cancel != nullptr && cancel->cancelled()) {
+    if (cancel->cancelled()) {
       return absl::CancelledError("the transfer was cancelled");
     }
     if (!written) return std::nullopt;
