@@ -16,7 +16,7 @@
 namespace syncopate::bench {
 
 // --mib=N or --kib=N (model size, default 64 MiB), --repeats=N (default 5), --round-trainers=N
-// (default 5), --transport=stream|call, --transfer-only.
+// (default 5), --transport=stream|call, --transfer-only, --chunk-kib=N (default 1024).
 struct DataPlaneFlags {
   size_t kib = 64 << 10;
   int repeats = 5;
@@ -27,6 +27,8 @@ struct DataPlaneFlags {
   bool transfer_only = false;
   // Pushes and pulls on the trainer's Transfer stream (default), or a call each (--transport=call).
   bool call_per_transfer = false;
+  // The chunk size of pushes and pulls (the store clamps a pull's to [64 KiB, 4 MiB]).
+  uint32_t chunk_bytes = tensor::kDefaultChunkBytes;
   double mib() const { return kib / 1024.0; }
   size_t floats() const { return kib * 1024 / sizeof(float); }
   size_t bytes() const { return floats() * sizeof(float); }
@@ -50,6 +52,8 @@ inline DataPlaneFlags ParseDataPlaneFlags(int argc, char** argv, const char* usa
       flags.call_per_transfer = true;
     } else if (std::strcmp(arg, "--transport=stream") == 0) {
       flags.call_per_transfer = false;
+    } else if (std::strncmp(arg, "--chunk-kib=", 12) == 0) {
+      flags.chunk_bytes = static_cast<uint32_t>(std::clamp(std::stoul(arg + 12), 64ul, 4096ul)) << 10;
     } else if (std::strcmp(arg, "--transfer-only") == 0) {
       flags.transfer_only = true;
     } else if (std::strncmp(arg, "--round-trainers=", 17) == 0) {

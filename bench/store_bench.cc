@@ -109,7 +109,7 @@ int main(int argc, char** argv) {
   const bench::DataPlaneFlags flags = bench::ParseDataPlaneFlags(
       argc, argv,
       "usage: syncopate-store-bench [--mib=64|--kib=N] [--repeats=5] [--transfer-only] "
-      "[--round-trainers=5] [--transport=stream|call]\n"
+      "[--round-trainers=5] [--transport=stream|call] [--chunk-kib=1024]\n"
       "  push+pull of a model through one store shard over loopback against raw loopback TCP,\n"
       "  a delta's apply against an in-place float add, and a round's close (bench/README.md)\n");
   const double mib = flags.mib();
@@ -128,7 +128,7 @@ int main(int argc, char** argv) {
     return 1;
   table.SetMembers({{1, 1}});
   client::StoreClient client({"127.0.0.1:" + std::to_string(port)}, rpc::Credentials::Insecure(),
-                             absl::Minutes(2));
+                             absl::Minutes(2), flags.chunk_bytes);
   client.set_transport(flags.call_per_transfer ? client::Transport::kCall
                                                : client::Transport::kStream);
 
