@@ -85,9 +85,10 @@ void PushStreamReactor::OnWriteDone(bool ok) {
     return;
   }
   watched_.Touch();
-  StartRead(&request_);
-  // A stopping server (StreamWatchdog::Drain) cancels the stream now: the read fails.
+  // A stopping server (StreamWatchdog::Drain) cancels the stream now: the read fails. Said before
+  // the read starts: once it has, another thread may end the stream and delete this reactor.
   watched_.SetBusy(false);
+  StartRead(&request_);
 }
 
 void PushStreamReactor::End(const absl::Status& status) {

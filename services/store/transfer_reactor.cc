@@ -132,9 +132,10 @@ void TransferReactor::Idle() {
   EndOperation();
   reply_.Clear();
   state_ = State::kIdle;
-  StartRead(&request_);
-  // A stopping store (StreamWatchdog::Drain) cancels the stream now: the read fails.
+  // A stopping store (StreamWatchdog::Drain) cancels the stream now: the read fails. Said before
+  // the read starts: once it has, another thread may end the stream.
   if (watched_) watchdog_->SetBusy(*watched_, false);
+  StartRead(&request_);
 }
 
 void TransferReactor::End(const absl::Status& status) {

@@ -203,29 +203,45 @@ TEST(PeerExchangeTest, ADeadPeerCostsAtMostTheDeadline) {
 
 // A send whose connection is refused (the peer's server is not up yet, or its handshake was cut)
 // failed before it started: it is tried again with backoff and delivered within its deadline.
-TEST(PeerExchangeTest, ASendRefusedAtConnectionSetUpIsRetriedWithinItsDeadline) {
-  int port = 0;
-  const int held = testing::HoldPort(&port);
-  ASSERT_GE(held, 0);
-  v1::PeerRef peer;
-  peer.set_trainer_id(1);
-  peer.set_address("127.0.0.1:" + std::to_string(port));
-  TransferMeter sent;
-  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
-  std::vector<absl::Status> results;
-  std::thread sending([&] {
-    results = sender.SendToAll({peer}, 7, /*round=*/1, tensor::Share(Model(7)), 1.0,
-                               In(absl::Seconds(20)));
-  });
-  // The first attempt is refused; the receiver comes up only after it.
-  const absl::Time give_up = In(absl::Seconds(10));
-  while (sender.setup_retries() == 0 && Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(5));  // polls a counter, within a deadline
+// Trainer 1's round-1 model sent, in a thread of its own, to a port that refuses every
+// connection until a receiver listens there.
+struct SendToARefusingPort {
+  explicit SendToARefusingPort(absl::Time deadline) : held(testing::HoldPort(&port)) {
+    EXPECT_GE(held, 0);
+    peer.set_trainer_id(1);
+    peer.set_address(address());
+    sending = std::thread([this, deadline] {
+      results = sender.SendToAll({peer}, 7, /*round=*/1, tensor::Share(Model(7)), 1.0, deadline);
+    });
   }
-  EXPECT_GE(sender.setup_retries(), 1) << "the first connection was not refused";
-  Receiver r(Model(0), nullptr, "127.0.0.1:" + std::to_string(port));
-  sending.join();
-  close(held);
+  ~SendToARefusingPort() {
+    if (sending.joinable()) sending.join();
+    close(held);
+  }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port); }
+  // Waits (polling a counter, within 10 s) until a send was refused and is to be tried again.
+  void AwaitARetry() {
+    const absl::Time give_up = In(absl::Seconds(10));
+    while (sender.setup_retries() == 0 && Now() < give_up) absl::SleepFor(absl::Milliseconds(5));
+    EXPECT_GE(sender.setup_retries(), 1) << "the first connection was not refused";
+  }
+
+  int port = 0;
+  const int held;
+  v1::PeerRef peer;
+  TransferMeter sent;
+  PeerSender sender{nullptr, sent, rpc::Credentials::Insecure()};
+  std::vector<absl::Status> results;
+  std::thread sending;
+};
+
+TEST(PeerExchangeTest, ASendRefusedAtConnectionSetUpIsRetriedWithinItsDeadline) {
+  SendToARefusingPort send(In(absl::Seconds(20)));
+  // The first attempt is refused; the receiver comes up only after it.
+  send.AwaitARetry();
+  Receiver r(Model(0), nullptr, send.address());
+  send.sending.join();
+  const std::vector<absl::Status>& results = send.results;
   ASSERT_EQ(results.size(), 1u);
   EXPECT_TRUE(results[0].ok()) << results[0];
   auto got = r.inbox.Collect(1, {7}, In(absl::Seconds(10)));
@@ -236,30 +252,14 @@ TEST(PeerExchangeTest, ASendRefusedAtConnectionSetUpIsRetriedWithinItsDeadline) 
 // A peer the coordinator says left (PeerLeft) is not retried until the exchange's deadline: the
 // send to it ends at once.
 TEST(PeerExchangeTest, ASendToAPeerThatLeftStopsRetrying) {
-  int port = 0;
-  const int held = testing::HoldPort(&port);  // refuses every connection
-  ASSERT_GE(held, 0);
-  v1::PeerRef peer;
-  peer.set_trainer_id(1);
-  peer.set_address("127.0.0.1:" + std::to_string(port));
-  TransferMeter sent;
-  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
   const absl::Time deadline = In(absl::Minutes(5));
-  std::vector<absl::Status> results;
-  std::thread sending([&] {
-    results = sender.SendToAll({peer}, 7, /*round=*/1, tensor::Share(Model(7)), 1.0, deadline);
-  });
-  const absl::Time give_up = In(absl::Seconds(10));
-  while (sender.setup_retries() == 0 && Now() < give_up) {
-    absl::SleepFor(absl::Milliseconds(5));  // polls a counter, within a deadline
-  }
-  EXPECT_GE(sender.setup_retries(), 1);
-  sender.PeerLeft(1);
-  sending.join();
-  close(held);
+  SendToARefusingPort send(deadline);  // no receiver ever listens
+  send.AwaitARetry();
+  send.sender.PeerLeft(1);
+  send.sending.join();
   EXPECT_LT(Now(), deadline - absl::Minutes(4)) << "the send waited for its deadline";
-  ASSERT_EQ(results.size(), 1u);
-  EXPECT_FALSE(results[0].ok());
+  ASSERT_EQ(send.results.size(), 1u);
+  EXPECT_FALSE(send.results[0].ok());
 }
 
 TEST(PeerExchangeTest, AGoneSenderIsNotWaitedFor) {

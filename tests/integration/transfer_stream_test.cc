@@ -193,51 +193,56 @@ TEST_F(TransferStreamTest, AStreamEndedWhileIdleIsReplacedAtOnce) {
 
 // The store's watchdog cancels a stream quiet between transfers (a trainer held at a barrier);
 // the trainer's next transfer goes on a new stream without an error.
-TEST(TransferStreamWatchdogTest, AQuietStreamIsCancelledAndTheNextTransferOpensAnother) {
+// A store served with a watchdog quiet for `idle` cancels (zero: never), holding w = {1, 2, 3},
+// and a trainer's stream to it.
+struct WatchedStore {
+  explicit WatchedStore(absl::Duration idle) : watchdog(idle, clock) {
+    EXPECT_TRUE(store.Start().ok());
+    ServeWithModel(store, {1, 2, 3});
+    stream = std::make_unique<client::TransferStream>(
+        rpc::MakeChannel(store.address(), rpc::Credentials::Insecure(), rpc::Role::kStore),
+        kStoreTransfer, store.address());
+  }
+  ~WatchedStore() {
+    stream.reset();
+    store.Stop();
+  }
+  // A live pull on the stream, within `timeout`.
+  absl::Status PullLive(absl::Duration timeout = absl::Seconds(10)) {
+    v1::PullRequest live;
+    live.set_live(true);
+    return stream->Pull(live, timeout, [](const grpc::ByteBuffer&) { return absl::OkStatus(); });
+  }
+
   base::FakeClock clock;
-  rpc::StreamWatchdog watchdog(absl::Seconds(60), clock);
-  LocalStore store(absl::Seconds(5), &watchdog);
-  ASSERT_TRUE(store.Start().ok());
-  ServeWithModel(store, {1, 2, 3});
-  client::TransferStream stream(
-      rpc::MakeChannel(store.address(), rpc::Credentials::Insecure(), rpc::Role::kStore),
-      kStoreTransfer, store.address());
-  v1::PullRequest live;
-  live.set_live(true);
-  const auto ignore = [](const grpc::ByteBuffer&) { return absl::OkStatus(); };
-  ASSERT_TRUE(stream.Pull(live, absl::Seconds(10), ignore).ok());
-  EXPECT_EQ(SweepUntilCancelled(clock, watchdog), 1);
-  const absl::Status again = stream.Pull(live, absl::Seconds(10), ignore);
+  rpc::StreamWatchdog watchdog;
+  LocalStore store{absl::Seconds(5), &watchdog};
+  std::unique_ptr<client::TransferStream> stream;
+};
+
+TEST(TransferStreamWatchdogTest, AQuietStreamIsCancelledAndTheNextTransferOpensAnother) {
+  WatchedStore s(absl::Seconds(60));
+  ASSERT_TRUE(s.PullLive().ok());
+  EXPECT_EQ(SweepUntilCancelled(s.clock, s.watchdog), 1);
+  const absl::Status again = s.PullLive();
   EXPECT_TRUE(again.ok()) << again;
-  EXPECT_TRUE(stream.open());
-  store.Stop();
+  EXPECT_TRUE(s.stream->open());
 }
 
 // A stopping store (its watchdog drains) ends a trainer's stream idle between two transfers at
 // once, so its graceful shutdown does not wait for it; the trainer's next transfer finds the
 // store gone and is UNAVAILABLE, which it retries.
 TEST(TransferStreamDrainTest, AStoppingStoreEndsAnIdleStreamAtOnce) {
-  base::FakeClock clock;
-  rpc::StreamWatchdog watchdog(absl::ZeroDuration(), clock);  // never cancels for quiet
-  LocalStore store(absl::Seconds(5), &watchdog);
-  ASSERT_TRUE(store.Start().ok());
-  ServeWithModel(store, {1, 2, 3});
-  client::TransferStream stream(
-      rpc::MakeChannel(store.address(), rpc::Credentials::Insecure(), rpc::Role::kStore),
-      kStoreTransfer, store.address());
-  v1::PullRequest live;
-  live.set_live(true);
-  const auto ignore = [](const grpc::ByteBuffer&) { return absl::OkStatus(); };
-  ASSERT_TRUE(stream.Pull(live, absl::Seconds(10), ignore).ok());
-  ASSERT_TRUE(stream.open());
-  EXPECT_EQ(watchdog.Drain(), 1);
+  WatchedStore s(absl::ZeroDuration());  // never cancels for quiet
+  ASSERT_TRUE(s.PullLive().ok());
+  ASSERT_TRUE(s.stream->open());
+  EXPECT_EQ(s.watchdog.Drain(), 1);
   // Without the drain, the idle stream would hold the shutdown until its deadline.
   const absl::Time grace = absl::Now() + absl::Seconds(60);
-  store.server->Shutdown(absl::ToChronoTime(grace));
+  s.store.server->Shutdown(absl::ToChronoTime(grace));
   EXPECT_LT(absl::Now(), grace);
-  const absl::Status after = stream.Pull(live, absl::Seconds(2), ignore);
+  const absl::Status after = s.PullLive(absl::Seconds(2));
   EXPECT_TRUE(absl::IsUnavailable(after)) << after;
-  store.Stop();
 }
 
 }  // namespace
