@@ -53,7 +53,8 @@ inline DataPlaneFlags ParseDataPlaneFlags(int argc, char** argv, const char* usa
     } else if (std::strcmp(arg, "--transport=stream") == 0) {
       flags.call_per_transfer = false;
     } else if (std::strncmp(arg, "--chunk-kib=", 12) == 0) {
-      flags.chunk_bytes = static_cast<uint32_t>(std::clamp(std::stoul(arg + 12), 64ul, 4096ul)) << 10;
+      flags.chunk_bytes = static_cast<uint32_t>(std::clamp(std::stoul(arg + 12), 64ul, 4096ul))
+                          << 10;
     } else if (std::strcmp(arg, "--transfer-only") == 0) {
       flags.transfer_only = true;
     } else if (std::strncmp(arg, "--round-trainers=", 17) == 0) {
