@@ -61,9 +61,7 @@ std::vector<TrainerGauge> Coordinator::TrainerGauges() const {
   return gauges;
 }
 
-sync::TrainerId Coordinator::Evaluator() const {
-  return by_rank_.First();
-}
+sync::TrainerId Coordinator::Evaluator() const { return by_rank_.First(); }
 
 v1::ClusterStatus Coordinator::Status() const {
   absl::MutexLock lock(&mu_);
