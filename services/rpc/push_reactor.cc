@@ -4,6 +4,18 @@
 
 namespace syncopate::rpc {
 
+void PacedRead::After(size_t payload, WatchedStream& watched, std::function<void()> read) {
+  const absl::Duration wait = pace_ ? pace_(payload) : absl::ZeroDuration();
+  if (wait <= absl::ZeroDuration()) {
+    read();
+    return;
+  }
+  alarm_.Set(absl::ToChronoTime(absl::Now() + wait), [&watched, read = std::move(read)](bool) {
+    watched.Touch();
+    read();
+  });
+}
+
 PushReactor::PushReactor(SpecLookup lookup, Take take, grpc::ByteBuffer* response,
                          prometheus::Gauge* open, Pace pace, rpc::StreamWatchdog* watchdog,
                          grpc::ServerContextBase* context)
@@ -11,7 +23,7 @@ PushReactor::PushReactor(SpecLookup lookup, Take take, grpc::ByteBuffer* respons
       take_(std::move(take)),
       response_(response),
       open_(open),
-      pace_(std::move(pace)),
+      paced_(std::move(pace)),
       watched_(watchdog, context) {
   if (open_) open_->Increment();
   StartRead(&message_);
@@ -30,20 +42,10 @@ void PushReactor::OnReadDone(bool ok) {
     Finish(take_(added, response_));
     return;
   }
-  const size_t payload = assembler_.payload_bytes() - before;
-  const absl::Duration wait = pace_ ? pace_(payload) : absl::ZeroDuration();
-  if (wait <= absl::ZeroDuration()) {
-    StartRead(&message_);
-    return;
-  }
-  // The pause is this server's own (an emulated link's pace), not the client's quiet.
-  alarm_.Set(absl::ToChronoTime(absl::Now() + wait), [this](bool) {
-    watched_.Touch();
-    StartRead(&message_);
-  });
+  paced_.After(assembler_.payload_bytes() - before, watched_, [this] { StartRead(&message_); });
 }
 
-void PushReactor::OnCancel() { alarm_.Cancel(); }
+void PushReactor::OnCancel() { paced_.Cancel(); }
 
 void PushReactor::OnDone() {
   if (open_) open_->Decrement();

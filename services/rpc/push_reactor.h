@@ -18,6 +18,27 @@
 
 namespace syncopate::rpc {
 
+// A reactor's next read, started at once or after an emulated link's pace: reading slower holds
+// the sender back through TCP flow control. The pause is the server's own, not the client's
+// quiet, so the stream is touched as it ends. A read always follows the alarm, so the alarm is
+// done before the reactor's OnDone.
+class PacedRead {
+ public:
+  // How long to wait before reading on after a message that carried `payload` bytes.
+  using Pace = std::function<absl::Duration(size_t payload)>;
+
+  // `pace` may be null (read at once).
+  explicit PacedRead(Pace pace) : pace_(std::move(pace)) {}
+  // Calls `read` (which starts the reactor's read) now, or once the pace of `payload` bytes ran.
+  void After(size_t payload, WatchedStream& watched, std::function<void()> read);
+  // A read waiting on the alarm starts at once (and fails: the call is cancelled). For OnCancel.
+  void Cancel() { alarm_.Cancel(); }
+
+ private:
+  const Pace pace_;
+  grpc::Alarm alarm_;
+};
+
 // Messages go into a PushAssembler as they arrive. When the stream ends, or at the first message
 // the assembler refuses, `take` gets the assembled push or the refusal, and the status it returns
 // ends the call; with OK, `take` has written the reply (rpc::EncodeMessage) into `response`, the
@@ -25,9 +46,7 @@ namespace syncopate::rpc {
 class PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
  public:
   using Take = std::function<grpc::Status(absl::StatusOr<StagedPush>, grpc::ByteBuffer* response)>;
-  // How long to wait before reading on after a message that carried `payload` bytes: an emulated
-  // link's pace (reading slower holds the sender back through TCP flow control).
-  using Pace = std::function<absl::Duration(size_t payload)>;
+  using Pace = PacedRead::Pace;
 
   // `open` (may be null) counts the streams open; `pace` may be null (read at once). With a
   // `watchdog`, the stream is cancelled when no message arrives for its idle time (`context` is
@@ -46,9 +65,8 @@ class PushReactor final : public grpc::ServerReadReactor<grpc::ByteBuffer> {
   Take take_;
   grpc::ByteBuffer* response_;
   prometheus::Gauge* open_;
-  Pace pace_;
+  PacedRead paced_;
   grpc::ByteBuffer message_;
-  grpc::Alarm alarm_;  // the paced next read; a read always follows, so it is done before OnDone
   rpc::WatchedStream watched_;
 };
 

@@ -20,7 +20,7 @@ PushStreamReactor::PushStreamReactor(SpecLookup lookup, Begin begin, Take take,
     : lookup_(std::move(lookup)),
       begin_(std::move(begin)),
       take_(std::move(take)),
-      pace_(std::move(pace)),
+      paced_(std::move(pace)),
       watched_(watchdog, context) {
   watched_.SetBusy(false);  // until its first push
   StartRead(&request_);
@@ -62,20 +62,7 @@ void PushStreamReactor::OnReadDone(bool ok) {
   if (header) {
     if (absl::Status allowed = begin_(*push_->header()); !allowed.ok()) return End(allowed);
   }
-  ReadNext(push_->payload_bytes() - before);
-}
-
-void PushStreamReactor::ReadNext(size_t payload) {
-  const absl::Duration wait = pace_ ? pace_(payload) : absl::ZeroDuration();
-  if (wait <= absl::ZeroDuration()) {
-    StartRead(&request_);
-    return;
-  }
-  // The pause is this server's own (an emulated link's pace), not the sender's quiet.
-  alarm_.Set(absl::ToChronoTime(absl::Now() + wait), [this](bool) {
-    watched_.Touch();
-    StartRead(&request_);
-  });
+  paced_.After(push_->payload_bytes() - before, watched_, [this] { StartRead(&request_); });
 }
 
 void PushStreamReactor::OnWriteDone(bool ok) {
@@ -96,7 +83,7 @@ void PushStreamReactor::End(const absl::Status& status) {
   Finish(ToGrpcStatus(status));
 }
 
-void PushStreamReactor::OnCancel() { alarm_.Cancel(); }
+void PushStreamReactor::OnCancel() { paced_.Cancel(); }
 
 void PushStreamReactor::OnDone() { delete this; }
 

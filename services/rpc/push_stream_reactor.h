@@ -47,19 +47,16 @@ class PushStreamReactor final : public grpc::ServerBidiReactor<grpc::ByteBuffer,
   void OnDone() override;
 
  private:
-  // Reads the next message, after `payload` bytes of pace.
-  void ReadNext(size_t payload);
   void End(const absl::Status& status);
 
   const SpecLookup lookup_;
   const Begin begin_;
   const Take take_;
-  const PushReactor::Pace pace_;
+  PacedRead paced_;
   std::optional<PushAssembler> push_;  // the push under way
   absl::Time start_;                   // of the push under way
   grpc::ByteBuffer request_;
   grpc::ByteBuffer reply_;
-  grpc::Alarm alarm_;  // the paced next read; a read always follows, so it is done before OnDone
   WatchedStream watched_;
 };
 

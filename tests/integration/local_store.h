@@ -18,22 +18,9 @@
 #include "store/round_waiters.h"
 #include "store/store_metrics.h"
 #include "store/store_service.h"
+#include "watchdog_sweep.h"
 
 namespace syncopate {
-
-// Sweeps `watchdog` once a minute of `clock` until a sweep cancels a stream, or 20 s of real time
-// pass: a stream's last message reaches the store some time after the client wrote it, so the
-// sweep that finds it quiet is polled for. Returns how many streams that sweep cancelled.
-inline int SweepUntilCancelled(base::FakeClock& clock, rpc::StreamWatchdog& watchdog) {
-  int cancelled = 0;
-  const absl::Time deadline = absl::Now() + absl::Seconds(20);
-  while (cancelled == 0 && absl::Now() < deadline) {
-    clock.Advance(absl::Seconds(60));
-    cancelled = watchdog.CancelIdle();
-    if (cancelled == 0) absl::SleepFor(absl::Milliseconds(10));
-  }
-  return cancelled;
-}
 
 struct LocalStore {
   // With a `watchdog` (outliving the store), quiet streams are cancelled.

@@ -16,6 +16,7 @@
 #include "held_port.h"
 #include "rpc/grpc_util.h"
 #include "tensor/compression.h"
+#include "watchdog_sweep.h"
 
 namespace syncopate::client {
 namespace {
@@ -110,13 +111,7 @@ TEST(PeerExchangeTest, AStreamEndedWhileIdleIsReplacedAtOnce) {
   const v1::PeerRef peer = r->Ref(1);
   ASSERT_TRUE(
       sender.SendToAll({peer}, 7, 1, tensor::Share(Model(1)), 1.0, In(absl::Seconds(10)))[0].ok());
-  int cancelled = 0;
-  for (const absl::Time give_up = In(absl::Seconds(20)); cancelled == 0 && Now() < give_up;) {
-    clock.Advance(absl::Seconds(60));
-    cancelled = r->watchdog.CancelIdle();
-    if (cancelled == 0) absl::SleepFor(absl::Milliseconds(10));  // the reply may still be in flight
-  }
-  ASSERT_EQ(cancelled, 1);
+  ASSERT_EQ(SweepUntilCancelled(clock, r->watchdog), 1);
   absl::Status second =
       sender.SendToAll({peer}, 7, 2, tensor::Share(Model(2)), 1.0, In(absl::Seconds(10)))[0];
   ASSERT_TRUE(second.ok()) << second;
