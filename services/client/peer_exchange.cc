@@ -545,6 +545,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
   base::Backoff setup_backoff(kSetupBackoff);
   for (bool retried = false;; retried = true) {
     bool header_sent = false;
+    bool sent_again = false;  // by the stream, on a new one
     absl::Status status;
     if (by_call) {
       status =
@@ -556,6 +557,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
       options.cork_header = false;  // its write says whether the stream was set up
       options.cancel = cancel;
       options.header_sent = &header_sent;
+      options.sent_again = &sent_again;
       std::unique_ptr<TransferStream> stream = TakeStream(peer.address());
       status = stream->Push(
           header_bytes, write_chunks, rpc::EncodeMessage(end),
@@ -572,7 +574,7 @@ absl::Status PeerSender::Send(const v1::PeerRef& peer, uint64_t sender, int64_t 
     }
     // A model sent again after a failure the peer took it through (its reply was lost) is
     // refused as a repeat of its round: it arrived.
-    if (status.ok() || (retried && absl::IsAlreadyExists(status))) {
+    if (status.ok() || ((retried || sent_again) && absl::IsAlreadyExists(status))) {
       sent_.Record(peer.trainer_id(), bytes, start, clock_.Now());
       absl::MutexLock lock(&mu_);
       gone_.erase(peer.trainer_id());

@@ -138,7 +138,9 @@ absl::Status TransferStream::Push(const grpc::ByteBuffer& header, const WriteChu
                                   const PushOptions& options) {
   grpc::WriteOptions header_options;
   if (options.cork_header) header_options.set_buffer_hint();
+  int attempts = 0;
   return Run("push", timeout, options.cancel, [&](bool*) -> std::optional<absl::Status> {
+    if (options.sent_again != nullptr) *options.sent_again = ++attempts > 1;
     if (options.header_sent != nullptr) *options.header_sent = false;
     if (!stream_->Write(header, header_options)) return std::nullopt;
     if (options.header_sent != nullptr) *options.header_sent = true;

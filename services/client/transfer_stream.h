@@ -63,6 +63,10 @@ class TransferStream {
     // Set to whether the last attempt's header was written (may be null): a push that failed
     // before it had failed at connection set-up, and nothing reached the server.
     bool* header_sent = nullptr;
+    // Set to whether the push went again on a new stream (may be null): its stream, open before
+    // it, broke under it, maybe after the server took it, so a refusal as a repeat means the
+    // first one arrived.
+    bool* sent_again = nullptr;
   };
 
   // `method`: the Transfer method ("/package.Service/Method", a string literal). `label` names

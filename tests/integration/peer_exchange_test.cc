@@ -8,10 +8,12 @@
 #include <map>
 #include <memory>
 #include <thread>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "base/clock.h"
 #include "client/background_multicast.h"
+#include "grpcpp/generic/async_generic_service.h"
 #include "gtest/gtest.h"
 #include "held_port.h"
 #include "rpc/grpc_util.h"
@@ -125,6 +127,94 @@ TEST(PeerExchangeTest, AStreamEndedWhileIdleIsReplacedAtOnce) {
   ASSERT_TRUE(third.ok()) << third;
   EXPECT_EQ(r->inbox.Collect(3, {7}, In(absl::Seconds(10)))[7].model, Model(3));
   EXPECT_EQ(sender.setup_retries(), 0) << "the stream was replaced at once, not after a backoff";
+}
+
+// A peer whose streams follow a script: for each stream, in the order they open, what it does at
+// the end of each model on it: reply (OK), or end the stream with the status given.
+class ScriptedPeer : public grpc::CallbackGenericService {
+ public:
+  explicit ScriptedPeer(std::vector<std::vector<grpc::Status>> script)
+      : script_(std::move(script)) {
+    grpc::ServerBuilder builder;
+    builder.AddListeningPort("127.0.0.1:0", grpc::InsecureServerCredentials(), &port_);
+    builder.RegisterCallbackGenericService(this);
+    server_ = builder.BuildAndStart();
+  }
+  ~ScriptedPeer() override { rpc::StopServer(*server_); }
+  v1::PeerRef Ref(uint64_t id) const {
+    v1::PeerRef ref;
+    ref.set_trainer_id(id);
+    ref.set_address("127.0.0.1:" + std::to_string(port_));
+    return ref;
+  }
+  int streams() const {
+    absl::MutexLock lock(&mu_);
+    return streams_;
+  }
+
+  grpc::ServerGenericBidiReactor* CreateReactor(grpc::GenericCallbackServerContext*) override {
+    absl::MutexLock lock(&mu_);
+    const size_t stream = streams_++;
+    return new Stream(stream < script_.size() ? script_[stream] : std::vector<grpc::Status>{});
+  }
+
+ private:
+  class Stream : public grpc::ServerGenericBidiReactor {
+   public:
+    explicit Stream(std::vector<grpc::Status> ends) : ends_(std::move(ends)) { StartRead(&in_); }
+    void OnReadDone(bool ok) override {
+      if (!ok) return Finish(grpc::Status::OK);
+      v1::PeerTransferRequest request;
+      if (!grpc::SerializationTraits<v1::PeerTransferRequest>::Deserialize(&in_, &request).ok()) {
+        return Finish(grpc::Status(grpc::StatusCode::INTERNAL, "not a peer transfer message"));
+      }
+      if (!request.has_model_end()) return StartRead(&in_);
+      if (models_ == ends_.size()) {
+        return Finish(grpc::Status(grpc::StatusCode::INTERNAL, "past the script"));
+      }
+      const grpc::Status end = ends_[models_++];
+      if (!end.ok()) return Finish(end);
+      out_ = rpc::EncodeMessage(v1::ExchangeReply());
+      StartWrite(&out_);
+    }
+    void OnWriteDone(bool ok) override {
+      if (!ok) return Finish(grpc::Status::OK);
+      StartRead(&in_);
+    }
+    void OnDone() override { delete this; }
+
+   private:
+    const std::vector<grpc::Status> ends_;
+    size_t models_ = 0;
+    grpc::ByteBuffer in_;
+    grpc::ByteBuffer out_;
+  };
+
+  const std::vector<std::vector<grpc::Status>> script_;
+  mutable absl::Mutex mu_;
+  int streams_ ABSL_GUARDED_BY(mu_) = 0;
+  int port_ = 0;
+  std::unique_ptr<grpc::Server> server_;
+};
+
+// A stream breaks after the peer took a model, its reply lost; the stream's one reopen sends the
+// model again, and the peer refuses it as a repeat of its round, as PeerService does: it arrived,
+// and the send is reported delivered.
+TEST(PeerExchangeTest, AModelSentAgainAfterItsReplyWasLostIsDelivered) {
+  const grpc::Status reply = grpc::Status::OK;
+  const grpc::Status lost(grpc::StatusCode::UNAVAILABLE, "the reply was lost");
+  const grpc::Status repeat(grpc::StatusCode::ALREADY_EXISTS, "round 2 was delivered");
+  ScriptedPeer peer({{reply, lost}, {repeat}});
+  TransferMeter sent;
+  PeerSender sender(nullptr, sent, rpc::Credentials::Insecure());
+  for (int64_t round : {1, 2}) {
+    const absl::Status status = sender.SendToAll(
+        {peer.Ref(1)}, 7, round, tensor::Share(Model(round)), 1.0, In(absl::Seconds(10)))[0];
+    ASSERT_TRUE(status.ok()) << "round " << round << ": " << status;
+  }
+  EXPECT_EQ(peer.streams(), 2);
+  EXPECT_EQ(sent.Take().transfers, 2);
+  EXPECT_EQ(sender.setup_retries(), 0);
 }
 
 // Under --compression=bf16 (or fp16) a model travels in half the bytes, each value the nearest the
