@@ -283,7 +283,8 @@ class Session:
         return self._session.evaluation_due()
 
     def report_accuracy(self, accuracy: float) -> None:
-        """The test accuracy (in [0, 1]) of your current model, sent with the next step."""
+        """The test accuracy (in [0, 1]) of your current model, sent with the next step; after the
+        last step (an evaluation still due when step() returned False), with the Leave at close()."""
         self._session.report_accuracy(float(accuracy))
 
     @property

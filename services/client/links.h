@@ -60,12 +60,12 @@ class CoordinatorLink {
   // every heartbeat after: the coordinator then does not evict it for making no progress.
   // Thread-safe.
   virtual void SetPaused(bool paused) = 0;
-  // Leaves the job, with the test accuracy of the final average when this trainer evaluated it
-  // (Proceed.final_average). `finished`: the trainer finished the job (the final average), so the
-  // Leave must reach the coordinator and outlives a session resume (bounded by the resume's own
-  // deadline); any other Leave is best effort, bounded by a short deadline. Idempotent.
-  virtual void Leave(const std::string& reason, std::optional<double> final_test_accuracy,
-                     bool finished) = 0;
+  // Leaves the job with `leave`: its reason, the test accuracy of the final average when this
+  // trainer evaluated it (Proceed.final_average), an accuracy evaluated since the last report.
+  // `finished`: the trainer finished the job (the final average), so the Leave must reach the
+  // coordinator and outlives a session resume (bounded by the resume's own deadline); any other
+  // Leave is best effort, bounded by a short deadline. Idempotent.
+  virtual void Leave(const v1::Leave& leave, bool finished) = 0;
 };
 
 // A model as pulled from every store shard.

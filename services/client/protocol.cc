@@ -201,7 +201,7 @@ void Protocol::LeaveAfterFinalAverage(const v1::Proceed& proceed,
     final_accuracy_due_ = true;
     return;
   }
-  coordinator_.Leave(kFinalAverageDone, accuracy, /*finished=*/true);
+  coordinator_.Leave(FinalLeave(accuracy), /*finished=*/true);
 }
 
 void Protocol::PushResidual(tensor::SharedTensorMap residual) {
@@ -223,16 +223,36 @@ void Protocol::ResendWhatRestartsLost() {
 }
 
 void Protocol::Leave(const std::string& reason, std::optional<double> final_accuracy) {
+  v1::Leave leave;
+  leave.set_reason(reason);
   bool final;
   {
     absl::MutexLock lock(&mu_);
     final = std::exchange(final_accuracy_due_, false);
+    // An evaluation that ended after the last report goes with the Leave.
+    if (!final) MovePendingAccuracy(&leave);
   }
   if (final) {
-    coordinator_.Leave(kFinalAverageDone, final_accuracy, /*finished=*/true);
+    coordinator_.Leave(FinalLeave(final_accuracy), /*finished=*/true);
   } else {
-    coordinator_.Leave(reason, std::nullopt, /*finished=*/false);
+    coordinator_.Leave(leave, /*finished=*/false);
   }
+}
+
+v1::Leave Protocol::FinalLeave(std::optional<double> accuracy) {
+  v1::Leave leave;
+  leave.set_reason(kFinalAverageDone);
+  if (accuracy) leave.set_final_test_accuracy(*accuracy);
+  return leave;
+}
+
+template <typename Message>
+void Protocol::MovePendingAccuracy(Message* message) {
+  if (!accuracy_) return;
+  message->set_test_accuracy(*accuracy_);
+  message->set_test_accuracy_age_seconds(
+      std::max(0.0, absl::ToDoubleSeconds(clock_.Now() - accuracy_taken_at_)));
+  accuracy_.reset();
 }
 
 bool Protocol::evaluation_due() const {
@@ -298,12 +318,7 @@ absl::Status Protocol::Report(int64_t clock, float loss) {
   report.set_loss(loss);
   {
     absl::MutexLock lock(&mu_);
-    if (accuracy_) {
-      report.set_test_accuracy(*accuracy_);
-      report.set_test_accuracy_age_seconds(
-          std::max(0.0, absl::ToDoubleSeconds(clock_.Now() - accuracy_taken_at_)));
-    }
-    accuracy_.reset();
+    MovePendingAccuracy(&report);
   }
   return coordinator_.ReportClock(report);
 }

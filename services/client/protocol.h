@@ -97,8 +97,9 @@ class Protocol {
   // where it has not pushed to that shard since (StoreLink::ResendWhatRestartsLost). A failure is
   // logged; the trainer leaves anyway. A no-op in peer-to-peer modes.
   void ResendWhatRestartsLost();
-  // Leaves the job (idempotent). After a final average whose accuracy the caller owes
-  // (final_accuracy_due), leaves as done, with `final_accuracy` if given.
+  // Leaves the job (idempotent), with an accuracy reported since the last clock report. After a
+  // final average whose accuracy the caller owes (final_accuracy_due), leaves as done, with
+  // `final_accuracy` if given.
   void Leave(const std::string& reason, std::optional<double> final_accuracy = std::nullopt);
   // The reason a trainer leaves with after the final average.
   static constexpr char kFinalAverageDone[] = "training is done: the final average";
@@ -149,6 +150,12 @@ class Protocol {
   // Evaluates `model` (or marks an evaluation due) when `proceed` asks and eval_interval passed.
   void MaybeEvaluate(const v1::Proceed& proceed, const tensor::TensorMap& model);
   void AddTime(double SessionTimings::*field, absl::Duration d);
+  // The Leave after the final average, with the evaluator's accuracy of it.
+  static v1::Leave FinalLeave(std::optional<double> accuracy);
+  // Moves the accuracy reported since the last report, and its model's age, into `message` (a
+  // ClockReport or a Leave).
+  template <typename Message>
+  void MovePendingAccuracy(Message* message) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
   const SessionOptions& options_;
   CoordinatorLink& coordinator_;

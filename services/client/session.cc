@@ -1,6 +1,7 @@
 #include "client/session.h"
 
 #include <algorithm>
+#include <utility>
 
 #include "base/status_macros.h"
 #include "spdlog/spdlog.h"
@@ -88,17 +89,24 @@ absl::StatusOr<bool> Session::End(absl::Status status, std::string reason) {
     return status;
   }
   spdlog::info("leaving after {} steps: {}", steps_.load(), reason);
-  // A final accuracy the caller owes goes with the Leave, at Close.
-  if (!protocol_.final_accuracy_due()) LeaveCleanly(reason, std::nullopt);
+  // A final accuracy the caller owes, or the accuracy of an evaluation it was asked for and may
+  // still run (a library trainer evaluating in the background), goes with the Leave, at Close.
+  // Meanwhile the trainer counts as paused, so it is not evicted for making no progress.
+  if (protocol_.final_accuracy_due() || protocol_.evaluation_due()) {
+    deferred_leave_ = reason;
+    coordinator_.SetPaused(true);
+  } else {
+    LeaveCleanly(reason, std::nullopt);
+  }
   return false;
 }
 
 void Session::Close(const std::string& reason, std::optional<double> final_accuracy) {
   strategy_->Halt();
-  // Left already, or ended by an error; unless the final accuracy is still due.
-  if (ended_ && !protocol_.final_accuracy_due()) return;
+  // Left already, or ended by an error; unless the Leave waits for this Close.
+  if (ended_ && !deferred_leave_) return;
   ended_ = absl::OkStatus();
-  LeaveCleanly(reason, final_accuracy);
+  LeaveCleanly(std::exchange(deferred_leave_, std::nullopt).value_or(reason), final_accuracy);
 }
 
 void Session::LeaveCleanly(const std::string& reason, std::optional<double> final_accuracy) {

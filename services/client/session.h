@@ -82,7 +82,9 @@ class Session {
   bool stopping() const;
   // Stops the communication thread and leaves the job, unless the session has ended already (it
   // left, or an error ended it). After a final average this trainer is to evaluate
-  // (final_accuracy_due), it leaves then, as done, with `final_accuracy` if given. Idempotent.
+  // (final_accuracy_due), it leaves then, as done, with `final_accuracy` if given. A Step that
+  // ended the session while an evaluation was due (evaluation_due) left the Leave to this Close,
+  // so that an accuracy reported in between goes with it. Idempotent.
   void Close(const std::string& reason = "closed",
              std::optional<double> final_accuracy = std::nullopt);
   // The last Step averaged the job's final model, and this trainer is its evaluator without an
@@ -127,6 +129,8 @@ class Session {
   absl::Time step_began_;  // when the caller's current step began (the last Start/Step return)
   bool started_ = false;
   std::optional<absl::Status> ended_;  // OK: over without an error
+  // Over without an error, the Leave waiting for Close (its reason): see End.
+  std::optional<std::string> deferred_leave_;
 };
 
 }  // namespace syncopate::client

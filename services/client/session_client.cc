@@ -308,11 +308,9 @@ void SessionClient::SetPaused(bool paused) {
   (void)Write(HeartbeatRequest());
 }
 
-void SessionClient::Leave(const std::string& reason, std::optional<double> final_test_accuracy,
-                          bool finished) {
+void SessionClient::Leave(const v1::Leave& leave, bool finished) {
   v1::SessionRequest request;
-  request.mutable_leave()->set_reason(reason);
-  if (final_test_accuracy) request.mutable_leave()->set_final_test_accuracy(*final_test_accuracy);
+  *request.mutable_leave() = leave;
   {
     absl::MutexLock lock(&write_mu_);
     if (closed_ || leave_ || !call_) return;  // the first Leave closes the session

@@ -73,8 +73,7 @@ class SessionClient final : public CoordinatorLink {
   // When the stream is broken, or breaks before the coordinator ended it, the resume sends the
   // Leave again on the resumed session; a `finished` Leave waits for that, up to
   // options.resume_for or until options.interrupted, any other for a short deadline. Idempotent.
-  void Leave(const std::string& reason, std::optional<double> final_test_accuracy,
-             bool finished) override;
+  void Leave(const v1::Leave& leave, bool finished) override;
 
  private:
   using Stream = grpc::ClientReaderWriter<v1::SessionRequest, v1::Directive>;

@@ -58,18 +58,19 @@ class FakeCoordinator final : public CoordinatorLink {
   void StartHeartbeats(std::function<v1::TrainerTimings()>) override {}
   void SetPaused(bool paused) override { pauses.push_back(paused); }
   // Idempotent, as the real one: the first Leave is the one sent.
-  void Leave(const std::string& reason, std::optional<double> final_test_accuracy,
-             bool finished) override {
+  void Leave(const v1::Leave& leave, bool finished) override {
     if (left) return;
-    left = reason;
-    left_with_accuracy = final_test_accuracy;
+    left = leave.reason();
+    if (leave.has_final_test_accuracy()) left_with_accuracy = leave.final_test_accuracy();
+    if (leave.has_test_accuracy()) left_with_last_accuracy = leave.test_accuracy();
     left_finished = finished;
   }
 
   std::vector<v1::ClockReport> reports;
   std::vector<bool> pauses;  // SetPaused's arguments, in order
   std::optional<std::string> left;
-  std::optional<double> left_with_accuracy;
+  std::optional<double> left_with_accuracy;       // the final average's
+  std::optional<double> left_with_last_accuracy;  // evaluated after the last report
   bool left_finished = false;
 
  private:
@@ -376,6 +377,34 @@ TEST_F(SessionTest, TheCallersAccuracyGoesOutWithTheNextReport) {
   ASSERT_EQ(coordinator.reports.size(), 2u);
   EXPECT_EQ(coordinator.reports[0].test_accuracy(), 0.75);
   EXPECT_FALSE(coordinator.reports[1].has_test_accuracy());
+}
+
+// A Step that ends the session while an evaluation the coordinator asked for is unanswered (a
+// library trainer evaluating in the background) leaves the Leave to Close, the trainer paused
+// meanwhile: an accuracy reported in between goes with the Leave. Unasked, it leaves at once.
+TEST_F(SessionTest, AnAccuracyReportedAfterTheLastStepGoesWithTheLeave) {
+  for (bool asked : {true, false}) {
+    options_.max_steps = 1;
+    FakeCoordinator coordinator(clock_, v1::APPLY_MODE_ROUND);
+    v1::Proceed first = Grant(0, /*round=*/0);
+    first.set_evaluate(asked);
+    coordinator.Script({first, absl::ZeroDuration()});
+    store_.models[0] = {{"w", {1, 1}}};
+    Session session(options_, coordinator, store_, parameters_, metrics_, trace_, clock_);
+    ASSERT_TRUE(session.Start().ok());
+    EXPECT_EQ(session.evaluation_due(), asked);
+    EXPECT_EQ(session.Step(0.5f).value_or(true), false);  // the step limit
+    EXPECT_EQ(coordinator.left.has_value(), !asked) << "asked: the Leave waits for Close";
+    EXPECT_EQ(coordinator.pauses, asked ? std::vector<bool>{true} : std::vector<bool>{});
+    session.ReportAccuracy(0.625);
+    session.Close();
+    EXPECT_EQ(coordinator.left, "step limit reached");
+    EXPECT_EQ(coordinator.left_with_last_accuracy,
+              asked ? std::optional<double>(0.625) : std::nullopt);
+    EXPECT_FALSE(coordinator.left_with_accuracy.has_value()) << "not a final average's";
+    ASSERT_EQ(coordinator.reports.size(), 1u);
+    EXPECT_FALSE(coordinator.reports[0].has_test_accuracy());
+  }
 }
 
 // With SessionOptions::evaluate (here on the receiving thread), the session evaluates the model

@@ -208,15 +208,7 @@ void Coordinator::Report(const SessionKey& key, const v1::ClockReport& report) {
   book_.Of(key.id).set_clock(report.clock());
   if (timings_valid) book_.SetTimings(key.id, report.timings());
   if (report.has_test_accuracy()) {
-    const double age = report.test_accuracy_age_seconds();
-    if (key.id != Evaluator()) {
-      // Only the evaluator's word counts (one that was replaced may still send its last one).
-      metrics_.refused.Add({{"what", "accuracy_not_evaluator"}}).Increment();
-    } else if (Accept(key.id, "accuracy", CheckAccuracy(report.test_accuracy(), age))) {
-      accuracy_ = report.test_accuracy();
-      // When the evaluated model was taken, not when its accuracy arrived.
-      accuracy_at_ = std::max(0.0, absl::ToDoubleSeconds(now - started_at_) - age);
-    }
+    TakeAccuracy(key.id, {report.test_accuracy(), report.test_accuracy_age_seconds()}, now);
   }
   EnqueueDecisions(*std::move(decisions));
   // (Not while a job taken over waits for its trainers: the final round must follow every clock.
@@ -284,12 +276,24 @@ absl::Status Coordinator::CheckNameAndRankFree(const v1::Join& join, absl::Time 
       "the other one first"));
 }
 
+void Coordinator::TakeAccuracy(sync::TrainerId id, const Evaluation& evaluation, absl::Time now) {
+  if (id != Evaluator()) {
+    // Only the evaluator's word counts (one that was replaced may still send its last one).
+    metrics_.refused.Add({{"what", "accuracy_not_evaluator"}}).Increment();
+  } else if (Accept(id, "accuracy", CheckAccuracy(evaluation.accuracy, evaluation.age_seconds))) {
+    accuracy_ = evaluation.accuracy;
+    // When the evaluated model was taken, not when its accuracy arrived.
+    accuracy_at_ = std::max(0.0, absl::ToDoubleSeconds(now - started_at_) - evaluation.age_seconds);
+  }
+}
+
 void Coordinator::Leave(const SessionKey& key, const std::string& reason,
-                        std::optional<double> final_accuracy) {
+                        std::optional<double> final_accuracy, std::optional<Evaluation> last) {
   absl::MutexLock lock(&mu_);
   if (!membership_.CheckLive(key.id, key.incarnation).ok()) return;
   metrics_.leaves.Increment();
   spdlog::info("trainer {} left: {}", key.id, reason);
+  if (last) TakeAccuracy(key.id, *last, clock_.Now());
   // A trainer granted the final average finished the job; any other left it.
   const bool finished = final_granted_.count(key.id) > 0;
   if (final_accuracy) {

@@ -81,6 +81,12 @@ struct SessionKey {
   uint64_t incarnation = 0;
 };
 
+// A test accuracy the evaluator reported, of the model it took `age_seconds` before.
+struct Evaluation {
+  double accuracy = 0;
+  double age_seconds = 0;
+};
+
 // Thread-safe: events may come from any thread. Actions run on one internal thread, in the order
 // the events produced them. A round is closed on every shard before any later action runs; its
 // own grants go out while it closes (CoordinatorOptions::pipeline_grants) or once it closed.
@@ -124,9 +130,11 @@ class Coordinator {
   // that says awaiting_grant with a HeartbeatAck, unless the stores are failing.
   void Heartbeat(const SessionKey& key, const v1::Heartbeat& heartbeat);
   // `final_accuracy`: the evaluator's accuracy of the final average (taken from the evaluator
-  // only, after a final round, when it passes the accuracy checks).
+  // only, after a final round, when it passes the accuracy checks). `last`: an accuracy the
+  // evaluator evaluated after its last report, taken as a report's.
   void Leave(const SessionKey& key, const std::string& reason,
-             std::optional<double> final_accuracy = std::nullopt);
+             std::optional<double> final_accuracy = std::nullopt,
+             std::optional<Evaluation> last = std::nullopt);
   // Ends training for `reason` (the target reached, an operator). In a mode with a final average
   // (SyncPolicy::BeginFinalAverage), with trainers live, they go on to its round, exchange with
   // everyone, and leave (state "done"); joins are refused from now on, and the job is done once no
@@ -203,6 +211,10 @@ class Coordinator {
   // Whether a value trainer `id` stated passed `check`; a refusal is counted (label `what`) and
   // logged once per trainer and kind.
   bool Accept(sync::TrainerId id, const char* what, const absl::Status& check)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
+  // Takes `evaluation` as the job's test accuracy when trainer `id` is the evaluator and it passes
+  // the checks (else counts the refusal).
+  void TakeAccuracy(sync::TrainerId id, const Evaluation& evaluation, absl::Time now)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
   // The job-wide gauges (O(1): per-trainer ones are computed when scraped).
   void UpdateGauges() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);

@@ -761,6 +761,21 @@ TEST_F(CoordinatorTest, OnlyTheEvaluatorsValidAccuracyCounts) {
   EXPECT_EQ(coordinator_->Status().test_accuracy(), 0.9);
 }
 
+// An accuracy the evaluator evaluated after its last report comes with its Leave, and is taken as
+// a report's: from the evaluator only, checked, dated when its model was taken.
+TEST_F(CoordinatorTest, AnAccuracyWithTheEvaluatorsLeaveCounts) {
+  Make("asp", 2);
+  auto [a, out_a, b, out_b] = JoinTwoAndStart();  // a has rank 0: the evaluator
+  coordinator_->Leave(b, "step limit reached", std::nullopt, Evaluation{0.99, 0});
+  EXPECT_FALSE(coordinator_->Status().has_test_accuracy());
+  EXPECT_EQ(metrics_.refused.Add({{"what", "accuracy_not_evaluator"}}).Value(), 1);
+  coordinator_->Leave(a, "step limit reached", std::nullopt, Evaluation{0.7, 0.5});
+  const v1::ClusterStatus status = coordinator_->Status();
+  EXPECT_EQ(status.test_accuracy(), 0.7);
+  EXPECT_FALSE(status.has_final_test_accuracy());
+  EXPECT_EQ(status.live_trainers(), 0);
+}
+
 TEST_F(CoordinatorTest, ImpossibleTimingsAreIgnoredNotStored) {
   Make("asp", 2);
   auto [a, out_a, b, out_b] = JoinTwoAndStart();

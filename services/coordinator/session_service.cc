@@ -44,13 +44,19 @@ class SessionReactor final : public grpc::ServerBidiReactor<v1::SessionRequest, 
       case v1::SessionRequest::kHeartbeat:
         coordinator_.Heartbeat(*key_, request_.heartbeat());
         break;
-      case v1::SessionRequest::kLeave:
-        coordinator_.Leave(*key_, request_.leave().reason(),
-                           request_.leave().has_final_test_accuracy()
-                               ? std::optional<double>(request_.leave().final_test_accuracy())
+      case v1::SessionRequest::kLeave: {
+        const v1::Leave& leave = request_.leave();
+        coordinator_.Leave(*key_, leave.reason(),
+                           leave.has_final_test_accuracy()
+                               ? std::optional<double>(leave.final_test_accuracy())
+                               : std::nullopt,
+                           leave.has_test_accuracy()
+                               ? std::optional<Evaluation>(
+                                     {leave.test_accuracy(), leave.test_accuracy_age_seconds()})
                                : std::nullopt);
         EndReads(/*left=*/true);
         return;
+      }
       default:
         break;  // a second Join or an empty message: ignored
     }

@@ -20,6 +20,14 @@
 namespace syncopate {
 namespace {
 
+// A Leave with `reason`, and the final average's accuracy if given.
+v1::Leave Leave(const std::string& reason, std::optional<double> final_accuracy = std::nullopt) {
+  v1::Leave leave;
+  leave.set_reason(reason);
+  if (final_accuracy) leave.set_final_test_accuracy(*final_accuracy);
+  return leave;
+}
+
 // One coordinator process's worth: the engine, its service and server.
 struct CoordinatorServer {
   CoordinatorServer(const std::string& store, const std::string& listen)
@@ -147,7 +155,7 @@ TEST_F(SessionResumeTest, HeartbeatsAwaitingAGrantAreAnswered) {
 // missing).
 TEST_F(SessionResumeTest, AFinishedLeaveWhileTheCoordinatorIsDownReachesTheNextOne) {
   first_->Kill();
-  std::thread leaving([&] { session_->Leave("training is done", std::nullopt, true); });
+  std::thread leaving([&] { session_->Leave(Leave("training is done"), true); });
   absl::SleepFor(absl::Seconds(3));  // the fault itself: down for longer than a Leave's grace
   second_ = std::make_unique<CoordinatorServer>(store_, address_);
   ASSERT_TRUE(second_->status.ok()) << second_->status;
@@ -178,7 +186,7 @@ TEST_F(SessionResumeTest, AFinishedLeaveGivesUpItsWaitWhenTheCallerIsInterrupted
   first_->Kill();
   absl::Notification left;
   std::thread leaving([&] {
-    (*other)->Leave("training is done", 0.5, true);
+    (*other)->Leave(Leave("training is done", 0.5), true);
     left.Notify();
   });
   const absl::Time give_up = absl::Now() + absl::Minutes(1);
@@ -196,7 +204,7 @@ TEST_F(SessionResumeTest, AFinishedLeaveGivesUpItsWaitWhenTheCallerIsInterrupted
 
 // On a healthy stream the Leave ends the session at once.
 TEST_F(SessionResumeTest, ALeaveOnAHealthyStreamEndsTheSession) {
-  session_->Leave("training is done", std::nullopt, false);
+  session_->Leave(Leave("training is done"), false);
   const v1::ClusterStatus status = first_->engine->Status();
   EXPECT_EQ(status.live_trainers(), 0u);
   ASSERT_EQ(status.trainers_size(), 1);

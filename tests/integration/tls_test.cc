@@ -428,7 +428,9 @@ TEST(CoordinatorTlsTest, ATrainerJoinsOnlyUnderItsCertificatesName) {
   ASSERT_TRUE(status_stub->Finish(finish_ctx.get(), finish, &finished).ok());
   EXPECT_EQ(finished.final_round(), 0);  // asp has no final average: the trainers are told Done
   EXPECT_EQ(engine.Status().done_reason(), "an operator's word");
-  (*alice)->Leave("done", std::nullopt, false);
+  v1::Leave leave;
+  leave.set_reason("done");
+  (*alice)->Leave(leave, false);
   engine.Stop();
   server->Shutdown(absl::ToChronoTime(absl::Now() + absl::Seconds(5)));
 }
