@@ -184,6 +184,7 @@ void AuditPushesOf(const LocalRunOptions& options, const v1::ClusterStatus& stat
   summary->pushes_compared = audit->pushes;
   summary->pushes_lost = audit->lost;
   summary->pushes_doubled = audit->doubled;
+  summary->pushes_given_up = audit->given_up;
   if (audit->lost > 0 || audit->doubled > 0) {
     const std::string what =
         absl::StrCat("push audit: ", audit->lost, " push(es) lost and ", audit->doubled,

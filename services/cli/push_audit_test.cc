@@ -22,6 +22,20 @@ TEST(PushAuditTest, CountsPushesLostAndTakenTwicePerShard) {
   EXPECT_EQ(audit.pushes, 34);
   EXPECT_EQ(audit.lost, 3);
   EXPECT_EQ(audit.doubled, 1);
+  EXPECT_EQ(audit.given_up, 0);
+}
+
+// A push a trainer gave up as it stopped may be on some shards and not others: neither lost nor
+// doubled. A second push more than acknowledged and given up is doubled still.
+TEST(PushAuditTest, APushGivenUpAtTheStopMayBeOnSomeShards) {
+  const std::map<TrainerIdentity, int64_t> acknowledged = {{{1, 1}, 10}};
+  const std::map<TrainerIdentity, int64_t> given_up = {{{1, 1}, 1}};
+  PushAudit audit = ComparePushes({{{{1, 1}, 11}}, {{{1, 1}, 10}}}, acknowledged, given_up);
+  EXPECT_EQ(audit.lost, 0);
+  EXPECT_EQ(audit.doubled, 0);
+  EXPECT_EQ(audit.given_up, 1);
+  audit = ComparePushes({{{{1, 1}, 12}}, {{{1, 1}, 10}}}, acknowledged, given_up);
+  EXPECT_EQ(audit.doubled, 1);
 }
 
 // From the files a run leaves: each shard's final checkpoint and each trainer's trace.
@@ -44,7 +58,8 @@ TEST(PushAuditTest, ReadsTheCheckpointsAndTraces) {
   std::ofstream(dir + "/trainer-0.trace.jsonl")
       << "{\"event\":\"start\",\"clock\":0}\n{\"event\":\"pushed\",\"clock\":1}\n"
          "{\"event\":\"pushed\",\"clock\":2}\n{\"event\":\"pushed\",\"clock\":3}\n"
-         "{\"event\":\"pushed\",\"clock\":4}\n{\"event\":\"pus";  // a line cut short
+         "{\"event\":\"pushed\",\"clock\":4}\n{\"event\":\"push_given_up\",\"clock\":5}\n"
+         "{\"event\":\"pus";  // a line cut short
   v1::ClusterStatus status;
   v1::TrainerStatus* trainer = status.add_trainers();
   trainer->set_trainer_id(5);
@@ -56,6 +71,7 @@ TEST(PushAuditTest, ReadsTheCheckpointsAndTraces) {
   EXPECT_EQ(audit->pushes, 4);
   EXPECT_EQ(audit->lost, 1);  // the trainer saw 4 acknowledged; the shard holds 3
   EXPECT_EQ(audit->doubled, 0);
+  EXPECT_EQ(audit->given_up, 1);
   EXPECT_EQ(AuditPushes(dir + "/elsewhere", 1, status).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(AuditPushes(dir, 2, status).status().code(),  // written for another layout

@@ -118,6 +118,7 @@ nlohmann::json ToJson(const RunSummary& s) {
         {"pushes", s.pushes_compared},
         {"lost", s.pushes_lost},
         {"doubled", s.pushes_doubled},
+        {"given_up", s.pushes_given_up},
         {"error", s.push_audit_error}}},
       {"failure", s.failure},
       {"model", {{"files", s.model_files}, {"round", s.model_round}, {"error", s.model_error}}},

@@ -81,6 +81,7 @@ struct RunSummary {
   int64_t pushes_compared = 0;
   int64_t pushes_lost = 0;
   int64_t pushes_doubled = 0;
+  int64_t pushes_given_up = 0;  // by stopping trainers: neither lost nor doubled (push_audit.h)
   std::string push_audit_error;
   bool faulty() const { return !faults.empty() || store_restarts > 0 || !failure.empty(); }
   // The trained model as the job left it (store modes: the stores' last checkpoint, its last

@@ -290,7 +290,14 @@ absl::Status Protocol::Push(tensor::SharedTensorMap delta, int64_t clock) {
   header.set_codec(w.codec());  // the delta is compressed already (LocalModel::Compress)
   uint64_t raw_bytes = 0;
   for (const auto& [name, values] : *delta) raw_bytes += values.size() * sizeof(float);
-  ASSIGN_OR_RETURN(uint64_t bytes, store_.Push(header, std::move(delta)));
+  absl::StatusOr<uint64_t> pushed = store_.Push(header, std::move(delta));
+  if (!pushed.ok()) {
+    // Given up as the trainer stops: the shards that had taken it keep it (the push audit allows
+    // for it), the others never get it.
+    if (IsGivenUpForStop(pushed.status())) trace_.Record("push_given_up", {{"clock", clock}});
+    return pushed.status();
+  }
+  const uint64_t bytes = *pushed;
   metrics_.push_raw_bytes.Increment(static_cast<double>(raw_bytes));
   const absl::Duration took = clock_.Now() - start;
   AddTime(&SessionTimings::push, took);
