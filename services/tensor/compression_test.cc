@@ -111,7 +111,9 @@ TEST(CompressionTest, ChunksRoundTrip) {
     std::vector<float> added(values.size(), 1.0f);
     chunk->AddTo(added.data(), 0.5f);
     for (size_t i = 0; i < values.size(); ++i) ASSERT_EQ(added[i], 1.0f + 0.5f * quantized[i]);
-    if (c.codec == v1::CODEC_TOPK) EXPECT_LT(wire.size(), values.size() * sizeof(float) / 8);
+    if (c.codec == v1::CODEC_TOPK) {
+      EXPECT_LT(wire.size(), values.size() * sizeof(float) / 8);
+    }
   }
 }
 
