@@ -236,7 +236,9 @@ TEST(TransferStreamDrainTest, AStoppingStoreEndsAnIdleStreamAtOnce) {
   WatchedStore s(absl::ZeroDuration());  // never cancels for quiet
   ASSERT_TRUE(s.PullLive().ok());
   ASSERT_TRUE(s.stream->open());
-  EXPECT_EQ(s.watchdog.Drain(), 1);
+  // 1, or 0 when the pull's reply reached the trainer before the store's reactor said the stream
+  // idle again: then it is cancelled as it says so. Either way the shutdown below must not wait.
+  EXPECT_LE(s.watchdog.Drain(), 1);
   // Without the drain, the idle stream would hold the shutdown until its deadline.
   const absl::Time grace = absl::Now() + absl::Seconds(60);
   s.store.server->Shutdown(absl::ToChronoTime(grace));
