@@ -329,9 +329,13 @@ std::string Recommendation(const AdviseOptions& options, const Advice& advice) {
                           "model, which the fresher deltas win)\n",
                           kTie * 100, Name(advice.rows.front()));
   }
-  absl::StrAppend(&out,
-                  "peer-to-peer modes are simulated, not predicted: their staleness is not "
-                  "modelled yet; compare them with `syncopate compare`\n");
+  if (std::any_of(advice.rows.begin(), advice.rows.end(),
+                  [](const AdviceRow& row) { return !row.rate; })) {
+    absl::StrAppendFormat(&out,
+                          "peer-to-peer modes are simulated, not predicted, beyond %d trainers: "
+                          "compare them with `syncopate compare`\n",
+                          sync::kPeerStalenessTrainers);
+  }
   return out;
 }
 

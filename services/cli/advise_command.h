@@ -10,9 +10,12 @@
 // (under the default step-size rule each delta is 1/N of a step of the job; a delta `staleness`
 // steps stale is worth 1 / (1 + staleness / tolerance) of a fresh one). The tolerance is the
 // model's one parameter: how well the user's model takes stale deltas, in steps of the job. The
-// peer-to-peer modes average models instead of applying deltas; their staleness is not modelled,
-// so they are simulated and shown but not predicted. The profile comes from flags, from a running
-// coordinator, or from a probe: short runs of the job itself, which also fit the tolerance.
+// peer-to-peer modes average models instead of applying deltas; their steps are discounted the
+// same way by how many of the others' steps the model each was computed on missed
+// (sync/peer_staleness.h), which the simulation counts up to sync::kPeerStalenessTrainers
+// trainers; beyond, they are simulated and shown but not predicted. The profile comes from flags,
+// from a running coordinator, or from a probe: short runs of the job itself, which also fit the
+// tolerance.
 #ifndef SYNCOPATE_CLI_ADVISE_COMMAND_H_
 #define SYNCOPATE_CLI_ADVISE_COMMAND_H_
 
@@ -44,7 +47,8 @@ struct AdviceRow {
   std::string mode;
   std::vector<std::string> flags;  // e.g. --staleness=3; none for the mode's defaults
   sync::ClusterSimResult sim;
-  // Predicted progress per second, in steps of the job; nullopt: not predicted (peer-to-peer).
+  // Predicted progress per second, in steps of the job; nullopt: not predicted (peer-to-peer
+  // beyond sync::kPeerStalenessTrainers trainers).
   std::optional<double> rate;
 };
 
@@ -66,8 +70,9 @@ struct Advice {
   Confidence confidence = Confidence::kLow;
 };
 
-// Predicted progress per second of a simulated store-mode job at `tolerance` (the model above);
-// nullopt for a peer-to-peer mode.
+// Predicted progress per second of a simulated job at `tolerance` (the model above); nullopt
+// where the simulation did not count its staleness (peer-to-peer, beyond
+// sync::kPeerStalenessTrainers trainers).
 std::optional<double> PredictedRate(const sync::ClusterSimResult& sim, double tolerance);
 
 // The trainers of a run (a probe's summary, or a running cluster's status as FillFromStatus reads
@@ -129,7 +134,8 @@ std::string FormatAdvice(const AdviseOptions& options, const Advice& advice);
 // take more than kWarnAbove times as long to a target as the mode it would choose at the default
 // tolerance, at every tolerance from a quarter of the default to four times it (so not a guess
 // that hangs on the tolerance). "" for no warning: the mode is within that, is not predicted
-// (peer-to-peer), or the run gave no profile (no trainer's steps, no checkpoint).
+// (peer-to-peer beyond sync::kPeerStalenessTrainers trainers), or the run gave no profile (no
+// trainer's steps, no checkpoint).
 inline constexpr double kWarnAbove = 1.5;
 std::string AdviceAfterRun(const sync::PolicyOptions& policy, uint64_t seed,
                            const RunSummary& summary);

@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "sync/delta_staleness.h"
+#include "sync/peer_staleness.h"
 
 namespace syncopate::sync {
 namespace {
@@ -36,6 +37,7 @@ class Simulation {
       : o_(options), policy_(std::move(policy)), random_(options.seed) {
     p2p_ = policy_->push_mode() == PushMode::kNone;
     if (!p2p_) delta_staleness_.emplace(policy_->push_mode() == PushMode::kRound);
+    if (p2p_ && options.trainers <= kPeerStalenessTrainers) peer_staleness_.emplace();
     hidden_communication_ = policy_->overlap_communication() || policy_->exchange_in_background();
   }
 
@@ -125,6 +127,7 @@ class Simulation {
     absl::StatusOr<int64_t> start = Timed([&] { return policy_->OnJoin(t.id, now_, &decisions); });
     if (!start.ok()) return absl::InternalError(start.status().ToString());
     if (delta_staleness_) delta_staleness_->Joined(t.id, *start);
+    if (peer_staleness_) peer_staleness_->Joined(t.id, *start);
     Handle(std::move(decisions));
     return absl::OkStatus();
   }
@@ -177,6 +180,9 @@ class Simulation {
                                    static_cast<int>(out),
                                    {},
                                    {}};
+      if (peer_staleness_ && !policy_->exchange_in_background()) {
+        peer_staleness_->Averaged(t.id, t.grant.exchange->receive_from);
+      }
     } else if (t.grant.pull.kind != PullSpec::Kind::kNone) {
       communicate = std::max(0.0, absl::ToDoubleSeconds(t.served_from - now_)) + TransferSeconds(1);
       if (delta_staleness_ && t.grant.pull.kind == PullSpec::Kind::kLive) {
@@ -185,6 +191,8 @@ class Simulation {
         delta_staleness_->ReadRound(t.id, t.grant.pull.round, t.grant.pull.includes_clock);
       }
     }
+    // A background multicast's models are averaged in as they arrive.
+    if (peer_staleness_ && policy_->exchange_in_background()) peer_staleness_->Received(t.id, now_);
     const double push = p2p_ ? 0 : TransferSeconds(1);
     std::lognormal_distribution<double> jitter(0, o_.jitter_sigma);
     const double compute = absl::ToDoubleSeconds(o_.step) * t.slowdown * jitter(random_);
@@ -208,6 +216,15 @@ class Simulation {
     }
     ++steps_;
     if (delta_staleness_) delta_staleness_->Pushed(t.id, clock);
+    if (peer_staleness_) {
+      peer_staleness_->Stepped(t.id, clock);
+      // A background multicast carries the model of the step after its grant, over the upload.
+      if (t.grant.exchange && policy_->exchange_in_background()) {
+        const std::vector<TrainerId>& to = t.grant.exchange->send_to;
+        peer_staleness_->Sent(
+            t.id, to, now_ + absl::Seconds(TransferSeconds(static_cast<double>(to.size()))));
+      }
+    }
     policy_->ObserveCompute(t.id, clock, t.compute_seconds);
     if (p2p_) policy_->ObserveTransfers(t.id, t.transfers);
     absl::StatusOr<Decisions> decisions =
@@ -244,11 +261,15 @@ class Simulation {
     r.staleness_max = staleness_.empty() ? 0 : static_cast<double>(staleness_.rbegin()->first);
     r.steps_per_second =
         r.simulated_seconds > 0 ? static_cast<double>(steps_) / r.simulated_seconds : 0;
+    // In steps of the job: each delta (or peer's step) weighs 1/N of one under the default
+    // step-size rule (and the peers' averages).
+    const double n = static_cast<double>(o_.trainers);
     if (delta_staleness_) {
-      // In steps of the job: each delta weighs 1/N of one under the default step-size rule.
-      const double n = static_cast<double>(o_.trainers);
       r.delta_staleness_mean = delta_staleness_->Mean() / n;
       r.delta_staleness_p99 = delta_staleness_->Quantile(0.99) / n;
+    } else if (peer_staleness_) {
+      r.delta_staleness_mean = peer_staleness_->Mean() / n;
+      r.delta_staleness_p99 = peer_staleness_->Quantile(0.99) / n;
     }
     r.rounds_closed = rounds_closed_;
     r.events = events_;
@@ -276,7 +297,8 @@ class Simulation {
   int idle_ticks_ = 0;
   std::map<int64_t, int64_t> staleness_;           // staleness at grant -> grants
   std::optional<DeltaStaleness> delta_staleness_;  // store modes
-  int64_t steps_ = 0;                              // reported by every trainer
+  std::optional<PeerStaleness> peer_staleness_;  // peer-to-peer modes, up to kPeerStalenessTrainers
+  int64_t steps_ = 0;                            // reported by every trainer
   int64_t grants_ = 0;
   int64_t rounds_closed_ = 0;
   int64_t events_ = 0;

@@ -62,7 +62,9 @@ struct ClusterSimResult {
   // Steps of every trainer per simulated second.
   double steps_per_second = 0;
   // Store modes: how stale each delta is when the store applies it (delta_staleness.h), in
-  // steps of the job (other trainers' deltas it missed / N); -1 for the peer-to-peer modes.
+  // steps of the job (other trainers' deltas it missed / N). Peer-to-peer modes: how many of the
+  // other trainers' steps each step's model missed (peer_staleness.h) / N, up to
+  // kPeerStalenessTrainers trainers (each step costs O(N) there); -1 beyond.
   double delta_staleness_mean = -1, delta_staleness_p99 = -1;
   int64_t rounds_closed = 0;
   int64_t events = 0;  // policy calls: joins, reports, leaves, ticks
@@ -71,6 +73,9 @@ struct ClusterSimResult {
   double policy_us_per_event = 0;
   double wall_seconds = 0;  // the whole simulation
 };
+
+// The most trainers whose peer-to-peer staleness the simulation counts.
+inline constexpr int kPeerStalenessTrainers = 64;
 
 // OK, or INVALID_ARGUMENT naming what is out of range in `options` (its policy is not checked).
 absl::Status CheckClusterSimOptions(const ClusterSimOptions& options);

@@ -176,7 +176,7 @@ TEST(ClusterSimTest, BadOptionsAreRefused) {
   EXPECT_EQ(SimulateCluster(o).status().code(), absl::StatusCode::kInvalidArgument);
 }
 
-TEST(ClusterSimTest, StepsPerSecondAndDeltaStalenessOfEqualTrainers) {
+TEST(ClusterSimTest, StepsPerSecondAndStalenessOfEqualTrainers) {
   ClusterSimOptions o = Scenario("bsp", 4, 200);
   o.stragglers = 0;  // each step jittered by 10%: trainers drift out of step with each other
   absl::StatusOr<ClusterSimResult> bsp = SimulateCluster(o);
@@ -192,10 +192,25 @@ TEST(ClusterSimTest, StepsPerSecondAndDeltaStalenessOfEqualTrainers) {
   // Each delta misses what the 3 others pushed during its step: 3 deltas, 0.75 steps (in lockstep,
   // without jitter, it would miss 0 to 3, as under bsp).
   EXPECT_NEAR(asp->delta_staleness_mean, 0.75, 0.1);
+  // dssync with one group averages every model each round: a round's steps miss 0 to 3 of each
+  // other, as bsp's deltas do (peer_staleness.h).
   o.policy.mode = "dssync";
+  o.policy.groups = 1;
   absl::StatusOr<ClusterSimResult> p2p = SimulateCluster(o);
   ASSERT_TRUE(p2p.ok()) << p2p.status();
-  EXPECT_EQ(p2p->delta_staleness_mean, -1) << "peer-to-peer modes apply no deltas";
+  EXPECT_DOUBLE_EQ(p2p->delta_staleness_mean, 0.375);
+  // In two groups of two, a model holds the other pair's steps only once a shuffle brought them.
+  o.policy.groups = 2;
+  p2p = SimulateCluster(o);
+  ASSERT_TRUE(p2p.ok()) << p2p.status();
+  EXPECT_GT(p2p->delta_staleness_mean, 0.375 + 0.25);
+  EXPECT_LT(p2p->delta_staleness_mean, 2);
+  // Beyond kPeerStalenessTrainers, not counted.
+  o.trainers = kPeerStalenessTrainers + 1;
+  o.clocks = 5;
+  p2p = SimulateCluster(o);
+  ASSERT_TRUE(p2p.ok()) << p2p.status();
+  EXPECT_EQ(p2p->delta_staleness_mean, -1);
 }
 
 }  // namespace
