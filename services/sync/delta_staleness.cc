@@ -76,16 +76,18 @@ void DeltaStaleness::Apply(Trainer& trainer, const Pending& delta) {
   const int64_t missed = std::max<int64_t>(0, applied_ - delta.version - own_since);
   trainer.applied_clock = std::max(trainer.applied_clock, delta.clock);
   ++applied_;
-  ++missed_[missed];
-  ++deltas_;
-  missed_sum_ += static_cast<double>(missed);
+  missed_.Add(missed);
 }
 
-double DeltaStaleness::Mean() const {
-  return deltas_ > 0 ? missed_sum_ / static_cast<double>(deltas_) : 0;
+void MissedCounts::Add(int64_t missed) {
+  ++counts_[missed];
+  ++count_;
+  sum_ += static_cast<double>(missed);
 }
 
-double DeltaStaleness::Quantile(double q) const { return HistogramQuantile(missed_, q); }
+double MissedCounts::Mean() const { return count_ > 0 ? sum_ / static_cast<double>(count_) : 0; }
+
+double MissedCounts::Quantile(double q) const { return HistogramQuantile(counts_, q); }
 
 double HistogramQuantile(const std::map<int64_t, int64_t>& counts, double q) {
   int64_t total = 0;

@@ -21,6 +21,21 @@
 
 namespace syncopate::sync {
 
+// How many other deltas (or steps) each one missed, as a histogram.
+class MissedCounts {
+ public:
+  void Add(int64_t missed);
+  int64_t count() const { return count_; }
+  // The mean and a quantile (q in [0, 1]); 0 with none.
+  double Mean() const;
+  double Quantile(double q) const;
+
+ private:
+  std::map<int64_t, int64_t> counts_;  // missed -> how many
+  int64_t count_ = 0;
+  double sum_ = 0;
+};
+
 class DeltaStaleness {
  public:
   // `rounds`: deltas join rounds and are applied as the rounds close (PushMode::kRound);
@@ -39,12 +54,12 @@ class DeltaStaleness {
   void Closed(const RoundClose& close);
 
   // Over every delta applied so far: how many it was.
-  int64_t deltas() const { return deltas_; }
+  int64_t deltas() const { return missed_.count(); }
   // The mean and a quantile (q in [0, 1]) of the other deltas each one missed; 0 with none.
   // Divide by N for steps of the job under the default step-size rule (sum/n: a delta is 1/N of
   // a step); under sum, where each delta weighs a whole step, they are steps already.
-  double Mean() const;
-  double Quantile(double q) const;
+  double Mean() const { return missed_.Mean(); }
+  double Quantile(double q) const { return missed_.Quantile(q); }
 
  private:
   struct Pending {
@@ -71,9 +86,7 @@ class DeltaStaleness {
   int64_t applied_ = 0;                        // deltas in the store's model
   std::map<int64_t, int64_t> round_versions_;  // round -> deltas in its snapshot
   std::vector<Trainer> trainers_;              // by id - 1
-  std::map<int64_t, int64_t> missed_;          // deltas missed -> how many deltas
-  int64_t deltas_ = 0;
-  double missed_sum_ = 0;
+  MissedCounts missed_;
 };
 
 // The smallest value whose cumulative count reaches `q` (in [0, 1]) of all the counts, in a

@@ -2,8 +2,6 @@
 
 #include <algorithm>
 
-#include "sync/delta_staleness.h"
-
 namespace syncopate::sync {
 
 PeerStaleness::Trainer& PeerStaleness::At(TrainerId id) {
@@ -66,15 +64,7 @@ void PeerStaleness::Stepped(TrainerId trainer, int64_t clock) {
   if (t.holds.size() <= self) t.holds.resize(self + 1, 0);
   t.holds[self] = clock;
   t.sent = std::make_shared<const Holds>(t.holds);
-  ++missed_[missed];
-  ++steps_;
-  missed_sum_ += static_cast<double>(missed);
+  missed_.Add(missed);
 }
-
-double PeerStaleness::Mean() const {
-  return steps_ > 0 ? missed_sum_ / static_cast<double>(steps_) : 0;
-}
-
-double PeerStaleness::Quantile(double q) const { return HistogramQuantile(missed_, q); }
 
 }  // namespace syncopate::sync

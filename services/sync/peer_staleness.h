@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "absl/time/time.h"
+#include "sync/delta_staleness.h"
 #include "sync/policy.h"
 
 namespace syncopate::sync {
@@ -45,12 +46,12 @@ class PeerStaleness {
   void Received(TrainerId trainer, absl::Time now);
 
   // Over every step so far: how many there were.
-  int64_t steps() const { return steps_; }
+  int64_t steps() const { return missed_.count(); }
   // The mean and a quantile (q in [0, 1]) of the other trainers' steps each one missed; 0 with
   // none. Divide by N for steps of the job (each trainer's step is 1/N of the job's progress, as
   // a delta under the store's default step-size rule).
-  double Mean() const;
-  double Quantile(double q) const;
+  double Mean() const { return missed_.Mean(); }
+  double Quantile(double q) const { return missed_.Quantile(q); }
 
  private:
   // By trainer index (id - 1): that trainer's steps a model holds, up to this clock; an entry
@@ -68,10 +69,8 @@ class PeerStaleness {
   // Up to which clock `model` holds the steps of trainer index `j`.
   int64_t Held(const Holds& model, size_t j) const;
 
-  std::vector<Trainer> trainers_;      // by id - 1
-  std::map<int64_t, int64_t> missed_;  // steps missed -> how many steps
-  int64_t steps_ = 0;
-  double missed_sum_ = 0;
+  std::vector<Trainer> trainers_;  // by id - 1
+  MissedCounts missed_;
 };
 
 }  // namespace syncopate::sync
