@@ -38,7 +38,8 @@ class Simulation {
     p2p_ = policy_->push_mode() == PushMode::kNone;
     if (!p2p_) delta_staleness_.emplace(policy_->push_mode() == PushMode::kRound);
     if (p2p_ && options.trainers <= kPeerStalenessTrainers) peer_staleness_.emplace();
-    hidden_communication_ = policy_->overlap_communication() || policy_->exchange_in_background();
+    background_exchange_ = policy_->exchange_in_background();
+    hidden_communication_ = policy_->overlap_communication() || background_exchange_;
   }
 
   // Calls the policy, counting the call and its wall-clock time.
@@ -180,7 +181,7 @@ class Simulation {
                                    static_cast<int>(out),
                                    {},
                                    {}};
-      if (peer_staleness_ && !policy_->exchange_in_background()) {
+      if (peer_staleness_ && !background_exchange_) {
         peer_staleness_->Averaged(t.id, t.grant.exchange->receive_from);
       }
     } else if (t.grant.pull.kind != PullSpec::Kind::kNone) {
@@ -192,7 +193,7 @@ class Simulation {
       }
     }
     // A background multicast's models are averaged in as they arrive.
-    if (peer_staleness_ && policy_->exchange_in_background()) peer_staleness_->Received(t.id, now_);
+    if (peer_staleness_ && background_exchange_) peer_staleness_->Received(t.id, now_);
     const double push = p2p_ ? 0 : TransferSeconds(1);
     std::lognormal_distribution<double> jitter(0, o_.jitter_sigma);
     const double compute = absl::ToDoubleSeconds(o_.step) * t.slowdown * jitter(random_);
@@ -219,7 +220,7 @@ class Simulation {
     if (peer_staleness_) {
       peer_staleness_->Stepped(t.id, clock);
       // A background multicast carries the model of the step after its grant, over the upload.
-      if (t.grant.exchange && policy_->exchange_in_background()) {
+      if (t.grant.exchange && background_exchange_) {
         const std::vector<TrainerId>& to = t.grant.exchange->send_to;
         peer_staleness_->Sent(
             t.id, to, now_ + absl::Seconds(TransferSeconds(static_cast<double>(to.size()))));
@@ -286,6 +287,7 @@ class Simulation {
   std::unique_ptr<SyncPolicy> policy_;
   std::mt19937_64 random_;
   bool p2p_ = false;
+  bool background_exchange_ = false;  // peers' models sent beside the steps (the -ssp modes)
   bool hidden_communication_ = false;
   std::vector<SimTrainer> trainers_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;

@@ -9,6 +9,10 @@ PeerStaleness::Trainer& PeerStaleness::At(TrainerId id) {
   return trainers_[id - 1];
 }
 
+PeerStaleness::Trainer* PeerStaleness::Find(TrainerId id) {
+  return id >= 1 && id <= trainers_.size() ? &trainers_[id - 1] : nullptr;
+}
+
 int64_t PeerStaleness::Held(const Holds& model, size_t j) const {
   const int64_t start = trainers_[j].start;
   return j < model.size() ? std::max(model[j], start) : start;
@@ -29,20 +33,18 @@ void PeerStaleness::Merge(Holds& into, const Holds& model) {
 void PeerStaleness::Averaged(TrainerId trainer, const std::vector<TrainerId>& senders) {
   Trainer& t = At(trainer);
   for (TrainerId id : senders) {
-    if (id < 1 || id > trainers_.size() || id == trainer) continue;
-    if (const std::shared_ptr<const Holds>& sent = trainers_[id - 1].sent) Merge(t.holds, *sent);
+    const Trainer* sender = id == trainer ? nullptr : Find(id);
+    if (sender != nullptr && sender->sent) Merge(t.holds, *sender->sent);
   }
 }
 
 void PeerStaleness::Sent(TrainerId sender, const std::vector<TrainerId>& receivers,
                          absl::Time arrives) {
-  if (sender < 1 || sender > trainers_.size()) return;
-  const std::shared_ptr<const Holds>& sent = trainers_[sender - 1].sent;
-  if (!sent) return;
+  const Trainer* from = Find(sender);
+  if (from == nullptr || !from->sent) return;
   for (TrainerId id : receivers) {
-    if (id >= 1 && id <= trainers_.size() && id != sender) {
-      trainers_[id - 1].inbox.emplace(arrives, sent);
-    }
+    Trainer* to = id == sender ? nullptr : Find(id);
+    if (to != nullptr) to->inbox.emplace(arrives, from->sent);
   }
 }
 

@@ -65,6 +65,8 @@ class PeerStaleness {
     std::multimap<absl::Time, std::shared_ptr<const Holds>> inbox;  // by arrival
   };
   Trainer& At(TrainerId id);
+  // Trainer `id`'s entry; nullptr for one never seen.
+  Trainer* Find(TrainerId id);
   static void Merge(Holds& into, const Holds& model);
   // Up to which clock `model` holds the steps of trainer index `j`.
   int64_t Held(const Holds& model, size_t j) const;
