@@ -11,6 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/flags.h"
 #include "base/status_macros.h"
 #include "cli/model_file.h"
 #include "sync/modes.h"
@@ -120,18 +121,55 @@ absl::StatusOr<sync::ClusterSimOptions> ProfileFromRun(const RunSummary& run, do
         "no trainer has taken a step yet (a probe: give it longer with --time-limit, or see "
         "its logs)");
   }
+  if (!base.links.empty() && base.links.size() != run.per_trainer.size()) {
+    return absl::InvalidArgumentError(absl::StrCat("there are ", base.links.size(),
+                                                   " links for the run's ", run.per_trainer.size(),
+                                                   " trainers (give its --trainers with them)"));
+  }
   const double step = *SecondsPerStep(*fastest);
+  std::vector<sync::LinkRates> links;
   base.trainers = 0;
   base.slowdowns.clear();
-  for (const TrainerSummary& t : run.per_trainer) {
-    if (std::optional<double> seconds = SecondsPerStep(t)) {
+  for (size_t i = 0; i < run.per_trainer.size(); ++i) {
+    if (std::optional<double> seconds = SecondsPerStep(run.per_trainer[i])) {
       ++base.trainers;
       base.slowdowns.push_back(*seconds / step);
+      if (!base.links.empty()) links.push_back(base.links[i]);
     }
   }
+  base.links = std::move(links);
   base.step = absl::Seconds(step);  // the jitter stays `base`'s: steps are never all alike
   base.model_bytes = model_bytes;
   return base;
+}
+
+absl::StatusOr<std::vector<sync::LinkRates>> ParseLinks(const std::vector<std::string>& egress,
+                                                        const std::vector<std::string>& ingress,
+                                                        int trainers, double fallback) {
+  if (static_cast<int>(std::max(egress.size(), ingress.size())) > trainers) {
+    return absl::InvalidArgumentError(absl::StrCat("more link rates (",
+                                                   std::max(egress.size(), ingress.size()),
+                                                   ") than trainers (", trainers, ")"));
+  }
+  std::vector<sync::LinkRates> links(static_cast<size_t>(std::max(trainers, 0)),
+                                     {fallback, fallback});
+  bool limited = false;
+  for (auto [items, rate_of] : {std::pair{&egress, &sync::LinkRates::upload},
+                                std::pair{&ingress, &sync::LinkRates::download}}) {
+    for (size_t i = 0; i < items->size(); ++i) {
+      const std::string& item = (*items)[i];
+      if (item.empty()) continue;
+      absl::StatusOr<double> rate = base::ParseRate(item);
+      if (!rate.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("link rate \"", item, "\": ", rate.status().message()));
+      }
+      links[i].*rate_of = *rate;
+      limited = true;
+    }
+  }
+  if (!limited) links.clear();
+  return links;
 }
 
 absl::StatusOr<ProbeRuns> Probe(LocalRunOptions run) {
@@ -285,14 +323,27 @@ namespace {
 // The profile the advice is for, in one line.
 std::string ProfileLine(const AdviseOptions& options) {
   const sync::ClusterSimOptions& c = options.cluster;
+  const auto gbps = [](double bytes_per_second) {
+    return absl::StrFormat("%.3g", bytes_per_second * 8 / 1e9);
+  };
+  // One rate for every link, or each trainer's up and down.
+  const std::string links =
+      c.links.empty() ? absl::StrCat(gbps(c.link_bytes_per_second), " Gbit/s links")
+                      : absl::StrCat("links of ",
+                                     absl::StrJoin(c.links, ",",
+                                                   [&](std::string* out, sync::LinkRates link) {
+                                                     absl::StrAppend(out, gbps(link.upload), "/",
+                                                                     gbps(link.download));
+                                                   }),
+                                     " Gbit/s up/down");
   return absl::StrFormat(
-      "%d trainers, step %s x slowdowns %s, %.0f-byte model over %.1f Gbit/s links; staleness "
+      "%d trainers, step %s x slowdowns %s, %.0f-byte model over %s; staleness "
       "tolerance %.2f steps\n",
       c.trainers, absl::FormatDuration(c.step),
       c.slowdowns.empty()
           ? absl::StrFormat("1 (%d of them %.1f)", c.stragglers, c.straggler_slowdown)
           : absl::StrJoin(c.slowdowns, ","),
-      c.model_bytes, c.link_bytes_per_second * 8 / 1e9, options.staleness_tolerance);
+      c.model_bytes, links, options.staleness_tolerance);
 }
 
 // One row of the table; `best`: the first row's rate.
@@ -360,13 +411,17 @@ std::string FormatAdvice(const AdviseOptions& options, const Advice& advice) {
   return out;
 }
 
-std::string AdviceAfterRun(const sync::PolicyOptions& policy, uint64_t seed,
-                           const RunSummary& summary) {
+std::string AdviceAfterRun(const LocalClusterOptions& cluster, const RunSummary& summary) {
   absl::StatusOr<double> model_bytes = ModelBytesOfRun(summary.run_dir);
   if (!model_bytes.ok()) return "";
+  const sync::PolicyOptions& policy = cluster.policy;
   sync::ClusterSimOptions base;
   base.policy = policy;
-  base.seed = seed;
+  base.seed = cluster.seed;
+  // Checked when the run started.
+  base.links = ParseLinks(cluster.egress_rates, cluster.ingress_rates, cluster.trainers,
+                          base.link_bytes_per_second)
+                   .value_or(std::vector<sync::LinkRates>{});
   absl::StatusOr<sync::ClusterSimOptions> profile = ProfileFromRun(summary, *model_bytes, base);
   if (!profile.ok()) return "";
   AdviseOptions options;

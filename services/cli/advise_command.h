@@ -78,10 +78,18 @@ std::optional<double> PredictedRate(const sync::ClusterSimResult& sim, double to
 // The trainers of a run (a probe's summary, or a running cluster's status as FillFromStatus reads
 // it): each one's time in steps over its clock gives its step (the fastest's is the profile's
 // step, the others' ratios to it their slowdowns); trainers that left or were evicted are left
-// out. The model's size is `model_bytes`; the rest comes from `base`. INVALID_ARGUMENT when no
-// trainer took a step.
+// out, with their links when `base` has one per trainer of the run (in the run's order of
+// trainers). The model's size is `model_bytes`; the rest comes from `base`. INVALID_ARGUMENT when
+// no trainer took a step, or `base` has links for another number of trainers.
 absl::StatusOr<sync::ClusterSimOptions> ProfileFromRun(const RunSummary& run, double model_bytes,
                                                        sync::ClusterSimOptions base);
+
+// Each trainer's link from items of --egress-rate and --ingress-rate (base::ParseRate's units),
+// item i being trainer i's; an empty or missing item is `fallback`. Empty when no item names a
+// rate. INVALID_ARGUMENT naming a bad item, or more items than `trainers`.
+absl::StatusOr<std::vector<sync::LinkRates>> ParseLinks(const std::vector<std::string>& egress,
+                                                        const std::vector<std::string>& ingress,
+                                                        int trainers, double fallback);
 
 // The tolerance that explains two runs of the same job on the same cluster: `fresh`, whose deltas
 // were `fresh_staleness` stale (in the simulation), and `stale`, `stale_staleness` (more). Each
@@ -129,16 +137,17 @@ absl::StatusOr<Advice> Advise(const AdviseOptions& options);
 std::string FormatAdvice(const AdviseOptions& options, const Advice& advice);
 
 // What `syncopate local` says after a run that ended normally: a warning when, on the cluster the
-// run measured (ProfileFromRun, the model's size from the checkpoint in summary.run_dir, the
-// simulator's default links), the advisor predicts the run's mode with its options (`policy`) to
+// run measured (ProfileFromRun, the model's size from the checkpoint in summary.run_dir, the links
+// the run emulated (its --egress-rate, --ingress-rate) or else the simulator's default ones), the
+// advisor predicts
+// the run's mode with its options (`cluster.policy`, seeded with `cluster.seed`) to
 // take more than kWarnAbove times as long to a target as the mode it would choose at the default
 // tolerance, at every tolerance from a quarter of the default to four times it (so not a guess
 // that hangs on the tolerance). "" for no warning: the mode is within that, is not predicted
 // (peer-to-peer beyond sync::kPeerStalenessTrainers trainers), or the run gave no profile (no
 // trainer's steps, no checkpoint).
 inline constexpr double kWarnAbove = 1.5;
-std::string AdviceAfterRun(const sync::PolicyOptions& policy, uint64_t seed,
-                           const RunSummary& summary);
+std::string AdviceAfterRun(const LocalClusterOptions& cluster, const RunSummary& summary);
 
 }  // namespace syncopate::cli
 

@@ -148,8 +148,40 @@ TEST(AdviseTest, ARunGivesEachTrainersSlowdownAndTheStep) {
   EXPECT_DOUBLE_EQ(profile->slowdowns[1], 1);
   EXPECT_NEAR(absl::ToDoubleMilliseconds(profile->step), 20, 1e-9);
   EXPECT_DOUBLE_EQ(profile->model_bytes, 1e6);
+  // Links per trainer of the run keep the ones of the trainers kept.
+  sync::ClusterSimOptions links;
+  links.links = {{1e6, 1e6}, {2e6, 2e6}, {3e6, 3e6}, {4e6, 4e6}};
+  profile = ProfileFromRun(probe, 1e6, links);
+  ASSERT_TRUE(profile.ok()) << profile.status();
+  ASSERT_EQ(profile->links.size(), 2u);
+  EXPECT_EQ(profile->links[1].upload, 2e6);
+  links.links.resize(2);
+  EXPECT_EQ(ProfileFromRun(probe, 1e6, links).status().code(), absl::StatusCode::kInvalidArgument);
   probe.per_trainer = {trainer(0, 0, 0, 1)};
   EXPECT_EQ(ProfileFromRun(probe, 1e6, {}).status().code(), absl::StatusCode::kInvalidArgument);
+}
+
+TEST(AdviseTest, LinksAreParsedFromTheRatesOfEachTrainer) {
+  // Trainer 1's upload and trainer 2's download limited; the rest is the fallback.
+  absl::StatusOr<std::vector<sync::LinkRates>> links =
+      ParseLinks({"", "100mbit"}, {"", "", "1gbit"}, 3, 5);
+  ASSERT_TRUE(links.ok()) << links.status();
+  ASSERT_EQ(links->size(), 3u);
+  EXPECT_EQ((*links)[0].upload, 5);
+  EXPECT_EQ((*links)[0].download, 5);
+  EXPECT_EQ((*links)[1].upload, 12.5e6);
+  EXPECT_EQ((*links)[1].download, 5);
+  EXPECT_EQ((*links)[2].upload, 5);
+  EXPECT_EQ((*links)[2].download, 125e6);
+  // No rate named: no links (every trainer on the fallback).
+  links = ParseLinks({"", ""}, {}, 3, 5);
+  ASSERT_TRUE(links.ok());
+  EXPECT_TRUE(links->empty());
+  absl::Status bad = ParseLinks({"100mbit", "fast"}, {}, 3, 5).status();
+  EXPECT_EQ(bad.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_TRUE(absl::StrContains(bad.message(), "\"fast\"")) << bad;
+  EXPECT_EQ(ParseLinks({"1gbit", "1gbit", "1gbit", "1gbit"}, {}, 3, 5).status().code(),
+            absl::StatusCode::kInvalidArgument);
 }
 
 // A run that took `steps_per_second` steps of the job each second (one trainer) and reached
@@ -235,22 +267,31 @@ TEST(AdviseTest, ALocalRunIsWarnedWhenItsModeIsFarSlowerAtEveryTolerance) {
     run.per_trainer.push_back(t);
   }
   run.run_dir = RunDirWithModel(100000);
-  sync::PolicyOptions policy;
+  LocalClusterOptions cluster;
+  cluster.trainers = 8;
+  cluster.seed = 1;
+  sync::PolicyOptions& policy = cluster.policy;
   policy.mode = "bsp";
-  const std::string warning = AdviceAfterRun(policy, 1, run);
+  const std::string warning = AdviceAfterRun(cluster, run);
   EXPECT_TRUE(absl::StartsWith(warning, "warning: ")) << warning;
   EXPECT_TRUE(absl::StrContains(warning, "predicts that bsp takes")) << warning;
   EXPECT_TRUE(absl::StrContains(warning, "syncopate compare --modes=bsp,")) << warning;
   // selmcast, in lockstep behind the straggler as bsp, is warned too.
   policy.mode = "selmcast";
-  EXPECT_TRUE(absl::StrContains(AdviceAfterRun(policy, 1, run), "predicts that selmcast takes"));
+  EXPECT_TRUE(absl::StrContains(AdviceAfterRun(cluster, run), "predicts that selmcast takes"));
   // asp wins at some tolerance; no checkpoint, no profile.
   policy.mode = "asp";
-  EXPECT_EQ(AdviceAfterRun(policy, 1, run), "");
+  EXPECT_EQ(AdviceAfterRun(cluster, run), "");
+  // Equal trainers: bsp is not warned, unless one trainer's link is slow (0.4 MB over 2 Mbit/s:
+  // 1.6 s a transfer, which every round waits for).
+  run.per_trainer.back().clock = 200;
   policy.mode = "bsp";
+  EXPECT_EQ(AdviceAfterRun(cluster, run), "");
+  cluster.egress_rates = {"", "", "", "", "", "", "", "2mbit"};
+  EXPECT_TRUE(absl::StrContains(AdviceAfterRun(cluster, run), "predicts that bsp takes"));
   const std::string dir = run.run_dir;
   run.run_dir += "/elsewhere";
-  EXPECT_EQ(AdviceAfterRun(policy, 1, run), "");
+  EXPECT_EQ(AdviceAfterRun(cluster, run), "");
   std::system(("rm -rf " + dir).c_str());
 }
 

@@ -146,6 +146,7 @@ struct ClusterProfileFlags {
   std::string close_latency =
       absl::FormatDuration(syncopate::sync::ClusterSimOptions{}.close_latency);
   double link_gbps = syncopate::sync::ClusterSimOptions{}.link_bytes_per_second * 8 / 1e9;
+  std::string egress_rate, ingress_rate;
 
   void Add(CLI::App* cmd, syncopate::sync::ClusterSimOptions* o) {
     cmd->add_option("--trainers", o->trainers, "Simulated trainers");
@@ -157,6 +158,12 @@ struct ClusterProfileFlags {
     cmd->add_option("--jitter", o->jitter_sigma, "Log-normal sigma of each step's time");
     cmd->add_option("--model-bytes", o->model_bytes, "Model size in bytes");
     cmd->add_option("--link-gbps", link_gbps, "Every trainer's link rate, Gbit/s");
+    cmd->add_option("--egress-rate", egress_rate,
+                    "Each trainer's upload instead, as `local` emulates it, e.g. "
+                    "1gbit,1gbit,1gbit,200mbit (one value: every trainer; an empty item: "
+                    "--link-gbps)");
+    cmd->add_option("--ingress-rate", ingress_rate,
+                    "Each trainer's download instead, the same way");
     cmd->add_option("--clocks", o->clocks,
                     "Stop once every trainer took this many steps (its clock; a round mode's "
                     "rounds)");
@@ -178,6 +185,11 @@ struct ClusterProfileFlags {
       o->slowdowns = *slowdowns;
     }
     o->link_bytes_per_second = link_gbps * 1e9 / 8;
+    absl::StatusOr<std::vector<syncopate::sync::LinkRates>> links = syncopate::cli::ParseLinks(
+        PerTrainer(egress_rate, o->trainers), PerTrainer(ingress_rate, o->trainers), o->trainers,
+        o->link_bytes_per_second);
+    if (!links.ok()) return links.status();
+    o->links = *std::move(links);
     o->policy.seed = o->seed;
     return absl::OkStatus();
   }
@@ -595,9 +607,19 @@ int main(int argc, char** argv) {
     }
   }
   if (probe_cmd->parsed()) {
+    if (!advise_profile.egress_rate.empty() || !advise_profile.ingress_rate.empty()) {
+      return Fail(absl::InvalidArgumentError("give --egress-rate and --ingress-rate after `probe`: "
+                                             "its runs emulate them, and the advice takes them"),
+                  2);
+    }
     if (absl::Status s = probe.Finish(); !s.ok()) return Fail(s, 2);
     absl::StatusOr<syncopate::cli::ProbeRuns> runs = syncopate::cli::Probe(probe.run);
     if (!runs.ok()) return Fail(runs.status(), ExitCodeOf(runs.status()));
+    // The links the probe emulated (its own --egress-rate, --ingress-rate; checked as it ran).
+    advise.cluster.links =
+        syncopate::cli::ParseLinks(probe.run.cluster.egress_rates, probe.run.cluster.ingress_rates,
+                                   probe.run.cluster.trainers, advise.cluster.link_bytes_per_second)
+            .value_or(std::vector<syncopate::sync::LinkRates>{});
     absl::StatusOr<syncopate::sync::ClusterSimOptions> profile =
         syncopate::cli::ProfileFromRun(runs->asp, runs->model_bytes, advise.cluster);
     if (!profile.ok()) return Fail(profile.status(), 1);
@@ -690,10 +712,7 @@ int main(int argc, char** argv) {
   if (!summary.ok()) return Fail(summary.status(), ExitCodeOf(summary.status()));
   std::printf("%s", syncopate::cli::FormatSummary(*summary).c_str());
   if (!summary->interrupted && !summary->faulty()) {
-    std::fprintf(
-        stderr, "%s",
-        syncopate::cli::AdviceAfterRun(local.run.cluster.policy, local.run.cluster.seed, *summary)
-            .c_str());
+    std::fprintf(stderr, "%s", syncopate::cli::AdviceAfterRun(local.run.cluster, *summary).c_str());
   }
   // A run that survived faults did not finish normally: say so in the exit code too.
   return summary->interrupted ? 130 : summary->faulty() ? 4 : 0;

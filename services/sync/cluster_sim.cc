@@ -22,6 +22,7 @@ using SteadyClock = std::chrono::steady_clock;
 struct SimTrainer {
   TrainerId id = 0;
   double slowdown = 1;
+  LinkRates link;  // bytes/s
   bool live = true;
   absl::Time joined;
   absl::Time left = absl::InfiniteFuture();
@@ -58,7 +59,7 @@ class Simulation {
       const double slowdown = !o_.slowdowns.empty() ? o_.slowdowns[i]
                               : i < o_.stragglers   ? o_.straggler_slowdown
                                                     : 1.0;
-      RETURN_IF_ERROR(Join(slowdown));
+      RETURN_IF_ERROR(Join(slowdown, LinkOf(i)));
     }
     Schedule(kStart + kTick, Kind::kTick, 0);
     while (!done_) {
@@ -118,10 +119,16 @@ class Simulation {
     queue_.push(Event{ticks, seq_++, static_cast<uint32_t>(trainer), kind});
   }
 
-  absl::Status Join(double slowdown) {
+  LinkRates LinkOf(int index) const {
+    return o_.links.empty() ? LinkRates{o_.link_bytes_per_second, o_.link_bytes_per_second}
+                            : o_.links[static_cast<size_t>(index)];
+  }
+
+  absl::Status Join(double slowdown, LinkRates link) {
     SimTrainer t;
     t.id = trainers_.size() + 1;
     t.slowdown = slowdown;
+    t.link = link;
     t.joined = now_;
     trainers_.push_back(t);
     Decisions decisions;
@@ -162,8 +169,24 @@ class Simulation {
     }
   }
 
-  double TransferSeconds(double models) const {
-    return models * o_.model_bytes / o_.link_bytes_per_second;
+  // `models` over a link of `bytes_per_second`.
+  double TransferSeconds(double models, double bytes_per_second) const {
+    return models * o_.model_bytes / bytes_per_second;
+  }
+
+  // A round's exchange of `t`: its own upload and download, and each sender's upload to all of
+  // its receivers (granted in the same round, so their grants are the ones in hand).
+  double ExchangeSeconds(const SimTrainer& t, double out, double in) const {
+    double seconds =
+        std::max(TransferSeconds(out, t.link.upload), TransferSeconds(in, t.link.download));
+    for (TrainerId from : t.grant.exchange->receive_from) {
+      const size_t index = IndexOf(from);
+      if (index >= trainers_.size() || !trainers_[index].grant.exchange) continue;
+      const SimTrainer& sender = trainers_[index];
+      const double sends = static_cast<double>(sender.grant.exchange->send_to.size());
+      seconds = std::max(seconds, TransferSeconds(sends, sender.link.upload));
+    }
+    return seconds;
   }
 
   // The grant arrived: communicate (pull or exchange), compute, push, then report.
@@ -173,11 +196,13 @@ class Simulation {
     if (t.grant.exchange) {
       const double out = static_cast<double>(t.grant.exchange->send_to.size());
       const double in = static_cast<double>(t.grant.exchange->receive_from.size());
-      communicate = TransferSeconds(std::max(out, in));
+      communicate = background_exchange_ ? std::max(TransferSeconds(out, t.link.upload),
+                                                    TransferSeconds(in, t.link.download))
+                                         : ExchangeSeconds(t, out, in);
       t.transfers = TransferSample{out * o_.model_bytes,
-                                   TransferSeconds(out),
+                                   TransferSeconds(out, t.link.upload),
                                    in * o_.model_bytes,
-                                   TransferSeconds(in),
+                                   TransferSeconds(in, t.link.download),
                                    static_cast<int>(out),
                                    {},
                                    {}};
@@ -185,7 +210,8 @@ class Simulation {
         peer_staleness_->Averaged(t.id, t.grant.exchange->receive_from);
       }
     } else if (t.grant.pull.kind != PullSpec::Kind::kNone) {
-      communicate = std::max(0.0, absl::ToDoubleSeconds(t.served_from - now_)) + TransferSeconds(1);
+      communicate = std::max(0.0, absl::ToDoubleSeconds(t.served_from - now_)) +
+                    TransferSeconds(1, t.link.download);
       if (delta_staleness_ && t.grant.pull.kind == PullSpec::Kind::kLive) {
         delta_staleness_->ReadLive(t.id, t.grant.clock);
       } else if (delta_staleness_) {
@@ -194,7 +220,7 @@ class Simulation {
     }
     // A background multicast's models are averaged in as they arrive.
     if (peer_staleness_ && background_exchange_) peer_staleness_->Received(t.id, now_);
-    const double push = p2p_ ? 0 : TransferSeconds(1);
+    const double push = p2p_ ? 0 : TransferSeconds(1, t.link.upload);
     std::lognormal_distribution<double> jitter(0, o_.jitter_sigma);
     const double compute = absl::ToDoubleSeconds(o_.step) * t.slowdown * jitter(random_);
     t.compute_seconds += compute;
@@ -223,7 +249,8 @@ class Simulation {
       if (t.grant.exchange && background_exchange_) {
         const std::vector<TrainerId>& to = t.grant.exchange->send_to;
         peer_staleness_->Sent(
-            t.id, to, now_ + absl::Seconds(TransferSeconds(static_cast<double>(to.size()))));
+            t.id, to,
+            now_ + absl::Seconds(TransferSeconds(static_cast<double>(to.size()), t.link.upload)));
       }
     }
     policy_->ObserveCompute(t.id, clock, t.compute_seconds);
@@ -240,7 +267,7 @@ class Simulation {
         !trainers_[static_cast<size_t>(o_.trainers) - 1].live &&
         policy_->MinClock().value_or(0) >= o_.rejoin_at_clock) {
       rejoined_ = true;
-      return Join(1.0);
+      return Join(1.0, LinkOf(o_.trainers - 1));
     }
     return absl::OkStatus();
   }
@@ -332,6 +359,20 @@ absl::Status CheckClusterSimOptions(const ClusterSimOptions& options) {
     }
     for (double s : options.slowdowns) {
       if (!(s >= 1)) return absl::InvalidArgumentError("every slowdown of the profile is >= 1");
+    }
+  }
+  if (!options.links.empty()) {
+    if (static_cast<int>(options.links.size()) != options.trainers) {
+      return absl::InvalidArgumentError(absl::StrCat("there are ", options.links.size(),
+                                                     " links for ", options.trainers,
+                                                     " trainers: give one per trainer"));
+    }
+    for (const LinkRates& link : options.links) {
+      for (double rate : {link.upload, link.download}) {
+        if (!(rate > 0) || std::isinf(rate)) {
+          return absl::InvalidArgumentError("every link rate is positive and finite");
+        }
+      }
     }
   }
   if (options.leave_at_clock > 0 && options.trainers < 2) {

@@ -17,6 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "sync/bandwidth_estimator.h"
 #include "sync/policy_factory.h"
 
 namespace syncopate::sync {
@@ -33,6 +34,12 @@ struct ClusterSimOptions {
   double jitter_sigma = 0.1;  // log-normal sigma of each step's time
   double model_bytes = 400e3;
   double link_bytes_per_second = 1.25e9;  // every trainer's link, both directions
+  // One link per trainer instead, its upload and download rates in bytes/s (e.g. one slow
+  // uplink); when set, its size must be `trainers`. A push takes the trainer's upload and a pull
+  // its download; a round's exchange the longest of the trainer's upload, its download and each
+  // of its senders' uploads to all their receivers; a background multicast arrives after its
+  // sender's upload.
+  std::vector<LinkRates> links;
   // Report -> grant delivery when no round closes; and one round close on the stores.
   absl::Duration directive_latency = absl::Milliseconds(0.5);
   absl::Duration close_latency = absl::Milliseconds(2);

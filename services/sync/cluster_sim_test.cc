@@ -164,6 +164,12 @@ TEST(ClusterSimTest, BadOptionsAreRefused) {
   o = Scenario("bsp");
   o.link_bytes_per_second = 0;
   EXPECT_EQ(SimulateCluster(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o = Scenario("bsp");
+  o.links = {{1e9, 1e9}, {1e9, 1e9}, {1e9, 1e9}};  // 8 trainers
+  EXPECT_EQ(SimulateCluster(o).status().code(), absl::StatusCode::kInvalidArgument);
+  o.links.assign(8, {1e9, 1e9});
+  o.links.back().download = 0;
+  EXPECT_EQ(SimulateCluster(o).status().code(), absl::StatusCode::kInvalidArgument);
   o = Scenario("nope");
   EXPECT_EQ(SimulateCluster(o).status().code(), absl::StatusCode::kInvalidArgument);
   o = Scenario("bsp");
@@ -211,6 +217,49 @@ TEST(ClusterSimTest, StepsPerSecondAndStalenessOfEqualTrainers) {
   p2p = SimulateCluster(o);
   ASSERT_TRUE(p2p.ok()) << p2p.status();
   EXPECT_EQ(p2p->delta_staleness_mean, -1);
+}
+
+TEST(ClusterSimTest, OneSlowLinkHoldsWhoeverWaitsForItsTransfers) {
+  ClusterSimOptions o = Scenario("bsp", 4, 40);
+  o.stragglers = 0;
+  o.model_bytes = 1e6;
+  // Three links take a model in 1 ms, the last one in 0.4 s each way.
+  o.links = {{1e9, 1e9}, {1e9, 1e9}, {1e9, 1e9}, {2.5e6, 2.5e6}};
+  absl::StatusOr<ClusterSimResult> bsp = SimulateCluster(o);
+  ASSERT_TRUE(bsp.ok()) << bsp.status();
+  // Each round waits for the slow trainer's pull and push: 0.1 s of step and 0.8 s of transfers.
+  EXPECT_GT(bsp->seconds_per_clock, 0.9);
+  EXPECT_LT(bsp->seconds_per_clock, 1.0);
+  // Only its upload slow: the push alone.
+  o.links.back().download = 1e9;
+  bsp = SimulateCluster(o);
+  ASSERT_TRUE(bsp.ok()) << bsp.status();
+  EXPECT_GT(bsp->seconds_per_clock, 0.5);
+  EXPECT_LT(bsp->seconds_per_clock, 0.6);
+  o.links.back().download = 2.5e6;
+  o.policy.mode = "asp";
+  absl::StatusOr<ClusterSimResult> asp = SimulateCluster(o);
+  ASSERT_TRUE(asp.ok()) << asp.status();
+  // Nobody waits for it: three trainers at about 9.7 steps a second (jitter, 2 ms of transfers),
+  // the slow one at 1/0.9.
+  EXPECT_NEAR(asp->steps_per_second, 3 * 9.7 + 1 / 0.9, 1);
+  // An all-to-all exchange waits for the slow trainer's upload of its model to the 3 others
+  // (1.2 s), not only for its own link's time on each trainer.
+  o.policy.mode = "dssync";
+  o.policy.groups = 1;
+  absl::StatusOr<ClusterSimResult> dssync = SimulateCluster(o);
+  ASSERT_TRUE(dssync.ok()) << dssync.status();
+  EXPECT_GT(dssync->seconds_per_clock, 1.25);
+  EXPECT_LT(dssync->seconds_per_clock, 1.4);
+  // The same links for everyone: one rate or four equal ones are the same run.
+  o.links.assign(4, {1e9, 1e9});
+  absl::StatusOr<ClusterSimResult> each = SimulateCluster(o);
+  o.links.clear();
+  o.link_bytes_per_second = 1e9;
+  absl::StatusOr<ClusterSimResult> every = SimulateCluster(o);
+  ASSERT_TRUE(each.ok() && every.ok());
+  EXPECT_EQ(each->simulated_seconds, every->simulated_seconds);
+  EXPECT_LT(each->seconds_per_clock, 0.13);
 }
 
 }  // namespace
