@@ -11,7 +11,8 @@
 #   bench/advise_check.sh [PROFILES]
 # PROFILES: which profiles, e.g. 1,2,5 (default: all). Runs go to OUT (default
 # /tmp/syncopate-advise-check); TIME_LIMIT (default 90s) caps each run, PROBE (default 15s) each
-# probe run. REUSE=1 runs nothing but the advisor: it asks it again on the probes and the
+# probe run; MODES (default the store modes) the modes compare measures, e.g. with the
+# peer-to-peer ones added. REUSE=1 runs nothing but the advisor: it asks it again on the probes and the
 # measurements an earlier run left in OUT. BIN_DIR (default build/bin) holds syncopate.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -23,7 +24,7 @@ syncopate=${BIN_DIR:-build/bin}/syncopate
 mkdir -p "$out"
 
 source bench/advise_profiles.sh
-modes=asp,bsp,ssp,dssp,wbsp,wbsp-overlap,hybrid
+modes=${MODES:-asp,bsp,ssp,dssp,wbsp,wbsp-overlap,hybrid}
 choose_profiles "${1:-}"
 
 # A recommendation's measured time over the best measured time, or "miss".

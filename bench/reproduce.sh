@@ -4,7 +4,8 @@
 # figure, ours, ratio, runs, spread) and the plots. Not a test: bench/README.md records what it
 # gave.
 #
-#   bench/reproduce.sh wbsp|dssp|hybrid|all OUT
+#   bench/reproduce.sh wbsp|dssp|hybrid|links|all OUT
+# (all: the three seed claims, wbsp, dssp and hybrid; links runs on its own)
 #
 # A comparison that exits non-zero (a run with a fault exits 4, and still reports) does not stop
 # the others: the report covers them all, and the script then exits 1.
@@ -21,14 +22,16 @@
 #   TIME_LIMIT [300s]    a run that has not reached the target by then counts as not reached
 #   LEARNING_RATE [0.1]  or LR_SWEEP=0.05,0.1,0.2,0.4 to tune every mode (4x the time)
 #   SSP_BOUNDS [3,6,9,12,15]  the SSP bounds DSSP is compared with
+#   LINKS [100mbit,100mbit,100mbit,20mbit]  the links claim's: each trainer's upload and download
+#                        (one per trainer of SLOWDOWN; run it with SLOWDOWN=1,1,1,1 for links alone)
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-usage() { echo "usage: bench/reproduce.sh wbsp|dssp|hybrid|all OUT" >&2; exit 2; }
+usage() { echo "usage: bench/reproduce.sh wbsp|dssp|hybrid|links|all OUT" >&2; exit 2; }
 [[ $# -eq 2 ]] || usage
 claim="$1"
 out="$2"
-case "$claim" in wbsp|dssp|hybrid|all) ;; *) usage ;; esac
+case "$claim" in wbsp|dssp|hybrid|links|all) ;; *) usage ;; esac
 
 REPEATS="${REPEATS:-3}"
 STEP_TIME="${STEP_TIME:-100ms}"
@@ -39,6 +42,7 @@ TIME_LIMIT="${TIME_LIMIT:-300s}"
 LEARNING_RATE="${LEARNING_RATE:-0.1}"
 LR_SWEEP="${LR_SWEEP:-}"
 SSP_BOUNDS="${SSP_BOUNDS:-3,6,9,12,15}"
+LINKS="${LINKS:-100mbit,100mbit,100mbit,20mbit}"
 trainers=$(( $(tr -cd ',' <<< "$SLOWDOWN" | wc -c) + 1 ))
 failed=0  # a compare exited non-zero
 
@@ -73,6 +77,9 @@ run_claim() {
     case "$name" in
       wbsp) compare "$dir" "$model" --modes=bsp,ssp,asp,wbsp,wbsp-overlap ;;
       hybrid) compare "$dir" "$model" --modes=bsp,asp,hybrid ;;
+      # Link-limited: the remedies that hide or skip transfers against the baselines.
+      links) compare "$dir" "$model" --modes=bsp,ssp,asp,wbsp-overlap,dssync,selmcast-ssp \
+        --egress-rate="$LINKS" --ingress-rate="$LINKS" ;;
       dssp)
         mkdir -p "$dir"
         compare "$dir/dssp-asp" "$model" --modes=dssp,asp --staleness=3 --staleness-max=15

@@ -40,7 +40,7 @@ class Simulation {
     if (!p2p_) delta_staleness_.emplace(policy_->push_mode() == PushMode::kRound);
     if (p2p_ && options.trainers <= kPeerStalenessTrainers) peer_staleness_.emplace();
     background_exchange_ = policy_->exchange_in_background();
-    hidden_communication_ = policy_->overlap_communication() || background_exchange_;
+    overlap_communication_ = policy_->overlap_communication();
   }
 
   // Calls the policy, counting the call and its wall-clock time.
@@ -224,9 +224,12 @@ class Simulation {
     std::lognormal_distribution<double> jitter(0, o_.jitter_sigma);
     const double compute = absl::ToDoubleSeconds(o_.step) * t.slowdown * jitter(random_);
     t.compute_seconds += compute;
-    // Overlapped and background modes communicate beside the step: the longer of the two.
-    const double until_report = hidden_communication_ ? std::max(compute, communicate + push)
-                                                      : communicate + compute + push;
+    // Overlapped modes communicate beside the step: the longer of the two. A background
+    // multicast does not hold the step at all: its transfers run on, a newer model superseding an
+    // older one on a pair (client/background_multicast.h).
+    const double until_report = background_exchange_     ? compute
+                                : overlap_communication_ ? std::max(compute, communicate + push)
+                                                         : communicate + compute + push;
     Schedule(now_ + absl::Seconds(until_report), Kind::kReport, IndexOf(t.id));
   }
 
@@ -315,7 +318,7 @@ class Simulation {
   std::mt19937_64 random_;
   bool p2p_ = false;
   bool background_exchange_ = false;  // peers' models sent beside the steps (the -ssp modes)
-  bool hidden_communication_ = false;
+  bool overlap_communication_ = false;  // pushes and pulls beside the steps (wbsp-overlap)
   std::vector<SimTrainer> trainers_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
   uint64_t seq_ = 0;
