@@ -139,11 +139,10 @@ std::string FormatAdvice(const AdviseOptions& options, const Advice& advice);
 // What `syncopate local` says after a run that ended normally: a warning when, on the cluster the
 // run measured (ProfileFromRun, the model's size from the checkpoint in summary.run_dir, the links
 // the run emulated (its --egress-rate, --ingress-rate) or else the simulator's default ones), the
-// advisor predicts
-// the run's mode with its options (`cluster.policy`, seeded with `cluster.seed`) to
-// take more than kWarnAbove times as long to a target as the mode it would choose at the default
-// tolerance, at every tolerance from a quarter of the default to four times it (so not a guess
-// that hangs on the tolerance). "" for no warning: the mode is within that, is not predicted
+// advisor predicts the run's mode with its options (`cluster.policy`, seeded with `cluster.seed`)
+// to take more than kWarnAbove times as long to a target as the mode it would choose at the
+// default tolerance, at every tolerance from a quarter of the default to four times it (so not a
+// guess that hangs on the tolerance). "" for no warning: the mode is within that, is not predicted
 // (peer-to-peer beyond sync::kPeerStalenessTrainers trainers), or the run gave no profile (no
 // trainer's steps, no checkpoint).
 inline constexpr double kWarnAbove = 1.5;

@@ -317,7 +317,7 @@ class Simulation {
   std::unique_ptr<SyncPolicy> policy_;
   std::mt19937_64 random_;
   bool p2p_ = false;
-  bool background_exchange_ = false;  // peers' models sent beside the steps (the -ssp modes)
+  bool background_exchange_ = false;    // peers' models sent beside the steps (the -ssp modes)
   bool overlap_communication_ = false;  // pushes and pulls beside the steps (wbsp-overlap)
   std::vector<SimTrainer> trainers_;
   std::priority_queue<Event, std::vector<Event>, std::greater<>> queue_;
