@@ -8,6 +8,7 @@
 #include <optional>
 #include <queue>
 #include <random>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
@@ -30,6 +31,12 @@ struct SimTrainer {
   Grant grant;               // the grant on its way or being worked on
   absl::Time served_from;    // its pull waits on the store until then (its action's closes)
   TransferSample transfers;  // the last exchange's, told with the next report
+  // Overlapped modes: the loop steps on while the communication thread pushes and pulls. The end
+  // of the step in progress, the steps since the last delta was handed over, and the steps the
+  // delta on its way holds (1 in the other modes: a delta a step).
+  absl::Time loop_at = absl::InfinitePast();
+  int64_t unpushed_steps = 0;
+  int64_t delta_steps = 1;
 };
 
 class Simulation {
@@ -221,16 +228,35 @@ class Simulation {
     // A background multicast's models are averaged in as they arrive.
     if (peer_staleness_ && background_exchange_) peer_staleness_->Received(t.id, now_);
     const double push = p2p_ ? 0 : TransferSeconds(1, t.link.upload);
+    if (overlap_communication_) {
+      // The communication thread pulls while the loop steps on; at the first step's end after
+      // the pull, the loop takes the pulled model and hands over the steps since the last
+      // hand-over (at least one) as one delta, which the thread pushes and reports
+      // (client/step_strategy.cc).
+      const absl::Time pulled = now_ + absl::Seconds(communicate);
+      // The first grant starts the loop; after it, the loop stepped on while the thread waited.
+      if (t.loop_at == absl::InfinitePast()) t.loop_at = now_;
+      while (t.loop_at < pulled || t.unpushed_steps == 0) {
+        t.loop_at += absl::Seconds(Compute(t));
+        ++t.unpushed_steps;
+      }
+      t.delta_steps = std::exchange(t.unpushed_steps, 0);
+      Schedule(t.loop_at + absl::Seconds(push), Kind::kReport, IndexOf(t.id));
+      return;
+    }
+    const double compute = Compute(t);
+    // A background multicast does not hold the step: its transfers run on, a newer model
+    // superseding an older one on a pair (client/background_multicast.h).
+    const double until_report = background_exchange_ ? compute : communicate + compute + push;
+    Schedule(now_ + absl::Seconds(until_report), Kind::kReport, IndexOf(t.id));
+  }
+
+  // One step of `t`, counted as its compute: its slowdown times the base step, jittered.
+  double Compute(SimTrainer& t) {
     std::lognormal_distribution<double> jitter(0, o_.jitter_sigma);
     const double compute = absl::ToDoubleSeconds(o_.step) * t.slowdown * jitter(random_);
     t.compute_seconds += compute;
-    // Overlapped modes communicate beside the step: the longer of the two. A background
-    // multicast does not hold the step at all: its transfers run on, a newer model superseding an
-    // older one on a pair (client/background_multicast.h).
-    const double until_report = background_exchange_     ? compute
-                                : overlap_communication_ ? std::max(compute, communicate + push)
-                                                         : communicate + compute + push;
-    Schedule(now_ + absl::Seconds(until_report), Kind::kReport, IndexOf(t.id));
+    return compute;
   }
 
   absl::Status Report(size_t index) {
@@ -244,7 +270,8 @@ class Simulation {
       Handle(Timed([&] { return policy_->OnLeave(t.id, now_); }));
       return absl::OkStatus();
     }
-    ++steps_;
+    steps_ += t.delta_steps;
+    ++deltas_;
     if (delta_staleness_) delta_staleness_->Pushed(t.id, clock);
     if (peer_staleness_) {
       peer_staleness_->Stepped(t.id, clock);
@@ -296,8 +323,12 @@ class Simulation {
     // step-size rule (and the peers' averages).
     const double n = static_cast<double>(o_.trainers);
     if (delta_staleness_) {
-      r.delta_staleness_mean = delta_staleness_->Mean() / n;
-      r.delta_staleness_p99 = delta_staleness_->Quantile(0.99) / n;
+      // A missed delta that held several steps (overlapped modes) missed them all: weighed by
+      // the mean steps a delta held (1 in the other modes).
+      const double steps_per_delta =
+          deltas_ > 0 ? static_cast<double>(steps_) / static_cast<double>(deltas_) : 1;
+      r.delta_staleness_mean = delta_staleness_->Mean() * steps_per_delta / n;
+      r.delta_staleness_p99 = delta_staleness_->Quantile(0.99) * steps_per_delta / n;
     } else if (peer_staleness_) {
       r.delta_staleness_mean = peer_staleness_->Mean() / n;
       r.delta_staleness_p99 = peer_staleness_->Quantile(0.99) / n;
@@ -331,6 +362,7 @@ class Simulation {
   std::optional<DeltaStaleness> delta_staleness_;  // store modes
   std::optional<PeerStaleness> peer_staleness_;  // peer-to-peer modes, up to kPeerStalenessTrainers
   int64_t steps_ = 0;                            // reported by every trainer
+  int64_t deltas_ = 0;  // reports: more steps than reports where a delta holds several
   int64_t grants_ = 0;
   int64_t rounds_closed_ = 0;
   int64_t events_ = 0;

@@ -2,6 +2,9 @@
 // code the coordinator runs) fed by simulated trainers instead of gRPC sessions. Each trainer
 // computes for its step time (a base step, times its slowdown, times a seeded log-normal jitter),
 // pushes, reports, waits for its grant, pulls (or exchanges with its peers), and computes again.
+// In the overlapped modes (wbsp-overlap) the trainer's loop steps on while its communication
+// thread pushes, reports, waits and pulls, and each delta holds the steps since the last one; in
+// the background ones (the -ssp modes) its multicasts never hold its steps.
 // Transfers take model bytes over the trainer's link; the control plane costs a fixed latency per
 // directive and per round close, one action at a time, as the coordinator's action thread does
 // (with pipelined grants, a close and its grants' delivery overlap).
@@ -66,12 +69,14 @@ struct ClusterSimResult {
   double compute_time_ratio = 0;
   // Staleness at each grant: the granted clock minus the minimum clock then.
   double staleness_p50 = 0, staleness_p99 = 0, staleness_max = 0;
-  // Steps of every trainer per simulated second.
+  // Steps of every trainer per simulated second (an overlapped mode's deltas may hold several;
+  // a clock is a delta).
   double steps_per_second = 0;
   // Store modes: how stale each delta is when the store applies it (delta_staleness.h), in
-  // steps of the job (other trainers' deltas it missed / N). Peer-to-peer modes: how many of the
-  // other trainers' steps each step's model missed (peer_staleness.h) / N, up to
-  // kPeerStalenessTrainers trainers (each step costs O(N) there); -1 beyond.
+  // steps of the job (other trainers' deltas it missed, times the mean steps a delta held, / N).
+  // Peer-to-peer modes: how many of the other trainers' steps each step's model missed
+  // (peer_staleness.h) / N, up to kPeerStalenessTrainers trainers (each step costs O(N) there); -1
+  // beyond.
   double delta_staleness_mean = -1, delta_staleness_p99 = -1;
   int64_t rounds_closed = 0;
   int64_t events = 0;  // policy calls: joins, reports, leaves, ticks

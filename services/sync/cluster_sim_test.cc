@@ -251,6 +251,14 @@ TEST(ClusterSimTest, OneSlowLinkHoldsWhoeverWaitsForItsTransfers) {
   ASSERT_TRUE(dssync.ok()) << dssync.status();
   EXPECT_GT(dssync->seconds_per_clock, 1.25);
   EXPECT_LT(dssync->seconds_per_clock, 1.4);
+  // wbsp-overlap's loop steps on while its thread pushes and pulls: each delta holds the steps
+  // done meanwhile, about 9 behind the slow link's 0.8 s of transfers.
+  o.policy.mode = "wbsp-overlap";
+  absl::StatusOr<ClusterSimResult> overlap = SimulateCluster(o);
+  ASSERT_TRUE(overlap.ok()) << overlap.status();
+  EXPECT_GT(overlap->compute_time_ratio, 0.9);
+  EXPECT_GT(overlap->seconds_per_clock, 0.8);  // a clock is a delta
+  EXPECT_GT(overlap->steps_per_second, 35);
   // selmcast-ssp's background multicasts do not hold the steps, however slow the link.
   o.policy.mode = "selmcast-ssp";
   absl::StatusOr<ClusterSimResult> background = SimulateCluster(o);
