@@ -37,8 +37,9 @@ void FakeClock::SleepFor(absl::Duration d) const {
     now_ += d;
   }
   // Releasing a mutex makes absl::Mutex evaluate its waiters' conditions again: each waiter then
-  // sees the new time. A mutex held by another thread now is released by it later, to the same
-  // effect; one registered after this looks at the new time itself.
+  // sees the new time. A mutex held by another thread now is mostly released by it later, to the
+  // same effect; one registered after this looks at the new time itself; a waiter that held its
+  // own mutex at that moment looks again within AwaitUntil's recheck.
   absl::MutexLock lock(&registry_mu_);
   for (absl::Mutex* mu : waiting_on_) {
     if (mu->TryLock()) mu->Unlock();
@@ -68,7 +69,12 @@ bool FakeClock::AwaitUntil(absl::Mutex& mu, const absl::Condition& condition,
       return over;
     }
   } wait{this, &condition, deadline};
-  mu.Await(absl::Condition(&wait, &Wait::Over));
+  // SleepFor's wake-up can miss: when it moves the clock while this thread holds `mu` to look (and
+  // finds the old time), its TryLock fails and this thread goes back to wait without looking
+  // again. So it also looks again every kRecheck of real time.
+  constexpr absl::Duration kRecheck = absl::Milliseconds(5);
+  while (!mu.AwaitWithTimeout(absl::Condition(&wait, &Wait::Over), kRecheck)) {
+  }
   {
     absl::MutexLock lock(&registry_mu_);
     waiting_on_.erase(waiting_on_.find(&mu));
