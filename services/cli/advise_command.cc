@@ -11,7 +11,6 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
-#include "base/flags.h"
 #include "base/status_macros.h"
 #include "cli/model_file.h"
 #include "sync/modes.h"
@@ -141,35 +140,6 @@ absl::StatusOr<sync::ClusterSimOptions> ProfileFromRun(const RunSummary& run, do
   base.step = absl::Seconds(step);  // the jitter stays `base`'s: steps are never all alike
   base.model_bytes = model_bytes;
   return base;
-}
-
-absl::StatusOr<std::vector<sync::LinkRates>> ParseLinks(const std::vector<std::string>& egress,
-                                                        const std::vector<std::string>& ingress,
-                                                        int trainers, double fallback) {
-  if (static_cast<int>(std::max(egress.size(), ingress.size())) > trainers) {
-    return absl::InvalidArgumentError(absl::StrCat("more link rates (",
-                                                   std::max(egress.size(), ingress.size()),
-                                                   ") than trainers (", trainers, ")"));
-  }
-  std::vector<sync::LinkRates> links(static_cast<size_t>(std::max(trainers, 0)),
-                                     {fallback, fallback});
-  bool limited = false;
-  for (auto [items, rate_of] : {std::pair{&egress, &sync::LinkRates::upload},
-                                std::pair{&ingress, &sync::LinkRates::download}}) {
-    for (size_t i = 0; i < items->size(); ++i) {
-      const std::string& item = (*items)[i];
-      if (item.empty()) continue;
-      absl::StatusOr<double> rate = base::ParseRate(item);
-      if (!rate.ok()) {
-        return absl::InvalidArgumentError(
-            absl::StrCat("link rate \"", item, "\": ", rate.status().message()));
-      }
-      links[i].*rate_of = *rate;
-      limited = true;
-    }
-  }
-  if (!limited) links.clear();
-  return links;
 }
 
 absl::StatusOr<ProbeRuns> Probe(LocalRunOptions run) {

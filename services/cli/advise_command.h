@@ -84,13 +84,6 @@ std::optional<double> PredictedRate(const sync::ClusterSimResult& sim, double to
 absl::StatusOr<sync::ClusterSimOptions> ProfileFromRun(const RunSummary& run, double model_bytes,
                                                        sync::ClusterSimOptions base);
 
-// Each trainer's link from items of --egress-rate and --ingress-rate (base::ParseRate's units),
-// item i being trainer i's; an empty or missing item is `fallback`. Empty when no item names a
-// rate. INVALID_ARGUMENT naming a bad item, or more items than `trainers`.
-absl::StatusOr<std::vector<sync::LinkRates>> ParseLinks(const std::vector<std::string>& egress,
-                                                        const std::vector<std::string>& ingress,
-                                                        int trainers, double fallback);
-
 // The tolerance that explains two runs of the same job on the same cluster: `fresh`, whose deltas
 // were `fresh_staleness` stale (in the simulation), and `stale`, `stale_staleness` (more). Each
 // reached `accuracy`, a level both did (just under the lower of their best), in some steps of the

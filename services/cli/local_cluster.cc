@@ -58,6 +58,35 @@ bool WritesRunModel(const LocalClusterOptions& options, int rank) {
   return rank == 0 && sync::FindMode(options.policy.mode)->peer_to_peer();
 }
 
+absl::StatusOr<std::vector<sync::LinkRates>> ParseLinks(const std::vector<std::string>& egress,
+                                                        const std::vector<std::string>& ingress,
+                                                        int trainers, double fallback) {
+  if (static_cast<int>(std::max(egress.size(), ingress.size())) > trainers) {
+    return absl::InvalidArgumentError(absl::StrCat("more link rates (",
+                                                   std::max(egress.size(), ingress.size()),
+                                                   ") than trainers (", trainers, ")"));
+  }
+  std::vector<sync::LinkRates> links(static_cast<size_t>(std::max(trainers, 0)),
+                                     {fallback, fallback});
+  bool limited = false;
+  for (auto [items, rate_of] : {std::pair{&egress, &sync::LinkRates::upload},
+                                std::pair{&ingress, &sync::LinkRates::download}}) {
+    for (size_t i = 0; i < items->size(); ++i) {
+      const std::string& item = (*items)[i];
+      if (item.empty()) continue;
+      absl::StatusOr<double> rate = base::ParseRate(item);
+      if (!rate.ok()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat("link rate \"", item, "\": ", rate.status().message()));
+      }
+      links[i].*rate_of = *rate;
+      limited = true;
+    }
+  }
+  if (!limited) links.clear();
+  return links;
+}
+
 absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
   if (options.trainers <= 0) return absl::InvalidArgumentError("--trainers must be positive");
   if (options.store_shards <= 0) {
@@ -87,15 +116,8 @@ absl::Status LocalCluster::Validate(const LocalClusterOptions& options) {
   for (const std::string& device : options.devices) {
     RETURN_IF_ERROR(compute::ParseDevice(device).status());
   }
-  for (const auto* rates : {&options.egress_rates, &options.ingress_rates}) {
-    if (static_cast<int>(rates->size()) > options.trainers) {
-      return absl::InvalidArgumentError(absl::StrCat("more link rates (", rates->size(),
-                                                     ") than trainers (", options.trainers, ")"));
-    }
-    for (const std::string& rate : *rates) {
-      if (!rate.empty()) RETURN_IF_ERROR(base::ParseRate(rate).status());
-    }
-  }
+  RETURN_IF_ERROR(
+      ParseLinks(options.egress_rates, options.ingress_rates, options.trainers, 1).status());
   for (int rank : options.command_ranks) {
     if (rank < 0 || rank >= options.trainers) {
       return absl::InvalidArgumentError(absl::StrCat("--trainer-command-ranks: rank ", rank,

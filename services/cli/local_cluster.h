@@ -16,6 +16,7 @@
 #include "cli/certificates.h"
 #include "cli/child_process.h"
 #include "rpc/credentials.h"
+#include "sync/bandwidth_estimator.h"
 #include "sync/policy_factory.h"
 #include "syncopate/v1/coordinator.grpc.pb.h"
 
@@ -112,6 +113,13 @@ struct Endpoint {
 };
 
 // Not thread-safe.
+// Each trainer's link from items of --egress-rate and --ingress-rate (base::ParseRate's units),
+// item i being trainer i's; an empty or missing item is `fallback`. Empty when no item names a
+// rate. INVALID_ARGUMENT naming a bad item, or more items than `trainers`.
+absl::StatusOr<std::vector<sync::LinkRates>> ParseLinks(const std::vector<std::string>& egress,
+                                                        const std::vector<std::string>& ingress,
+                                                        int trainers, double fallback);
+
 class LocalCluster {
  public:
   // Starts stores, then the coordinator, then trainers, waiting for each to be ready (bounded).
